@@ -1,0 +1,1 @@
+//! Cross-crate integration tests of operator-fsm live in `tests/tests/`.
