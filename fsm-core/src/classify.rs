@@ -1,0 +1,98 @@
+//! How handler errors are retried: retryable by default, permanent on request.
+
+use std::time::Duration;
+
+/// What the engine does with a handler error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// Try again under the state's retry policy. With `retry_after`, the next
+    /// attempt waits exactly that long instead of the policy's backoff (the
+    /// attempt still counts towards `max_attempts`).
+    Retryable {
+        /// An explicit delay before the next attempt, overriding the backoff.
+        retry_after: Option<Duration>,
+    },
+    /// Do not try again: the workflow fails and its compensation chain runs.
+    Permanent,
+}
+
+impl ErrorClass {
+    /// Retry under the state's policy.
+    pub const RETRYABLE: ErrorClass = ErrorClass::Retryable { retry_after: None };
+
+    /// Retry after exactly `delay`.
+    pub const fn retry_after(delay: Duration) -> ErrorClass {
+        ErrorClass::Retryable {
+            retry_after: Some(delay),
+        }
+    }
+}
+
+/// Classifies a handler's error type.
+///
+/// Every error is retryable unless its type says otherwise, so an empty
+/// `impl Classify for MyError {}` is a complete implementation.
+///
+/// ```
+/// use fsm_core::{Classify, ErrorClass};
+///
+/// #[derive(Debug, thiserror::Error)]
+/// enum AppError {
+///     #[error("cloud API unavailable")]
+///     Unavailable,
+///     #[error("quota exceeded")]
+///     Quota,
+/// }
+///
+/// impl Classify for AppError {
+///     fn class(&self) -> ErrorClass {
+///         match self {
+///             AppError::Unavailable => ErrorClass::RETRYABLE,
+///             AppError::Quota => ErrorClass::Permanent,
+///         }
+///     }
+/// }
+/// assert_eq!(AppError::Quota.class(), ErrorClass::Permanent);
+/// ```
+#[diagnostic::on_unimplemented(
+    note = "add `impl fsm_core::Classify for {Self} {{}}` to retry every error, or override `class` to mark some permanent"
+)]
+pub trait Classify {
+    /// The class of this error; retryable unless overridden.
+    fn class(&self) -> ErrorClass {
+        ErrorClass::RETRYABLE
+    }
+}
+
+impl Classify for std::convert::Infallible {}
+impl Classify for std::io::Error {}
+impl Classify for serde_json::Error {
+    fn class(&self) -> ErrorClass {
+        // Data that does not decode will not decode on the next attempt.
+        ErrorClass::Permanent
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Plain;
+    impl Classify for Plain {}
+
+    #[test]
+    fn errors_are_retryable_by_default() {
+        assert_eq!(Plain.class(), ErrorClass::RETRYABLE);
+    }
+
+    #[test]
+    fn retry_after_carries_the_delay() {
+        assert_eq!(
+            ErrorClass::retry_after(Duration::from_secs(3)),
+            ErrorClass::Retryable {
+                retry_after: Some(Duration::from_secs(3))
+            }
+        );
+    }
+}

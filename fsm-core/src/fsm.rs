@@ -1,0 +1,160 @@
+//! The `Fsm` trait: what the derive generates, and what a hand-written
+//! machine implements.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::{Classify, Machine, Step, Transition};
+
+/// A boxed, `Send` future, as returned by the dispatch methods of [`Fsm`].
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A state machine: an enum whose variants are the states, with handlers,
+/// compensations and a static [`Machine`] description.
+///
+/// `#[derive(OperatorFsm)]` implements it; it can also be implemented by
+/// hand, as below.
+///
+/// # State encoding
+/// A state is stored as its variant name plus, for a variant with fields,
+/// the fields as JSON. The default [`Fsm::to_parts`] and [`Fsm::from_parts`]
+/// rely on serde's default (externally tagged) enum representation; a
+/// machine that uses another representation overrides both.
+///
+/// ```
+/// use fsm_core::prelude::*;
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// enum Light { Off, On { brightness: u8 }, Broken }
+///
+/// #[derive(Debug, thiserror::Error)]
+/// #[error("bulb error")]
+/// struct BulbError;
+/// impl Classify for BulbError {}
+///
+/// static STATES: [StateMeta; 3] = [
+///     StateMeta::new("Off").initial().with_handler().next(&["On"]),
+///     StateMeta::new("On").with_handler().with_data().ready().next(&["Off"]),
+///     StateMeta::new("Broken").failed(),
+/// ];
+/// static MACHINE: Machine = Machine::new("Light", &STATES);
+///
+/// impl Fsm for Light {
+///     type Resource = u8; // the wanted brightness
+///     type Context = ();
+///     type Error = BulbError;
+///
+///     fn machine() -> &'static Machine { &MACHINE }
+///     fn state_name(&self) -> &'static str {
+///         match self { Light::Off => "Off", Light::On { .. } => "On", Light::Broken => "Broken" }
+///     }
+///     fn unit_state(name: &str) -> Option<Self> {
+///         match name { "Off" => Some(Light::Off), "Broken" => Some(Light::Broken), _ => None }
+///     }
+///     fn handle<'a>(&'a self, cx: &'a mut Step<'_, Self>)
+///         -> BoxFuture<'a, Result<Transition<Self>, BulbError>> {
+///         Box::pin(async move {
+///             let wanted = *cx.resource();
+///             Ok(match self {
+///                 Light::Off if wanted > 0 => Transition::next(Light::On { brightness: wanted }),
+///                 Light::On { brightness } if *brightness != wanted => Transition::next(Light::Off),
+///                 _ => Transition::stay(),
+///             })
+///         })
+///     }
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// let settled = Harness::<Light>::new(7, ()).run_until_settled().await.unwrap();
+/// assert_eq!(settled.state, Light::On { brightness: 7 });
+/// # });
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a state machine",
+    note = "add `#[derive(OperatorFsm)]` to the state enum, or implement `fsm_core::Fsm` by hand"
+)]
+pub trait Fsm: Sized + Clone + Send + Sync + Serialize + DeserializeOwned + 'static {
+    /// The object the machine runs for (a `kube::Resource` in an operator).
+    type Resource: Send + Sync + 'static;
+    /// The operator's shared context, given to every handler.
+    type Context: Send + Sync + 'static;
+    /// The handlers' error type.
+    type Error: std::error::Error + Classify + Send + Sync + 'static;
+
+    /// The static description of the machine.
+    fn machine() -> &'static Machine;
+
+    /// The name of this state's variant, as in [`Machine::states`].
+    fn state_name(&self) -> &'static str;
+
+    /// Builds the unit variant named `name`; `None` for an unknown name or a
+    /// variant with fields. The engine builds initial, failed, timeout and
+    /// exhaustion targets with it.
+    fn unit_state(name: &str) -> Option<Self>;
+
+    /// Runs this state's handler.
+    fn handle<'a>(
+        &'a self,
+        cx: &'a mut Step<'_, Self>,
+    ) -> BoxFuture<'a, Result<Transition<Self>, Self::Error>>;
+
+    /// Runs this state's compensation (rollback). The default does nothing,
+    /// for states without one.
+    fn compensate<'a>(&'a self, cx: &'a mut Step<'_, Self>) -> BoxFuture<'a, Result<(), Self::Error>> {
+        let _ = cx;
+        Box::pin(async { Ok(()) })
+    }
+
+    /// Runs the machine's `cleanup` when the object is deleted. The default
+    /// does nothing.
+    fn cleanup<'a>(cx: &'a mut Step<'_, Self>) -> BoxFuture<'a, Result<(), Self::Error>> {
+        let _ = cx;
+        Box::pin(async { Ok(()) })
+    }
+
+    /// The machine's diagram in Mermaid (see [`Machine::mermaid`]).
+    fn mermaid() -> String {
+        Self::machine().mermaid()
+    }
+
+    /// The machine's diagram in Graphviz DOT (see [`Machine::dot`]).
+    fn dot() -> String {
+        Self::machine().dot()
+    }
+
+    /// Splits the state into its variant name and its data (`None` for a
+    /// unit variant), as stored in the record.
+    ///
+    /// # Errors
+    /// The state's data could not be serialized.
+    fn to_parts(&self) -> Result<(&'static str, Option<Value>), serde_json::Error> {
+        let name = self.state_name();
+        match serde_json::to_value(self)? {
+            Value::String(_) => Ok((name, None)),
+            Value::Object(mut map) if map.len() == 1 => Ok((name, map.remove(name))),
+            _ => Err(serde::ser::Error::custom(format!(
+                "state {name} is not encoded as an externally tagged enum variant"
+            ))),
+        }
+    }
+
+    /// Rebuilds a state from its variant name and data.
+    ///
+    /// # Errors
+    /// The data does not fit the variant.
+    fn from_parts(name: &str, data: Option<&Value>) -> Result<Self, serde_json::Error> {
+        match data {
+            None => serde_json::from_value(Value::String(name.to_owned())),
+            Some(data) => {
+                let mut map = serde_json::Map::with_capacity(1);
+                map.insert(name.to_owned(), data.clone());
+                serde_json::from_value(Value::Object(map))
+            }
+        }
+    }
+}

@@ -1,0 +1,580 @@
+//! The static description of a machine: its states, their flags, targets and
+//! policies. The derive generates it; a hand-written machine builds it with
+//! the `const` builders below.
+
+use std::time::Duration;
+
+use crate::RetryPolicy;
+
+/// What happens when the object's spec changes (its `metadata.generation`
+/// moves past the record's `observedGeneration`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SpecChange {
+    /// Start the workflow again from the initial state (no compensation).
+    #[default]
+    Restart,
+    /// Keep the current state; handlers see the new spec.
+    Continue,
+    /// Move to the named (unit) state.
+    Goto(&'static str),
+}
+
+/// What happens when the object is deleted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnDelete {
+    /// Nothing beyond the machine's `cleanup` function, if any.
+    #[default]
+    Nothing,
+    /// Run the compensation chain of the states entered, then `cleanup`.
+    Compensate,
+}
+
+/// One state of a machine.
+///
+/// ```
+/// use std::time::Duration;
+/// use fsm_core::StateMeta;
+///
+/// const WAITING: StateMeta = StateMeta::new("WaitingReady")
+///     .with_handler()
+///     .with_data()
+///     .timeout(Duration::from_secs(600))
+///     .on_timeout("Failed")
+///     .next(&["Seeding"]);
+/// assert!(WAITING.allows("Seeding"));
+/// assert!(!WAITING.allows("Ready"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StateMeta {
+    name: &'static str,
+    initial: bool,
+    ready: bool,
+    failed: bool,
+    is_final: bool,
+    sensitive: bool,
+    has_handler: bool,
+    has_compensation: bool,
+    has_data: bool,
+    next: &'static [&'static str],
+    retry: Option<RetryPolicy>,
+    timeout: Option<Duration>,
+    attempt_timeout: Option<Duration>,
+    on_timeout: Option<&'static str>,
+    on_exhausted: Option<&'static str>,
+}
+
+impl StateMeta {
+    /// A state with the given variant name and no flags, handler or targets.
+    pub const fn new(name: &'static str) -> Self {
+        StateMeta {
+            name,
+            initial: false,
+            ready: false,
+            failed: false,
+            is_final: false,
+            sensitive: false,
+            has_handler: false,
+            has_compensation: false,
+            has_data: false,
+            next: &[],
+            retry: None,
+            timeout: None,
+            attempt_timeout: None,
+            on_timeout: None,
+            on_exhausted: None,
+        }
+    }
+
+    /// Marks the state the machine starts in.
+    pub const fn initial(mut self) -> Self {
+        self.initial = true;
+        self
+    }
+    /// Marks a state in which the object's `Ready` condition is true.
+    pub const fn ready(mut self) -> Self {
+        self.ready = true;
+        self
+    }
+    /// Marks a terminal failure state; compensation ends here.
+    pub const fn failed(mut self) -> Self {
+        self.failed = true;
+        self
+    }
+    /// Marks a resting state without handler: nothing runs until the spec
+    /// changes or the object is deleted.
+    pub const fn final_state(mut self) -> Self {
+        self.is_final = true;
+        self
+    }
+    /// Marks a state whose data must never be logged or put in events.
+    pub const fn sensitive(mut self) -> Self {
+        self.sensitive = true;
+        self
+    }
+    /// Declares that the state has a handler.
+    pub const fn with_handler(mut self) -> Self {
+        self.has_handler = true;
+        self
+    }
+    /// Declares that the state has a compensation (rollback) function.
+    pub const fn with_compensation(mut self) -> Self {
+        self.has_compensation = true;
+        self
+    }
+    /// Declares that the variant carries data (is not a unit variant).
+    pub const fn with_data(mut self) -> Self {
+        self.has_data = true;
+        self
+    }
+    /// The states a handler may move to.
+    pub const fn next(mut self, targets: &'static [&'static str]) -> Self {
+        self.next = targets;
+        self
+    }
+    /// The retry policy of this state, overriding the machine's default.
+    pub const fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = Some(policy);
+        self
+    }
+    /// The total time allowed in the state, from entry.
+    pub const fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+    /// The time allowed for one handler call.
+    pub const fn attempt_timeout(mut self, timeout: Duration) -> Self {
+        self.attempt_timeout = Some(timeout);
+        self
+    }
+    /// The (unit) state entered when `timeout` passes; failing otherwise.
+    pub const fn on_timeout(mut self, target: &'static str) -> Self {
+        self.on_timeout = Some(target);
+        self
+    }
+    /// The (unit) state entered when retries are exhausted; failing otherwise.
+    pub const fn on_exhausted(mut self, target: &'static str) -> Self {
+        self.on_exhausted = Some(target);
+        self
+    }
+
+    /// The variant's name, as stored in records.
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+    /// Whether the machine starts here.
+    pub const fn is_initial(&self) -> bool {
+        self.initial
+    }
+    /// Whether the `Ready` condition is true here.
+    pub const fn is_ready(&self) -> bool {
+        self.ready
+    }
+    /// Whether this is a terminal failure state.
+    pub const fn is_failed(&self) -> bool {
+        self.failed
+    }
+    /// Whether this is a resting state without handler.
+    pub const fn is_final(&self) -> bool {
+        self.is_final
+    }
+    /// Whether the state's data is sensitive.
+    pub const fn is_sensitive(&self) -> bool {
+        self.sensitive
+    }
+    /// Whether the state has a handler.
+    pub const fn has_handler(&self) -> bool {
+        self.has_handler
+    }
+    /// Whether the state has a compensation function.
+    pub const fn has_compensation(&self) -> bool {
+        self.has_compensation
+    }
+    /// Whether the variant carries data.
+    pub const fn has_data(&self) -> bool {
+        self.has_data
+    }
+    /// Whether the machine rests here: nothing runs until the spec changes or
+    /// the object is deleted.
+    pub const fn is_resting(&self) -> bool {
+        self.is_final || self.failed
+    }
+    /// The declared targets of this state's handler.
+    pub const fn targets(&self) -> &'static [&'static str] {
+        self.next
+    }
+    /// Whether a handler may move from here to `target`.
+    pub fn allows(&self, target: &str) -> bool {
+        self.next.contains(&target)
+    }
+    /// The state's own retry policy, if it declares one.
+    pub const fn own_retry(&self) -> Option<RetryPolicy> {
+        self.retry
+    }
+    /// The total time allowed in the state.
+    pub const fn state_timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+    /// The time allowed for one handler call.
+    pub const fn handler_timeout(&self) -> Option<Duration> {
+        self.attempt_timeout
+    }
+    /// The target taken when the state times out.
+    pub const fn timeout_target(&self) -> Option<&'static str> {
+        self.on_timeout
+    }
+    /// The target taken when retries are exhausted.
+    pub const fn exhausted_target(&self) -> Option<&'static str> {
+        self.on_exhausted
+    }
+}
+
+/// A mistake in a machine's description, found by [`Machine::validate`].
+///
+/// The derive reports each of these as a compile error; a hand-written
+/// machine meets them when an engine is built for it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MachineError {
+    /// Exactly one state must be `initial`.
+    #[error("machine {machine} must have exactly one initial state, found {found}")]
+    Initial {
+        /// The machine's name.
+        machine: &'static str,
+        /// How many states are marked initial.
+        found: usize,
+    },
+    /// A name used as a target is not a state of the machine.
+    #[error("state {state}: {role} names unknown state {target}")]
+    UnknownTarget {
+        /// The state whose attribute names the target.
+        state: &'static str,
+        /// Which attribute (`next`, `on_timeout`, …).
+        role: &'static str,
+        /// The unknown name.
+        target: &'static str,
+    },
+    /// A state the engine enters by itself must be a unit variant.
+    #[error("state {target} is a target of {role} and must be a unit variant")]
+    DataCarryingTarget {
+        /// The target.
+        target: &'static str,
+        /// Why the engine builds it.
+        role: &'static str,
+    },
+    /// A state that is neither `final` nor `failed` needs a handler.
+    #[error("state {0} has no handler but is neither final nor failed")]
+    MissingHandler(&'static str),
+    /// A `final` or `failed` state has nothing to run.
+    #[error("state {0} is final or failed and must not have a handler")]
+    RestingWithHandler(&'static str),
+    /// The machine has no failed state to rest in when the workflow fails.
+    #[error("machine {0} has no failed state")]
+    NoFailedState(&'static str),
+    /// Several failed states and no default.
+    #[error("machine {0} has several failed states; name the default with on_failure")]
+    AmbiguousFailedState(&'static str),
+    /// Two states with one name.
+    #[error("state name {0} is used twice")]
+    DuplicateState(&'static str),
+}
+
+/// The static description of a machine.
+///
+/// ```
+/// use fsm_core::{Machine, StateMeta};
+///
+/// static STATES: [StateMeta; 3] = [
+///     StateMeta::new("Pending").initial().with_handler().next(&["Done"]),
+///     StateMeta::new("Done").final_state().ready(),
+///     StateMeta::new("Failed").failed(),
+/// ];
+/// static MACHINE: Machine = Machine::new("Job", &STATES);
+/// assert_eq!(MACHINE.validate(), Ok(()));
+/// assert_eq!(MACHINE.initial_state().map(|s| s.name()), Some("Pending"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Machine {
+    name: &'static str,
+    states: &'static [StateMeta],
+    retry: RetryPolicy,
+    on_failure: Option<&'static str>,
+    on_spec_change: SpecChange,
+    snapshot_spec: bool,
+    has_cleanup: bool,
+    on_delete: OnDelete,
+}
+
+impl Machine {
+    /// A machine with the given name (the enum's) and states, the default
+    /// retry policy and default options.
+    pub const fn new(name: &'static str, states: &'static [StateMeta]) -> Self {
+        Machine {
+            name,
+            states,
+            retry: RetryPolicy::DEFAULT,
+            on_failure: None,
+            on_spec_change: SpecChange::Restart,
+            snapshot_spec: false,
+            has_cleanup: false,
+            on_delete: OnDelete::Nothing,
+        }
+    }
+    /// The retry policy of states that declare none.
+    pub const fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = policy;
+        self
+    }
+    /// The failed state entered by default when there are several.
+    pub const fn on_failure(mut self, state: &'static str) -> Self {
+        self.on_failure = Some(state);
+        self
+    }
+    /// The reaction to spec changes.
+    pub const fn on_spec_change(mut self, policy: SpecChange) -> Self {
+        self.on_spec_change = policy;
+        self
+    }
+    /// Store the spec the workflow started from in the record.
+    pub const fn snapshot_spec(mut self) -> Self {
+        self.snapshot_spec = true;
+        self
+    }
+    /// Declares a `cleanup` function that runs on deletion.
+    pub const fn with_cleanup(mut self) -> Self {
+        self.has_cleanup = true;
+        self
+    }
+    /// The reaction to deletion.
+    pub const fn on_delete(mut self, policy: OnDelete) -> Self {
+        self.on_delete = policy;
+        self
+    }
+
+    /// The machine's name.
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+    /// All states, in declaration order.
+    pub const fn states(&self) -> &'static [StateMeta] {
+        self.states
+    }
+    /// The default retry policy.
+    pub const fn default_retry(&self) -> RetryPolicy {
+        self.retry
+    }
+    /// The spec-change policy.
+    pub const fn spec_change(&self) -> SpecChange {
+        self.on_spec_change
+    }
+    /// Whether the spec is snapshotted when the workflow starts.
+    pub const fn snapshots_spec(&self) -> bool {
+        self.snapshot_spec
+    }
+    /// Whether a `cleanup` function runs on deletion.
+    pub const fn has_cleanup(&self) -> bool {
+        self.has_cleanup
+    }
+    /// The deletion policy.
+    pub const fn delete_policy(&self) -> OnDelete {
+        self.on_delete
+    }
+    /// Whether deleting an object needs a finalizer (something runs first).
+    pub const fn needs_finalizer(&self) -> bool {
+        self.has_cleanup || matches!(self.on_delete, OnDelete::Compensate)
+    }
+
+    /// The state with this name.
+    pub fn state(&self, name: &str) -> Option<&'static StateMeta> {
+        self.states.iter().find(|s| s.name == name)
+    }
+    /// The initial state.
+    pub fn initial_state(&self) -> Option<&'static StateMeta> {
+        self.states.iter().find(|s| s.initial)
+    }
+    /// The failed state the engine enters when a workflow fails.
+    pub fn default_failed(&self) -> Option<&'static StateMeta> {
+        match self.on_failure {
+            Some(name) => self.state(name),
+            None => {
+                let mut failed = self.states.iter().filter(|s| s.failed);
+                match (failed.next(), failed.next()) {
+                    (Some(only), None) => Some(only),
+                    _ => None,
+                }
+            }
+        }
+    }
+    /// The retry policy of `state`: its own, or the machine's default.
+    pub fn retry_policy(&self, state: &StateMeta) -> RetryPolicy {
+        state.retry.unwrap_or(self.retry)
+    }
+
+    /// Checks the description: one initial state, known targets, unit
+    /// engine-built targets, handlers where needed, a failed state to rest in.
+    ///
+    /// # Errors
+    /// Every mistake found, in declaration order.
+    pub fn validate(&self) -> Result<(), Vec<MachineError>> {
+        let mut errors = Vec::new();
+        for (i, s) in self.states.iter().enumerate() {
+            if self.states[..i].iter().any(|o| o.name == s.name) {
+                errors.push(MachineError::DuplicateState(s.name));
+            }
+        }
+        let initials: Vec<_> = self.states.iter().filter(|s| s.initial).collect();
+        if initials.len() != 1 {
+            errors.push(MachineError::Initial {
+                machine: self.name,
+                found: initials.len(),
+            });
+        }
+        let require_unit = |target: &'static str, role: &'static str, errors: &mut Vec<_>| {
+            if let Some(t) = self.state(target)
+                && t.has_data
+            {
+                errors.push(MachineError::DataCarryingTarget { target, role });
+            }
+        };
+        for s in initials {
+            require_unit(s.name, "initial", &mut errors);
+        }
+        for s in self.states {
+            let mut check = |role: &'static str, target: &'static str| {
+                if self.state(target).is_none() {
+                    errors.push(MachineError::UnknownTarget {
+                        state: s.name,
+                        role,
+                        target,
+                    });
+                }
+            };
+            for t in s.next {
+                check("next", t);
+            }
+            if let Some(t) = s.on_timeout {
+                check("on_timeout", t);
+            }
+            if let Some(t) = s.on_exhausted {
+                check("on_exhausted", t);
+            }
+            if let Some(t) = s.on_timeout {
+                require_unit(t, "on_timeout", &mut errors);
+            }
+            if let Some(t) = s.on_exhausted {
+                require_unit(t, "on_exhausted", &mut errors);
+            }
+            if s.failed {
+                require_unit(s.name, "failed", &mut errors);
+            }
+            if s.is_resting() && s.has_handler {
+                errors.push(MachineError::RestingWithHandler(s.name));
+            }
+            if !s.is_resting() && !s.has_handler {
+                errors.push(MachineError::MissingHandler(s.name));
+            }
+        }
+        if let SpecChange::Goto(target) = self.on_spec_change {
+            if self.state(target).is_none() {
+                errors.push(MachineError::UnknownTarget {
+                    state: self.name,
+                    role: "on_spec_change",
+                    target,
+                });
+            }
+            require_unit(target, "on_spec_change", &mut errors);
+        }
+        if let Some(target) = self.on_failure {
+            match self.state(target) {
+                Some(s) if s.failed => {}
+                _ => errors.push(MachineError::UnknownTarget {
+                    state: self.name,
+                    role: "on_failure",
+                    target,
+                }),
+            }
+        }
+        let failed = self.states.iter().filter(|s| s.failed).count();
+        if failed == 0 {
+            errors.push(MachineError::NoFailedState(self.name));
+        } else if failed > 1 && self.on_failure.is_none() {
+            errors.push(MachineError::AmbiguousFailedState(self.name));
+        }
+        if errors.is_empty() { Ok(()) } else { Err(errors) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static GOOD: [StateMeta; 4] = [
+        StateMeta::new("Start")
+            .initial()
+            .with_handler()
+            .next(&["Work"]),
+        StateMeta::new("Work")
+            .with_handler()
+            .with_data()
+            .on_timeout("Failed")
+            .next(&["Done"]),
+        StateMeta::new("Done").final_state().ready(),
+        StateMeta::new("Failed").failed(),
+    ];
+
+    #[test]
+    fn a_good_machine_validates() {
+        let m = Machine::new("Good", &GOOD);
+        assert_eq!(m.validate(), Ok(()));
+        assert_eq!(m.default_failed().map(StateMeta::name), Some("Failed"));
+        assert!(!m.needs_finalizer());
+        assert!(m.on_delete(OnDelete::Compensate).needs_finalizer());
+    }
+
+    static BAD: [StateMeta; 5] = [
+        StateMeta::new("A").initial().with_handler().next(&["Nope"]),
+        StateMeta::new("B")
+            .initial()
+            .with_data()
+            .on_exhausted("C")
+            .next(&[]),
+        StateMeta::new("C").with_data().failed(),
+        StateMeta::new("D").final_state().with_handler(),
+        StateMeta::new("E").failed(),
+    ];
+
+    #[test]
+    fn every_mistake_is_reported() {
+        let errors = Machine::new("Bad", &BAD).validate().unwrap_err();
+        assert!(errors.contains(&MachineError::Initial {
+            machine: "Bad",
+            found: 2
+        }));
+        assert!(errors.contains(&MachineError::UnknownTarget {
+            state: "A",
+            role: "next",
+            target: "Nope"
+        }));
+        assert!(errors.contains(&MachineError::DataCarryingTarget {
+            target: "B",
+            role: "initial"
+        }));
+        assert!(errors.contains(&MachineError::DataCarryingTarget {
+            target: "C",
+            role: "on_exhausted"
+        }));
+        assert!(errors.contains(&MachineError::MissingHandler("B")));
+        assert!(errors.contains(&MachineError::RestingWithHandler("D")));
+        assert!(errors.contains(&MachineError::AmbiguousFailedState("Bad")));
+    }
+
+    #[test]
+    fn on_failure_picks_among_several_failed_states() {
+        static TWO: [StateMeta; 3] = [
+            StateMeta::new("A").initial().with_handler(),
+            StateMeta::new("F1").failed(),
+            StateMeta::new("F2").failed(),
+        ];
+        let m = Machine::new("Two", &TWO).on_failure("F2");
+        assert_eq!(m.validate(), Ok(()));
+        assert_eq!(m.default_failed().map(StateMeta::name), Some("F2"));
+    }
+}

@@ -1,0 +1,10 @@
+//! Everything a machine's author needs: `use fsm_core::prelude::*;`.
+
+#[cfg(feature = "derive")]
+pub use fsm_macros::OperatorFsm;
+pub use serde::{Deserialize, Serialize};
+
+pub use crate::{
+    BoxFuture, Classify, Clock, ErrorClass, Fsm, Jitter, Machine, ManualClock, OnDelete,
+    RetryPolicy, SpecChange, StateMeta, Step, SystemClock, Timestamp, Transition,
+};

@@ -1,0 +1,162 @@
+//! The context a handler runs in: the object, the operator's context, time,
+//! attempt bookkeeping, and checkpoints.
+
+use std::time::Duration;
+
+use crate::{BoxFuture, Clock, Fsm, Timestamp};
+
+/// Why a checkpoint could not be committed.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    /// Checkpoints replace the data of the current state; another variant
+    /// was given.
+    #[error("a checkpoint must stay in state {current}, not move to {given}")]
+    WrongState {
+        /// The state the handler runs in.
+        current: &'static str,
+        /// The state given to `checkpoint`.
+        given: &'static str,
+    },
+    /// Checkpoints are only possible in handlers, not in compensation or
+    /// cleanup.
+    #[error("checkpoints are only possible inside a state handler")]
+    Unavailable,
+    /// Someone else changed the record since it was loaded; the handler
+    /// should stop (the reconcile is retried with fresh data).
+    #[error("the record changed since it was loaded; the step will be retried")]
+    Conflict,
+    /// The state could not be encoded.
+    #[error("the checkpointed state could not be encoded")]
+    Encode(#[source] serde_json::Error),
+    /// The store failed.
+    #[error("the checkpoint could not be stored")]
+    Store(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl crate::Classify for CheckpointError {}
+
+/// Commits new data for the current state while a handler runs.
+///
+/// The engine implements it over its store; the [`Harness`](crate::Harness)
+/// records checkpoints for assertions.
+pub trait Checkpointer<S>: Send {
+    /// Commits `state` (same variant, new data) as the current state.
+    fn checkpoint(&mut self, state: S) -> BoxFuture<'_, Result<(), CheckpointError>>;
+}
+
+/// What a handler, compensation or cleanup function is given.
+///
+/// # Guarantees
+/// A handler runs at least once per attempt: a crash between the handler's
+/// side effects and the commit of its transition runs it again. Handlers
+/// must therefore be idempotent; for a non-idempotent call, record the
+/// intent first with [`Step::checkpoint`] and make the call with that id.
+pub struct Step<'a, S: Fsm> {
+    pub(crate) resource: &'a S::Resource,
+    pub(crate) context: &'a S::Context,
+    pub(crate) clock: &'a dyn Clock,
+    pub(crate) state: &'static str,
+    pub(crate) attempt: u32,
+    pub(crate) entered_at: Timestamp,
+    pub(crate) spec_snapshot: Option<&'a serde_json::Value>,
+    pub(crate) checkpointer: Option<&'a mut dyn Checkpointer<S>>,
+}
+
+impl<'a, S: Fsm> Step<'a, S> {
+    /// A step for running a handler directly (tests, custom runtimes).
+    /// Checkpoints fail with [`CheckpointError::Unavailable`] unless a
+    /// checkpointer is attached with [`Step::with_checkpointer`].
+    pub fn new(
+        resource: &'a S::Resource,
+        context: &'a S::Context,
+        clock: &'a dyn Clock,
+        state: &'static str,
+    ) -> Self {
+        Step {
+            resource,
+            context,
+            clock,
+            state,
+            attempt: 0,
+            entered_at: clock.now(),
+            spec_snapshot: None,
+            checkpointer: None,
+        }
+    }
+
+    /// Sets the attempt number and entry time the handler sees.
+    pub fn with_attempt(mut self, attempt: u32, entered_at: Timestamp) -> Self {
+        self.attempt = attempt;
+        self.entered_at = entered_at;
+        self
+    }
+
+    /// Attaches the checkpointer that [`Step::checkpoint`] commits through.
+    pub fn with_checkpointer(mut self, checkpointer: &'a mut dyn Checkpointer<S>) -> Self {
+        self.checkpointer = Some(checkpointer);
+        self
+    }
+
+    /// The object being reconciled.
+    pub fn resource(&self) -> &'a S::Resource {
+        self.resource
+    }
+
+    /// The operator's shared context (clients, configuration).
+    pub fn context(&self) -> &'a S::Context {
+        self.context
+    }
+
+    /// The current time, from the engine's clock.
+    pub fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    /// The name of the state being handled.
+    pub fn state_name(&self) -> &'static str {
+        self.state
+    }
+
+    /// How many attempts of this state failed before this one (0 on the
+    /// first attempt).
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// When the machine entered the current state.
+    pub fn entered_at(&self) -> Timestamp {
+        self.entered_at
+    }
+
+    /// How long the machine has been in the current state.
+    pub fn time_in_state(&self) -> Duration {
+        crate::clock::until(self.entered_at, self.now())
+    }
+
+    /// The spec the workflow started from, when the machine snapshots it.
+    pub fn spec_snapshot(&self) -> Option<&'a serde_json::Value> {
+        self.spec_snapshot
+    }
+
+    /// Commits new data for the current state before the handler goes on,
+    /// typically the id of a request it is about to make, so that a crash
+    /// after the request finds the id.
+    ///
+    /// # Errors
+    /// [`CheckpointError`]: the state is another variant, the step has no
+    /// checkpointer (compensation, cleanup), or the store refused the write.
+    /// A conflict means the record moved on: return the error.
+    pub async fn checkpoint(&mut self, state: S) -> Result<(), CheckpointError> {
+        let given = state.state_name();
+        if given != self.state {
+            return Err(CheckpointError::WrongState {
+                current: self.state,
+                given,
+            });
+        }
+        match self.checkpointer.as_deref_mut() {
+            Some(checkpointer) => checkpointer.checkpoint(state).await,
+            None => Err(CheckpointError::Unavailable),
+        }
+    }
+}
