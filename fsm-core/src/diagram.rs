@@ -6,12 +6,16 @@ use crate::Machine;
 
 /// The edges of a machine's diagram, in declaration order: handler targets
 /// unlabelled, then the timeout and exhaustion targets labelled.
-fn edges(machine: &Machine) -> impl Iterator<Item = (&'static str, &'static str, Option<&'static str>)> {
+fn edges(
+    machine: &Machine,
+) -> impl Iterator<Item = (&'static str, &'static str, Option<&'static str>)> {
     machine.states().iter().flat_map(|s| {
         let name = s.name();
         let next = s.targets().iter().map(move |t| (name, *t, None));
         let timeout = s.timeout_target().map(|t| (name, t, Some("timeout")));
-        let exhausted = s.exhausted_target().map(|t| (name, t, Some("retries exhausted")));
+        let exhausted = s
+            .exhausted_target()
+            .map(|t| (name, t, Some("retries exhausted")));
         next.chain(timeout).chain(exhausted)
     })
 }

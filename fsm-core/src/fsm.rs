@@ -105,7 +105,10 @@ pub trait Fsm: Sized + Clone + Send + Sync + Serialize + DeserializeOwned + 'sta
 
     /// Runs this state's compensation (rollback). The default does nothing,
     /// for states without one.
-    fn compensate<'a>(&'a self, cx: &'a mut Step<'_, Self>) -> BoxFuture<'a, Result<(), Self::Error>> {
+    fn compensate<'a>(
+        &'a self,
+        cx: &'a mut Step<'_, Self>,
+    ) -> BoxFuture<'a, Result<(), Self::Error>> {
         let _ = cx;
         Box::pin(async { Ok(()) })
     }

@@ -498,7 +498,11 @@ impl Machine {
         } else if failed > 1 && self.on_failure.is_none() {
             errors.push(MachineError::AmbiguousFailedState(self.name));
         }
-        if errors.is_empty() { Ok(()) } else { Err(errors) }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
     }
 }
 

@@ -5,6 +5,6 @@ pub use fsm_macros::OperatorFsm;
 pub use serde::{Deserialize, Serialize};
 
 pub use crate::{
-    BoxFuture, Classify, Clock, ErrorClass, Fsm, Jitter, Machine, ManualClock, OnDelete,
+    BoxFuture, Classify, Clock, ErrorClass, Fsm, Harness, Jitter, Machine, ManualClock, OnDelete,
     RetryPolicy, SpecChange, StateMeta, Step, SystemClock, Timestamp, Transition,
 };

@@ -1,0 +1,121 @@
+//! `EphemeralStore`: records in process memory, versioned by a counter.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+use crate::BoxFuture;
+use crate::record::{RawRecord, StateRecord};
+use crate::store::{Loaded, ObjectKey, StateStore, StoreError, Version};
+
+/// A store in process memory. Lost on restart; used by the harness, by tests
+/// and, in operators, for state that can be recomputed from the world.
+///
+/// ```
+/// use fsm_core::{EphemeralStore, ObjectKey, StateStore};
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let store = EphemeralStore::new();
+/// let loaded = store.load(&ObjectKey::cluster("a")).await.unwrap();
+/// assert!(loaded.record.is_none());
+/// # });
+/// ```
+#[derive(Debug, Default)]
+pub struct EphemeralStore {
+    entries: Mutex<HashMap<ObjectKey, (RawRecord, u64)>>,
+    counter: Mutex<u64>,
+}
+
+impl EphemeralStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Puts raw content in place of a record, whatever is stored (to test
+    /// corrupt records or to seed a state).
+    pub fn insert_raw(&self, key: ObjectKey, raw: RawRecord) -> Version {
+        let version = self.next_version();
+        self.lock().insert(key, (raw, version));
+        Version(version.to_string())
+    }
+
+    /// The stored content of `key`, as is.
+    pub fn get_raw(&self, key: &ObjectKey) -> Option<RawRecord> {
+        self.lock().get(key).map(|(raw, _)| raw.clone())
+    }
+
+    /// How many records the store holds.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether the store holds no record.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectKey, (RawRecord, u64)>> {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn next_version(&self) -> u64 {
+        let mut counter = self.counter.lock().unwrap_or_else(PoisonError::into_inner);
+        *counter += 1;
+        *counter
+    }
+
+    fn matches(stored: Option<u64>, expected: Option<&Version>) -> bool {
+        match (stored, expected) {
+            (None, None) => true,
+            (Some(v), Some(e)) => v.to_string() == e.0,
+            _ => false,
+        }
+    }
+}
+
+impl StateStore for EphemeralStore {
+    fn load<'a>(&'a self, key: &'a ObjectKey) -> BoxFuture<'a, Result<Loaded, StoreError>> {
+        let loaded = match self.lock().get(key) {
+            Some((raw, v)) => Loaded {
+                record: Some(raw.clone()),
+                version: Some(Version(v.to_string())),
+            },
+            None => Loaded::default(),
+        };
+        Box::pin(async move { Ok(loaded) })
+    }
+
+    fn save<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+        record: &'a StateRecord,
+        expected: Option<&'a Version>,
+    ) -> BoxFuture<'a, Result<Version, StoreError>> {
+        let result = record.to_raw().map_err(StoreError::Encode).and_then(|raw| {
+            let version = self.next_version();
+            let mut entries = self.lock();
+            if !Self::matches(entries.get(key).map(|(_, v)| *v), expected) {
+                return Err(StoreError::Conflict);
+            }
+            entries.insert(key.clone(), (raw, version));
+            Ok(Version(version.to_string()))
+        });
+        Box::pin(async move { result })
+    }
+
+    fn delete<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+        expected: Option<&'a Version>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let mut entries = self.lock();
+        let result = if Self::matches(entries.get(key).map(|(_, v)| *v), expected) {
+            entries.remove(key);
+            Ok(())
+        } else {
+            Err(StoreError::Conflict)
+        };
+        drop(entries);
+        Box::pin(async move { result })
+    }
+}

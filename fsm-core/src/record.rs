@@ -1,0 +1,293 @@
+//! The persisted state of one object's machine, and its decoding.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{Fsm, Timestamp};
+
+/// The record format this version of the engine writes and reads.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// How many history entries a record keeps by default.
+pub const DEFAULT_HISTORY_LIMIT: usize = 20;
+
+/// How many compensable state entries a record keeps at most; older ones are
+/// dropped (with a warning) so that a workflow looping forever cannot grow
+/// its record without bound.
+pub const MAX_TRAIL: usize = 64;
+
+/// One committed transition.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryEntry {
+    /// The transition's sequence number: 1 for the entry into the initial
+    /// state, then one more per committed transition.
+    pub seq: u64,
+    /// The state left; `None` for the first entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// The state entered.
+    pub to: String,
+    /// When the transition was committed.
+    pub at: Timestamp,
+    /// Why, when the engine moved by itself (timeout, failure, spec change).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// A state with a compensation that the workflow has entered, with its data
+/// at the time (updated by checkpoints), so that its compensation can run
+/// later even after the machine moved on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TrailEntry {
+    /// The state's name.
+    pub state: String,
+    /// The state's data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    /// When the state was entered.
+    pub entered_at: Timestamp,
+}
+
+/// A compensation or cleanup step that failed for good.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepFailure {
+    /// The state whose compensation failed, or `cleanup`.
+    pub step: String,
+    /// The last error.
+    pub error: String,
+}
+
+/// Progress of unwinding: the compensation chain after a failure, or the
+/// compensation and cleanup that run when the object is deleted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Unwind {
+    /// Why the workflow is unwinding.
+    pub reason: String,
+    /// The failed state to rest in afterwards; `None` when the object is
+    /// being deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// Failed attempts of the current step.
+    #[serde(default)]
+    pub attempt: u32,
+    /// When the current step may be tried again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_attempt_at: Option<Timestamp>,
+    /// Steps that failed for good; the chain went on without them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<StepFailure>,
+    /// When unwinding started.
+    pub started_at: Timestamp,
+    /// When it ended; `None` while it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<Timestamp>,
+}
+
+impl Unwind {
+    /// Whether unwinding is still under way.
+    pub fn is_active(&self) -> bool {
+        self.finished_at.is_none()
+    }
+}
+
+/// The persisted state of one object's machine.
+///
+/// Serialized in camelCase with a `schemaVersion`, in the object's status, a
+/// ConfigMap, a Secret or memory.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StateRecord {
+    /// The record format; see [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The current state's variant name.
+    pub state: String,
+    /// The current state's data; absent for unit variants.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    /// When the current state was entered.
+    pub entered_at: Timestamp,
+    /// Failed attempts of the current state's handler.
+    #[serde(default)]
+    pub attempt: u32,
+    /// When the handler may run again after a failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_attempt_at: Option<Timestamp>,
+    /// The last failure, kept until the state succeeds or is left.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// The object's `metadata.generation` the machine last acted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// How many transitions were committed in all.
+    #[serde(default)]
+    pub transitions: u64,
+    /// The most recent transitions, oldest first, bounded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<HistoryEntry>,
+    /// The compensable states entered since the workflow started, in order
+    /// of entry.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trail: Vec<TrailEntry>,
+    /// Compensation (or deletion) progress.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compensation: Option<Unwind>,
+    /// The spec the workflow started from, when the machine snapshots it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_snapshot: Option<Value>,
+}
+
+/// A record as a store holds it, before decoding.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RawRecord {
+    /// Already parsed JSON (the status store).
+    Json(Value),
+    /// Text that should hold JSON (ConfigMap and Secret stores).
+    Text(String),
+}
+
+/// Why a stored record cannot be used. A record that fails to decode is
+/// never overwritten by the engine: a person or a migration must fix it.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum DecodeError {
+    /// Not JSON, or not a record.
+    #[error("the stored record is malformed: {0}")]
+    Malformed(String),
+    /// Written by a newer version of the engine.
+    #[error("the stored record has schema version {found}, newer than the supported {supported}")]
+    NewerSchema {
+        /// The record's version.
+        found: u64,
+        /// The version this engine reads.
+        supported: u32,
+    },
+    /// A state the machine no longer has.
+    #[error("the stored record names state {state}, which machine {machine} does not have")]
+    UnknownState {
+        /// The stored name.
+        state: String,
+        /// The machine.
+        machine: &'static str,
+    },
+    /// The state's data does not fit its variant.
+    #[error("the stored data of state {state} does not fit the variant: {error}")]
+    BadData {
+        /// The state.
+        state: String,
+        /// What serde said.
+        error: String,
+    },
+}
+
+impl RawRecord {
+    /// Decodes and checks a record against machine `S`: the schema version,
+    /// every state name it mentions, and the current state's data.
+    ///
+    /// # Errors
+    /// [`DecodeError`], naming what is wrong.
+    pub fn decode<S: Fsm>(&self) -> Result<StateRecord, DecodeError> {
+        let value = match self {
+            RawRecord::Json(v) => std::borrow::Cow::Borrowed(v),
+            RawRecord::Text(t) => std::borrow::Cow::Owned(
+                serde_json::from_str::<Value>(t)
+                    .map_err(|e| DecodeError::Malformed(e.to_string()))?,
+            ),
+        };
+        // The version first: a newer record may not parse as this one.
+        let version = value
+            .get("schemaVersion")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| DecodeError::Malformed("missing schemaVersion".to_owned()))?;
+        if version > u64::from(SCHEMA_VERSION) {
+            return Err(DecodeError::NewerSchema {
+                found: version,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        let record = StateRecord::deserialize(value.as_ref())
+            .map_err(|e| DecodeError::Malformed(e.to_string()))?;
+        let machine = S::machine();
+        let known = |name: &str| -> Result<(), DecodeError> {
+            match machine.state(name) {
+                Some(_) => Ok(()),
+                None => Err(DecodeError::UnknownState {
+                    state: name.to_owned(),
+                    machine: machine.name(),
+                }),
+            }
+        };
+        known(&record.state)?;
+        for entry in &record.trail {
+            known(&entry.state)?;
+        }
+        if let Some(target) = record
+            .compensation
+            .as_ref()
+            .and_then(|u| u.target.as_deref())
+        {
+            known(target)?;
+        }
+        record.current::<S>()?;
+        Ok(record)
+    }
+
+    /// The record as JSON text.
+    pub fn to_text(&self) -> String {
+        match self {
+            RawRecord::Json(v) => v.to_string(),
+            RawRecord::Text(t) => t.clone(),
+        }
+    }
+}
+
+impl StateRecord {
+    /// A fresh record in `state`, entered at `now`.
+    ///
+    /// # Errors
+    /// The state's data could not be serialized.
+    pub fn new<S: Fsm>(state: &S, now: Timestamp) -> Result<Self, serde_json::Error> {
+        let (name, data) = state.to_parts()?;
+        Ok(StateRecord {
+            schema_version: SCHEMA_VERSION,
+            state: name.to_owned(),
+            data,
+            entered_at: now,
+            attempt: 0,
+            next_attempt_at: None,
+            last_error: None,
+            observed_generation: None,
+            transitions: 0,
+            history: Vec::new(),
+            trail: Vec::new(),
+            compensation: None,
+            spec_snapshot: None,
+        })
+    }
+
+    /// The current state, rebuilt from its name and data.
+    ///
+    /// # Errors
+    /// [`DecodeError::BadData`] when the data does not fit the variant.
+    pub fn current<S: Fsm>(&self) -> Result<S, DecodeError> {
+        S::from_parts(&self.state, self.data.as_ref()).map_err(|e| DecodeError::BadData {
+            state: self.state.clone(),
+            error: e.to_string(),
+        })
+    }
+
+    /// The record as stored by the JSON stores.
+    ///
+    /// # Errors
+    /// Only if a state's data cannot be represented as JSON.
+    pub fn to_raw(&self) -> Result<RawRecord, serde_json::Error> {
+        serde_json::to_value(self).map(RawRecord::Json)
+    }
+
+    /// Whether compensation or deletion is under way.
+    pub fn is_unwinding(&self) -> bool {
+        self.compensation.as_ref().is_some_and(Unwind::is_active)
+    }
+}

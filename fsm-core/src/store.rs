@@ -1,0 +1,106 @@
+//! Where records live: the `StateStore` trait and its version tokens.
+
+use std::fmt;
+
+use crate::BoxFuture;
+use crate::record::{RawRecord, StateRecord};
+
+/// Identifies the object a record belongs to.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectKey {
+    /// The object's namespace; `None` for cluster-scoped objects.
+    pub namespace: Option<String>,
+    /// The object's name.
+    pub name: String,
+}
+
+impl ObjectKey {
+    /// A key for a namespaced object.
+    pub fn namespaced(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        ObjectKey {
+            namespace: Some(namespace.into()),
+            name: name.into(),
+        }
+    }
+
+    /// A key for a cluster-scoped object.
+    pub fn cluster(name: impl Into<String>) -> Self {
+        ObjectKey {
+            namespace: None,
+            name: name.into(),
+        }
+    }
+}
+
+impl fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.namespace {
+            Some(ns) => write!(f, "{ns}/{}", self.name),
+            None => f.write_str(&self.name),
+        }
+    }
+}
+
+/// An opaque optimistic-concurrency token: a `resourceVersion`, or a
+/// counter for in-memory stores.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Version(pub String);
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What a store holds for one object.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Loaded {
+    /// The stored record, undecoded; `None` when there is none yet.
+    pub record: Option<RawRecord>,
+    /// The token to pass to [`StateStore::save`]; `None` when nothing is
+    /// stored (a store whose token belongs to the object, like the status
+    /// store, has one even without a record).
+    pub version: Option<Version>,
+}
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The stored version is not the expected one: someone else wrote in
+    /// between. Nothing was written; reconcile again with fresh data.
+    #[error("the stored record changed since it was loaded")]
+    Conflict,
+    /// The record could not be encoded.
+    #[error("the record could not be encoded")]
+    Encode(#[source] serde_json::Error),
+    /// The backend failed (API error, I/O).
+    #[error("the state store failed")]
+    Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Persists records with optimistic concurrency.
+///
+/// # Guarantees expected of an implementation
+/// `save` with an expected version writes only if the stored version is
+/// that one, and returns the new version; otherwise it fails with
+/// [`StoreError::Conflict`] and writes nothing. `save` with `None` writes
+/// only if nothing is stored.
+pub trait StateStore: Send + Sync {
+    /// Loads the record of `key`.
+    fn load<'a>(&'a self, key: &'a ObjectKey) -> BoxFuture<'a, Result<Loaded, StoreError>>;
+
+    /// Saves `record` if the stored version is `expected`.
+    fn save<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+        record: &'a StateRecord,
+        expected: Option<&'a Version>,
+    ) -> BoxFuture<'a, Result<Version, StoreError>>;
+
+    /// Deletes the record of `key` if the stored version is `expected`.
+    fn delete<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+        expected: Option<&'a Version>,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+}
