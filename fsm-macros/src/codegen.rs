@@ -1,0 +1,389 @@
+//! The generated code: the `Fsm` impl with its static metadata table, and an
+//! inherent `MERMAID` constant whose rustdoc shows the state diagram.
+
+use proc_macro2::{Literal, Span, TokenStream};
+use quote::{quote, quote_spanned};
+use syn::Ident;
+use syn::spanned::Spanned;
+
+use crate::analyze::{Model, Policy, Shape, SpecChange, State};
+use crate::diagram;
+
+/// The path of the core crate: `#[fsm(crate = ...)]`, else `fsm-core` under
+/// whatever name the user's manifest gives it, else `fsm-kube`'s re-export,
+/// else `::fsm_core`.
+pub fn core_path(krate: Option<&syn::Path>) -> TokenStream {
+    use proc_macro_crate::{FoundCrate, crate_name};
+
+    if let Some(path) = krate {
+        return quote!(#path);
+    }
+    let named = |name: &str| syn::parse_str::<Ident>(name).ok();
+    match crate_name("fsm-core") {
+        // Inside fsm-core only its tests and doctests use the derive; they
+        // see the library as `fsm_core`.
+        Ok(FoundCrate::Itself) => quote!(::fsm_core),
+        Ok(FoundCrate::Name(name)) => match named(&name) {
+            Some(ident) => quote!(::#ident),
+            None => quote!(::fsm_core),
+        },
+        Err(_) => match crate_name("fsm-kube") {
+            Ok(FoundCrate::Name(name)) => match named(&name) {
+                Some(ident) => quote!(::#ident::fsm_core),
+                None => quote!(::fsm_kube::fsm_core),
+            },
+            Ok(FoundCrate::Itself) => quote!(::fsm_kube::fsm_core),
+            Err(_) => quote!(::fsm_core),
+        },
+    }
+}
+
+/// The whole expansion for a checked machine.
+pub fn generate(model: &Model) -> TokenStream {
+    let core = core_path(model.krate.as_ref());
+    let ident = &model.ident;
+    let resource = &model.resource;
+    let context = match &model.context {
+        Some(t) => quote!(#t),
+        None => quote!(()),
+    };
+    let error = match &model.error {
+        Some(t) => quote!(#t),
+        None => quote!(::core::convert::Infallible),
+    };
+
+    let machine = machine_table(model, &core);
+    let state_name = state_name(model);
+    let unit_state = unit_state(model);
+    let handle = handle(model, &core);
+    let compensate = compensate(model, &core);
+    let cleanup = cleanup(model, &core);
+
+    let doc = diagram::doc(model);
+    let mermaid = diagram::mermaid(model);
+    let impl_doc = format!(
+        "`{ident}` is a state machine (`#[derive(OperatorFsm)]`).\n\n{doc}\n\
+         A derive cannot change the enum's own documentation, so the diagram is shown here."
+    );
+
+    quote! {
+        #[automatically_derived]
+        impl #core::Fsm for #ident {
+            type Resource = #resource;
+            type Context = #context;
+            type Error = #error;
+
+            #machine
+            #state_name
+            #unit_state
+            #handle
+            #compensate
+            #cleanup
+        }
+
+        #[doc = #impl_doc]
+        #[automatically_derived]
+        impl #ident {
+            #[doc = #doc]
+            pub const MERMAID: &'static str = #mermaid;
+        }
+    }
+}
+
+/// `fn machine()`: the static table built with the `const` builders.
+fn machine_table(model: &Model, core: &TokenStream) -> TokenStream {
+    let name = model.ident.to_string();
+    let count = model.states.len();
+    let states = model.states.iter().map(|s| state_meta(s, core));
+
+    let mut options = Vec::new();
+    if let Some(policy) = &model.retry {
+        let policy = retry_policy(policy, core);
+        options.push(quote!(.retry(#policy)));
+    }
+    if let Some(target) = &model.on_failure {
+        let target = target.to_string();
+        options.push(quote!(.on_failure(#target)));
+    }
+    match &model.on_spec_change {
+        SpecChange::Restart => {}
+        SpecChange::Continue => {
+            options.push(quote!(.on_spec_change(#core::SpecChange::Continue)));
+        }
+        SpecChange::Goto(target) => {
+            let target = target.to_string();
+            options.push(quote!(.on_spec_change(#core::SpecChange::Goto(#target))));
+        }
+    }
+    if model.snapshot_spec {
+        options.push(quote!(.snapshot_spec()));
+    }
+    if model.cleanup.is_some() {
+        options.push(quote!(.with_cleanup()));
+    }
+    if model.compensate_on_delete {
+        options.push(quote!(.on_delete(#core::OnDelete::Compensate)));
+    }
+
+    quote! {
+        fn machine() -> &'static #core::Machine {
+            static STATES: [#core::StateMeta; #count] = [#(#states),*];
+            static MACHINE: #core::Machine = #core::Machine::new(#name, &STATES) #(#options)*;
+            &MACHINE
+        }
+    }
+}
+
+/// One `StateMeta` expression.
+fn state_meta(s: &State, core: &TokenStream) -> TokenStream {
+    let name = s.ident.to_string();
+    let mut calls = Vec::new();
+    let flags = [
+        (s.initial, quote!(.initial())),
+        (s.handler.is_some(), quote!(.with_handler())),
+        (s.shape.has_data(), quote!(.with_data())),
+        (s.compensate.is_some(), quote!(.with_compensation())),
+        (s.ready, quote!(.ready())),
+        (s.failed, quote!(.failed())),
+        (s.is_final, quote!(.final_state())),
+        (s.sensitive, quote!(.sensitive())),
+    ];
+    calls.extend(
+        flags
+            .into_iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, call)| call),
+    );
+    if !s.next.is_empty() {
+        let targets = s.next.iter().map(ToString::to_string);
+        calls.push(quote!(.next(&[#(#targets),*])));
+    }
+    if let Some(policy) = &s.retry {
+        let policy = retry_policy(policy, core);
+        calls.push(quote!(.retry(#policy)));
+    }
+    if let Some(ms) = s.timeout_ms {
+        let d = duration(ms);
+        calls.push(quote!(.timeout(#d)));
+    }
+    if let Some(ms) = s.attempt_timeout_ms {
+        let d = duration(ms);
+        calls.push(quote!(.attempt_timeout(#d)));
+    }
+    if let Some(target) = &s.on_timeout {
+        let target = target.to_string();
+        calls.push(quote!(.on_timeout(#target)));
+    }
+    if let Some(target) = &s.on_exhausted {
+        let target = target.to_string();
+        calls.push(quote!(.on_exhausted(#target)));
+    }
+    quote!(#core::StateMeta::new(#name) #(#calls)*)
+}
+
+/// A `Duration` in a const context.
+fn duration(ms: u64) -> TokenStream {
+    let ms = Literal::u64_suffixed(ms);
+    quote!(::core::time::Duration::from_millis(#ms))
+}
+
+/// A `RetryPolicy` in a const context. The analysis has validated it, so the
+/// `Err` arm cannot be taken.
+fn retry_policy(p: &Policy, core: &TokenStream) -> TokenStream {
+    let attempts = Literal::u32_suffixed(p.max_attempts);
+    let initial = duration(p.initial_ms);
+    let max = duration(p.max_ms);
+    let factor = if p.factor.is_finite() {
+        Literal::f64_suffixed(p.factor)
+    } else {
+        Literal::f64_suffixed(1.0)
+    };
+    let jitter = if p.jitter {
+        quote!(#core::Jitter::Full)
+    } else {
+        quote!(#core::Jitter::None)
+    };
+    quote! {
+        match #core::RetryPolicy::new(#attempts, #initial, #factor, #max) {
+            ::core::result::Result::Ok(policy) => policy.with_jitter(#jitter),
+            ::core::result::Result::Err(_) => {
+                ::core::panic!("#[derive(OperatorFsm)] checked this retry policy")
+            }
+        }
+    }
+}
+
+/// The pattern that matches a variant without binding anything.
+fn ignore_pattern(s: &State) -> TokenStream {
+    let v = &s.ident;
+    match s.shape {
+        Shape::Unit => quote!(Self::#v),
+        Shape::Named(_) => quote!(Self::#v { .. }),
+        Shape::Unnamed(_) => quote!(Self::#v(..)),
+    }
+}
+
+/// The pattern that binds a variant's fields by reference, and the bindings
+/// in declaration order, located at `at` (the function they are passed to)
+/// but resolved hygienically.
+fn binding_pattern(s: &State, at: Span) -> (TokenStream, Vec<Ident>) {
+    let v = &s.ident;
+    let bind = |i: usize| Ident::new(&format!("__fsm_field_{i}"), Span::mixed_site());
+    let used = |i: usize| {
+        Ident::new(
+            &format!("__fsm_field_{i}"),
+            Span::mixed_site().located_at(at),
+        )
+    };
+    match &s.shape {
+        Shape::Unit => (quote!(Self::#v), Vec::new()),
+        Shape::Named(fields) => {
+            let binds = (0..fields.len()).map(bind);
+            (
+                quote!(Self::#v { #(#fields: #binds),* }),
+                (0..fields.len()).map(used).collect(),
+            )
+        }
+        Shape::Unnamed(n) => {
+            let binds = (0..*n).map(bind);
+            (quote!(Self::#v(#(#binds),*)), (0..*n).map(used).collect())
+        }
+    }
+}
+
+/// `fn state_name`.
+fn state_name(model: &Model) -> TokenStream {
+    let arms = model.states.iter().map(|s| {
+        let pattern = ignore_pattern(s);
+        let name = s.ident.to_string();
+        quote!(#pattern => #name)
+    });
+    quote! {
+        fn state_name(&self) -> &'static str {
+            match self {
+                #(#arms,)*
+            }
+        }
+    }
+}
+
+/// `fn unit_state`.
+fn unit_state(model: &Model) -> TokenStream {
+    let arms = model
+        .states
+        .iter()
+        .filter(|s| matches!(s.shape, Shape::Unit))
+        .map(|s| {
+            let v = &s.ident;
+            let name = s.ident.to_string();
+            quote!(#name => ::core::option::Option::Some(Self::#v))
+        });
+    quote! {
+        fn unit_state(name: &str) -> ::core::option::Option<Self> {
+            match name {
+                #(#arms,)*
+                _ => ::core::option::Option::None,
+            }
+        }
+    }
+}
+
+/// A call of a user function (handler or compensation) with the step and
+/// the variant's fields, boxed into the trait's future type. Spanned on the
+/// function's path, so that a signature that does not fit is reported there.
+fn call(path: &syn::Path, cx: &Ident, fields: &[Ident], output: &TokenStream) -> TokenStream {
+    let span = path.span();
+    let cx = Ident::new(&cx.to_string(), Span::mixed_site().located_at(span));
+    let fut = Ident::new("__fsm_future", Span::mixed_site().located_at(span));
+    quote_spanned! {span=>
+        {
+            let #fut: ::core::pin::Pin<::std::boxed::Box<
+                dyn ::core::future::Future<Output = #output> + ::core::marker::Send + 'a
+            >> = ::std::boxed::Box::pin(#path(#cx #(, #fields)*));
+            #fut
+        }
+    }
+}
+
+/// `fn handle`.
+fn handle(model: &Model, core: &TokenStream) -> TokenStream {
+    let cx = Ident::new("__fsm_cx", Span::mixed_site());
+    let output = quote! {
+        ::core::result::Result<#core::Transition<Self>, <Self as #core::Fsm>::Error>
+    };
+    let arms = model.states.iter().map(|s| match &s.handler {
+        Some(handler) => {
+            let (pattern, fields) = binding_pattern(s, handler.span());
+            let call = call(handler, &cx, &fields, &output);
+            quote!(#pattern => #call)
+        }
+        None => {
+            // Resting states: the engine never runs a handler there.
+            let pattern = ignore_pattern(s);
+            quote! {
+                #pattern => ::std::boxed::Box::pin(async {
+                    ::core::result::Result::Ok(#core::Transition::Stay)
+                })
+            }
+        }
+    });
+    quote! {
+        fn handle<'a>(
+            &'a self,
+            #cx: &'a mut #core::Step<'_, Self>,
+        ) -> #core::BoxFuture<'a, #output> {
+            match self {
+                #(#arms,)*
+            }
+        }
+    }
+}
+
+/// `fn compensate`, when a state has one.
+fn compensate(model: &Model, core: &TokenStream) -> TokenStream {
+    if model.states.iter().all(|s| s.compensate.is_none()) {
+        return TokenStream::new();
+    }
+    let cx = Ident::new("__fsm_cx", Span::mixed_site());
+    let output = quote!(::core::result::Result<(), <Self as #core::Fsm>::Error>);
+    let mut arms: Vec<TokenStream> = model
+        .states
+        .iter()
+        .filter_map(|s| {
+            let path = s.compensate.as_ref()?;
+            let (pattern, fields) = binding_pattern(s, path.span());
+            let call = call(path, &cx, &fields, &output);
+            Some(quote!(#pattern => #call))
+        })
+        .collect();
+    if arms.len() < model.states.len() {
+        arms.push(quote! {
+            _ => ::std::boxed::Box::pin(async { ::core::result::Result::Ok(()) })
+        });
+    }
+    quote! {
+        fn compensate<'a>(
+            &'a self,
+            #cx: &'a mut #core::Step<'_, Self>,
+        ) -> #core::BoxFuture<'a, #output> {
+            match self {
+                #(#arms,)*
+            }
+        }
+    }
+}
+
+/// `fn cleanup`, when the machine has one.
+fn cleanup(model: &Model, core: &TokenStream) -> TokenStream {
+    let Some(path) = &model.cleanup else {
+        return TokenStream::new();
+    };
+    let cx = Ident::new("__fsm_cx", Span::mixed_site());
+    let output = quote!(::core::result::Result<(), <Self as #core::Fsm>::Error>);
+    let call = call(path, &cx, &[], &output);
+    quote! {
+        fn cleanup<'a>(#cx: &'a mut #core::Step<'_, Self>) -> #core::BoxFuture<'a, #output> {
+            #call
+        }
+    }
+}

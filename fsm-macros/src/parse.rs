@@ -1,0 +1,384 @@
+//! The attributes as written: darling structs for `#[fsm(...)]` on the enum
+//! and on its variants. Nothing is checked here beyond the syntax of each
+//! key; [`crate::analyze`] checks the machine as a whole.
+
+use darling::ast::{Data, Fields, NestedMeta};
+use darling::util::{Flag, SpannedValue};
+use darling::{FromDeriveInput, FromMeta, FromVariant};
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+use syn::{Expr, Ident, Lit, Meta, UnOp};
+
+use crate::duration::DurationLit;
+
+/// `#[fsm(...)]` on the enum.
+#[derive(Debug, FromDeriveInput)]
+#[darling(attributes(fsm))]
+pub struct EnumInput {
+    /// The enum's name.
+    pub ident: Ident,
+    /// The enum's generics (refused by the analysis).
+    pub generics: syn::Generics,
+    /// The variants.
+    pub data: Data<VariantInput, darling::util::Ignored>,
+    /// `resource = T`, required (checked by the analysis so that its absence
+    /// is reported with the other mistakes).
+    #[darling(default)]
+    pub resource: Option<syn::Type>,
+    /// `context = T`.
+    #[darling(default)]
+    pub context: Option<syn::Type>,
+    /// `error = T`.
+    #[darling(default)]
+    pub error: Option<syn::Type>,
+    /// `retry(...)`: the default policy.
+    #[darling(default)]
+    pub retry: Option<RetryArgs>,
+    /// `on_failure = State`.
+    #[darling(default)]
+    pub on_failure: Option<Ident>,
+    /// `on_spec_change = restart | continue | goto(State)`.
+    #[darling(default)]
+    pub on_spec_change: Option<SpecChangeArg>,
+    /// `snapshot_spec`.
+    pub snapshot_spec: Flag,
+    /// `cleanup = path`.
+    #[darling(default)]
+    pub cleanup: Option<syn::Path>,
+    /// `on_delete = compensate | nothing`.
+    #[darling(default)]
+    pub on_delete: Option<OnDeleteArg>,
+    /// `crate = path`: where `fsm_core` is.
+    #[darling(default, rename = "crate")]
+    pub krate: Option<syn::Path>,
+}
+
+/// `#[fsm(...)]` on a variant.
+#[derive(Debug, FromVariant)]
+#[darling(attributes(fsm))]
+pub struct VariantInput {
+    /// The variant's name.
+    pub ident: Ident,
+    /// The variant's fields.
+    pub fields: Fields<syn::Field>,
+    /// `initial`.
+    pub initial: Flag,
+    /// `handler = path`.
+    #[darling(default)]
+    pub handler: Option<syn::Path>,
+    /// `next(A, B)`.
+    #[darling(default)]
+    pub next: Option<Targets>,
+    /// `retry(...)`.
+    #[darling(default)]
+    pub retry: Option<RetryArgs>,
+    /// `timeout = "10m"`.
+    #[darling(default)]
+    pub timeout: Option<DurationLit>,
+    /// `attempt_timeout = "30s"`.
+    #[darling(default)]
+    pub attempt_timeout: Option<DurationLit>,
+    /// `on_timeout = State`.
+    #[darling(default)]
+    pub on_timeout: Option<Ident>,
+    /// `on_exhausted = State`.
+    #[darling(default)]
+    pub on_exhausted: Option<Ident>,
+    /// `compensate = path`.
+    #[darling(default)]
+    pub compensate: Option<syn::Path>,
+    /// `ready`.
+    pub ready: Flag,
+    /// `failed`.
+    pub failed: Flag,
+    /// `final`.
+    #[darling(rename = "final")]
+    pub is_final: Flag,
+    /// `sensitive`.
+    pub sensitive: Flag,
+}
+
+/// `retry(max_attempts = 5, initial = "1s", factor = 2.0, max = "5m",
+/// jitter = full)`; every key optional.
+#[derive(Debug, Clone, Default, FromMeta)]
+pub struct RetryArgs {
+    /// Attempts in a row, the first included.
+    #[darling(default)]
+    pub max_attempts: Option<SpannedValue<u32>>,
+    /// The first backoff.
+    #[darling(default)]
+    pub initial: Option<DurationLit>,
+    /// The growth per failed attempt.
+    #[darling(default)]
+    pub factor: Option<Factor>,
+    /// The cap of the backoff.
+    #[darling(default)]
+    pub max: Option<DurationLit>,
+    /// `full` or `none`.
+    #[darling(default)]
+    pub jitter: Option<JitterArg>,
+}
+
+/// A retry factor: an integer or float literal, possibly negative (refused
+/// later, with its span).
+#[derive(Debug, Clone, Copy)]
+pub struct Factor {
+    /// The value.
+    pub value: f64,
+    /// Where it is written.
+    pub span: Span,
+}
+
+impl FromMeta for Factor {
+    fn from_expr(expr: &Expr) -> darling::Result<Self> {
+        let number = |lit: &Lit| -> darling::Result<f64> {
+            match lit {
+                Lit::Float(f) => f.base10_parse::<f64>().map_err(darling::Error::from),
+                Lit::Int(i) => i.base10_parse::<f64>().map_err(darling::Error::from),
+                _ => Err(darling::Error::custom(
+                    "expected a number, e.g. `factor = 2.0`",
+                )),
+            }
+        };
+        let value = match expr {
+            Expr::Lit(lit) => number(&lit.lit),
+            Expr::Unary(u) if matches!(u.op, UnOp::Neg(_)) => match &*u.expr {
+                Expr::Lit(lit) => number(&lit.lit).map(|v| -v),
+                _ => Err(darling::Error::custom(
+                    "expected a number, e.g. `factor = 2.0`",
+                )),
+            },
+            Expr::Group(group) => return Self::from_expr(&group.expr),
+            _ => Err(darling::Error::custom(
+                "expected a number, e.g. `factor = 2.0`",
+            )),
+        };
+        value
+            .map(|value| Factor {
+                value,
+                span: expr.span(),
+            })
+            .map_err(|e| e.with_span(expr))
+    }
+}
+
+/// `jitter = full | none`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JitterArg {
+    /// No jitter.
+    None,
+    /// Full jitter.
+    Full,
+}
+
+impl FromMeta for JitterArg {
+    fn from_expr(expr: &Expr) -> darling::Result<Self> {
+        match word(expr).as_deref() {
+            Some("none") => Ok(JitterArg::None),
+            Some("full") => Ok(JitterArg::Full),
+            Some(other) => Err(
+                darling::Error::unknown_value_with_alts(other, &["full", "none"]).with_span(expr),
+            ),
+            None => Err(darling::Error::custom("expected `full` or `none`").with_span(expr)),
+        }
+    }
+}
+
+/// `on_delete = compensate | nothing`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnDeleteArg {
+    /// Only `cleanup`.
+    Nothing,
+    /// The compensation chain, then `cleanup`.
+    Compensate,
+}
+
+impl FromMeta for OnDeleteArg {
+    fn from_expr(expr: &Expr) -> darling::Result<Self> {
+        match word(expr).as_deref() {
+            Some("nothing") => Ok(OnDeleteArg::Nothing),
+            Some("compensate") => Ok(OnDeleteArg::Compensate),
+            Some(other) => Err(darling::Error::unknown_value_with_alts(
+                other,
+                &["compensate", "nothing"],
+            )
+            .with_span(expr)),
+            None => {
+                Err(darling::Error::custom("expected `compensate` or `nothing`").with_span(expr))
+            }
+        }
+    }
+}
+
+/// `on_spec_change = restart | continue | goto(State)`.
+#[derive(Debug, Clone)]
+pub enum SpecChangeArg {
+    /// Start again from the initial state.
+    Restart,
+    /// Keep the current state.
+    Continue,
+    /// Move to the named state.
+    Goto(Ident),
+}
+
+impl FromMeta for SpecChangeArg {
+    fn from_expr(expr: &Expr) -> darling::Result<Self> {
+        const EXPECTED: &str = "expected `restart`, `continue` or `goto(State)`";
+        match expr {
+            // `continue` is a keyword and parses as a `continue` expression.
+            Expr::Continue(c) if c.label.is_none() => Ok(SpecChangeArg::Continue),
+            Expr::Call(call) => {
+                let is_goto = word(&call.func).as_deref() == Some("goto");
+                let target = match (call.args.len(), call.args.first()) {
+                    (1, Some(arg)) => word_ident(arg),
+                    _ => None,
+                };
+                match (is_goto, target) {
+                    (true, Some(target)) => Ok(SpecChangeArg::Goto(target)),
+                    (true, None) => Err(darling::Error::custom(
+                        "`goto` takes one state name, e.g. `goto(Provisioning)`",
+                    )
+                    .with_span(&call.args)),
+                    (false, _) => Err(darling::Error::custom(EXPECTED).with_span(&call.func)),
+                }
+            }
+            Expr::Group(group) => Self::from_expr(&group.expr),
+            _ => match word(expr).as_deref() {
+                Some("restart") => Ok(SpecChangeArg::Restart),
+                Some("goto") => Err(darling::Error::custom(
+                    "`goto` takes a state name, e.g. `goto(Provisioning)`",
+                )
+                .with_span(expr)),
+                Some(other) => Err(darling::Error::unknown_value_with_alts(
+                    other,
+                    &["restart", "continue", "goto"],
+                )
+                .with_span(expr)),
+                None => Err(darling::Error::custom(EXPECTED).with_span(expr)),
+            },
+        }
+    }
+}
+
+/// `next(A, B, ...)`: state names.
+#[derive(Debug, Clone, Default)]
+pub struct Targets(pub Vec<Ident>);
+
+impl FromMeta for Targets {
+    fn from_list(items: &[NestedMeta]) -> darling::Result<Self> {
+        let mut errors = darling::Error::accumulator();
+        let mut targets = Vec::new();
+        for item in items {
+            match item {
+                NestedMeta::Meta(Meta::Path(path)) if path.get_ident().is_some() => {
+                    if let Some(ident) = path.get_ident() {
+                        targets.push(ident.clone());
+                    }
+                }
+                other => errors.push(
+                    darling::Error::custom("expected a state name, e.g. `next(Ready, Failed)`")
+                        .with_span(other),
+                ),
+            }
+        }
+        errors.finish_with(Targets(targets))
+    }
+}
+
+/// The single identifier an expression consists of, as text.
+fn word(expr: &Expr) -> Option<String> {
+    word_ident(expr).map(|i| i.to_string())
+}
+
+/// The single identifier an expression consists of.
+fn word_ident(expr: &Expr) -> Option<Ident> {
+    match expr {
+        Expr::Path(p) if p.qself.is_none() && p.attrs.is_empty() => p.path.get_ident().cloned(),
+        Expr::Group(g) => word_ident(&g.expr),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quote::quote;
+
+    fn enum_input(tokens: proc_macro2::TokenStream) -> darling::Result<EnumInput> {
+        let input: syn::DeriveInput = syn::parse2(tokens).map_err(darling::Error::from)?;
+        EnumInput::from_derive_input(&input)
+    }
+
+    #[test]
+    fn parses_keywords_and_split_attributes() {
+        let input = enum_input(quote! {
+            #[fsm(resource = Db, on_spec_change = continue)]
+            #[fsm(retry(factor = 3, jitter = full), crate = ::my::core)]
+            enum S {
+                #[fsm(initial, handler = h, next(Done))]
+                A,
+                #[fsm(final)]
+                Done,
+            }
+        });
+        let input = match input {
+            Ok(i) => i,
+            Err(e) => panic!("{e}"),
+        };
+        assert!(matches!(
+            input.on_spec_change,
+            Some(SpecChangeArg::Continue)
+        ));
+        assert_eq!(
+            input.retry.as_ref().and_then(|r| r.factor).map(|f| f.value),
+            Some(3.0)
+        );
+        assert_eq!(
+            input.retry.as_ref().and_then(|r| r.jitter),
+            Some(JitterArg::Full)
+        );
+        assert!(input.krate.is_some());
+        let variants = input.data.take_enum().unwrap_or_default();
+        assert!(variants[0].initial.is_present());
+        assert_eq!(variants[0].next.as_ref().map(|t| t.0.len()), Some(1));
+        assert!(variants[1].is_final.is_present());
+    }
+
+    #[test]
+    fn parses_goto_and_negative_factors() {
+        let input = enum_input(quote! {
+            #[fsm(on_spec_change = goto(Start), retry(factor = -2.5))]
+            enum S { A }
+        });
+        let input = match input {
+            Ok(i) => i,
+            Err(e) => panic!("{e}"),
+        };
+        assert!(matches!(input.on_spec_change, Some(SpecChangeArg::Goto(ref i)) if i == "Start"));
+        assert_eq!(
+            input.retry.and_then(|r| r.factor).map(|f| f.value),
+            Some(-2.5)
+        );
+    }
+
+    #[test]
+    fn misspelled_keys_get_suggestions() {
+        let Err(e) = enum_input(quote! {
+            enum S { #[fsm(timout = "1s")] A }
+        }) else {
+            panic!("a misspelled key must be refused");
+        };
+        assert!(e.to_string().contains("Did you mean `timeout`"), "{e}");
+    }
+
+    #[test]
+    fn bad_values_are_refused_together() {
+        let Err(e) = enum_input(quote! {
+            #[fsm(on_spec_change = later, on_delete = maybe)]
+            enum S { #[fsm(timeout = "10 minutes", next(a::b))] A }
+        }) else {
+            panic!("bad values must be refused");
+        };
+        assert_eq!(e.len(), 4, "{e}");
+    }
+}
