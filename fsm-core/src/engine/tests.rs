@@ -1,1 +1,984 @@
+//! The semantics of DESIGN.md, rule by rule, on a hand-written machine whose
+//! handlers follow a script.
 
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use proptest::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::prelude::*;
+use crate::{
+    Effect, Engine, EngineOptions, EphemeralStore, Loaded, ObjectKey, Observed, RawRecord,
+    ReconcileError, SeededRandom, StateRecord, StateStore, StoreError, Version,
+};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+enum Flow {
+    Start,
+    Provision { id: String },
+    Wait { id: String },
+    Ready { id: String },
+    Parked,
+    Failed,
+}
+
+/// What a scripted handler call does.
+#[derive(Clone, Debug, PartialEq)]
+enum Act {
+    /// The state's normal progress.
+    Go,
+    Stay,
+    WaitFor(Duration),
+    Retry,
+    RetryAfter(Duration),
+    Permanent,
+    Fail,
+    Sleep(Duration),
+    Goto(Flow),
+    Checkpoint(Flow),
+}
+
+#[derive(Debug, thiserror::Error)]
+enum FlowError {
+    #[error("temporary trouble")]
+    Temporary(Option<Duration>),
+    #[error("broken for good")]
+    Broken,
+    #[error(transparent)]
+    Checkpoint(#[from] crate::CheckpointError),
+}
+
+impl Classify for FlowError {
+    fn class(&self) -> ErrorClass {
+        match self {
+            FlowError::Temporary(None) | FlowError::Checkpoint(_) => ErrorClass::RETRYABLE,
+            FlowError::Temporary(Some(d)) => ErrorClass::retry_after(*d),
+            FlowError::Broken => ErrorClass::Permanent,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Script {
+    handler: Mutex<VecDeque<Act>>,
+    compensation: Mutex<VecDeque<Act>>,
+    log: Mutex<Vec<String>>,
+}
+
+impl Script {
+    fn with(acts: impl IntoIterator<Item = Act>) -> Arc<Self> {
+        let s = Script::default();
+        s.handler.lock().unwrap().extend(acts);
+        Arc::new(s)
+    }
+    fn compensations(self: &Arc<Self>, acts: impl IntoIterator<Item = Act>) -> Arc<Self> {
+        self.compensation.lock().unwrap().extend(acts);
+        self.clone()
+    }
+    fn log(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+static STATES: [StateMeta; 6] = [
+    StateMeta::new("Start")
+        .initial()
+        .with_handler()
+        .next(&["Provision"]),
+    StateMeta::new("Provision")
+        .with_handler()
+        .with_data()
+        .with_compensation()
+        .retry(
+            match RetryPolicy::new(3, Duration::from_secs(1), 2.0, Duration::from_secs(10)) {
+                Ok(p) => p,
+                Err(_) => panic!("invalid policy"),
+            },
+        )
+        .next(&["Wait", "Failed"]),
+    StateMeta::new("Wait")
+        .with_handler()
+        .with_data()
+        .with_compensation()
+        .timeout(Duration::from_secs(600))
+        .attempt_timeout(Duration::from_secs(30))
+        .on_exhausted("Parked")
+        .next(&["Ready"]),
+    StateMeta::new("Ready")
+        .ready()
+        .with_handler()
+        .with_data()
+        .next(&["Start"]),
+    StateMeta::new("Parked").final_state(),
+    StateMeta::new("Failed").failed(),
+];
+static MACHINE: Machine = Machine::new("Flow", &STATES)
+    .on_delete(OnDelete::Compensate)
+    .with_cleanup();
+
+impl Flow {
+    fn id(&self) -> &str {
+        match self {
+            Flow::Provision { id } | Flow::Wait { id } | Flow::Ready { id } => id,
+            _ => "",
+        }
+    }
+
+    fn progress(&self) -> Transition<Flow> {
+        match self {
+            Flow::Start => Transition::next(Flow::Provision { id: "i-1".into() }),
+            Flow::Provision { id } => Transition::next(Flow::Wait { id: id.clone() }),
+            Flow::Wait { id } => Transition::next(Flow::Ready { id: id.clone() }),
+            _ => Transition::stay(),
+        }
+    }
+}
+
+async fn act(
+    cx: &mut Step<'_, Flow>,
+    state: &Flow,
+    act: Act,
+) -> Result<Transition<Flow>, FlowError> {
+    match act {
+        Act::Go => Ok(state.progress()),
+        Act::Stay => Ok(Transition::stay()),
+        Act::WaitFor(d) => Ok(Transition::wait(d)),
+        Act::Retry => Err(FlowError::Temporary(None)),
+        Act::RetryAfter(d) => Err(FlowError::Temporary(Some(d))),
+        Act::Permanent => Err(FlowError::Broken),
+        Act::Fail => Ok(Transition::fail("asked to fail")),
+        Act::Sleep(d) => {
+            tokio::time::sleep(d).await;
+            Ok(state.progress())
+        }
+        Act::Goto(s) => Ok(Transition::next(s)),
+        Act::Checkpoint(s) => {
+            cx.checkpoint(s).await?;
+            Err(FlowError::Temporary(None))
+        }
+    }
+}
+
+impl Fsm for Flow {
+    type Resource = ();
+    type Context = Arc<Script>;
+    type Error = FlowError;
+
+    fn machine() -> &'static Machine {
+        &MACHINE
+    }
+    fn state_name(&self) -> &'static str {
+        match self {
+            Flow::Start => "Start",
+            Flow::Provision { .. } => "Provision",
+            Flow::Wait { .. } => "Wait",
+            Flow::Ready { .. } => "Ready",
+            Flow::Parked => "Parked",
+            Flow::Failed => "Failed",
+        }
+    }
+    fn unit_state(name: &str) -> Option<Self> {
+        match name {
+            "Start" => Some(Flow::Start),
+            "Parked" => Some(Flow::Parked),
+            "Failed" => Some(Flow::Failed),
+            _ => None,
+        }
+    }
+    fn handle<'a>(
+        &'a self,
+        cx: &'a mut Step<'_, Self>,
+    ) -> BoxFuture<'a, Result<Transition<Self>, FlowError>> {
+        Box::pin(async move {
+            let next = cx
+                .context()
+                .handler
+                .lock()
+                .unwrap()
+                .pop_front()
+                .unwrap_or(Act::Go);
+            cx.context().log.lock().unwrap().push(format!(
+                "handle:{}:{}",
+                self.state_name(),
+                cx.attempt()
+            ));
+            act(cx, self, next).await
+        })
+    }
+    fn compensate<'a>(
+        &'a self,
+        cx: &'a mut Step<'_, Self>,
+    ) -> BoxFuture<'a, Result<(), FlowError>> {
+        Box::pin(async move {
+            let next = cx
+                .context()
+                .compensation
+                .lock()
+                .unwrap()
+                .pop_front()
+                .unwrap_or(Act::Go);
+            cx.context().log.lock().unwrap().push(format!(
+                "compensate:{}:{}",
+                self.state_name(),
+                self.id()
+            ));
+            match next {
+                Act::Retry => Err(FlowError::Temporary(None)),
+                Act::Permanent => Err(FlowError::Broken),
+                _ => Ok(()),
+            }
+        })
+    }
+    fn cleanup<'a>(cx: &'a mut Step<'_, Self>) -> BoxFuture<'a, Result<(), FlowError>> {
+        Box::pin(async move {
+            cx.context().log.lock().unwrap().push("cleanup".to_owned());
+            Ok(())
+        })
+    }
+}
+
+fn t0() -> Timestamp {
+    "2026-06-01T00:00:00Z".parse().unwrap()
+}
+
+fn engine(clock: &ManualClock) -> Engine<Flow> {
+    Engine::<Flow>::new()
+        .unwrap()
+        .with_clock(Arc::new(clock.clone()))
+        .with_random(Arc::new(SeededRandom::new(9)))
+}
+
+fn observed() -> Observed {
+    Observed {
+        key: ObjectKey::namespaced("ns", "db"),
+        generation: Some(1),
+        deleting: false,
+        spec: None,
+    }
+}
+
+fn record_in(store: &EphemeralStore) -> StateRecord {
+    store
+        .get_raw(&observed().key)
+        .unwrap()
+        .decode::<Flow>()
+        .unwrap()
+}
+
+/// Reconciles until the machine rests, advancing the clock by requeues.
+async fn settle(
+    engine: &Engine<Flow>,
+    clock: &ManualClock,
+    store: &EphemeralStore,
+    script: &Arc<Script>,
+    obs: &Observed,
+) -> Vec<Effect> {
+    let mut effects = Vec::new();
+    for _ in 0..200 {
+        let report = engine.reconcile(store, obs, &(), script).await.unwrap();
+        effects.extend(report.effects);
+        match report.requeue {
+            None => return effects,
+            Some(d) if d >= Duration::from_secs(60) && report.commits == 0 => return effects,
+            Some(d) => clock.advance(d),
+        }
+    }
+    panic!("did not settle");
+}
+
+fn entered(effects: &[Effect]) -> Vec<String> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Entered { to, .. } => Some(to.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_workflow_commits_one_write_per_transition() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let script = Script::with([]);
+    let effects = settle(&engine(&clock), &clock, &store, &script, &observed()).await;
+    assert_eq!(entered(&effects), ["Start", "Provision", "Wait", "Ready"]);
+    let record = record_in(&store);
+    assert_eq!(record.state, "Ready");
+    assert_eq!(record.transitions, 4);
+    let seqs: Vec<u64> = record.history.iter().map(|h| h.seq).collect();
+    assert_eq!(seqs, [1, 2, 3, 4]);
+    assert_eq!(record.observed_generation, Some(1));
+    // 4 transitions, 4 saves: the version counter is the number of writes.
+    assert_eq!(
+        store.load(&observed().key).await.unwrap().version,
+        Some(Version("4".into()))
+    );
+}
+
+#[tokio::test]
+async fn retries_back_off_geometrically_and_honour_retry_after() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let script = Script::with([Act::Go, Act::Retry, Act::Retry, Act::Go]);
+    let engine = engine(&clock);
+    let mut delays = Vec::new();
+    for _ in 0..5 {
+        let report = engine
+            .reconcile(&store, &observed(), &(), &script)
+            .await
+            .unwrap();
+        for e in &report.effects {
+            if let Effect::RetryScheduled { delay, attempt, .. } = e {
+                delays.push((*attempt, *delay));
+            }
+        }
+        clock.advance(report.requeue.unwrap_or_default());
+    }
+    assert_eq!(
+        delays,
+        [(1, Duration::from_secs(1)), (2, Duration::from_secs(2))]
+    );
+    assert_eq!(record_in(&store).state, "Wait");
+
+    let script = Script::with([Act::Go, Act::RetryAfter(Duration::from_secs(42))]);
+    let store = EphemeralStore::new();
+    for _ in 0..2 {
+        engine
+            .reconcile(&store, &observed(), &(), &script)
+            .await
+            .unwrap();
+    }
+    let report = engine
+        .reconcile(&store, &observed(), &(), &script)
+        .await
+        .unwrap();
+    assert_eq!(report.requeue, Some(Duration::from_secs(42)));
+}
+
+#[tokio::test]
+async fn a_scheduled_retry_runs_no_handler_before_its_time() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let script = Script::with([Act::Go, Act::Retry]);
+    let engine = engine(&clock);
+    for _ in 0..3 {
+        engine
+            .reconcile(&store, &observed(), &(), &script)
+            .await
+            .unwrap();
+    }
+    clock.advance(Duration::from_millis(400));
+    let report = engine
+        .reconcile(&store, &observed(), &(), &script)
+        .await
+        .unwrap();
+    assert_eq!(report.requeue, Some(Duration::from_millis(600)));
+    assert_eq!(report.commits, 0);
+    assert_eq!(script.log(), ["handle:Start:0", "handle:Provision:0"]);
+}
+
+#[tokio::test]
+async fn exhaustion_takes_on_exhausted_without_compensation() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let mut acts = vec![Act::Go, Act::Go];
+    acts.extend(std::iter::repeat_n(Act::Retry, 5));
+    let script = Script::with(acts);
+    let effects = settle(&engine(&clock), &clock, &store, &script, &observed()).await;
+    assert_eq!(entered(&effects), ["Start", "Provision", "Wait", "Parked"]);
+    assert!(
+        effects
+            .iter()
+            .any(|e| matches!(e, Effect::RetriesExhausted { state, .. } if state == "Wait"))
+    );
+    assert!(!script.log().iter().any(|l| l.starts_with("compensate")));
+    let record = record_in(&store);
+    assert!(
+        record
+            .last_error
+            .unwrap()
+            .contains("retries exhausted in Wait after 5 attempts")
+    );
+}
+
+#[tokio::test]
+async fn exhaustion_without_target_fails_and_compensates() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let script = Script::with([Act::Go, Act::Retry, Act::Retry, Act::Retry]);
+    let effects = settle(&engine(&clock), &clock, &store, &script, &observed()).await;
+    assert_eq!(entered(&effects), ["Start", "Provision", "Failed"]);
+    assert_eq!(
+        script
+            .log()
+            .iter()
+            .filter(|l| l.starts_with("compensate"))
+            .collect::<Vec<_>>(),
+        ["compensate:Provision:i-1"]
+    );
+    // max_attempts = 3 counts the first attempt: three handler calls.
+    assert_eq!(
+        script
+            .log()
+            .iter()
+            .filter(|l| l.starts_with("handle:Provision"))
+            .count(),
+        3
+    );
+}
+
+#[tokio::test]
+async fn state_timeout_survives_a_restart_and_compensates_in_reverse_order() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let script = Script::with([Act::Go, Act::Go, Act::Stay]);
+    let first = engine(&clock);
+    for _ in 0..3 {
+        first
+            .reconcile(&store, &observed(), &(), &script)
+            .await
+            .unwrap();
+    }
+    let report = first
+        .reconcile(&store, &observed(), &(), &script)
+        .await
+        .unwrap();
+    assert_eq!(report.state, "Wait");
+    // Stay inside a timed state: look again by the deadline at the latest.
+    assert_eq!(report.requeue, Some(Duration::from_secs(60)));
+    drop(first);
+
+    // A new engine (a restarted operator), same record, 11 minutes later.
+    clock.advance(Duration::from_secs(660));
+    let second = engine(&clock);
+    let effects = settle(&second, &clock, &store, &script, &observed()).await;
+    assert!(effects.contains(&Effect::TimedOut {
+        state: "Wait".into()
+    }));
+    assert_eq!(entered(&effects), ["Failed"]);
+    let compensations: Vec<_> = script
+        .log()
+        .into_iter()
+        .filter(|l| l.starts_with("compensate"))
+        .collect();
+    assert_eq!(
+        compensations,
+        ["compensate:Wait:i-1", "compensate:Provision:i-1"]
+    );
+    let record = record_in(&store);
+    assert!(
+        record
+            .last_error
+            .unwrap()
+            .starts_with("timed out in Wait after 10m")
+    );
+    assert!(record.trail.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn attempt_timeout_drops_the_handler_and_retries() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let script = Script::with([Act::Go, Act::Go, Act::Sleep(Duration::from_secs(3600))]);
+    let engine = engine(&clock);
+    for _ in 0..3 {
+        engine
+            .reconcile(&store, &observed(), &(), &script)
+            .await
+            .unwrap();
+    }
+    let report = engine
+        .reconcile(&store, &observed(), &(), &script)
+        .await
+        .unwrap();
+    assert_eq!(report.state, "Wait");
+    let record = record_in(&store);
+    assert_eq!(record.attempt, 1);
+    assert_eq!(
+        record.last_error.as_deref(),
+        Some("attempt timed out after 30s")
+    );
+    assert!(matches!(
+        report.effects[..],
+        [Effect::RetryScheduled { attempt: 1, .. }]
+    ));
+}
+
+#[tokio::test]
+async fn stay_and_wait_commit_nothing() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let script = Script::with([
+        Act::Go,
+        Act::Go,
+        Act::Go,
+        Act::Stay,
+        Act::WaitFor(Duration::from_secs(7)),
+    ]);
+    let engine = engine(&clock);
+    for _ in 0..4 {
+        engine
+            .reconcile(&store, &observed(), &(), &script)
+            .await
+            .unwrap();
+    }
+    let before = store.get_raw(&observed().key);
+    let stay = engine
+        .reconcile(&store, &observed(), &(), &script)
+        .await
+        .unwrap();
+    let wait = engine
+        .reconcile(&store, &observed(), &(), &script)
+        .await
+        .unwrap();
+    assert_eq!((stay.commits, wait.commits), (0, 0));
+    assert_eq!(stay.requeue, Some(Duration::from_secs(60)));
+    assert_eq!(wait.requeue, Some(Duration::from_secs(7)));
+    assert_eq!(store.get_raw(&observed().key), before);
+}
+
+#[tokio::test]
+async fn an_undeclared_transition_is_reported_and_counted_as_a_failure() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let script = Script::with([Act::Goto(Flow::Ready { id: "x".into() })]);
+    let engine = engine(&clock);
+    // The first reconcile enters the initial state; the second runs it.
+    engine
+        .reconcile(&store, &observed(), &(), &script)
+        .await
+        .unwrap();
+    let report = engine
+        .reconcile(&store, &observed(), &(), &script)
+        .await
+        .unwrap();
+    assert_eq!(report.state, "Start");
+    assert_eq!(
+        report.effects[0],
+        Effect::UndeclaredTransition {
+            from: "Start".into(),
+            to: "Ready".into()
+        }
+    );
+    let record = record_in(&store);
+    assert_eq!(record.attempt, 1);
+    assert_eq!(
+        record.last_error.as_deref(),
+        Some("handler of Start asked for undeclared transition to Ready")
+    );
+}
+
+#[tokio::test]
+async fn compensation_resumes_after_a_crash_mid_chain() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let script = Script::with([Act::Go, Act::Go, Act::Fail]);
+    let first = engine(&clock);
+    for _ in 0..5 {
+        first
+            .reconcile(&store, &observed(), &(), &script)
+            .await
+            .unwrap();
+    }
+    // Failing started the chain; the first compensation (Wait) is committed.
+    let record = record_in(&store);
+    assert!(record.is_unwinding());
+    assert_eq!(record.trail.len(), 1);
+    assert_eq!(record.state, "Wait");
+    drop(first);
+
+    let second = engine(&clock);
+    let effects = settle(&second, &clock, &store, &script, &observed()).await;
+    assert_eq!(entered(&effects), ["Failed"]);
+    let compensations: Vec<_> = script
+        .log()
+        .into_iter()
+        .filter(|l| l.starts_with("compensate"))
+        .collect();
+    assert_eq!(
+        compensations,
+        ["compensate:Wait:i-1", "compensate:Provision:i-1"]
+    );
+}
+
+#[tokio::test]
+async fn compensation_retries_then_records_permanent_failures_and_goes_on() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let script = Script::with([Act::Go, Act::Go, Act::Permanent])
+        .compensations([Act::Retry, Act::Permanent]);
+    let effects = settle(&engine(&clock), &clock, &store, &script, &observed()).await;
+    let compensations: Vec<_> = script
+        .log()
+        .into_iter()
+        .filter(|l| l.starts_with("compensate"))
+        .collect();
+    // Wait: retried once then failed for good; Provision still compensated.
+    assert_eq!(
+        compensations,
+        [
+            "compensate:Wait:i-1",
+            "compensate:Wait:i-1",
+            "compensate:Provision:i-1"
+        ]
+    );
+    assert!(effects.contains(&Effect::CompensationFailed {
+        step: "Wait".into(),
+        error: "broken for good".into()
+    }));
+    assert!(effects.contains(&Effect::CompensationFinished { failures: 1 }));
+    let record = record_in(&store);
+    assert_eq!(record.state, "Failed");
+    assert_eq!(record.compensation.unwrap().failures.len(), 1);
+}
+
+#[tokio::test]
+async fn a_handler_moving_to_a_failed_state_compensates_first() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let script = Script::with([Act::Go, Act::Goto(Flow::Failed)]);
+    let effects = settle(&engine(&clock), &clock, &store, &script, &observed()).await;
+    assert_eq!(entered(&effects), ["Start", "Provision", "Failed"]);
+    assert!(
+        script
+            .log()
+            .contains(&"compensate:Provision:i-1".to_owned())
+    );
+}
+
+#[tokio::test]
+async fn corrupt_records_are_reported_and_left_byte_identical() {
+    let clock = ManualClock::at(t0());
+    let script = Script::with([]);
+    let good = serde_json::to_value(StateRecord::new(&Flow::Start, t0()).unwrap()).unwrap();
+    let mut unknown = good.clone();
+    unknown["state"] = "Vanished".into();
+    let mut newer = good.clone();
+    newer["schemaVersion"] = 99.into();
+    let mut bad_data = good.clone();
+    bad_data["state"] = "Wait".into();
+    bad_data["data"] = serde_json::json!({"id": 5});
+    let cases = [
+        (RawRecord::Text("{not json".into()), "malformed"),
+        (RawRecord::Json(unknown), "does not have"),
+        (RawRecord::Json(newer), "schema version 99"),
+        (RawRecord::Json(bad_data), "does not fit"),
+        (
+            RawRecord::Json(serde_json::json!({"schemaVersion": 1, "state": 3})),
+            "malformed",
+        ),
+    ];
+    for (raw, needle) in cases {
+        let store = EphemeralStore::new();
+        store.insert_raw(observed().key, raw.clone());
+        let err = engine(&clock)
+            .reconcile(&store, &observed(), &(), &script)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ReconcileError::Corrupt(_)), "{err:?}");
+        assert!(err.source_text().contains(needle), "{}", err.source_text());
+        assert_eq!(store.get_raw(&observed().key), Some(raw));
+    }
+    assert!(script.log().is_empty());
+}
+
+trait SourceText {
+    fn source_text(&self) -> String;
+}
+impl SourceText for ReconcileError {
+    fn source_text(&self) -> String {
+        match self {
+            ReconcileError::Corrupt(e) => e.to_string(),
+            other => other.to_string(),
+        }
+    }
+}
+
+#[tokio::test]
+async fn spec_change_restarts_without_compensation() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let script = Script::with([]);
+    let engine = engine(&clock);
+    for _ in 0..3 {
+        engine
+            .reconcile(&store, &observed(), &(), &script)
+            .await
+            .unwrap();
+    }
+    let changed = Observed {
+        generation: Some(2),
+        ..observed()
+    };
+    let report = engine
+        .reconcile(&store, &changed, &(), &script)
+        .await
+        .unwrap();
+    assert_eq!(report.state, "Start");
+    assert!(
+        report
+            .effects
+            .contains(&Effect::SpecChanged { generation: 2 })
+    );
+    let record = record_in(&store);
+    assert_eq!(record.observed_generation, Some(2));
+    assert!(record.trail.is_empty());
+    assert!(!script.log().iter().any(|l| l.starts_with("compensate")));
+    assert_eq!(
+        record.history.last().unwrap().reason.as_deref(),
+        Some("spec changed (generation 2)")
+    );
+}
+
+#[tokio::test]
+async fn deletion_compensates_cleans_up_and_releases() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let script = Script::with([]).compensations([Act::Retry]);
+    let engine = engine(&clock);
+    for _ in 0..4 {
+        engine
+            .reconcile(&store, &observed(), &(), &script)
+            .await
+            .unwrap();
+    }
+    let deleting = Observed {
+        deleting: true,
+        ..observed()
+    };
+    let mut released = false;
+    for _ in 0..10 {
+        let report = engine
+            .reconcile(&store, &deleting, &(), &script)
+            .await
+            .unwrap();
+        if report.released {
+            released = true;
+            break;
+        }
+        clock.advance(report.requeue.unwrap_or_default());
+    }
+    assert!(released);
+    let log: Vec<_> = script
+        .log()
+        .into_iter()
+        .filter(|l| !l.starts_with("handle"))
+        .collect();
+    assert_eq!(
+        log,
+        [
+            "compensate:Wait:i-1",
+            "compensate:Wait:i-1",
+            "compensate:Provision:i-1",
+            "cleanup"
+        ]
+    );
+    assert!(store.is_empty());
+}
+
+#[tokio::test]
+async fn checkpoints_commit_data_for_the_current_state() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let script = Script::with([
+        Act::Go,
+        Act::Checkpoint(Flow::Provision { id: "req-7".into() }),
+        Act::Go,
+        Act::Fail,
+    ]);
+    let effects = settle(&engine(&clock), &clock, &store, &script, &observed()).await;
+    assert!(effects.contains(&Effect::Checkpointed {
+        state: "Provision".into()
+    }));
+    // The retry saw the checkpointed data, and so did the compensation.
+    assert!(script.log().contains(&"compensate:Wait:req-7".to_owned()));
+    assert!(
+        script
+            .log()
+            .contains(&"compensate:Provision:req-7".to_owned())
+    );
+}
+
+#[tokio::test]
+async fn a_checkpoint_of_another_state_is_refused() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let script = Script::with([Act::Checkpoint(Flow::Parked)]);
+    let engine = engine(&clock);
+    for _ in 0..2 {
+        engine
+            .reconcile(&store, &observed(), &(), &script)
+            .await
+            .unwrap();
+    }
+    let record = record_in(&store);
+    assert_eq!(record.state, "Start");
+    assert_eq!(
+        record.last_error.as_deref(),
+        Some("a checkpoint must stay in state Start, not move to Parked")
+    );
+}
+
+#[tokio::test]
+async fn cheap_states_chain_within_one_reconcile_when_allowed() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let script = Script::with([]);
+    let engine = engine(&clock).with_options(EngineOptions {
+        max_transitions: 3,
+        ..EngineOptions::default()
+    });
+    let report = engine
+        .reconcile(&store, &observed(), &(), &script)
+        .await
+        .unwrap();
+    assert_eq!(entered(&report.effects), ["Start", "Provision", "Wait"]);
+    assert_eq!(report.commits, 3);
+}
+
+/// A store that, on request, refuses the next save (a crash before the
+/// commit) or lets another writer in first (a conflict), and keeps every
+/// committed record.
+#[derive(Default)]
+struct FaultyStore {
+    inner: EphemeralStore,
+    next_fault: Mutex<Option<Fault>>,
+    committed: Mutex<Vec<StateRecord>>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    Crash,
+    Conflict,
+}
+
+impl StateStore for FaultyStore {
+    fn load<'a>(&'a self, key: &'a ObjectKey) -> BoxFuture<'a, Result<Loaded, StoreError>> {
+        self.inner.load(key)
+    }
+    fn save<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+        record: &'a StateRecord,
+        expected: Option<&'a Version>,
+    ) -> BoxFuture<'a, Result<Version, StoreError>> {
+        Box::pin(async move {
+            match self.next_fault.lock().unwrap().take() {
+                Some(Fault::Crash) => {
+                    return Err(StoreError::Backend("crashed before commit".into()));
+                }
+                Some(Fault::Conflict) => {
+                    if let Some(raw) = self.inner.get_raw(key) {
+                        self.inner.insert_raw(key.clone(), raw);
+                    }
+                }
+                None => {}
+            }
+            let version = self.inner.save(key, record, expected).await?;
+            self.committed.lock().unwrap().push(record.clone());
+            Ok(version)
+        })
+    }
+    fn delete<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+        expected: Option<&'a Version>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.inner.delete(key, expected)
+    }
+}
+
+fn any_act() -> impl Strategy<Value = Act> {
+    prop_oneof![
+        4 => Just(Act::Go),
+        1 => Just(Act::Stay),
+        3 => Just(Act::Retry),
+        1 => Just(Act::Permanent),
+        1 => Just(Act::Fail),
+    ]
+}
+
+fn any_fault() -> impl Strategy<Value = Option<Fault>> {
+    prop_oneof![6 => Just(None), 1 => Just(Some(Fault::Crash)), 1 => Just(Some(Fault::Conflict))]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Whatever the handlers do and whatever the store suffers, no committed
+    /// transition is lost or applied twice, attempts stay within the policy,
+    /// delays within their bounds, and compensation runs in reverse order of
+    /// entry.
+    #[test]
+    fn the_engine_keeps_its_invariants(
+        acts in proptest::collection::vec(any_act(), 0..40),
+        comp_acts in proptest::collection::vec(prop_oneof![Just(Act::Go), Just(Act::Retry), Just(Act::Permanent)], 0..6),
+        faults in proptest::collection::vec(any_fault(), 60),
+    ) {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        runtime.block_on(async {
+            let clock = ManualClock::at(t0());
+            let store = FaultyStore::default();
+            let script = Script::with(acts).compensations(comp_acts);
+            let engine = engine(&clock);
+            let mut effects = Vec::new();
+            for fault in faults {
+                *store.next_fault.lock().unwrap() = fault;
+                match engine.reconcile(&store, &observed(), &(), &script).await {
+                    Ok(report) => {
+                        effects.extend(report.effects);
+                        if let Some(d) = report.requeue { clock.advance(d.max(Duration::from_millis(1))) }
+                    }
+                    Err(ReconcileError::Conflict | ReconcileError::Store(_)) => {}
+                    Err(other) => return Err(TestCaseError::fail(format!("{other:?}"))),
+                }
+            }
+            let committed = store.committed.lock().unwrap().clone();
+            // Transitions: each commit continues the previous one's history.
+            let mut last: Option<&StateRecord> = None;
+            for record in &committed {
+                let policy = MACHINE.retry_policy(MACHINE.state(&record.state).unwrap());
+                prop_assert!(record.attempt <= policy.max_attempts(), "attempt {} in {}", record.attempt, record.state);
+                if let Some(prev) = last {
+                    prop_assert!(record.transitions >= prev.transitions);
+                    let new: Vec<_> = record.history.iter().filter(|h| h.seq > prev.transitions).collect();
+                    prop_assert_eq!(new.len() as u64, record.transitions - prev.transitions);
+                    let mut from = prev.state.clone();
+                    for (i, h) in new.iter().enumerate() {
+                        prop_assert_eq!(h.seq, prev.transitions + 1 + i as u64);
+                        prop_assert_eq!(h.from.as_deref(), Some(from.as_str()));
+                        from = h.to.clone();
+                    }
+                } else {
+                    prop_assert_eq!(record.transitions, 1);
+                }
+                last = Some(record);
+            }
+            for e in &effects {
+                if let Effect::RetryScheduled { delay, .. } = e {
+                    prop_assert!(*delay <= Duration::from_secs(300));
+                }
+            }
+            // Compensation order: the states compensated (retries and
+            // re-runs after a crash collapsed) are the compensable states
+            // entered, latest first.
+            let mut compensated: Vec<String> = script.log().into_iter().filter(|l| l.starts_with("compensate")).collect();
+            compensated.dedup();
+            let final_record = committed.last();
+            if let Some(record) = final_record.filter(|r| r.state == "Failed") {
+                let entered: Vec<String> = record.history.iter()
+                    .filter(|h| h.to == "Provision" || h.to == "Wait")
+                    .map(|h| format!("compensate:{}:i-1", h.to))
+                    .collect();
+                let mut expected = entered.clone();
+                expected.reverse();
+                expected.dedup();
+                prop_assert_eq!(compensated, expected);
+            }
+            Ok(())
+        })?;
+    }
+}
