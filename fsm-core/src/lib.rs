@@ -1,4 +1,96 @@
-//! The engine of operator-fsm.
+//! The engine of operator-fsm: reconcile logic as a finite-state machine,
+//! with per-state retries, timeouts and compensation, and no Kubernetes
+//! dependency.
+//!
+//! A machine is an enum whose variants are its states. It implements
+//! [`Fsm`] — with `#[derive(OperatorFsm)]`, or by hand as below — and an
+//! [`Engine`] drives it one transition per reconcile, keeping its
+//! [`StateRecord`] in a [`StateStore`]. The `fsm-kube` crate embeds the
+//! engine in a `kube::runtime::Controller`; this crate alone is enough to
+//! write and test a machine.
+//!
+//! # Concepts
+//! - [`Fsm`], [`Machine`], [`StateMeta`]: the machine and its static
+//!   description (initial, ready, failed and final states, allowed targets,
+//!   [`RetryPolicy`], timeouts, compensation).
+//! - [`Step`]: what a handler is given; [`Transition`]: what it returns;
+//!   [`Classify`]: whether its errors are retried.
+//! - [`Engine::reconcile`]: one reconcile; [`plan`] and [`Decider`]: the
+//!   pure decision inside it.
+//! - [`Harness`]: one handler alone, or a whole workflow in memory.
+//!
+//! # Example
+//! A machine written by hand, driven to rest by the harness:
+//!
+//! ```
+//! use fsm_core::prelude::*;
+//!
+//! #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+//! enum Order { Placed, Paid { receipt: String }, Shipped, Cancelled }
+//!
+//! #[derive(Debug, thiserror::Error)]
+//! #[error("payment declined")]
+//! struct Declined;
+//! impl Classify for Declined {
+//!     fn class(&self) -> ErrorClass { ErrorClass::Permanent }
+//! }
+//!
+//! static STATES: [StateMeta; 4] = [
+//!     StateMeta::new("Placed").initial().with_handler().next(&["Paid"]),
+//!     StateMeta::new("Paid").with_handler().with_data().with_compensation().next(&["Shipped"]),
+//!     StateMeta::new("Shipped").final_state().ready(),
+//!     StateMeta::new("Cancelled").failed(),
+//! ];
+//! static MACHINE: Machine = Machine::new("Order", &STATES);
+//!
+//! impl Fsm for Order {
+//!     type Resource = u32; // the amount
+//!     type Context = ();
+//!     type Error = Declined;
+//!
+//!     fn machine() -> &'static Machine { &MACHINE }
+//!     fn state_name(&self) -> &'static str {
+//!         match self {
+//!             Order::Placed => "Placed",
+//!             Order::Paid { .. } => "Paid",
+//!             Order::Shipped => "Shipped",
+//!             Order::Cancelled => "Cancelled",
+//!         }
+//!     }
+//!     fn unit_state(name: &str) -> Option<Self> {
+//!         match name {
+//!             "Placed" => Some(Order::Placed),
+//!             "Shipped" => Some(Order::Shipped),
+//!             "Cancelled" => Some(Order::Cancelled),
+//!             _ => None,
+//!         }
+//!     }
+//!     fn handle<'a>(&'a self, cx: &'a mut Step<'_, Self>)
+//!         -> BoxFuture<'a, Result<Transition<Self>, Declined>> {
+//!         Box::pin(async move {
+//!             match self {
+//!                 Order::Placed if *cx.resource() > 1000 => Err(Declined),
+//!                 Order::Placed => Ok(Transition::next(Order::Paid { receipt: "r-1".into() })),
+//!                 Order::Paid { .. } => Ok(Transition::next(Order::Shipped)),
+//!                 _ => Ok(Transition::stay()),
+//!             }
+//!         })
+//!     }
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+//! let shipped = Harness::<Order>::new(20, ()).run_until_settled().await.unwrap();
+//! assert_eq!(shipped.path(), ["Placed", "Paid", "Shipped"]);
+//!
+//! let declined = Harness::<Order>::new(5000, ()).run_until_settled().await.unwrap();
+//! assert_eq!(declined.state, Order::Cancelled);
+//! assert_eq!(declined.record.last_error.as_deref(), Some("payment declined"));
+//! # });
+//! ```
+//!
+//! The full contract (what runs in which order, what is committed when,
+//! at-least-once handlers and at-most-once transitions) is in
+//! `docs/semantics.md` and on [`Engine`].
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 mod classify;
