@@ -245,26 +245,37 @@ impl Decider<'_> {
     ///
     /// # Errors
     /// [`DecideError`] for a machine without a default failed state.
-    pub fn timed_out(&self, mut record: StateRecord) -> Result<Decision, DecideError> {
+    pub fn timed_out(&self, record: StateRecord) -> Result<Decision, DecideError> {
         let meta = self.meta(&record.state);
         let timeout = meta.and_then(StateMeta::state_timeout).unwrap_or_default();
         let reason = format!("timed out in {} after {}", record.state, humanize(timeout));
-        let mut effects = vec![Effect::TimedOut {
+        let effects = vec![Effect::TimedOut {
             state: record.state.clone(),
         }];
         let target = meta.and_then(StateMeta::timeout_target);
+        self.move_or_fail(record, target, reason, effects)
+    }
+
+    /// Takes an engine-built target (`on_timeout`, `on_exhausted`): a plain
+    /// move to a non-failed state, otherwise a failure (with compensation)
+    /// into that failed state or the default one.
+    fn move_or_fail(
+        &self,
+        mut record: StateRecord,
+        target: Option<&'static str>,
+        reason: String,
+        mut effects: Vec<Effect>,
+    ) -> Result<Decision, DecideError> {
         match target {
             Some(t) if !self.meta(t).is_some_and(StateMeta::is_failed) => {
                 record.last_error = Some(reason.clone());
                 effects.push(self.enter(&mut record, t, None, Some(reason)));
                 Ok(self.decision(record, Some(Duration::ZERO), effects))
             }
-            _ => {
-                let target = match target {
-                    Some(t) => t,
-                    None => self.default_failed()?,
-                };
-                Ok(self.begin_unwind(record, reason, target, effects))
+            Some(t) => Ok(self.begin_unwind(record, reason, t, effects)),
+            None => {
+                let failed = self.default_failed()?;
+                Ok(self.begin_unwind(record, reason, failed, effects))
             }
         }
     }
@@ -371,7 +382,7 @@ impl Decider<'_> {
         record.attempt = record.attempt.saturating_add(1);
         record.last_error = Some(message.clone());
         if policy.is_exhausted(record.attempt) {
-            let mut effects = vec![Effect::RetriesExhausted {
+            let effects = vec![Effect::RetriesExhausted {
                 state: record.state.clone(),
                 error: message.clone(),
             }];
@@ -379,20 +390,7 @@ impl Decider<'_> {
                 "retries exhausted in {} after {} attempts: {message}",
                 record.state, record.attempt
             );
-            return match meta.exhausted_target() {
-                Some(t) if !self.meta(t).is_some_and(StateMeta::is_failed) => {
-                    record.last_error = Some(reason.clone());
-                    effects.push(self.enter(&mut record, t, None, Some(reason)));
-                    Ok(self.decision(record, Some(Duration::ZERO), effects))
-                }
-                target => {
-                    let target = match target {
-                        Some(t) => t,
-                        None => self.default_failed()?,
-                    };
-                    Ok(self.begin_unwind(record, reason, target, effects))
-                }
-            };
+            return self.move_or_fail(record, meta.exhausted_target(), reason, effects);
         }
         let delay = retry_after.unwrap_or_else(|| policy.delay(record.attempt, self.random));
         record.next_attempt_at = Some(add(self.now, delay));
