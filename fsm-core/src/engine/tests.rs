@@ -982,3 +982,62 @@ proptest! {
         })?;
     }
 }
+
+#[test]
+fn spec_change_continue_keeps_the_state_and_goto_moves() {
+    static CONTINUE: Machine = Machine::new("Flow", &STATES).on_spec_change(SpecChange::Continue);
+    static GOTO: Machine = Machine::new("Flow", &STATES).on_spec_change(SpecChange::Goto("Parked"));
+    let random = SeededRandom::new(1);
+    let decider = |machine: &'static Machine| crate::Decider {
+        machine,
+        now: t0(),
+        random: &random,
+        history_limit: 20,
+        poll_interval: Duration::from_secs(60),
+    };
+    let mut record = StateRecord::new(&Flow::Wait { id: "i".into() }, t0()).unwrap();
+    record.observed_generation = Some(1);
+    record.transitions = 3;
+
+    let kept = decider(&CONTINUE).spec_changed(record.clone(), 2, &observed());
+    assert!(
+        kept.proceed,
+        "continue goes on to run the handler in the same reconcile"
+    );
+    assert_eq!(kept.record.state, "Wait");
+    assert_eq!(kept.record.observed_generation, Some(2));
+    assert_eq!(kept.record.transitions, 3);
+
+    let moved = decider(&GOTO).spec_changed(record, 2, &observed());
+    assert!(!moved.proceed);
+    assert_eq!(moved.record.state, "Parked");
+    assert_eq!(
+        moved.record.history.last().unwrap().from.as_deref(),
+        Some("Wait")
+    );
+}
+
+#[tokio::test]
+async fn a_spec_change_restart_is_a_single_write() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let script = Script::with([]);
+    let engine = engine(&clock);
+    for _ in 0..2 {
+        engine
+            .reconcile(&store, &observed(), &(), &script)
+            .await
+            .unwrap();
+    }
+    let mut record = record_in(&store);
+    assert_eq!(record.state, "Provision");
+    record.observed_generation = Some(0);
+    store.insert_raw(observed().key, record.to_raw().unwrap());
+    // The Flow machine restarts on spec change (generation 0 → 1).
+    let report = engine
+        .reconcile(&store, &observed(), &(), &script)
+        .await
+        .unwrap();
+    assert_eq!(report.commits, 1);
+    assert_eq!(report.state, "Start");
+}
