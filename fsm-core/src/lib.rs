@@ -129,3 +129,5 @@ pub use retry::{InvalidRetryPolicy, Jitter, RetryPolicy};
 pub use step::{CheckpointError, Checkpointer, Step};
 pub use store::{Loaded, ObjectKey, StateStore, StoreError, Version};
 pub use transition::Transition;
+#[cfg(feature = "derive")]
+pub use fsm_macros::OperatorFsm;
