@@ -1,0 +1,367 @@
+//! The resource verbs over HTTP: get, list, watch, create, update, patch,
+//! delete, deletecollection, on objects and their `status` subresource.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::response::{IntoResponse, Response};
+use http::request::Parts;
+use http::{Method, StatusCode, header};
+use serde_json::Value;
+
+use super::json;
+use super::route::ResourcePath;
+use crate::cluster::{DeleteOptions, ListQuery, Part};
+use crate::log::RequestRecord;
+use crate::patch::PatchType;
+use crate::selectors::{FieldSelector, LabelSelector};
+use crate::server::Shared;
+use crate::status::ApiError;
+use crate::table::{self, IncludeObject};
+use crate::watch::{Watch, WatchRequest};
+
+/// The largest request body accepted (the real server's limit is 3 MiB).
+const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// A resource verb.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    /// Read one object.
+    Get,
+    /// Read a collection.
+    List,
+    /// Follow changes.
+    Watch,
+    /// Create an object.
+    Create,
+    /// Replace an object.
+    Update,
+    /// Patch an object.
+    Patch,
+    /// Delete an object.
+    Delete,
+    /// Delete a collection.
+    DeleteCollection,
+}
+
+impl Verb {
+    /// The verb's name in RBAC and audit logs.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Get => "get",
+            Self::List => "list",
+            Self::Watch => "watch",
+            Self::Create => "create",
+            Self::Update => "update",
+            Self::Patch => "patch",
+            Self::Delete => "delete",
+            Self::DeleteCollection => "deletecollection",
+        }
+    }
+
+    /// The verb of a method on a path (with or without an object name).
+    ///
+    /// # Errors
+    /// [`ApiError::MethodNotAllowed`] for combinations the API does not have.
+    pub fn of(method: &Method, named: bool, watch: bool) -> Result<Self, ApiError> {
+        Ok(match (method.as_str(), named) {
+            ("GET", _) if watch => Self::Watch,
+            ("GET", true) => Self::Get,
+            ("GET", false) => Self::List,
+            ("POST", false) => Self::Create,
+            ("PUT", true) => Self::Update,
+            ("PATCH", true) => Self::Patch,
+            ("DELETE", true) => Self::Delete,
+            ("DELETE", false) => Self::DeleteCollection,
+            _ => return Err(ApiError::MethodNotAllowed),
+        })
+    }
+}
+
+fn query_map(parts: &Parts) -> HashMap<String, String> {
+    parts
+        .uri
+        .query()
+        .map(|q| {
+            url_decode_pairs(q)
+                .into_iter()
+                .collect::<HashMap<String, String>>()
+        })
+        .unwrap_or_default()
+}
+
+fn url_decode_pairs(q: &str) -> Vec<(String, String)> {
+    q.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (percent_decode(k), percent_decode(v))
+        })
+        .collect()
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
+                match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                    Some(b) => {
+                        out.push(b);
+                        i += 2;
+                    }
+                    None => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn flag(q: &HashMap<String, String>, key: &str) -> bool {
+    matches!(q.get(key).map(String::as_str), Some("true" | "1"))
+}
+
+fn header_str<'a>(parts: &'a Parts, name: header::HeaderName) -> &'a str {
+    parts
+        .headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+}
+
+fn list_query(q: &HashMap<String, String>) -> Result<ListQuery, ApiError> {
+    Ok(ListQuery {
+        labels: LabelSelector::parse(q.get("labelSelector").map_or("", String::as_str))?,
+        fields: FieldSelector::parse(q.get("fieldSelector").map_or("", String::as_str))?,
+        limit: match q.get("limit") {
+            Some(l) => Some(
+                l.parse()
+                    .map_err(|_| ApiError::BadRequest(format!("invalid limit {l:?}")))?,
+            ),
+            None => None,
+        },
+        continue_token: q.get("continue").filter(|c| !c.is_empty()).cloned(),
+    })
+}
+
+async fn read_body(body: Body) -> Result<bytes::Bytes, ApiError> {
+    axum::body::to_bytes(body, MAX_BODY)
+        .await
+        .map_err(|e| ApiError::BadRequest(format!("reading the request body: {e}")))
+}
+
+async fn read_object(parts: &Parts, body: Body) -> Result<Value, ApiError> {
+    let ct = header_str(parts, header::CONTENT_TYPE);
+    let essence = ct.split(';').next().unwrap_or_default().trim();
+    if !(essence.is_empty() || essence == "application/json" || essence == "*/*") {
+        return Err(ApiError::UnsupportedMediaType(format!(
+            "the body of the request was in an unknown format ({ct}) - accepted media types include: application/json"
+        )));
+    }
+    let bytes = read_body(body).await?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        ApiError::BadRequest(format!("couldn't get version/kind; json parse error: {e}"))
+    })
+}
+
+/// Serves a request on a resource path.
+pub async fn handle(
+    shared: &Shared,
+    parts: &Parts,
+    body: Body,
+    path: ResourcePath,
+    record: &mut RequestRecord,
+) -> Result<Response, ApiError> {
+    record.group.clone_from(&path.group);
+    record.resource.clone_from(&path.resource);
+    record.namespace.clone_from(&path.namespace);
+    record.name.clone_from(&path.name);
+    record.subresource.clone_from(&path.subresource);
+    let q = query_map(parts);
+    let verb = Verb::of(&parts.method, path.name.is_some(), flag(&q, "watch"));
+    record.verb = verb.as_ref().map_or_else(
+        |_| parts.method.as_str().to_ascii_lowercase(),
+        |v| v.as_str().to_string(),
+    );
+    let def = shared
+        .cluster()
+        .registry
+        .get(&path.group, &path.version, &path.resource)
+        .ok_or(ApiError::UnknownResource)?;
+    let verb = verb?;
+    let namespace = match (def.namespaced, &path.namespace) {
+        (true, Some(ns)) => Some(ns.clone()),
+        (true, None) if matches!(verb, Verb::List | Verb::Watch) && path.name.is_none() => None,
+        (true, None) if path.name.is_some() => return Err(ApiError::UnknownResource),
+        (true, None) => return Err(ApiError::MethodNotAllowed),
+        (false, Some(_)) => return Err(ApiError::UnknownResource),
+        (false, None) => None,
+    };
+    let ns = namespace.clone().unwrap_or_default();
+    let part = match path.subresource.as_deref() {
+        None => Part::Main,
+        Some("status") if def.status_subresource => Part::Status,
+        Some(_) => return Err(ApiError::UnknownResource),
+    };
+    if part == Part::Status && !matches!(verb, Verb::Get | Verb::Update | Verb::Patch) {
+        return Err(ApiError::MethodNotAllowed);
+    }
+    let name = path.name.clone().unwrap_or_default();
+    let dry_run = q.get("dryRun").is_some_and(|d| d == "All");
+    let accept = header_str(parts, header::ACCEPT);
+    let table = table::wanted(accept)
+        .then(|| IncludeObject::parse(q.get("includeObject").map(String::as_str)));
+    let now = jiff::Timestamp::now();
+    let ok = |code: StatusCode, v: Value| Ok(json(code, &v));
+
+    match verb {
+        Verb::Get => {
+            let obj = shared.cluster().get(&def, &ns, &name)?;
+            match table {
+                Some(include) => {
+                    let rv = obj["metadata"]["resourceVersion"].as_str().map(String::from);
+                    ok(
+                        StatusCode::OK,
+                        table::render(&def, &[obj], rv.as_deref(), include, now),
+                    )
+                }
+                None => ok(StatusCode::OK, obj),
+            }
+        }
+        Verb::List => {
+            let list = shared
+                .cluster()
+                .list(&def, namespace.as_deref(), &list_query(&q)?)?;
+            match table {
+                Some(include) => {
+                    let items = list["items"].as_array().cloned().unwrap_or_default();
+                    let mut t = table::render(
+                        &def,
+                        &items,
+                        list["metadata"]["resourceVersion"].as_str(),
+                        include,
+                        now,
+                    );
+                    if let Some(c) = list["metadata"].get("continue") {
+                        t["metadata"]["continue"] = c.clone();
+                    }
+                    ok(StatusCode::OK, t)
+                }
+                None => ok(StatusCode::OK, list),
+            }
+        }
+        Verb::Watch => {
+            let mut selector = q.get("fieldSelector").cloned().unwrap_or_default();
+            if let Some(n) = &path.name {
+                if !selector.is_empty() {
+                    selector.push(',');
+                }
+                selector.push_str(&format!("metadata.name={n}"));
+            }
+            let resource_version = match q.get("resourceVersion").filter(|r| !r.is_empty()) {
+                Some(rv) => Some(rv.parse::<u64>().map_err(|_| {
+                    ApiError::BadRequest(format!("invalid resource version {rv:?}"))
+                })?),
+                None => None,
+            };
+            let timeout = match q.get("timeoutSeconds") {
+                Some(t) => Duration::from_secs(t.parse().map_err(|_| {
+                    ApiError::BadRequest(format!("invalid timeoutSeconds {t:?}"))
+                })?),
+                None => shared.config.default_watch_timeout,
+            };
+            let req = WatchRequest {
+                def: def.clone(),
+                namespace,
+                labels: LabelSelector::parse(q.get("labelSelector").map_or("", String::as_str))?,
+                fields: FieldSelector::parse(&selector)?,
+                resource_version,
+                send_initial_events: flag(&q, "sendInitialEvents"),
+                bookmarks: flag(&q, "allowWatchBookmarks"),
+                timeout,
+                bookmark_interval: shared.config.bookmark_interval,
+                table,
+            };
+            let watch = Watch::start(&shared.cluster(), req)?;
+            Ok((
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, "application/json")],
+                Body::from_stream(watch.into_stream()),
+            )
+                .into_response())
+        }
+        Verb::Create => {
+            let obj = read_object(parts, body).await?;
+            let created = shared.cluster().create(&def, &ns, obj, dry_run, now)?;
+            ok(StatusCode::CREATED, created)
+        }
+        Verb::Update => {
+            let obj = read_object(parts, body).await?;
+            let updated = shared
+                .cluster()
+                .update(&def, &ns, &name, obj, part, dry_run, now)?;
+            ok(StatusCode::OK, updated)
+        }
+        Verb::Patch => {
+            let kind = PatchType::from_content_type(header_str(parts, header::CONTENT_TYPE))?;
+            let patch = read_body(body).await?;
+            let patched = shared
+                .cluster()
+                .patch(&def, &ns, &name, kind, &patch, part, dry_run, now)?;
+            ok(StatusCode::OK, patched)
+        }
+        Verb::Delete => {
+            let mut opts = DeleteOptions::from_body(&read_body(body).await?)?;
+            opts.dry_run |= dry_run;
+            let (obj, gone) = shared.cluster().delete(&def, &ns, &name, &opts, now)?;
+            let code = if gone {
+                StatusCode::OK
+            } else {
+                StatusCode::ACCEPTED
+            };
+            ok(code, obj)
+        }
+        Verb::DeleteCollection => {
+            let mut opts = DeleteOptions::from_body(&read_body(body).await?)?;
+            opts.dry_run |= dry_run;
+            let list =
+                shared
+                    .cluster()
+                    .delete_collection(&def, namespace.as_deref(), &list_query(&q)?, &opts, now)?;
+            ok(StatusCode::OK, list)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verbs_of_methods() {
+        assert_eq!(Verb::of(&Method::GET, false, true).unwrap(), Verb::Watch);
+        assert_eq!(Verb::of(&Method::GET, true, false).unwrap(), Verb::Get);
+        assert_eq!(Verb::of(&Method::DELETE, false, false).unwrap(), Verb::DeleteCollection);
+        assert!(Verb::of(&Method::POST, true, false).is_err());
+        assert!(Verb::of(&Method::PUT, false, false).is_err());
+    }
+
+    #[test]
+    fn query_decoding() {
+        let pairs = url_decode_pairs("labelSelector=app%3Dweb%2Ctier+in+%28a%29&watch=1&x");
+        assert_eq!(pairs[0], ("labelSelector".into(), "app=web,tier in (a)".into()));
+        assert_eq!(pairs[1], ("watch".into(), "1".into()));
+        assert_eq!(pairs[2], ("x".into(), String::new()));
+        assert_eq!(percent_decode("100%"), "100%");
+        assert_eq!(percent_decode("%zz"), "%zz");
+    }
+}

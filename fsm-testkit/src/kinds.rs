@@ -1,0 +1,137 @@
+//! What the real server does for particular built-in kinds on write:
+//! initial status (`Namespace` phase `Active`, `Pod` phase `Pending`),
+//! `Secret.stringData` folded into `data`, a `Service` cluster IP.
+
+use serde_json::{Map, Value, json};
+
+use crate::resources::ResourceDef;
+
+/// Changes a new object of `def`'s kind as the real server's create strategy
+/// would. `sequence` is a per-server counter used to allocate cluster IPs.
+pub fn on_create(def: &ResourceDef, object: &mut Value, sequence: u64) {
+    match (def.group.as_str(), def.kind.as_str()) {
+        ("", "Namespace") => {
+            object["status"] = json!({"phase": "Active"});
+            if let Some(spec) = object.as_object_mut() {
+                spec.entry("spec")
+                    .or_insert_with(|| json!({"finalizers": ["kubernetes"]}));
+            }
+        }
+        ("", "Pod") => {
+            object["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"});
+        }
+        ("", "Service") => {
+            if let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) {
+                let ty = spec
+                    .entry("type")
+                    .or_insert_with(|| json!("ClusterIP"))
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                if ty != "ExternalName" && !spec.contains_key("clusterIP") {
+                    let ip = format!("10.96.{}.{}", (sequence / 250) % 250, 1 + sequence % 250);
+                    spec.insert("clusterIP".into(), json!(ip));
+                    spec.insert("clusterIPs".into(), json!([ip]));
+                }
+            }
+        }
+        _ => {}
+    }
+    on_write(def, object);
+}
+
+/// Changes an object of `def`'s kind on every write (create or update).
+pub fn on_write(def: &ResourceDef, object: &mut Value) {
+    if def.group.is_empty() && def.kind == "Secret" {
+        fold_string_data(object);
+        if let Some(o) = object.as_object_mut() {
+            o.entry("type").or_insert_with(|| json!("Opaque"));
+        }
+    }
+}
+
+fn fold_string_data(secret: &mut Value) {
+    let Some(obj) = secret.as_object_mut() else {
+        return;
+    };
+    let Some(Value::Object(string_data)) = obj.remove("stringData") else {
+        return;
+    };
+    let data = obj
+        .entry("data")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !data.is_object() {
+        *data = Value::Object(Map::new());
+    }
+    if let Value::Object(data) = data {
+        for (k, v) in string_data {
+            let text = v.as_str().unwrap_or_default();
+            data.insert(k, Value::String(base64(text.as_bytes())));
+        }
+    }
+}
+
+/// Standard base64 with padding (the encoding of `Secret.data`).
+#[must_use]
+pub fn base64(input: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] =
+        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(input.len().div_ceil(3) * 4);
+    for chunk in input.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        let sextet = |shift: u32| char::from(ALPHABET[((n >> shift) & 63) as usize]);
+        out.push(sextet(18));
+        out.push(sextet(12));
+        out.push(if chunk.len() > 1 { sextet(6) } else { '=' });
+        out.push(if chunk.len() > 2 { sextet(0) } else { '=' });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::Registry;
+
+    #[test]
+    fn base64_matches_rfc4648_vectors() {
+        let cases = [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ];
+        for (plain, encoded) in cases {
+            assert_eq!(base64(plain.as_bytes()), encoded);
+        }
+    }
+
+    #[test]
+    fn secret_string_data_is_folded() {
+        let r = Registry::with_builtins();
+        let def = r.get("", "v1", "secrets").unwrap();
+        let mut s = json!({"data": {"a": "YQ=="}, "stringData": {"b": "hi"}});
+        on_write(&def, &mut s);
+        assert_eq!(s, json!({"data": {"a": "YQ==", "b": "aGk="}, "type": "Opaque"}));
+    }
+
+    #[test]
+    fn initial_status_and_cluster_ip() {
+        let r = Registry::with_builtins();
+        let mut ns = json!({"metadata": {"name": "x"}});
+        on_create(&r.get("", "v1", "namespaces").unwrap(), &mut ns, 0);
+        assert_eq!(ns["status"]["phase"], "Active");
+        let mut svc = json!({"spec": {"ports": []}});
+        on_create(&r.get("", "v1", "services").unwrap(), &mut svc, 3);
+        assert_eq!(svc["spec"]["clusterIP"], "10.96.0.4");
+        assert_eq!(svc["spec"]["type"], "ClusterIP");
+    }
+}

@@ -1,0 +1,324 @@
+//! Label and field selectors, parsed from their query-string form and matched
+//! against JSON objects.
+//!
+//! Label selectors support `=`, `==`, `!=`, `in (…)`, `notin (…)`, `key`
+//! (exists) and `!key` (does not exist), comma-separated, all of which must
+//! hold. Field selectors support `=`, `==` and `!=` on dotted paths; which
+//! paths a resource accepts is decided by the caller (see
+//! [`FieldSelector::check_supported`]).
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use crate::status::ApiError;
+
+/// One requirement of a label selector.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LabelRequirement {
+    /// `key=value` or `key==value`.
+    Equals(String, String),
+    /// `key!=value` (also true when the key is absent).
+    NotEquals(String, String),
+    /// `key in (a,b)`.
+    In(String, BTreeSet<String>),
+    /// `key notin (a,b)` (also true when the key is absent).
+    NotIn(String, BTreeSet<String>),
+    /// `key`.
+    Exists(String),
+    /// `!key`.
+    NotExists(String),
+}
+
+impl LabelRequirement {
+    fn matches(&self, labels: Option<&serde_json::Map<String, Value>>) -> bool {
+        let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+        match self {
+            Self::Equals(k, v) => get(k) == Some(v.as_str()),
+            Self::NotEquals(k, v) => get(k) != Some(v.as_str()),
+            Self::In(k, vs) => get(k).is_some_and(|x| vs.contains(x)),
+            Self::NotIn(k, vs) => get(k).is_none_or(|x| !vs.contains(x)),
+            Self::Exists(k) => get(k).is_some(),
+            Self::NotExists(k) => get(k).is_none(),
+        }
+    }
+}
+
+/// A parsed label selector; the empty selector matches everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LabelSelector {
+    requirements: Vec<LabelRequirement>,
+}
+
+impl LabelSelector {
+    /// Parses the `labelSelector` query parameter.
+    ///
+    /// # Errors
+    /// [`ApiError::BadRequest`] for a selector that does not parse.
+    pub fn parse(input: &str) -> Result<Self, ApiError> {
+        let mut requirements = Vec::new();
+        for part in split_top_level(input) {
+            let part = part.trim();
+            if part.is_empty() {
+                continue;
+            }
+            requirements.push(parse_requirement(part).ok_or_else(|| {
+                ApiError::BadRequest(format!(
+                    "unable to parse requirement: found '{part}', expected: a label selector"
+                ))
+            })?);
+        }
+        Ok(Self { requirements })
+    }
+
+    /// The requirements, in the order written.
+    #[must_use]
+    pub fn requirements(&self) -> &[LabelRequirement] {
+        &self.requirements
+    }
+
+    /// Whether `object`'s `metadata.labels` satisfy every requirement.
+    #[must_use]
+    pub fn matches(&self, object: &Value) -> bool {
+        let labels = object
+            .get("metadata")
+            .and_then(|m| m.get("labels"))
+            .and_then(Value::as_object);
+        self.requirements.iter().all(|r| r.matches(labels))
+    }
+}
+
+/// Splits on commas that are not inside parentheses.
+fn split_top_level(input: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut depth = 0usize;
+    let mut start = 0;
+    for (i, c) in input.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                parts.push(&input[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&input[start..]);
+    parts
+}
+
+fn is_key_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/')
+}
+
+fn parse_requirement(part: &str) -> Option<LabelRequirement> {
+    if let Some(key) = part.strip_prefix('!') {
+        let key = key.trim();
+        return valid_key(key).then(|| LabelRequirement::NotExists(key.into()));
+    }
+    let end = part.find(|c: char| !is_key_char(c)).unwrap_or(part.len());
+    let (key, rest) = part.split_at(end);
+    if !valid_key(key) {
+        return None;
+    }
+    let key = key.to_string();
+    let rest = rest.trim_start();
+    if rest.is_empty() {
+        return Some(LabelRequirement::Exists(key));
+    }
+    if let Some(v) = rest.strip_prefix("!=") {
+        return valid_value(v.trim()).map(|v| LabelRequirement::NotEquals(key, v));
+    }
+    if let Some(v) = rest.strip_prefix("==").or_else(|| rest.strip_prefix('=')) {
+        return valid_value(v.trim()).map(|v| LabelRequirement::Equals(key, v));
+    }
+    if let Some(list) = rest.strip_prefix("notin") {
+        return parse_set(list).map(|s| LabelRequirement::NotIn(key, s));
+    }
+    if let Some(list) = rest.strip_prefix("in") {
+        return parse_set(list).map(|s| LabelRequirement::In(key, s));
+    }
+    None
+}
+
+fn valid_key(key: &str) -> bool {
+    !key.is_empty() && key.chars().all(is_key_char)
+}
+
+fn valid_value(v: &str) -> Option<String> {
+    v.chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        .then(|| v.to_string())
+}
+
+fn parse_set(list: &str) -> Option<BTreeSet<String>> {
+    let inner = list.trim().strip_prefix('(')?.strip_suffix(')')?;
+    let mut set = BTreeSet::new();
+    for v in inner.split(',') {
+        set.insert(valid_value(v.trim())?);
+    }
+    (!set.is_empty() || inner.trim().is_empty()).then_some(set)
+}
+
+/// One requirement of a field selector.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldRequirement {
+    /// Dotted path, e.g. `metadata.name`.
+    pub field: String,
+    /// The value compared with.
+    pub value: String,
+    /// `!=` rather than `=`.
+    pub negated: bool,
+}
+
+/// A parsed field selector; the empty selector matches everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FieldSelector {
+    requirements: Vec<FieldRequirement>,
+}
+
+impl FieldSelector {
+    /// Parses the `fieldSelector` query parameter.
+    ///
+    /// # Errors
+    /// [`ApiError::BadRequest`] for a selector that does not parse.
+    pub fn parse(input: &str) -> Result<Self, ApiError> {
+        let mut requirements = Vec::new();
+        for part in input.split(',') {
+            let part = part.trim();
+            if part.is_empty() {
+                continue;
+            }
+            let (field, value, negated) = if let Some((f, v)) = part.split_once("!=") {
+                (f, v, true)
+            } else if let Some((f, v)) = part.split_once("==") {
+                (f, v, false)
+            } else if let Some((f, v)) = part.split_once('=') {
+                (f, v, false)
+            } else {
+                return Err(ApiError::BadRequest(format!(
+                    "invalid selector: '{input}'; can't understand '{part}'"
+                )));
+            };
+            requirements.push(FieldRequirement {
+                field: field.trim().into(),
+                value: value.trim().into(),
+                negated,
+            });
+        }
+        Ok(Self { requirements })
+    }
+
+    /// Refuses fields outside `metadata.name`, `metadata.namespace` and `extra`,
+    /// as the real server refuses field labels a resource does not index.
+    ///
+    /// # Errors
+    /// [`ApiError::BadRequest`] naming the first unsupported field.
+    pub fn check_supported(&self, extra: &[String]) -> Result<(), ApiError> {
+        for r in &self.requirements {
+            let ok = r.field == "metadata.name"
+                || r.field == "metadata.namespace"
+                || extra.iter().any(|e| *e == r.field);
+            if !ok {
+                return Err(ApiError::BadRequest(format!(
+                    "field label not supported: {}",
+                    r.field
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The value `metadata.name=…` requires, if the selector pins the name.
+    #[must_use]
+    pub fn pinned_name(&self) -> Option<&str> {
+        self.requirements
+            .iter()
+            .find(|r| r.field == "metadata.name" && !r.negated)
+            .map(|r| r.value.as_str())
+    }
+
+    /// Whether `object` satisfies every requirement (a missing field reads as "").
+    #[must_use]
+    pub fn matches(&self, object: &Value) -> bool {
+        self.requirements.iter().all(|r| {
+            let actual = r
+                .field
+                .split('.')
+                .try_fold(object, |v, seg| v.get(seg))
+                .map(|v| match v {
+                    Value::String(s) => s.clone(),
+                    Value::Null => String::new(),
+                    other => other.to_string(),
+                })
+                .unwrap_or_default();
+            (actual == r.value) != r.negated
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn obj(labels: Value) -> Value {
+        json!({"metadata": {"name": "a", "namespace": "ns", "labels": labels}})
+    }
+
+    #[test]
+    fn label_operators() {
+        let o = obj(json!({"app": "web", "tier": "front"}));
+        let cases = [
+            ("app=web", true),
+            ("app==web", true),
+            ("app=db", false),
+            ("app!=db", true),
+            ("missing!=x", true),
+            ("app in (web, db)", true),
+            ("app in (db)", false),
+            ("app notin (db)", true),
+            ("missing notin (db)", true),
+            ("app notin (web)", false),
+            ("app", true),
+            ("missing", false),
+            ("!missing", true),
+            ("!app", false),
+            ("app=web,tier=front", true),
+            ("app=web,tier in (back)", false),
+            ("", true),
+        ];
+        for (sel, want) in cases {
+            let s = LabelSelector::parse(sel).unwrap();
+            assert_eq!(s.matches(&o), want, "selector {sel:?}");
+        }
+    }
+
+    #[test]
+    fn label_parse_errors() {
+        for bad in ["app in web", "a=b=c", "=x", "app in (a b)"] {
+            assert!(LabelSelector::parse(bad).is_err(), "{bad:?} should not parse");
+        }
+    }
+
+    #[test]
+    fn object_without_labels() {
+        let o = json!({"metadata": {"name": "a"}});
+        assert!(LabelSelector::parse("!x").unwrap().matches(&o));
+        assert!(!LabelSelector::parse("x").unwrap().matches(&o));
+    }
+
+    #[test]
+    fn field_selectors() {
+        let o = obj(json!({}));
+        let s = FieldSelector::parse("metadata.name=a,metadata.namespace!=other").unwrap();
+        assert!(s.matches(&o));
+        assert_eq!(s.pinned_name(), Some("a"));
+        assert!(!FieldSelector::parse("metadata.name==b").unwrap().matches(&o));
+        assert!(FieldSelector::parse("metadata.name").is_err());
+        let unsupported = FieldSelector::parse("spec.foo=1").unwrap();
+        assert!(unsupported.check_supported(&[]).is_err());
+        assert!(unsupported.check_supported(&["spec.foo".into()]).is_ok());
+    }
+}

@@ -1,0 +1,274 @@
+//! The server: shared state, the in-process `kube::Client`, and serving
+//! over HTTP on loopback with a kubeconfig.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+
+use crate::cluster::Cluster;
+use crate::handlers;
+use crate::kubeconfig;
+use crate::log::RequestLog;
+
+/// Settings of an [`ApiServer`].
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// How many changes the watch history keeps; a watch from an older
+    /// `resourceVersion` gets `410 Expired`.
+    pub history_limit: usize,
+    /// How many events a watcher may fall behind before its watch is closed.
+    pub watch_buffer: usize,
+    /// How often watches that allow bookmarks get one.
+    pub bookmark_interval: Duration,
+    /// How long a watch without `timeoutSeconds` lasts.
+    pub default_watch_timeout: Duration,
+    /// How many request records the log keeps (counts cover all requests).
+    pub request_log_size: usize,
+    /// Seed of uids and generated names (fixed seeds give reproducible names).
+    pub seed: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            history_limit: 10_000,
+            watch_buffer: 16_384,
+            bookmark_interval: Duration::from_secs(10),
+            default_watch_timeout: Duration::from_secs(1800),
+            request_log_size: 10_000,
+            seed: jiff::Timestamp::now().as_nanosecond().unsigned_abs() as u64,
+        }
+    }
+}
+
+/// The state every request shares.
+#[derive(Debug)]
+pub struct Shared {
+    cluster: Mutex<Cluster>,
+    /// The request log.
+    pub log: RequestLog,
+    /// The settings.
+    pub config: ServerConfig,
+}
+
+impl Shared {
+    /// The cluster, locked. Verbs are synchronous, so the lock is never held
+    /// across an await.
+    pub fn cluster(&self) -> MutexGuard<'_, Cluster> {
+        // Library code does not panic under this lock; recover if a test did.
+        self.cluster.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// An in-memory Kubernetes API server.
+///
+/// # Expected flow
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use fsm_testkit::ApiServer;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kube::api::{Api, PostParams};
+///
+/// let server = ApiServer::new();
+/// let cms: Api<ConfigMap> = Api::default_namespaced(server.client());
+/// let mut cm = ConfigMap::default();
+/// cm.metadata.name = Some("settings".into());
+/// cms.create(&PostParams::default(), &cm).await?;
+/// assert_eq!(server.request_log().count("create", "configmaps"), 1);
+///
+/// // The same server for kubectl:
+/// let http = server.serve_http().await?;
+/// println!("KUBECONFIG={}", http.kubeconfig().display());
+/// # Ok(()) }
+/// ```
+///
+/// # Guarantees
+/// Each request is atomic; `resourceVersion`s increase by one per change,
+/// across all resources; a watch sees every change after its starting
+/// version exactly once, in order, or `410 Expired`.
+///
+/// # Caveats
+/// No authentication, admission webhooks, schema validation or pruning,
+/// conversion between versions (versions of a custom resource share one
+/// schema), garbage collection, or patch types other than merge patch.
+/// Core `v1` and `events.k8s.io/v1` Events are stored separately.
+#[derive(Debug, Clone)]
+pub struct ApiServer {
+    shared: Arc<Shared>,
+}
+
+impl Default for ApiServer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ApiServer {
+    /// A server with default settings, the built-in resources and the
+    /// `default`, `kube-system` and `kube-public` namespaces.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::with_config(ServerConfig::default())
+    }
+
+    /// A server with `config`.
+    #[must_use]
+    pub fn with_config(config: ServerConfig) -> Self {
+        let cluster = Cluster::new(config.history_limit, config.watch_buffer, config.seed);
+        Self {
+            shared: Arc::new(Shared {
+                cluster: Mutex::new(cluster),
+                log: RequestLog::new(config.request_log_size),
+                config,
+            }),
+        }
+    }
+
+    /// The axum router serving the API (a tower `Service`).
+    #[must_use]
+    pub fn router(&self) -> axum::Router {
+        handlers::router(self.shared.clone())
+    }
+
+    /// A `kube::Client` talking to this server in-process (no socket), with
+    /// `default` as its default namespace.
+    #[must_use]
+    pub fn client(&self) -> kube::Client {
+        kube::Client::new(self.router(), "default")
+    }
+
+    /// The request log.
+    #[must_use]
+    pub fn request_log(&self) -> &RequestLog {
+        &self.shared.log
+    }
+
+    /// The newest `resourceVersion`.
+    #[must_use]
+    pub fn revision(&self) -> u64 {
+        self.shared.cluster().store.revision()
+    }
+
+    /// Serves over HTTP on `127.0.0.1` with a free port, and writes a
+    /// kubeconfig for it in a fresh temporary directory.
+    ///
+    /// # Errors
+    /// [`ServeError`] when the port cannot be bound or the kubeconfig written.
+    pub async fn serve_http(&self) -> Result<HttpServer, ServeError> {
+        self.serve_http_on(SocketAddr::from(([127, 0, 0, 1], 0)), None)
+            .await
+    }
+
+    /// Serves over HTTP on `addr`, writing a kubeconfig to `kubeconfig`
+    /// (or to a fresh temporary file, removed when the server is dropped).
+    ///
+    /// # Errors
+    /// [`ServeError`] when the address cannot be bound or the kubeconfig written.
+    pub async fn serve_http_on(
+        &self,
+        addr: SocketAddr,
+        kubeconfig: Option<PathBuf>,
+    ) -> Result<HttpServer, ServeError> {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(ServeError::Bind)?;
+        let addr = listener.local_addr().map_err(ServeError::Bind)?;
+        let (path, temporary) = match kubeconfig {
+            Some(p) => (p, false),
+            None => (
+                std::env::temp_dir()
+                    .join(format!("fsm-testkit-{}-{}", std::process::id(), addr.port()))
+                    .join("kubeconfig"),
+                true,
+            ),
+        };
+        kubeconfig::write(&path, addr, "default").map_err(ServeError::Kubeconfig)?;
+        let router = self.router();
+        let task = tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, router).await {
+                tracing::error!(error = %e, "HTTP server stopped");
+            }
+        });
+        tracing::info!(%addr, kubeconfig = %path.display(), "serving the API over HTTP");
+        Ok(HttpServer {
+            addr,
+            kubeconfig: path,
+            temporary,
+            task,
+        })
+    }
+}
+
+/// Errors of serving over HTTP.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The address could not be bound.
+    #[error("binding the listener: {0}")]
+    Bind(#[source] std::io::Error),
+    /// The kubeconfig could not be written.
+    #[error("writing the kubeconfig: {0}")]
+    Kubeconfig(#[source] std::io::Error),
+    /// The kubeconfig could not be loaded back.
+    #[error("loading the kubeconfig: {0}")]
+    Config(#[source] kube::config::KubeconfigError),
+    /// A client could not be built from it.
+    #[error("building a client: {0}")]
+    Client(#[source] kube::Error),
+}
+
+/// A running HTTP listener; stops listening when dropped.
+#[derive(Debug)]
+pub struct HttpServer {
+    addr: SocketAddr,
+    kubeconfig: PathBuf,
+    temporary: bool,
+    task: JoinHandle<()>,
+}
+
+impl HttpServer {
+    /// The bound address.
+    #[must_use]
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    #[must_use]
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The kubeconfig written for this listener.
+    #[must_use]
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// A `kube::Client` that connects over HTTP using the kubeconfig, as an
+    /// operator started with `KUBECONFIG` would.
+    ///
+    /// # Errors
+    /// [`ServeError::Config`] or [`ServeError::Client`].
+    pub async fn kube_client(&self) -> Result<kube::Client, ServeError> {
+        let kc = kube::config::Kubeconfig::read_from(&self.kubeconfig).map_err(ServeError::Config)?;
+        let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+            .await
+            .map_err(ServeError::Config)?;
+        kube::Client::try_from(config).map_err(ServeError::Client)
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        self.task.abort();
+        if self.temporary {
+            let _ = std::fs::remove_file(&self.kubeconfig);
+            if let Some(dir) = self.kubeconfig.parent() {
+                let _ = std::fs::remove_dir(dir);
+            }
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! Errors as the real API server reports them: a `Status` object.
+//!
+//! Every failure of a request is an [`ApiError`]; its [`ApiError::to_status`]
+//! builds the `{"kind":"Status","apiVersion":"v1","status":"Failure",…}`
+//! document with the `reason`, `code`, `message` and `details` that
+//! `kube::Error::Api` (an `ErrorResponse`) and `kubectl` expect.
+
+use axum::response::{IntoResponse, Response};
+use http::{StatusCode, header};
+use serde_json::{Value, json};
+
+/// One field-level cause of an [`ApiError::Invalid`] error (`details.causes`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cause {
+    /// Machine-readable reason, e.g. `FieldValueInvalid`, `FieldValueRequired`.
+    pub reason: String,
+    /// Human-readable explanation, e.g. `Invalid value: "A": must be lowercase`.
+    pub message: String,
+    /// The path of the offending field, e.g. `metadata.name`.
+    pub field: String,
+}
+
+impl Cause {
+    /// A `FieldValueInvalid` cause for `field` holding `value`.
+    #[must_use]
+    pub fn invalid(field: &str, value: &str, why: &str) -> Self {
+        Self {
+            reason: "FieldValueInvalid".into(),
+            message: format!("Invalid value: {value:?}: {why}"),
+            field: field.into(),
+        }
+    }
+
+    /// A `FieldValueRequired` cause for a missing `field`.
+    #[must_use]
+    pub fn required(field: &str, why: &str) -> Self {
+        Self {
+            reason: "FieldValueRequired".into(),
+            message: format!("Required value: {why}"),
+            field: field.into(),
+        }
+    }
+
+    /// A `FieldValueForbidden` cause for `field`.
+    #[must_use]
+    pub fn forbidden(field: &str, why: &str) -> Self {
+        Self {
+            reason: "FieldValueForbidden".into(),
+            message: format!("Forbidden: {why}"),
+            field: field.into(),
+        }
+    }
+}
+
+/// The identity of the resource an error is about, as the real server
+/// names it in messages (`deployments.apps "web"`) and in `details`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subject {
+    /// API group; empty for the core group.
+    pub group: String,
+    /// Plural resource name (`configmaps`) or, for `Invalid`, the kind.
+    pub kind: String,
+    /// Object name.
+    pub name: String,
+}
+
+impl Subject {
+    /// A subject for `resource` (plural) of `group` named `name`.
+    #[must_use]
+    pub fn new(group: &str, kind: &str, name: &str) -> Self {
+        Self {
+            group: group.into(),
+            kind: kind.into(),
+            name: name.into(),
+        }
+    }
+
+    fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            self.kind.clone()
+        } else {
+            format!("{}.{}", self.kind, self.group)
+        }
+    }
+}
+
+/// A failed request, carrying what the real server would answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApiError {
+    /// 404: the object does not exist (`details.kind` is the plural resource).
+    #[error("{} {:?} not found", .0.qualified(), .0.name)]
+    NotFound(Subject),
+    /// 404: the path names no resource this server serves.
+    #[error("the server could not find the requested resource")]
+    UnknownResource,
+    /// 409: an object with this name already exists.
+    #[error("{} {:?} already exists", .0.qualified(), .0.name)]
+    AlreadyExists(Subject),
+    /// 409: a stale `resourceVersion` or a failed precondition.
+    #[error("Operation cannot be fulfilled on {} {:?}: {}", .0.qualified(), .0.name, .1)]
+    Conflict(Subject, String),
+    /// 422: the object fails validation (`details.kind` is the kind).
+    #[error("{} {:?} is invalid: {}", .0.kind, .0.name, causes_text(.1))]
+    Invalid(Subject, Vec<Cause>),
+    /// 400: the request itself is malformed.
+    #[error("{0}")]
+    BadRequest(String),
+    /// 403: the request is understood but refused (e.g. a terminating namespace).
+    #[error("{1}")]
+    Forbidden(Subject, String),
+    /// 405: the verb is not allowed on this path.
+    #[error("the server does not allow this method on the requested resource")]
+    MethodNotAllowed,
+    /// 410 (reason `Expired`): the requested resourceVersion is older than the kept history.
+    #[error("{0}")]
+    Gone(String),
+    /// 415: a content type (e.g. a patch type) this server does not accept.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    /// 500: a bug in the server.
+    #[error("Internal error occurred: {0}")]
+    Internal(String),
+}
+
+fn causes_text(causes: &[Cause]) -> String {
+    let parts: Vec<String> = causes
+        .iter()
+        .map(|c| format!("{}: {}", c.field, c.message))
+        .collect();
+    if parts.len() == 1 {
+        parts.join("")
+    } else {
+        format!("[{}]", parts.join(", "))
+    }
+}
+
+impl ApiError {
+    /// The HTTP status code of this error.
+    #[must_use]
+    pub fn code(&self) -> StatusCode {
+        match self {
+            Self::NotFound(_) | Self::UnknownResource => StatusCode::NOT_FOUND,
+            Self::AlreadyExists(_) | Self::Conflict(..) => StatusCode::CONFLICT,
+            Self::Invalid(..) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::Forbidden(..) => StatusCode::FORBIDDEN,
+            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::Gone(_) => StatusCode::GONE,
+            Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The `reason` field of the Status (`NotFound`, `Conflict`, `Expired`, …).
+    #[must_use]
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::NotFound(_) | Self::UnknownResource => "NotFound",
+            Self::AlreadyExists(_) => "AlreadyExists",
+            Self::Conflict(..) => "Conflict",
+            Self::Invalid(..) => "Invalid",
+            Self::BadRequest(_) => "BadRequest",
+            Self::Forbidden(..) => "Forbidden",
+            Self::MethodNotAllowed => "MethodNotAllowed",
+            Self::Gone(_) => "Expired",
+            Self::UnsupportedMediaType(_) => "UnsupportedMediaType",
+            Self::Internal(_) => "InternalError",
+        }
+    }
+
+    /// The `Status` document of this error.
+    #[must_use]
+    pub fn to_status(&self) -> Value {
+        let mut status = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.to_string(),
+            "reason": self.reason(),
+            "code": self.code().as_u16(),
+        });
+        let details = match self {
+            Self::NotFound(s)
+            | Self::AlreadyExists(s)
+            | Self::Conflict(s, _)
+            | Self::Forbidden(s, _) => Some(subject_details(s)),
+            Self::Invalid(s, causes) => {
+                let mut d = subject_details(s);
+                d["causes"] = causes
+                    .iter()
+                    .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                    .collect();
+                Some(d)
+            }
+            _ => None,
+        };
+        if let Some(d) = details {
+            status["details"] = d;
+        }
+        status
+    }
+}
+
+fn subject_details(s: &Subject) -> Value {
+    let mut d = json!({ "name": s.name, "kind": s.kind });
+    if !s.group.is_empty() {
+        d["group"] = json!(s.group);
+    }
+    d
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = self.to_status().to_string();
+        (
+            self.code(),
+            [(header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn not_found_reads_like_the_real_server() {
+        let e = ApiError::NotFound(Subject::new("apps", "deployments", "web"));
+        let s = e.to_status();
+        assert_eq!(s["message"], r#"deployments.apps "web" not found"#);
+        assert_eq!(s["reason"], "NotFound");
+        assert_eq!(s["code"], 404);
+        assert_eq!(s["details"]["group"], "apps");
+        assert_eq!(s["details"]["kind"], "deployments");
+        assert_eq!(s["kind"], "Status");
+        assert_eq!(s["status"], "Failure");
+    }
+
+    #[test]
+    fn invalid_lists_causes() {
+        let e = ApiError::Invalid(
+            Subject::new("", "ConfigMap", "Bad"),
+            vec![Cause::invalid("metadata.name", "Bad", "must be lowercase")],
+        );
+        let s = e.to_status();
+        assert_eq!(s["code"], 422);
+        assert_eq!(
+            s["message"],
+            r#"ConfigMap "Bad" is invalid: metadata.name: Invalid value: "Bad": must be lowercase"#
+        );
+        assert_eq!(s["details"]["causes"][0]["field"], "metadata.name");
+        assert!(s["details"].get("group").is_none());
+    }
+
+    #[test]
+    fn gone_is_expired_410() {
+        let s = ApiError::Gone("too old resource version: 1 (5)".into()).to_status();
+        assert_eq!(s["code"], 410);
+        assert_eq!(s["reason"], "Expired");
+        assert!(s.get("details").is_none());
+    }
+}

@@ -1,0 +1,341 @@
+//! Storage: objects as JSON, one monotonically increasing revision (as
+//! etcd's), a bounded history of changes, and a broadcast stream of them.
+//!
+//! The store knows nothing of API semantics (defaults, validation,
+//! finalizers): it keeps what it is given, stamps `metadata.resourceVersion`
+//! with the new revision, and publishes a [`StoreEvent`]. Watches replay the
+//! history and then follow the stream; later features (garbage collection,
+//! simulated workloads) can subscribe to the same stream.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use crate::resources::GroupResource;
+
+/// What happened to an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    /// Created.
+    Added,
+    /// Changed.
+    Modified,
+    /// Removed.
+    Deleted,
+}
+
+impl EventType {
+    /// The watch event `type`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Added => "ADDED",
+            Self::Modified => "MODIFIED",
+            Self::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One change committed to the store.
+#[derive(Debug, Clone)]
+pub struct StoreEvent {
+    /// The revision of the change.
+    pub revision: u64,
+    /// What happened.
+    pub kind: EventType,
+    /// The resource of the object.
+    pub resource: GroupResource,
+    /// The object's namespace ("" for cluster-scoped).
+    pub namespace: String,
+    /// The object after the change (for `Deleted`, its last state).
+    pub object: Arc<Value>,
+    /// The object before the change, for `Modified` and `Deleted`.
+    pub previous: Option<Arc<Value>>,
+}
+
+/// Returned by [`Store::events_since`] when the history no longer reaches back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooOld {
+    /// The revision asked for.
+    pub requested: u64,
+    /// The oldest revision the history can still replay from.
+    pub oldest: u64,
+}
+
+type Objects = BTreeMap<(String, String), Arc<Value>>;
+
+/// The object store.
+#[derive(Debug)]
+pub struct Store {
+    revision: u64,
+    objects: HashMap<GroupResource, Objects>,
+    history: VecDeque<Arc<StoreEvent>>,
+    history_limit: usize,
+    /// The revision of the newest event dropped from the history.
+    compacted: u64,
+    events: broadcast::Sender<Arc<StoreEvent>>,
+}
+
+impl Store {
+    /// An empty store keeping `history_limit` events for watches, with a
+    /// broadcast buffer of `channel_capacity` events per subscriber.
+    #[must_use]
+    pub fn new(history_limit: usize, channel_capacity: usize) -> Self {
+        let (events, _) = broadcast::channel(channel_capacity.max(1));
+        Self {
+            revision: 0,
+            objects: HashMap::new(),
+            history: VecDeque::new(),
+            history_limit: history_limit.max(1),
+            compacted: 0,
+            events,
+        }
+    }
+
+    /// The newest revision.
+    #[must_use]
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    /// The revision of the newest event no longer in the history (0 if none).
+    #[must_use]
+    pub fn compacted(&self) -> u64 {
+        self.compacted
+    }
+
+    /// The object `namespace/name` of `gr`.
+    #[must_use]
+    pub fn get(&self, gr: &GroupResource, namespace: &str, name: &str) -> Option<Arc<Value>> {
+        self.objects
+            .get(gr)
+            .and_then(|m| m.get(&(namespace.to_string(), name.to_string())))
+            .cloned()
+    }
+
+    /// The objects of `gr`, in `namespace` when given, ordered by (namespace, name).
+    #[must_use]
+    pub fn list(&self, gr: &GroupResource, namespace: Option<&str>) -> Vec<Arc<Value>> {
+        let Some(m) = self.objects.get(gr) else {
+            return Vec::new();
+        };
+        match namespace {
+            Some(ns) => m
+                .range((ns.to_string(), String::new())..)
+                .take_while(|((n, _), _)| n == ns)
+                .map(|(_, v)| v.clone())
+                .collect(),
+            None => m.values().cloned().collect(),
+        }
+    }
+
+    /// Whether `gr` has any object in `namespace` (any namespace when `None`).
+    #[must_use]
+    pub fn any(&self, gr: &GroupResource, namespace: Option<&str>) -> bool {
+        let Some(m) = self.objects.get(gr) else {
+            return false;
+        };
+        match namespace {
+            Some(ns) => m
+                .range((ns.to_string(), String::new())..)
+                .next()
+                .is_some_and(|((n, _), _)| n == ns),
+            None => !m.is_empty(),
+        }
+    }
+
+    /// Every resource that has objects.
+    #[must_use]
+    pub fn resources(&self) -> Vec<GroupResource> {
+        self.objects
+            .iter()
+            .filter(|(_, m)| !m.is_empty())
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// Stores `object` as new or changed, stamping the next revision.
+    /// Returns the stored object.
+    pub fn put(
+        &mut self,
+        gr: &GroupResource,
+        namespace: &str,
+        name: &str,
+        mut object: Value,
+    ) -> Arc<Value> {
+        let revision = self.revision + 1;
+        self.revision = revision;
+        stamp(&mut object, revision);
+        let object = Arc::new(object);
+        let previous = self
+            .objects
+            .entry(gr.clone())
+            .or_default()
+            .insert((namespace.to_string(), name.to_string()), object.clone());
+        let kind = if previous.is_some() {
+            EventType::Modified
+        } else {
+            EventType::Added
+        };
+        self.publish(StoreEvent {
+            revision,
+            kind,
+            resource: gr.clone(),
+            namespace: namespace.to_string(),
+            object: object.clone(),
+            previous,
+        });
+        object
+    }
+
+    /// Removes the object, publishing `last` (its final state, stamped with
+    /// the deletion's revision) as the `Deleted` event. Returns the stamped
+    /// final state, or `None` when there was no such object.
+    pub fn remove(
+        &mut self,
+        gr: &GroupResource,
+        namespace: &str,
+        name: &str,
+        mut last: Value,
+    ) -> Option<Arc<Value>> {
+        let previous = self
+            .objects
+            .get_mut(gr)?
+            .remove(&(namespace.to_string(), name.to_string()))?;
+        let revision = self.revision + 1;
+        self.revision = revision;
+        stamp(&mut last, revision);
+        let object = Arc::new(last);
+        self.publish(StoreEvent {
+            revision,
+            kind: EventType::Deleted,
+            resource: gr.clone(),
+            namespace: namespace.to_string(),
+            object: object.clone(),
+            previous: Some(previous),
+        });
+        Some(object)
+    }
+
+    fn publish(&mut self, event: StoreEvent) {
+        let event = Arc::new(event);
+        self.history.push_back(event.clone());
+        while self.history.len() > self.history_limit {
+            if let Some(old) = self.history.pop_front() {
+                self.compacted = old.revision;
+            }
+        }
+        // No subscriber is not an error: nobody is watching.
+        let _ = self.events.send(event);
+    }
+
+    /// A receiver of every event published from now on.
+    #[must_use]
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<StoreEvent>> {
+        self.events.subscribe()
+    }
+
+    /// The events after `revision`, oldest first.
+    ///
+    /// # Errors
+    /// [`TooOld`] when events after `revision` have been dropped from the history.
+    pub fn events_since(&self, revision: u64) -> Result<Vec<Arc<StoreEvent>>, TooOld> {
+        if revision < self.compacted {
+            return Err(TooOld {
+                requested: revision,
+                oldest: self.compacted,
+            });
+        }
+        Ok(self
+            .history
+            .iter()
+            .filter(|e| e.revision > revision)
+            .cloned()
+            .collect())
+    }
+}
+
+fn stamp(object: &mut Value, revision: u64) {
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.insert(
+            "resourceVersion".into(),
+            Value::String(revision.to_string()),
+        );
+    }
+}
+
+/// Parses a `resourceVersion` string; empty means "none".
+#[must_use]
+pub fn parse_revision(rv: &str) -> Option<u64> {
+    rv.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn gr() -> GroupResource {
+        GroupResource {
+            group: String::new(),
+            resource: "configmaps".into(),
+        }
+    }
+
+    fn cm(name: &str) -> Value {
+        json!({"metadata": {"name": name, "namespace": "ns"}})
+    }
+
+    #[test]
+    fn revisions_increase_and_are_stamped() {
+        let mut s = Store::new(10, 16);
+        let a = s.put(&gr(), "ns", "a", cm("a"));
+        let b = s.put(&gr(), "ns", "b", cm("b"));
+        assert_eq!(a["metadata"]["resourceVersion"], "1");
+        assert_eq!(b["metadata"]["resourceVersion"], "2");
+        let a2 = s.put(&gr(), "ns", "a", cm("a"));
+        assert_eq!(a2["metadata"]["resourceVersion"], "3");
+        assert_eq!(s.revision(), 3);
+        assert_eq!(s.list(&gr(), Some("ns")).len(), 2);
+        assert!(s.list(&gr(), Some("other")).is_empty());
+        let gone = s.remove(&gr(), "ns", "a", cm("a")).unwrap();
+        assert_eq!(gone["metadata"]["resourceVersion"], "4");
+        assert!(s.get(&gr(), "ns", "a").is_none());
+        assert!(s.remove(&gr(), "ns", "a", cm("a")).is_none());
+    }
+
+    #[test]
+    fn history_is_bounded_and_reports_too_old() {
+        let mut s = Store::new(2, 16);
+        for i in 0..5 {
+            s.put(&gr(), "ns", &format!("o{i}"), cm("x"));
+        }
+        // revisions 4 and 5 are kept; 3 was compacted.
+        assert_eq!(s.compacted(), 3);
+        assert_eq!(s.events_since(3).unwrap().len(), 2);
+        assert_eq!(s.events_since(5).unwrap().len(), 0);
+        assert_eq!(
+            s.events_since(2).unwrap_err(),
+            TooOld {
+                requested: 2,
+                oldest: 3
+            }
+        );
+    }
+
+    #[test]
+    fn subscribers_see_kinds_in_order() {
+        let mut s = Store::new(10, 16);
+        let mut rx = s.subscribe();
+        s.put(&gr(), "ns", "a", cm("a"));
+        s.put(&gr(), "ns", "a", cm("a"));
+        s.remove(&gr(), "ns", "a", cm("a"));
+        let kinds: Vec<EventType> = (0..3).map(|_| rx.try_recv().unwrap().kind).collect();
+        assert_eq!(
+            kinds,
+            vec![EventType::Added, EventType::Modified, EventType::Deleted]
+        );
+    }
+}

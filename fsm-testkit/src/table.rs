@@ -1,0 +1,198 @@
+//! Server-side printing: the `meta.k8s.io/v1` `Table` that `kubectl get`
+//! asks for (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`).
+//!
+//! Columns are NAME, the resource's printer columns (a CRD's
+//! `additionalPrinterColumns`), and AGE unless the resource opts out.
+
+use serde_json::{Value, json};
+
+use crate::resources::ResourceDef;
+
+/// What each row carries in `object` (the `includeObject` parameter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IncludeObject {
+    /// Nothing.
+    None,
+    /// A `PartialObjectMetadata` (the default).
+    #[default]
+    Metadata,
+    /// The whole object.
+    Object,
+}
+
+impl IncludeObject {
+    /// Parses the `includeObject` query parameter (unknown values mean the default).
+    #[must_use]
+    pub fn parse(value: Option<&str>) -> Self {
+        match value {
+            Some("None") => Self::None,
+            Some("Object") => Self::Object,
+            _ => Self::Metadata,
+        }
+    }
+}
+
+/// Whether an `Accept` header asks for a Table.
+#[must_use]
+pub fn wanted(accept: &str) -> bool {
+    accept
+        .split(',')
+        .next()
+        .is_some_and(|first| first.contains("as=Table"))
+}
+
+/// Renders `objects` (already presented) as a Table at `revision`.
+#[must_use]
+pub fn render(
+    def: &ResourceDef,
+    objects: &[Value],
+    revision: Option<&str>,
+    include: IncludeObject,
+    now: jiff::Timestamp,
+) -> Value {
+    let mut columns = vec![json!({
+        "name": "Name", "type": "string", "format": "name",
+        "description": "Name must be unique within a namespace.", "priority": 0
+    })];
+    for c in &def.printer_columns {
+        columns.push(json!({
+            "name": c.name, "type": c.type_, "format": "", "description": "", "priority": 0
+        }));
+    }
+    if def.age_column {
+        columns.push(json!({
+            "name": "Age", "type": "string", "format": "",
+            "description": "CreationTimestamp is a timestamp representing the server time when this object was created.",
+            "priority": 0
+        }));
+    }
+    let rows: Vec<Value> = objects
+        .iter()
+        .map(|o| {
+            let mut cells = vec![o["metadata"]["name"].clone()];
+            for c in &def.printer_columns {
+                let v = lookup(o, &c.json_path);
+                cells.push(if c.type_ == "date" {
+                    v.as_str().map_or(Value::Null, |t| json!(age(t, now)))
+                } else {
+                    v
+                });
+            }
+            if def.age_column {
+                let created = o["metadata"]["creationTimestamp"].as_str().unwrap_or_default();
+                cells.push(json!(age(created, now)));
+            }
+            let mut row = json!({ "cells": cells });
+            match include {
+                IncludeObject::None => {}
+                IncludeObject::Metadata => {
+                    row["object"] = json!({
+                        "kind": "PartialObjectMetadata",
+                        "apiVersion": "meta.k8s.io/v1",
+                        "metadata": o["metadata"],
+                    });
+                }
+                IncludeObject::Object => row["object"] = o.clone(),
+            }
+            row
+        })
+        .collect();
+    let mut metadata = json!({});
+    if let Some(rv) = revision {
+        metadata["resourceVersion"] = json!(rv);
+    }
+    json!({
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": metadata,
+        "columnDefinitions": columns,
+        "rows": rows,
+    })
+}
+
+/// Evaluates a simple JSONPath (`.a.b`, `.a[0].b`); `null` when absent or unsupported.
+#[must_use]
+pub fn lookup(object: &Value, path: &str) -> Value {
+    let mut cur = object;
+    for seg in path.trim_start_matches('.').split('.') {
+        if seg.is_empty() {
+            continue;
+        }
+        let (field, index) = match seg.split_once('[') {
+            Some((f, rest)) => (f, rest.strip_suffix(']').and_then(|i| i.parse::<usize>().ok())),
+            None => (seg, None),
+        };
+        let Some(next) = cur.get(field) else {
+            return Value::Null;
+        };
+        cur = match (seg.contains('['), index) {
+            (false, _) => next,
+            (true, Some(i)) => match next.get(i) {
+                Some(v) => v,
+                None => return Value::Null,
+            },
+            (true, None) => return Value::Null,
+        };
+    }
+    cur.clone()
+}
+
+/// A Kubernetes-style short age (`45s`, `5m`, `3h`, `2d`) of an RFC 3339 time.
+#[must_use]
+pub fn age(created: &str, now: jiff::Timestamp) -> String {
+    let Ok(t) = created.parse::<jiff::Timestamp>() else {
+        return "<unknown>".into();
+    };
+    let secs = (now.as_second() - t.as_second()).max(0);
+    match secs {
+        s if s < 120 => format!("{s}s"),
+        s if s < 3600 * 3 => format!("{}m", s / 60),
+        s if s < 86400 * 2 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86400),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::Registry;
+
+    #[test]
+    fn accept_header_detection() {
+        assert!(wanted(
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
+        ));
+        assert!(!wanted("application/json"));
+        assert!(!wanted("application/json, application/json;as=Table"));
+    }
+
+    #[test]
+    fn rows_have_name_columns_and_age() {
+        let r = Registry::with_builtins();
+        let def = r.get("apps", "v1", "deployments").unwrap();
+        let now = jiff::Timestamp::from_second(1_000_000).unwrap();
+        let created = crate::cluster::timestamp(jiff::Timestamp::from_second(1_000_000 - 300).unwrap());
+        let o = json!({"metadata": {"name": "web", "creationTimestamp": created},
+                       "spec": {"replicas": 3}, "status": {"readyReplicas": 1}});
+        let t = render(&def, &[o], Some("9"), IncludeObject::Metadata, now);
+        assert_eq!(t["kind"], "Table");
+        let names: Vec<&str> = t["columnDefinitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, vec!["Name", "Ready", "Replicas", "Age"]);
+        assert_eq!(t["rows"][0]["cells"], json!(["web", 1, 3, "5m"]));
+        assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+        assert_eq!(t["metadata"]["resourceVersion"], "9");
+    }
+
+    #[test]
+    fn json_paths() {
+        let o = json!({"a": {"b": [{"c": 1}]}});
+        assert_eq!(lookup(&o, ".a.b[0].c"), json!(1));
+        assert_eq!(lookup(&o, ".a.x"), Value::Null);
+        assert_eq!(lookup(&o, ".a.b[5]"), Value::Null);
+    }
+}

@@ -1,0 +1,297 @@
+//! Watches: a stream of newline-delimited watch events for one resource.
+//!
+//! A watch starts under the server's lock ([`Watch::start`]): it takes the
+//! initial events (the current objects, or the history after the requested
+//! `resourceVersion`, or a `410 Expired` error event when the history no
+//! longer reaches back) and subscribes to the store's broadcast in the same
+//! critical section, so no change is lost or seen twice. It then follows the
+//! broadcast ([`Watch::into_stream`]), filtered by namespace and selectors,
+//! with periodic `BOOKMARK`s when asked, until `timeoutSeconds`.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::Stream;
+use serde_json::{Value, json};
+use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::time::Instant;
+
+use crate::cluster::{Cluster, present};
+use crate::resources::ResourceDef;
+use crate::selectors::{FieldSelector, LabelSelector};
+use crate::status::ApiError;
+use crate::store::{EventType, StoreEvent};
+use crate::table::{self, IncludeObject};
+
+/// What a client asked to watch.
+#[derive(Debug, Clone)]
+pub struct WatchRequest {
+    /// The resource (and version the events are presented in).
+    pub def: Arc<ResourceDef>,
+    /// Only this namespace, or all.
+    pub namespace: Option<String>,
+    /// `labelSelector`.
+    pub labels: LabelSelector,
+    /// `fieldSelector`.
+    pub fields: FieldSelector,
+    /// `resourceVersion`; `None` or `Some(0)` starts with the current objects.
+    pub resource_version: Option<u64>,
+    /// `sendInitialEvents=true`: the current objects, then an initial-events-end bookmark.
+    pub send_initial_events: bool,
+    /// `allowWatchBookmarks=true`.
+    pub bookmarks: bool,
+    /// How long until the server ends the watch.
+    pub timeout: Duration,
+    /// How often a bookmark is sent when asked for.
+    pub bookmark_interval: Duration,
+    /// Render objects as Tables (for `kubectl get --watch`).
+    pub table: Option<IncludeObject>,
+}
+
+/// A started watch.
+#[derive(Debug)]
+pub struct Watch {
+    req: WatchRequest,
+    pending: VecDeque<Bytes>,
+    rx: broadcast::Receiver<Arc<StoreEvent>>,
+    seen: u64,
+    closed: bool,
+}
+
+impl Watch {
+    /// Starts a watch; must be called under the lock that guards `cluster`.
+    ///
+    /// # Errors
+    /// [`ApiError::BadRequest`] for unsupported field selectors.
+    pub fn start(cluster: &Cluster, req: WatchRequest) -> Result<Self, ApiError> {
+        req.fields.check_supported(&req.def.field_selectors)?;
+        let store = &cluster.store;
+        let mut w = Self {
+            rx: store.subscribe(),
+            seen: store.revision(),
+            pending: VecDeque::new(),
+            closed: false,
+            req,
+        };
+        let from = w.req.resource_version.filter(|rv| *rv > 0);
+        match from {
+            Some(rv) if !w.req.send_initial_events => match store.events_since(rv) {
+                Ok(events) => {
+                    for e in events {
+                        if let Some(line) = w.render(&e) {
+                            w.pending.push_back(line);
+                        }
+                    }
+                }
+                Err(too_old) => {
+                    let status = ApiError::Gone(format!(
+                        "too old resource version: {} ({})",
+                        too_old.requested, too_old.oldest
+                    ))
+                    .to_status();
+                    w.pending.push_back(line("ERROR", status));
+                    w.closed = true;
+                }
+            },
+            _ => {
+                let gr = w.req.def.group_resource();
+                for o in store.list(&gr, w.req.namespace.as_deref()) {
+                    if w.matches(&o) {
+                        let obj = w.object(&o);
+                        w.pending.push_back(line("ADDED", obj));
+                    }
+                }
+                if w.req.send_initial_events && w.req.bookmarks {
+                    let mut b = w.bookmark();
+                    b["metadata"]["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+                    w.pending.push_back(line("BOOKMARK", b));
+                }
+            }
+        }
+        Ok(w)
+    }
+
+    fn matches(&self, o: &Value) -> bool {
+        self.req.labels.matches(o) && self.req.fields.matches(o)
+    }
+
+    fn object(&self, o: &Value) -> Value {
+        let presented = present(&self.req.def, o);
+        match self.req.table {
+            Some(include) => table::render(
+                &self.req.def,
+                std::slice::from_ref(&presented),
+                presented["metadata"]["resourceVersion"].as_str(),
+                include,
+                jiff::Timestamp::now(),
+            ),
+            None => presented,
+        }
+    }
+
+    fn bookmark(&self) -> Value {
+        json!({
+            "kind": self.req.def.kind,
+            "apiVersion": self.req.def.api_version(),
+            "metadata": {"resourceVersion": self.seen.to_string()},
+        })
+    }
+
+    /// The event line this watcher sends for a store event, if any.
+    fn render(&self, e: &StoreEvent) -> Option<Bytes> {
+        if e.resource != self.req.def.group_resource() {
+            return None;
+        }
+        if let Some(ns) = &self.req.namespace
+            && *ns != e.namespace
+        {
+            return None;
+        }
+        let now = self.matches(&e.object);
+        let before = e.previous.as_ref().is_some_and(|p| self.matches(p));
+        let kind = match e.kind {
+            EventType::Added if now => EventType::Added,
+            EventType::Modified if now && before => EventType::Modified,
+            EventType::Modified if now => EventType::Added,
+            EventType::Modified if before => EventType::Deleted,
+            EventType::Deleted if before || now => EventType::Deleted,
+            _ => return None,
+        };
+        Some(line(kind.as_str(), self.object(&e.object)))
+    }
+
+    /// The events as newline-delimited JSON, ending at the timeout, when the
+    /// server goes away, or when this watcher falls too far behind.
+    pub fn into_stream(self) -> impl Stream<Item = Result<Bytes, std::convert::Infallible>> + Send {
+        let deadline = Instant::now() + self.req.timeout;
+        let interval = self.req.bookmark_interval.max(Duration::from_millis(10));
+        let next_bookmark = Instant::now() + interval;
+        futures::stream::unfold(
+            (self, deadline, next_bookmark),
+            move |(mut w, deadline, mut next_bookmark)| async move {
+                loop {
+                    if let Some(l) = w.pending.pop_front() {
+                        return Some((Ok(l), (w, deadline, next_bookmark)));
+                    }
+                    if w.closed {
+                        return None;
+                    }
+                    tokio::select! {
+                        received = w.rx.recv() => match received {
+                            Ok(e) => {
+                                w.seen = w.seen.max(e.revision);
+                                if let Some(l) = w.render(&e) {
+                                    w.pending.push_back(l);
+                                }
+                            }
+                            Err(RecvError::Lagged(n)) => {
+                                tracing::warn!(missed = n, "watcher fell behind; closing its watch");
+                                w.closed = true;
+                            }
+                            Err(RecvError::Closed) => w.closed = true,
+                        },
+                        () = tokio::time::sleep_until(next_bookmark), if w.req.bookmarks => {
+                            next_bookmark = Instant::now() + interval;
+                            let b = w.bookmark();
+                            w.pending.push_back(line("BOOKMARK", b));
+                        }
+                        () = tokio::time::sleep_until(deadline) => w.closed = true,
+                    }
+                }
+            },
+        )
+    }
+}
+
+fn line(kind: &str, object: Value) -> Bytes {
+    let mut text = json!({"type": kind, "object": object}).to_string();
+    text.push('\n');
+    Bytes::from(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::StreamExt;
+
+    fn req(c: &Cluster, rv: Option<u64>) -> WatchRequest {
+        WatchRequest {
+            def: c.registry.get("", "v1", "configmaps").unwrap(),
+            namespace: Some("default".into()),
+            labels: LabelSelector::parse("app=web").unwrap(),
+            fields: FieldSelector::default(),
+            resource_version: rv,
+            send_initial_events: false,
+            bookmarks: false,
+            timeout: Duration::from_secs(5),
+            bookmark_interval: Duration::from_secs(60),
+            table: None,
+        }
+    }
+
+    fn cm(name: &str, app: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": name, "labels": {"app": app}}})
+    }
+
+    fn parse(b: &Bytes) -> Value {
+        serde_json::from_slice(b).unwrap()
+    }
+
+    #[tokio::test]
+    async fn selector_transitions_become_added_and_deleted() {
+        let mut c = Cluster::new(100, 64, 1);
+        let def = c.registry.get("", "v1", "configmaps").unwrap();
+        let now = jiff::Timestamp::now();
+        let start = c.store.revision();
+        let w = Watch::start(&c, req(&c, Some(start))).unwrap();
+        let a = c.create(&def, "default", cm("a", "web"), false, now).unwrap();
+        c.create(&def, "default", cm("b", "db"), false, now).unwrap();
+        let mut moved = a.clone();
+        moved["metadata"]["labels"]["app"] = json!("db");
+        c.update(&def, "default", "a", moved, crate::cluster::Part::Main, false, now)
+            .unwrap();
+        let mut s = Box::pin(w.into_stream());
+        let first = parse(&s.next().await.unwrap().unwrap());
+        assert_eq!(first["type"], "ADDED");
+        assert_eq!(first["object"]["metadata"]["name"], "a");
+        let second = parse(&s.next().await.unwrap().unwrap());
+        assert_eq!(second["type"], "DELETED", "leaving the selection reads as DELETED");
+    }
+
+    #[tokio::test]
+    async fn too_old_version_is_an_expired_error_event() {
+        let mut c = Cluster::new(2, 64, 1);
+        let def = c.registry.get("", "v1", "configmaps").unwrap();
+        for i in 0..5 {
+            c.create(&def, "default", cm(&format!("c{i}"), "web"), false, jiff::Timestamp::now())
+                .unwrap();
+        }
+        let w = Watch::start(&c, req(&c, Some(1))).unwrap();
+        let mut s = Box::pin(w.into_stream());
+        let e = parse(&s.next().await.unwrap().unwrap());
+        assert_eq!(e["type"], "ERROR");
+        assert_eq!(e["object"]["code"], 410);
+        assert_eq!(e["object"]["reason"], "Expired");
+        assert!(s.next().await.is_none(), "the watch ends after the error");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn bookmarks_and_timeout() {
+        let c = Cluster::new(100, 64, 1);
+        let mut r = req(&c, None);
+        r.bookmarks = true;
+        r.bookmark_interval = Duration::from_secs(1);
+        r.timeout = Duration::from_millis(2500);
+        let rev = c.store.revision();
+        let w = Watch::start(&c, r).unwrap();
+        let events: Vec<Value> = w.into_stream().map(|b| parse(&b.unwrap())).collect().await;
+        assert_eq!(events.len(), 2, "{events:?}");
+        for e in events {
+            assert_eq!(e["type"], "BOOKMARK");
+            assert_eq!(e["object"]["metadata"]["resourceVersion"], rev.to_string());
+        }
+    }
+}
