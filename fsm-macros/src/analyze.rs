@@ -524,7 +524,7 @@ pub fn did_you_mean<'a>(name: &str, candidates: &'a [String]) -> Option<&'a str>
             let d = if c.to_lowercase() == lower {
                 0
             } else {
-                levenshtein(&lower, &c.to_lowercase())
+                edit_distance(&lower, &c.to_lowercase())
             };
             (d, c)
         })
@@ -533,20 +533,170 @@ pub fn did_you_mean<'a>(name: &str, candidates: &'a [String]) -> Option<&'a str>
         .map(|(_, c)| c.as_str())
 }
 
-/// The edit distance between two strings.
-fn levenshtein(a: &str, b: &str) -> usize {
+/// The edit distance between two strings, a swap of two neighbours
+/// counting as one edit (optimal string alignment).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (above + 1)
-                .min(row[j] + 1)
-                .min(diagonal + usize::from(ca != *cb));
-            diagonal = above;
+    // d[i][j]: distance between a[..i] and b[..j].
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
         }
     }
-    row[b.len()]
+    d[a.len()][b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use darling::FromDeriveInput;
+    use quote::quote;
+
+    use super::*;
+
+    fn analyze_tokens(tokens: proc_macro2::TokenStream) -> darling::Result<Model> {
+        let input: syn::DeriveInput = syn::parse2(tokens).map_err(darling::Error::from)?;
+        EnumInput::from_derive_input(&input).and_then(analyze)
+    }
+
+    fn messages(tokens: proc_macro2::TokenStream) -> Vec<String> {
+        match analyze_tokens(tokens) {
+            Ok(_) => Vec::new(),
+            Err(e) => e.into_iter().map(|e| e.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn suggestions_catch_typos_and_swaps() {
+        let names: Vec<String> = ["Done", "Failed", "Pending"].map(String::from).to_vec();
+        assert_eq!(did_you_mean("Dnoe", &names), Some("Done"));
+        assert_eq!(did_you_mean("Faild", &names), Some("Failed"));
+        assert_eq!(did_you_mean("pending", &names), Some("Pending"));
+        assert_eq!(did_you_mean("Elsewhere", &names), None);
+        assert_eq!(edit_distance("abc", "abc"), 0);
+        assert_eq!(edit_distance("ab", "ba"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
+    }
+
+    #[test]
+    fn a_good_machine_becomes_a_model() {
+        let model = analyze_tokens(quote! {
+            #[fsm(resource = u8, retry(max_attempts = 3, initial = "2s"))]
+            enum S {
+                #[fsm(initial, handler = h, next(B), retry(max = "1m", jitter = full))]
+                A,
+                #[fsm(handler = h, next(Done))]
+                B { x: u8, y: u8 },
+                #[fsm(final)]
+                Done,
+                #[fsm(failed)]
+                Failed,
+            }
+        });
+        let model = match model {
+            Ok(m) => m,
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(model.states.len(), 4);
+        assert_eq!(
+            model.retry,
+            Some(Policy {
+                max_attempts: 3,
+                initial_ms: 2_000,
+                ..Policy::DEFAULT
+            })
+        );
+        // The state's policy inherits what it does not set.
+        assert_eq!(
+            model.states[0].retry,
+            Some(Policy {
+                max_attempts: 3,
+                initial_ms: 2_000,
+                factor: 2.0,
+                max_ms: 60_000,
+                jitter: true,
+            })
+        );
+        assert!(matches!(&model.states[1].shape, Shape::Named(f) if f.len() == 2));
+        assert!(model.states[2].is_resting() && model.states[2].handler.is_none());
+    }
+
+    #[test]
+    fn every_broken_rule_is_reported_at_once() {
+        let errors = messages(quote! {
+            #[fsm(on_spec_change = goto(B))]
+            enum S<T> {
+                #[fsm(handler = h, next(Nowhere), on_exhausted = B)]
+                A,
+                #[fsm(initial, handler = h)]
+                B(T),
+                #[fsm(final, handler = h)]
+                C,
+                D,
+                #[fsm(failed, retry(factor = 0.5, max_attempts = 0, initial = "1h", max = "1s"))]
+                F1,
+                #[fsm(failed)]
+                F2,
+            }
+        });
+        let expect = [
+            "generic enums",
+            "missing `resource",
+            "initial state it is built by the engine",
+            "`next` names `Nowhere`",
+            "target of `on_exhausted`",
+            "`C` is `final`",
+            "state `D` has no handler",
+            "`factor` must be at least 1.0",
+            "`max_attempts` must be at least 1",
+            "`max` (\"1s\") must not be below `initial` (\"1h\")",
+            "several failed states (`F1`, `F2`)",
+            "target of `on_spec_change`",
+        ];
+        for e in expect {
+            assert!(
+                errors.iter().any(|m| m.contains(e)),
+                "no {e:?} in {errors:#?}"
+            );
+        }
+        assert_eq!(errors.len(), expect.len(), "{errors:#?}");
+    }
+
+    #[test]
+    fn inherited_mistakes_are_reported_once() {
+        let errors = messages(quote! {
+            #[fsm(resource = u8, retry(factor = 0.5))]
+            enum S {
+                #[fsm(initial, handler = h, retry(max_attempts = 2))]
+                A,
+                #[fsm(failed)]
+                F,
+            }
+        });
+        assert_eq!(errors.len(), 1, "{errors:#?}");
+    }
+
+    #[test]
+    fn an_empty_enum_has_no_states() {
+        let errors = messages(quote! {
+            #[fsm(resource = u8)]
+            enum S {}
+        });
+        assert_eq!(errors.len(), 1, "{errors:#?}");
+        assert!(errors[0].contains("needs states"));
+    }
 }

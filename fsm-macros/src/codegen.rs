@@ -289,19 +289,14 @@ fn unit_state(model: &Model) -> TokenStream {
 }
 
 /// A call of a user function (handler or compensation) with the step and
-/// the variant's fields, boxed into the trait's future type. Spanned on the
-/// function's path, so that a signature that does not fit is reported there.
-fn call(path: &syn::Path, cx: &Ident, fields: &[Ident], output: &TokenStream) -> TokenStream {
+/// the variant's fields, boxed into the trait's future type (the match arm
+/// is coerced to the function's return type). Spanned on the function's
+/// path, so that a signature that does not fit is reported there.
+fn call(path: &syn::Path, cx: &Ident, fields: &[Ident]) -> TokenStream {
     let span = path.span();
     let cx = Ident::new(&cx.to_string(), Span::mixed_site().located_at(span));
-    let fut = Ident::new("__fsm_future", Span::mixed_site().located_at(span));
     quote_spanned! {span=>
-        {
-            let #fut: ::core::pin::Pin<::std::boxed::Box<
-                dyn ::core::future::Future<Output = #output> + ::core::marker::Send + 'a
-            >> = ::std::boxed::Box::pin(#path(#cx #(, #fields)*));
-            #fut
-        }
+        ::std::boxed::Box::pin(#path(#cx #(, #fields)*))
     }
 }
 
@@ -314,7 +309,7 @@ fn handle(model: &Model, core: &TokenStream) -> TokenStream {
     let arms = model.states.iter().map(|s| match &s.handler {
         Some(handler) => {
             let (pattern, fields) = binding_pattern(s, handler.span());
-            let call = call(handler, &cx, &fields, &output);
+            let call = call(handler, &cx, &fields);
             quote!(#pattern => #call)
         }
         None => {
@@ -352,7 +347,7 @@ fn compensate(model: &Model, core: &TokenStream) -> TokenStream {
         .filter_map(|s| {
             let path = s.compensate.as_ref()?;
             let (pattern, fields) = binding_pattern(s, path.span());
-            let call = call(path, &cx, &fields, &output);
+            let call = call(path, &cx, &fields);
             Some(quote!(#pattern => #call))
         })
         .collect();
@@ -380,10 +375,153 @@ fn cleanup(model: &Model, core: &TokenStream) -> TokenStream {
     };
     let cx = Ident::new("__fsm_cx", Span::mixed_site());
     let output = quote!(::core::result::Result<(), <Self as #core::Fsm>::Error>);
-    let call = call(path, &cx, &[], &output);
+    let call = call(path, &cx, &[]);
     quote! {
         fn cleanup<'a>(#cx: &'a mut #core::Step<'_, Self>) -> #core::BoxFuture<'a, #output> {
             #call
         }
+    }
+}
+
+/// The `Fsm` impl emitted next to the errors when the derive refuses the
+/// enum, so that code using the enum as a machine (handler signatures with
+/// `Step<'_, S>`) does not add a cascade of "not a state machine" errors to
+/// the real ones. Its bodies are never run: the crate does not compile.
+///
+/// The associated types are read leniently from the attributes; nothing is
+/// emitted for generic enums or non-enums.
+pub fn fallback(input: &syn::DeriveInput) -> TokenStream {
+    if !matches!(input.data, syn::Data::Enum(_))
+        || !input.generics.params.is_empty()
+        || input.generics.where_clause.is_some()
+    {
+        return TokenStream::new();
+    }
+    let mut resource = quote!(());
+    let mut context = quote!(());
+    let mut error = quote!(::core::convert::Infallible);
+    let mut krate = None;
+    for (key, value) in enum_level_values(&input.attrs) {
+        let Ok(tokens) = syn::parse2::<syn::Type>(value.clone()).map(|t| quote!(#t)) else {
+            if key == "crate" {
+                krate = syn::parse2::<syn::Path>(value).ok();
+            }
+            continue;
+        };
+        match key.as_str() {
+            "resource" => resource = tokens,
+            "context" => context = tokens,
+            "error" => error = tokens,
+            "crate" => krate = syn::parse2::<syn::Path>(value).ok(),
+            _ => {}
+        }
+    }
+    let core = core_path(krate.as_ref());
+    let ident = &input.ident;
+    quote! {
+        #[automatically_derived]
+        impl #core::Fsm for #ident {
+            type Resource = #resource;
+            type Context = #context;
+            type Error = #error;
+            fn machine() -> &'static #core::Machine {
+                ::core::unreachable!()
+            }
+            fn state_name(&self) -> &'static str {
+                ::core::unreachable!()
+            }
+            fn unit_state(_: &str) -> ::core::option::Option<Self> {
+                ::core::unreachable!()
+            }
+            fn handle<'a>(
+                &'a self,
+                _: &'a mut #core::Step<'_, Self>,
+            ) -> #core::BoxFuture<
+                'a,
+                ::core::result::Result<#core::Transition<Self>, <Self as #core::Fsm>::Error>,
+            > {
+                ::core::unreachable!()
+            }
+        }
+    }
+}
+
+/// The `key = value` pairs of the enum's `#[fsm(...)]` attributes, values
+/// as tokens; whatever does not parse is skipped.
+fn enum_level_values(attrs: &[syn::Attribute]) -> Vec<(String, TokenStream)> {
+    use darling::ast::NestedMeta;
+
+    let mut out = Vec::new();
+    for attr in attrs.iter().filter(|a| a.path().is_ident("fsm")) {
+        let syn::Meta::List(list) = &attr.meta else {
+            continue;
+        };
+        let Ok(items) = NestedMeta::parse_meta_list(list.tokens.clone()) else {
+            continue;
+        };
+        for item in items {
+            if let NestedMeta::Meta(syn::Meta::NameValue(nv)) = item
+                && let Some(key) = nv.path.get_ident()
+            {
+                let value = &nv.value;
+                out.push((key.to_string(), quote!(#value)));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(ms: u64) -> Policy {
+        Policy {
+            initial_ms: ms,
+            ..Policy::DEFAULT
+        }
+    }
+
+    #[test]
+    fn durations_and_policies_are_const_expressions() {
+        assert_eq!(
+            duration(1_500).to_string(),
+            ":: core :: time :: Duration :: from_millis (1500u64)"
+        );
+        let core = quote!(::fsm_core);
+        let policy = retry_policy(
+            &Policy {
+                jitter: true,
+                ..p(250)
+            },
+            &core,
+        )
+        .to_string();
+        assert!(policy.contains("RetryPolicy :: new (5u32"), "{policy}");
+        assert!(policy.contains("from_millis (250u64)"), "{policy}");
+        assert!(policy.contains("2f64"), "{policy}");
+        assert!(policy.contains("Jitter :: Full"), "{policy}");
+    }
+
+    #[test]
+    fn the_default_core_path_is_fsm_core() {
+        // This crate's manifest has fsm-core as a dev-dependency.
+        assert_eq!(core_path(None).to_string(), ":: fsm_core");
+        let custom: syn::Path = syn::parse_quote!(crate::engine);
+        assert_eq!(core_path(Some(&custom)).to_string(), "crate :: engine");
+    }
+
+    #[test]
+    fn the_fallback_reads_types_leniently() {
+        let input: syn::DeriveInput = syn::parse_quote! {
+            #[fsm(resource = Db, error = AppError, timout = "1s")]
+            #[fsm(crate = other::core, next(nonsense =))]
+            enum S { A }
+        };
+        let out = fallback(&input).to_string();
+        assert!(out.contains("impl other :: core :: Fsm for S"), "{out}");
+        assert!(out.contains("type Resource = Db"), "{out}");
+        assert!(out.contains("type Error = AppError"), "{out}");
+        assert!(out.contains("type Context = ()"), "{out}");
     }
 }

@@ -105,6 +105,85 @@ fn derive(input: TokenStream2) -> TokenStream2 {
     let model = parse::EnumInput::from_derive_input(&input).and_then(analyze::analyze);
     match model {
         Ok(model) => codegen::generate(&model),
-        Err(errors) => errors.write_errors(),
+        Err(errors) => {
+            let mut out = errors.write_errors();
+            out.extend(codegen::fallback(&input));
+            out
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use quote::quote;
+
+    use super::{TokenStream2, derive};
+
+    fn expand(tokens: TokenStream2) -> String {
+        derive(tokens).to_string()
+    }
+
+    #[test]
+    fn a_machine_expands_to_the_trait_impl() {
+        let out = expand(quote! {
+            #[fsm(resource = u8)]
+            enum S {
+                #[fsm(initial, handler = h, next(Done))]
+                A,
+                #[fsm(final)]
+                Done,
+                #[fsm(failed)]
+                Failed,
+            }
+        });
+        assert!(out.contains(":: fsm_core :: Fsm for S"), "{out}");
+        assert!(out.contains("pub const MERMAID"), "{out}");
+        assert!(!out.contains("compile_error"), "{out}");
+    }
+
+    #[test]
+    fn the_core_path_can_be_overridden() {
+        let out = expand(quote! {
+            #[fsm(resource = u8, crate = my::core)]
+            enum S {
+                #[fsm(initial, handler = h)]
+                A,
+                #[fsm(failed)]
+                Failed,
+            }
+        });
+        assert!(out.contains("impl my :: core :: Fsm for S"), "{out}");
+        assert!(!out.contains("fsm_core"), "{out}");
+    }
+
+    #[test]
+    fn structs_and_unions_are_refused() {
+        let out = expand(quote! { struct S { a: u8 } });
+        assert!(out.contains("compile_error"), "{out}");
+        assert!(out.contains("applies to enums only"), "{out}");
+        let out = expand(quote! { union U { a: u8 } });
+        assert!(out.contains("applies to enums only"), "{out}");
+    }
+
+    #[test]
+    fn errors_come_with_a_fallback_impl() {
+        let out = expand(quote! {
+            #[fsm(resource = u8, context = Ctx)]
+            enum S {
+                #[fsm(handler = h)]
+                A,
+            }
+        });
+        assert!(out.contains("compile_error"), "{out}");
+        // The fallback keeps the declared types, so handler signatures
+        // using `Step<'_, S>` add no errors of their own.
+        assert!(out.contains("type Context = Ctx"), "{out}");
+        assert!(out.contains("type Resource = u8"), "{out}");
+    }
+
+    #[test]
+    fn syntax_errors_are_compile_errors() {
+        let out = expand(quote! { enum });
+        assert!(out.contains("compile_error"), "{out}");
     }
 }

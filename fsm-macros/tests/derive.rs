@@ -40,18 +40,18 @@ async fn provision(cx: &mut Step<'_, DbState>) -> Result<Transition<DbState>, Ap
 
 async fn wait_ready(
     _cx: &mut Step<'_, DbState>,
-    instance_id: &String,
+    instance_id: &str,
 ) -> Result<Transition<DbState>, AppError> {
-    Ok(Transition::next(DbState::Seeding(instance_id.clone(), 1)))
+    Ok(Transition::next(DbState::Seeding(instance_id.to_owned(), 1)))
 }
 
-async fn deprovision(_cx: &mut Step<'_, DbState>, _instance_id: &String) -> Result<(), AppError> {
+async fn deprovision(_cx: &mut Step<'_, DbState>, _instance_id: &str) -> Result<(), AppError> {
     Ok(())
 }
 
 async fn seed(
     _cx: &mut Step<'_, DbState>,
-    instance_id: &String,
+    instance_id: &str,
     round: &u32,
 ) -> Result<Transition<DbState>, AppError> {
     Ok(Transition::next(DbState::Ready {
@@ -61,7 +61,7 @@ async fn seed(
 
 async fn check_drift(
     _cx: &mut Step<'_, DbState>,
-    _instance_id: &String,
+    _instance_id: &str,
 ) -> Result<Transition<DbState>, AppError> {
     Ok(Transition::stay())
 }

@@ -1,0 +1,23 @@
+use fsm_core::prelude::*;
+
+#[derive(OperatorFsm, Clone, Serialize, Deserialize)]
+#[fsm(resource = ())]
+enum Job {
+    #[fsm(initial, handler = start, compensate = undo, next(Done))]
+    Pending,
+    #[fsm(final)]
+    Done,
+    #[fsm(failed)]
+    Failed,
+}
+
+async fn start(_cx: &mut Step<'_, Job>) -> Result<Transition<Job>, std::convert::Infallible> {
+    Ok(Transition::next(Job::Done))
+}
+
+// A compensation returns Result<(), Error>, not a transition.
+async fn undo(_cx: &mut Step<'_, Job>) -> Result<Transition<Job>, std::convert::Infallible> {
+    Ok(Transition::stay())
+}
+
+fn main() {}

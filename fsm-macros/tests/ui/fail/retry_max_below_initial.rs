@@ -1,0 +1,18 @@
+use fsm_core::prelude::*;
+
+#[derive(OperatorFsm, Clone, Serialize, Deserialize)]
+#[fsm(resource = (), retry(max = "10s"))]
+enum Job {
+    #[fsm(initial, handler = run, retry(initial = "1m"), next(Done))]
+    Pending,
+    #[fsm(final)]
+    Done,
+    #[fsm(failed)]
+    Failed,
+}
+
+async fn run(_cx: &mut Step<'_, Job>) -> Result<Transition<Job>, std::convert::Infallible> {
+    Ok(Transition::stay())
+}
+
+fn main() {}
