@@ -139,7 +139,9 @@ impl Decider<'_> {
         data: Option<serde_json::Value>,
         reason: Option<String>,
     ) -> Effect {
-        let from = (record.transitions > 0).then(|| record.state.clone());
+        // A fresh record (just created by `start`) has no state to come from.
+        let fresh = record.transitions == 0 && record.history.is_empty() && record.state == to;
+        let from = (!fresh).then(|| record.state.clone());
         record.transitions += 1;
         record.history.push(HistoryEntry {
             seq: record.transitions,
