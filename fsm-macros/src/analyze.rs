@@ -7,7 +7,9 @@ use proc_macro2::Span;
 use syn::Ident;
 use syn::spanned::Spanned;
 
-use crate::parse::{EnumInput, JitterArg, OnDeleteArg, RetryArgs, SpecChangeArg, VariantInput};
+use crate::parse::{
+    EnumInput, JitterArg, OnDeleteArg, RetryArgs, SpecChangeArg, TypeArg, VariantInput,
+};
 
 /// An error at `span`.
 pub fn error_at(span: Span, message: impl std::fmt::Display) -> darling::Error {
@@ -150,9 +152,9 @@ pub fn analyze(input: EnumInput) -> darling::Result<Model> {
         ident,
         generics,
         data,
-        resource,
-        context,
-        error,
+        resource: TypeArg(resource),
+        context: TypeArg(context),
+        error: TypeArg(error),
         retry,
         on_failure,
         on_spec_change,

@@ -42,14 +42,21 @@ pub fn core_path(krate: Option<&syn::Path>) -> TokenStream {
 pub fn generate(model: &Model) -> TokenStream {
     let core = core_path(model.krate.as_ref());
     let ident = &model.ident;
+    // Spanned on the types, so that a type that does not fit the trait's
+    // bounds (or is private) is reported where it is named.
     let resource = &model.resource;
+    let resource = quote_spanned!(resource.span()=> type Resource = #resource;);
     let context = match &model.context {
-        Some(t) => quote!(#t),
-        None => quote!(()),
+        Some(t) => quote_spanned!(t.span()=> type Context = #t;),
+        None => quote!(
+            type Context = ();
+        ),
     };
     let error = match &model.error {
-        Some(t) => quote!(#t),
-        None => quote!(::core::convert::Infallible),
+        Some(t) => quote_spanned!(t.span()=> type Error = #t;),
+        None => quote!(
+            type Error = ::core::convert::Infallible;
+        ),
     };
 
     let machine = machine_table(model, &core);
@@ -69,9 +76,9 @@ pub fn generate(model: &Model) -> TokenStream {
     quote! {
         #[automatically_derived]
         impl #core::Fsm for #ident {
-            type Resource = #resource;
-            type Context = #context;
-            type Error = #error;
+            #resource
+            #context
+            #error
 
             #machine
             #state_name
@@ -460,11 +467,16 @@ fn enum_level_values(attrs: &[syn::Attribute]) -> Vec<(String, TokenStream)> {
             continue;
         };
         for item in items {
-            if let NestedMeta::Meta(syn::Meta::NameValue(nv)) = item
-                && let Some(key) = nv.path.get_ident()
-            {
-                let value = &nv.value;
-                out.push((key.to_string(), quote!(#value)));
+            let (path, value) = match item {
+                NestedMeta::Meta(syn::Meta::NameValue(nv)) => {
+                    let value = &nv.value;
+                    (nv.path.clone(), quote!(#value))
+                }
+                NestedMeta::NameValueInvalidExpr(nv) => (nv.path, nv.value),
+                _ => continue,
+            };
+            if let Some(key) = path.get_ident() {
+                out.push((key.to_string(), value));
             }
         }
     }
@@ -514,7 +526,7 @@ mod tests {
     #[test]
     fn the_fallback_reads_types_leniently() {
         let input: syn::DeriveInput = syn::parse_quote! {
-            #[fsm(resource = Db, error = AppError, timout = "1s")]
+            #[fsm(resource = Db, error = AppError, context = Arc<Ctx>, timout = "1s")]
             #[fsm(crate = other::core, next(nonsense =))]
             enum S { A }
         };
@@ -522,6 +534,6 @@ mod tests {
         assert!(out.contains("impl other :: core :: Fsm for S"), "{out}");
         assert!(out.contains("type Resource = Db"), "{out}");
         assert!(out.contains("type Error = AppError"), "{out}");
-        assert!(out.contains("type Context = ()"), "{out}");
+        assert!(out.contains("type Context = Arc < Ctx >"), "{out}");
     }
 }

@@ -23,14 +23,11 @@ pub struct EnumInput {
     pub data: Data<VariantInput, darling::util::Ignored>,
     /// `resource = T`, required (checked by the analysis so that its absence
     /// is reported with the other mistakes).
-    #[darling(default)]
-    pub resource: Option<syn::Type>,
+    pub resource: TypeArg,
     /// `context = T`.
-    #[darling(default)]
-    pub context: Option<syn::Type>,
+    pub context: TypeArg,
     /// `error = T`.
-    #[darling(default)]
-    pub error: Option<syn::Type>,
+    pub error: TypeArg,
     /// `retry(...)`: the default policy.
     #[darling(default)]
     pub retry: Option<RetryArgs>,
@@ -96,6 +93,29 @@ pub struct VariantInput {
     pub is_final: Flag,
     /// `sensitive`.
     pub sensitive: Flag,
+}
+
+/// A type given as `key = Type`, absent when the key is not written.
+///
+/// `Option<syn::Type>` would refuse types that are not also expressions,
+/// such as `Arc<Ctx>`: darling's `Option` does not forward them. A type
+/// with a comma (`HashMap<K, V>`) needs an alias, as darling splits the
+/// attribute at commas.
+#[derive(Debug, Clone, Default)]
+pub struct TypeArg(pub Option<syn::Type>);
+
+impl FromMeta for TypeArg {
+    fn from_none() -> Option<Self> {
+        Some(TypeArg(None))
+    }
+
+    fn from_expr(expr: &Expr) -> darling::Result<Self> {
+        syn::Type::from_expr(expr).map(|t| TypeArg(Some(t)))
+    }
+
+    fn from_invalid_expr(value: &darling::ast::MetaNameValueInvalidExpr) -> darling::Result<Self> {
+        syn::Type::from_invalid_expr(value).map(|t| TypeArg(Some(t)))
+    }
 }
 
 /// `retry(max_attempts = 5, initial = "1s", factor = 2.0, max = "5m",
@@ -359,6 +379,27 @@ mod tests {
             input.retry.and_then(|r| r.factor).map(|f| f.value),
             Some(-2.5)
         );
+    }
+
+    #[test]
+    fn types_need_not_be_expressions() {
+        let input = enum_input(quote! {
+            #[fsm(resource = Arc<Db>, context = &'static str, error = Box<dyn Error + Send>)]
+            enum S { A }
+        });
+        let input = match input {
+            Ok(i) => i,
+            Err(e) => panic!("{e}"),
+        };
+        assert!(input.resource.0.is_some());
+        assert!(input.context.0.is_some());
+        assert!(input.error.0.is_some());
+        let input = enum_input(quote!(
+            enum S {
+                A,
+            }
+        ));
+        assert!(input.is_ok_and(|i| i.resource.0.is_none()));
     }
 
     #[test]

@@ -42,7 +42,10 @@ async fn wait_ready(
     _cx: &mut Step<'_, DbState>,
     instance_id: &str,
 ) -> Result<Transition<DbState>, AppError> {
-    Ok(Transition::next(DbState::Seeding(instance_id.to_owned(), 1)))
+    Ok(Transition::next(DbState::Seeding(
+        instance_id.to_owned(),
+        1,
+    )))
 }
 
 async fn deprovision(_cx: &mut Step<'_, DbState>, _instance_id: &str) -> Result<(), AppError> {

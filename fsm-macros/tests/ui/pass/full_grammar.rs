@@ -1,6 +1,7 @@
 //! Every key of the grammar, on unit, struct and tuple variants, split over
 //! several attributes.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use fsm_core::prelude::*;
@@ -17,7 +18,7 @@ pub struct Database {
 pub struct Ctx;
 
 #[derive(OperatorFsm, Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[fsm(resource = Database, context = Ctx, error = AppError)]
+#[fsm(resource = Database, context = Arc<Ctx>, error = AppError)]
 #[fsm(retry(max_attempts = 7, initial = "500ms", factor = 1.5, max = "1h30m", jitter = full))]
 #[fsm(on_failure = Failed, on_spec_change = goto(Provisioning), snapshot_spec)]
 #[fsm(cleanup = cleanup, on_delete = compensate)]
@@ -53,7 +54,7 @@ pub enum DbState {
 
 async fn provision(cx: &mut Step<'_, DbState>) -> Result<Transition<DbState>, AppError> {
     let _size = cx.resource().size;
-    let _ctx: &Ctx = cx.context();
+    let _ctx: &Arc<Ctx> = cx.context();
     Ok(Transition::next(DbState::WaitingReady {
         instance_id: "i-1".into(),
         password: "p".into(),

@@ -1,0 +1,21 @@
+use std::rc::Rc;
+
+use fsm_core::prelude::*;
+
+// The engine shares the resource across threads.
+#[derive(OperatorFsm, Clone, Serialize, Deserialize)]
+#[fsm(resource = Rc<String>)]
+enum Job {
+    #[fsm(initial, handler = run, next(Done))]
+    Pending,
+    #[fsm(final)]
+    Done,
+    #[fsm(failed)]
+    Failed,
+}
+
+async fn run(_cx: &mut Step<'_, Job>) -> Result<Transition<Job>, std::convert::Infallible> {
+    Ok(Transition::stay())
+}
+
+fn main() {}
