@@ -150,6 +150,7 @@ pub fn analyze(input: EnumInput) -> darling::Result<Model> {
     let mut errors = darling::Error::accumulator();
     let EnumInput {
         ident,
+        attrs,
         generics,
         data,
         resource: TypeArg(resource),
@@ -185,6 +186,10 @@ pub fn analyze(input: EnumInput) -> darling::Result<Model> {
     }
 
     let variants = data.take_enum().unwrap_or_default();
+    check_serde(&attrs, ENUM_SERDE_KEYS, &mut errors);
+    for v in &variants {
+        check_serde(&v.attrs, VARIANT_SERDE_KEYS, &mut errors);
+    }
     let names: Vec<String> = variants.iter().map(|v| v.ident.to_string()).collect();
     let has_data = |name: &Ident| {
         variants
@@ -316,6 +321,59 @@ pub fn analyze(input: EnumInput) -> darling::Result<Model> {
         krate,
         states,
     })
+}
+
+/// Enum-level serde keys that change how a state is encoded.
+const ENUM_SERDE_KEYS: &[&str] = &[
+    "rename_all",
+    "tag",
+    "content",
+    "untagged",
+    "variant_identifier",
+];
+/// Variant-level serde keys that change how a state is encoded.
+const VARIANT_SERDE_KEYS: &[&str] = &[
+    "rename",
+    "untagged",
+    "other",
+    "skip",
+    "skip_serializing",
+    "skip_deserializing",
+];
+
+/// Refuses the serde attributes that change the encoding the default
+/// `Fsm::to_parts`/`from_parts` rely on: a state is stored as its variant's
+/// name, with serde's default (externally tagged) representation.
+fn check_serde(attrs: &[syn::Attribute], keys: &[&str], errors: &mut darling::error::Accumulator) {
+    use darling::ast::NestedMeta;
+
+    for attr in attrs.iter().filter(|a| a.path().is_ident("serde")) {
+        let syn::Meta::List(list) = &attr.meta else {
+            continue;
+        };
+        let Ok(items) = NestedMeta::parse_meta_list(list.tokens.clone()) else {
+            continue;
+        };
+        for item in items {
+            let path = match &item {
+                NestedMeta::Meta(meta) => meta.path().clone(),
+                NestedMeta::NameValueInvalidExpr(nv) => nv.path.clone(),
+                NestedMeta::Lit(_) => continue,
+            };
+            if let Some(key) = path.get_ident()
+                && keys.iter().any(|k| key == k)
+            {
+                errors.push(error_at(
+                    key.span(),
+                    format!(
+                        "#[derive(OperatorFsm)] stores a state as its variant's name with serde's \
+                         default representation; `serde({key})` changes that encoding. Remove \
+                         it, or implement `Fsm` by hand with your own `to_parts`/`from_parts`"
+                    ),
+                ));
+            }
+        }
+    }
 }
 
 /// Checks one variant.
@@ -690,6 +748,24 @@ mod tests {
             }
         });
         assert_eq!(errors.len(), 1, "{errors:#?}");
+    }
+
+    #[test]
+    fn serde_renames_are_refused() {
+        let errors = messages(quote! {
+            #[fsm(resource = u8)]
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            enum S {
+                #[fsm(initial, handler = h)]
+                #[serde(rename = "a", alias = "aa")]
+                A,
+                #[fsm(failed)]
+                F,
+            }
+        });
+        assert_eq!(errors.len(), 2, "{errors:#?}");
+        assert!(errors[0].contains("serde(rename_all)"), "{errors:#?}");
+        assert!(errors[1].contains("serde(rename)"), "{errors:#?}");
     }
 
     #[test]

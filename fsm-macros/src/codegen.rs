@@ -91,7 +91,8 @@ pub fn generate(model: &Model) -> TokenStream {
         #[doc = #impl_doc]
         #[automatically_derived]
         impl #ident {
-            #[doc = #doc]
+            /// The machine's state diagram in Mermaid, as drawn above; the
+            /// same text as `Fsm::mermaid()`, available in `const` contexts.
             pub const MERMAID: &'static str = #mermaid;
         }
     }

@@ -13,10 +13,12 @@ use crate::duration::DurationLit;
 
 /// `#[fsm(...)]` on the enum.
 #[derive(Debug, FromDeriveInput)]
-#[darling(attributes(fsm))]
+#[darling(attributes(fsm), forward_attrs(serde))]
 pub struct EnumInput {
     /// The enum's name.
     pub ident: Ident,
+    /// Its `#[serde(...)]` attributes, checked by the analysis.
+    pub attrs: Vec<syn::Attribute>,
     /// The enum's generics (refused by the analysis).
     pub generics: syn::Generics,
     /// The variants.
@@ -52,10 +54,12 @@ pub struct EnumInput {
 
 /// `#[fsm(...)]` on a variant.
 #[derive(Debug, FromVariant)]
-#[darling(attributes(fsm))]
+#[darling(attributes(fsm), forward_attrs(serde))]
 pub struct VariantInput {
     /// The variant's name.
     pub ident: Ident,
+    /// Its `#[serde(...)]` attributes, checked by the analysis.
+    pub attrs: Vec<syn::Attribute>,
     /// The variant's fields.
     pub fields: Fields<syn::Field>,
     /// `initial`.
