@@ -117,6 +117,8 @@ pub use engine::{
     Outcome, Plan, ReconcileError, Report, StepResult, plan,
 };
 pub use fsm::{BoxFuture, Fsm};
+#[cfg(feature = "derive")]
+pub use fsm_macros::OperatorFsm;
 pub use harness::{HARNESS_EPOCH, Harness, HarnessError, Settled};
 pub use machine::{Machine, MachineError, OnDelete, SpecChange, StateMeta};
 pub use memory::EphemeralStore;
@@ -129,5 +131,3 @@ pub use retry::{InvalidRetryPolicy, Jitter, RetryPolicy};
 pub use step::{CheckpointError, Checkpointer, Step};
 pub use store::{Loaded, ObjectKey, StateStore, StoreError, Version};
 pub use transition::Transition;
-#[cfg(feature = "derive")]
-pub use fsm_macros::OperatorFsm;

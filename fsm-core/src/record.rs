@@ -234,6 +234,17 @@ impl RawRecord {
         Ok(record)
     }
 
+    /// The record as a JSON value: text that is not JSON becomes a JSON
+    /// string holding it.
+    pub fn as_json(&self) -> Value {
+        match self {
+            RawRecord::Json(v) => v.clone(),
+            RawRecord::Text(t) => {
+                serde_json::from_str(t).unwrap_or_else(|_| Value::String(t.clone()))
+            }
+        }
+    }
+
     /// The record as JSON text.
     pub fn to_text(&self) -> String {
         match self {

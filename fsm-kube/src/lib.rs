@@ -1,4 +1,75 @@
-//! kube-rs integration of operator-fsm.
+//! kube-rs integration of operator-fsm: drive a state machine from an
+//! ordinary `kube::runtime::Controller`, keeping its record in the custom
+//! resource's status, a ConfigMap, a Secret or memory, with a finalizer,
+//! conditions, events and metrics.
 //!
-//! Not implemented yet: the reconciler adaptor and the Kubernetes stores are
-//! tracked by their own issue. Nothing here pretends to work.
+//! ```no_run
+//! use std::sync::Arc;
+//! use futures::StreamExt;
+//! use fsm_kube::{FsmReconciler, StatusStore};
+//! use kube::runtime::{Controller, watcher};
+//!
+//! # async fn run<F>(client: kube::Client, ctx: F::Context)
+//! # where F: fsm_core::Fsm, F::Resource: fsm_kube::KubeResource {
+//! let fsm = FsmReconciler::<F>::new(client.clone(), StatusStore::new());
+//! Controller::new(kube::Api::<F::Resource>::all(client), watcher::Config::default())
+//!     .run(fsm.reconcile(), fsm.error_policy(), Arc::new(ctx))
+//!     .for_each(|_| async {})
+//!     .await;
+//! # }
+//! ```
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
+mod cache;
+pub mod conditions;
+pub mod events;
+pub mod finalizer;
+pub mod leader;
+mod merge_patch;
+pub mod metrics;
+mod reconciler;
+mod status;
+pub mod store;
+
+pub use fsm_core;
+pub use metrics::FsmMetrics;
+pub use reconciler::{Error, FsmReconciler, ReconcileFuture, ReconcilerOptions};
+pub use status::FsmStatus;
+pub use store::{ConfigMapStore, DerivingStore, KubeStore, SecretStore, StatusStore, Target};
+
+/// What a resource needs to be driven by a machine: a `kube::Resource` with
+/// static type information that serde can read and write.
+pub trait KubeResource:
+    kube::Resource<DynamicType = ()>
+    + Clone
+    + std::fmt::Debug
+    + serde::Serialize
+    + serde::de::DeserializeOwned
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<T> KubeResource for T where
+    T: kube::Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::Serialize
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+/// Everything an operator's author needs: `use fsm_kube::prelude::*;`.
+pub mod prelude {
+    pub use fsm_core::prelude::*;
+    pub use schemars::JsonSchema;
+
+    pub use crate::{
+        ConfigMapStore, FsmMetrics, FsmReconciler, FsmStatus, ReconcilerOptions, SecretStore,
+        StatusStore,
+    };
+}

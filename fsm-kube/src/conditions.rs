@@ -1,0 +1,295 @@
+//! The `Ready`, `Progressing` and `Degraded` conditions, computed from the
+//! record the way the Kubernetes API conventions ask: one entry per type,
+//! `observedGeneration`, and `lastTransitionTime` kept while the status does
+//! not change.
+
+use fsm_core::{DecodeError, Machine, StateRecord, Timestamp};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+
+/// The condition types this crate maintains.
+pub const CONDITION_TYPES: [&str; 3] = ["Ready", "Progressing", "Degraded"];
+
+/// The wanted value of one condition, before timestamps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Wanted {
+    type_: &'static str,
+    status: bool,
+    reason: String,
+    message: String,
+}
+
+/// The conditions for `record` of `machine` at `generation`, keeping the
+/// `lastTransitionTime` of `previous` entries whose status did not change.
+/// Conditions of other types in `previous` are kept as they are.
+pub fn from_record(
+    machine: &Machine,
+    record: &StateRecord,
+    generation: Option<i64>,
+    previous: &[Condition],
+    now: Timestamp,
+) -> Vec<Condition> {
+    let state = machine.state(&record.state);
+    let is_ready = state.is_some_and(|s| s.is_ready());
+    let is_failed = state.is_some_and(|s| s.is_failed());
+    let is_final = state.is_some_and(|s| s.is_final());
+    let unwinding = record.is_unwinding();
+    let compensation_failures = record.compensation.as_ref().map_or(0, |u| u.failures.len());
+    let last_error = record.last_error.clone().unwrap_or_default();
+    let in_state = format!("in state {}", record.state);
+
+    let ready = Wanted {
+        type_: "Ready",
+        status: is_ready && !unwinding,
+        reason: reason_of(&record.state),
+        message: in_state.clone(),
+    };
+    let progressing = if unwinding {
+        Wanted {
+            type_: "Progressing",
+            status: true,
+            reason: "Compensating".into(),
+            message: format!("compensating: {last_error}"),
+        }
+    } else if is_failed || is_final || is_ready {
+        Wanted {
+            type_: "Progressing",
+            status: false,
+            reason: reason_of(&record.state),
+            message: in_state.clone(),
+        }
+    } else if record.attempt > 0 {
+        Wanted {
+            type_: "Progressing",
+            status: true,
+            reason: "Retrying".into(),
+            message: format!(
+                "{in_state}, attempt {} failed: {last_error}",
+                record.attempt
+            ),
+        }
+    } else {
+        Wanted {
+            type_: "Progressing",
+            status: true,
+            reason: reason_of(&record.state),
+            message: in_state.clone(),
+        }
+    };
+    let degraded = if compensation_failures > 0 && !unwinding {
+        Wanted {
+            type_: "Degraded",
+            status: true,
+            reason: "CompensationFailed".into(),
+            message: format!(
+                "{compensation_failures} compensation step(s) failed; the workflow failed: {last_error}"
+            ),
+        }
+    } else if is_failed {
+        Wanted {
+            type_: "Degraded",
+            status: true,
+            reason: "Failed".into(),
+            message: last_error,
+        }
+    } else if unwinding || record.attempt > 0 {
+        Wanted {
+            type_: "Degraded",
+            status: true,
+            reason: if unwinding {
+                "Compensating"
+            } else {
+                "Retrying"
+            }
+            .into(),
+            message: last_error,
+        }
+    } else {
+        Wanted {
+            type_: "Degraded",
+            status: false,
+            reason: "AsExpected".into(),
+            message: in_state,
+        }
+    };
+    merge(previous, [ready, progressing, degraded], generation, now)
+}
+
+/// The conditions for an object whose record cannot be decoded: `Degraded`
+/// with reason `CorruptRecord`; the others are left as they were.
+pub fn corrupt(
+    error: &DecodeError,
+    generation: Option<i64>,
+    previous: &[Condition],
+    now: Timestamp,
+) -> Vec<Condition> {
+    let degraded = Wanted {
+        type_: "Degraded",
+        status: true,
+        reason: "CorruptRecord".into(),
+        message: format!("{error}; reconciling stops until the record is fixed"),
+    };
+    merge(previous, [degraded], generation, now)
+}
+
+fn merge<const N: usize>(
+    previous: &[Condition],
+    wanted: [Wanted; N],
+    generation: Option<i64>,
+    now: Timestamp,
+) -> Vec<Condition> {
+    let mut out: Vec<Condition> = previous
+        .iter()
+        .filter(|c| !wanted.iter().any(|w| w.type_ == c.type_))
+        .cloned()
+        .collect();
+    for w in wanted {
+        let status = if w.status { "True" } else { "False" };
+        let since = previous
+            .iter()
+            .find(|c| c.type_ == w.type_ && c.status == status)
+            .map_or(Time(now), |c| c.last_transition_time.clone());
+        out.push(Condition {
+            type_: w.type_.to_owned(),
+            status: status.to_owned(),
+            reason: w.reason,
+            message: w.message,
+            observed_generation: generation,
+            last_transition_time: since,
+        });
+    }
+    out.sort_by_key(|c| {
+        CONDITION_TYPES
+            .iter()
+            .position(|t| *t == c.type_)
+            .unwrap_or(CONDITION_TYPES.len())
+    });
+    out
+}
+
+/// A condition reason from a state name: CamelCase already, but a reason
+/// must start with a letter.
+fn reason_of(state: &str) -> String {
+    if state.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        state.to_owned()
+    } else {
+        format!("State{state}")
+    }
+}
+
+/// Whether two condition lists say the same, ignoring
+/// `lastTransitionTime` (which `merge` keeps anyway).
+pub fn same(a: &[Condition], b: &[Condition]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            x.type_ == y.type_
+                && x.status == y.status
+                && x.reason == y.reason
+                && x.message == y.message
+                && x.observed_generation == y.observed_generation
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use fsm_core::StateMeta;
+
+    use super::*;
+
+    static STATES: [StateMeta; 4] = [
+        StateMeta::new("Provisioning")
+            .initial()
+            .with_handler()
+            .next(&["Ready"]),
+        StateMeta::new("Ready").ready().with_handler(),
+        StateMeta::new("Done").final_state(),
+        StateMeta::new("Failed").failed(),
+    ];
+    static MACHINE: Machine = Machine::new("Db", &STATES);
+
+    fn t(secs: i64) -> Timestamp {
+        Timestamp::from_second(1_800_000_000 + secs).unwrap()
+    }
+
+    fn record(state: &str) -> StateRecord {
+        serde_json::from_value(serde_json::json!({
+            "schemaVersion": 1, "state": state, "enteredAt": t(0).to_string()
+        }))
+        .unwrap()
+    }
+
+    fn get<'a>(cs: &'a [Condition], t: &str) -> &'a Condition {
+        cs.iter().find(|c| c.type_ == t).unwrap()
+    }
+
+    #[test]
+    fn a_ready_state_is_ready_and_not_progressing() {
+        let cs = from_record(&MACHINE, &record("Ready"), Some(3), &[], t(10));
+        assert_eq!(get(&cs, "Ready").status, "True");
+        assert_eq!(get(&cs, "Progressing").status, "False");
+        assert_eq!(get(&cs, "Degraded").status, "False");
+        assert!(cs.iter().all(|c| c.observed_generation == Some(3)));
+        let types: Vec<_> = cs.iter().map(|c| c.type_.as_str()).collect();
+        assert_eq!(types, CONDITION_TYPES);
+    }
+
+    #[test]
+    fn retries_are_progressing_and_degraded_with_the_error() {
+        let mut r = record("Provisioning");
+        r.attempt = 2;
+        r.last_error = Some("cloud unavailable".into());
+        let cs = from_record(&MACHINE, &r, Some(1), &[], t(10));
+        assert_eq!(get(&cs, "Progressing").reason, "Retrying");
+        assert_eq!(get(&cs, "Degraded").status, "True");
+        assert_eq!(get(&cs, "Degraded").message, "cloud unavailable");
+    }
+
+    #[test]
+    fn transition_time_is_kept_while_the_status_holds() {
+        let first = from_record(&MACHINE, &record("Provisioning"), Some(1), &[], t(10));
+        let again = from_record(&MACHINE, &record("Provisioning"), Some(1), &first, t(20));
+        assert_eq!(get(&again, "Progressing").last_transition_time, Time(t(10)));
+        let ready = from_record(&MACHINE, &record("Ready"), Some(1), &again, t(30));
+        assert_eq!(get(&ready, "Ready").last_transition_time, Time(t(30)));
+        assert_eq!(get(&ready, "Degraded").last_transition_time, Time(t(10)));
+        assert!(same(&first, &again));
+        assert!(!same(&again, &ready));
+    }
+
+    #[test]
+    fn a_failed_compensation_is_reported() {
+        let mut r = record("Failed");
+        r.last_error = Some("seeding rejected".into());
+        r.compensation = Some(fsm_core::Unwind {
+            reason: "seeding rejected".into(),
+            target: Some("Failed".into()),
+            attempt: 0,
+            next_attempt_at: None,
+            failures: vec![fsm_core::StepFailure {
+                step: "WaitingReady".into(),
+                error: "api down".into(),
+            }],
+            started_at: t(0),
+            finished_at: Some(t(5)),
+        });
+        let cs = from_record(&MACHINE, &r, None, &[], t(10));
+        assert_eq!(get(&cs, "Degraded").reason, "CompensationFailed");
+        assert_eq!(get(&cs, "Ready").status, "False");
+    }
+
+    #[test]
+    fn a_corrupt_record_degrades_and_keeps_other_conditions() {
+        let before = from_record(&MACHINE, &record("Ready"), Some(1), &[], t(0));
+        let err = DecodeError::Malformed("expected value".into());
+        let cs = corrupt(
+            &err,
+            Some(1),
+            &before,
+            t(Duration::from_secs(5).as_secs() as i64),
+        );
+        assert_eq!(get(&cs, "Ready").status, "True");
+        assert_eq!(get(&cs, "Degraded").reason, "CorruptRecord");
+        assert!(get(&cs, "Degraded").message.contains("expected value"));
+    }
+}

@@ -1,0 +1,143 @@
+//! Kubernetes Events for what the engine did: transitions, retries,
+//! timeouts, compensation and corrupt records.
+
+use fsm_core::{DecodeError, Effect};
+use kube::runtime::events::{Event, EventType};
+
+/// The event for an effect, or `None` for effects not worth an event.
+/// Notes carry state names and error messages, never state data.
+pub fn for_effect(effect: &Effect) -> Option<Event> {
+    let (type_, reason, action, note) = match effect {
+        Effect::Entered { from, to, reason } => (
+            EventType::Normal,
+            "Transitioned",
+            "Transition",
+            match (from, reason) {
+                (Some(from), Some(why)) => format!("{from} → {to}: {why}"),
+                (Some(from), None) => format!("{from} → {to}"),
+                (None, _) => format!("started in {to}"),
+            },
+        ),
+        Effect::RetryScheduled {
+            state,
+            attempt,
+            delay,
+            error,
+        } => (
+            EventType::Warning,
+            "HandlerFailed",
+            "Retry",
+            format!("{state}: attempt {attempt} failed ({error}); retrying in {delay:?}"),
+        ),
+        Effect::RetriesExhausted { state, error } => (
+            EventType::Warning,
+            "RetriesExhausted",
+            "Retry",
+            format!("{state}: retries exhausted: {error}"),
+        ),
+        Effect::Failed { state, reason } => (
+            EventType::Warning,
+            "Failed",
+            "Fail",
+            format!("{state}: {reason}"),
+        ),
+        Effect::TimedOut { state } => (
+            EventType::Warning,
+            "TimedOut",
+            "Timeout",
+            format!("{state} timed out"),
+        ),
+        Effect::UndeclaredTransition { from, to } => (
+            EventType::Warning,
+            "UndeclaredTransition",
+            "Transition",
+            format!("the handler of {from} asked for {to}, which {from} does not declare"),
+        ),
+        Effect::CompensationStarted { reason } => (
+            EventType::Warning,
+            "Compensating",
+            "Compensate",
+            format!("compensating: {reason}"),
+        ),
+        Effect::Compensated { state } => (
+            EventType::Normal,
+            "Compensated",
+            "Compensate",
+            format!("compensated {state}"),
+        ),
+        Effect::CompensationFailed { step, error } => (
+            EventType::Warning,
+            "CompensationFailed",
+            "Compensate",
+            format!("compensation of {step} failed for good: {error}"),
+        ),
+        Effect::CompensationFinished { failures } => (
+            EventType::Normal,
+            "CompensationFinished",
+            "Compensate",
+            format!("compensation finished with {failures} failed step(s)"),
+        ),
+        Effect::SpecChanged { .. } | Effect::Checkpointed { .. } | Effect::Released => return None,
+    };
+    Some(Event {
+        type_,
+        reason: reason.to_owned(),
+        note: Some(truncate(note)),
+        action: action.to_owned(),
+        secondary: None,
+    })
+}
+
+/// The event for a record that cannot be decoded.
+pub fn for_corrupt(error: &DecodeError) -> Event {
+    Event {
+        type_: EventType::Warning,
+        reason: "CorruptRecord".to_owned(),
+        note: Some(truncate(format!(
+            "{error}; reconciling stops until the record is fixed"
+        ))),
+        action: "Load".to_owned(),
+        secondary: None,
+    }
+}
+
+/// Event notes are limited to 1 KiB by the API server.
+fn truncate(mut note: String) -> String {
+    const LIMIT: usize = 1024;
+    if note.len() > LIMIT {
+        let mut cut = LIMIT - 3;
+        while !note.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        note.truncate(cut);
+        note.push_str("...");
+    }
+    note
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transitions_are_normal_and_failures_warnings() {
+        let entered = for_effect(&Effect::Entered {
+            from: Some("A".into()),
+            to: "B".into(),
+            reason: None,
+        })
+        .unwrap();
+        assert_eq!(entered.type_, EventType::Normal);
+        assert_eq!(entered.note.as_deref(), Some("A → B"));
+        let timed_out = for_effect(&Effect::TimedOut { state: "A".into() }).unwrap();
+        assert_eq!(timed_out.type_, EventType::Warning);
+        assert!(for_effect(&Effect::Released).is_none());
+    }
+
+    #[test]
+    fn long_notes_are_cut_on_a_char_boundary() {
+        let note = truncate("é".repeat(1000));
+        assert!(note.len() <= 1024);
+        assert!(note.ends_with("..."));
+    }
+}

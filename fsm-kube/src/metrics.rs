@@ -1,0 +1,252 @@
+//! Prometheus metrics of the machines (with `prometheus-client`), and a
+//! small HTTP endpoint to serve them.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use fsm_core::{Effect, Report, Timestamp};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+type Labels = Vec<(&'static str, String)>;
+
+fn histogram() -> Histogram {
+    // 10 ms to about 3 days.
+    Histogram::new(exponential_buckets(0.01, 4.0, 14))
+}
+
+/// The metrics of one or more machines, registered in a [`Registry`].
+///
+/// Metric names (all prefixed `operator_fsm_`): `transitions_total{machine,
+/// from, to}`, `time_in_state_seconds{machine, state}` (observed when the
+/// state is left), `handler_errors_total{machine, state}`,
+/// `retries_total{machine, state}`, `timeouts_total{machine, state}`,
+/// `compensations_total{machine, outcome}` and `objects{machine, state}`.
+/// Labels carry machine and state names only, never state data.
+#[derive(Clone)]
+pub struct FsmMetrics {
+    transitions: Family<Labels, Counter>,
+    time_in_state: Family<Labels, Histogram, fn() -> Histogram>,
+    handler_errors: Family<Labels, Counter>,
+    retries: Family<Labels, Counter>,
+    timeouts: Family<Labels, Counter>,
+    compensations: Family<Labels, Counter>,
+    objects: Family<Labels, Gauge>,
+    states: Arc<Mutex<HashMap<(String, String), String>>>,
+}
+
+impl std::fmt::Debug for FsmMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FsmMetrics").finish_non_exhaustive()
+    }
+}
+
+impl FsmMetrics {
+    /// Creates the metrics and registers them in `registry`.
+    pub fn new(registry: &mut Registry) -> Self {
+        let metrics = FsmMetrics {
+            transitions: Family::default(),
+            time_in_state: Family::new_with_constructor(histogram),
+            handler_errors: Family::default(),
+            retries: Family::default(),
+            timeouts: Family::default(),
+            compensations: Family::default(),
+            objects: Family::default(),
+            states: Arc::default(),
+        };
+        let registry = registry.sub_registry_with_prefix("operator_fsm");
+        registry.register(
+            "transitions",
+            "Committed transitions",
+            metrics.transitions.clone(),
+        );
+        registry.register(
+            "time_in_state_seconds",
+            "Time spent in a state, observed when it is left",
+            metrics.time_in_state.clone(),
+        );
+        registry.register(
+            "handler_errors",
+            "Handler errors",
+            metrics.handler_errors.clone(),
+        );
+        registry.register("retries", "Retries scheduled", metrics.retries.clone());
+        registry.register("timeouts", "State timeouts", metrics.timeouts.clone());
+        registry.register(
+            "compensations",
+            "Compensation steps by outcome",
+            metrics.compensations.clone(),
+        );
+        registry.register("objects", "Objects per state", metrics.objects.clone());
+        metrics
+    }
+
+    /// Counts what one reconcile of object `uid` of `machine` did.
+    pub fn observe(&self, machine: &'static str, uid: &str, report: &Report) {
+        let m = || ("machine", machine.to_owned());
+        for effect in &report.effects {
+            match effect {
+                Effect::Entered { from, to, .. } => {
+                    let from_label = from.clone().unwrap_or_default();
+                    self.transitions
+                        .get_or_create(&vec![m(), ("from", from_label), ("to", to.clone())])
+                        .inc();
+                    if let (Some(from), Some(record)) = (from, &report.record)
+                        && let Some(seconds) = time_in(record, to, from)
+                    {
+                        self.time_in_state
+                            .get_or_create(&vec![m(), ("state", from.clone())])
+                            .observe(seconds);
+                    }
+                }
+                Effect::RetryScheduled { state, .. } => {
+                    self.handler_errors
+                        .get_or_create(&vec![m(), ("state", state.clone())])
+                        .inc();
+                    self.retries
+                        .get_or_create(&vec![m(), ("state", state.clone())])
+                        .inc();
+                }
+                Effect::RetriesExhausted { state, .. } | Effect::Failed { state, .. } => {
+                    self.handler_errors
+                        .get_or_create(&vec![m(), ("state", state.clone())])
+                        .inc();
+                }
+                Effect::TimedOut { state } => {
+                    self.timeouts
+                        .get_or_create(&vec![m(), ("state", state.clone())])
+                        .inc();
+                }
+                Effect::Compensated { .. } => {
+                    self.compensations
+                        .get_or_create(&vec![m(), ("outcome", "succeeded".to_owned())])
+                        .inc();
+                }
+                Effect::CompensationFailed { .. } => {
+                    self.compensations
+                        .get_or_create(&vec![m(), ("outcome", "failed".to_owned())])
+                        .inc();
+                }
+                _ => {}
+            }
+        }
+        if report.released {
+            self.set_state(machine, uid, None);
+        } else if !report.state.is_empty() {
+            self.set_state(machine, uid, Some(&report.state));
+        }
+    }
+
+    /// Moves object `uid` of `machine` to `state` in the per-state gauge
+    /// (`None`: the object is gone).
+    pub fn set_state(&self, machine: &'static str, uid: &str, state: Option<&str>) {
+        let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
+        let key = (machine.to_owned(), uid.to_owned());
+        let previous = match state {
+            Some(state) => states.insert(key, state.to_owned()),
+            None => states.remove(&key),
+        };
+        if previous.as_deref() == state {
+            return;
+        }
+        if let Some(previous) = previous {
+            self.objects
+                .get_or_create(&vec![("machine", machine.to_owned()), ("state", previous)])
+                .dec();
+        }
+        if let Some(state) = state {
+            self.objects
+                .get_or_create(&vec![
+                    ("machine", machine.to_owned()),
+                    ("state", state.to_owned()),
+                ])
+                .inc();
+        }
+    }
+}
+
+/// How long the record was in `from` before entering `to`, from its history.
+fn time_in(record: &fsm_core::StateRecord, to: &str, from: &str) -> Option<f64> {
+    let entered_to = record.history.iter().rev().find(|h| h.to == to)?;
+    let entered_from = record
+        .history
+        .iter()
+        .rev()
+        .find(|h| h.to == from && h.seq < entered_to.seq)?;
+    let span: Timestamp = entered_to.at;
+    Some(span.duration_since(entered_from.at).as_secs_f64().max(0.0))
+}
+
+/// The registry's metrics in the Prometheus text format.
+///
+/// # Errors
+/// Only if a metric cannot be encoded (a formatting error).
+pub fn encode(registry: &Registry) -> Result<String, std::fmt::Error> {
+    let mut out = String::new();
+    prometheus_client::encoding::text::encode(&mut out, registry)?;
+    Ok(out)
+}
+
+/// Serves `registry` at `GET /metrics` on `addr` until the returned future
+/// is dropped.
+///
+/// # Errors
+/// Binding the address or serving failed.
+pub async fn serve(addr: SocketAddr, registry: Arc<Registry>) -> std::io::Result<()> {
+    use axum::http::{StatusCode, header};
+    use axum::routing::get;
+
+    let app = axum::Router::new().route(
+        "/metrics",
+        get(move || {
+            let registry = registry.clone();
+            async move {
+                match encode(&registry) {
+                    Ok(body) => (
+                        StatusCode::OK,
+                        [(
+                            header::CONTENT_TYPE,
+                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                        )],
+                        body,
+                    ),
+                    Err(_) => (
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        [(header::CONTENT_TYPE, "text/plain")],
+                        "metrics could not be encoded".to_owned(),
+                    ),
+                }
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    axum::serve(listener, app).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gauge_follows_objects_between_states() {
+        let mut registry = Registry::default();
+        let metrics = FsmMetrics::new(&mut registry);
+        metrics.set_state("Db", "u1", Some("A"));
+        metrics.set_state("Db", "u2", Some("A"));
+        metrics.set_state("Db", "u1", Some("B"));
+        metrics.set_state("Db", "u2", None);
+        let text = encode(&registry).unwrap();
+        assert!(
+            text.contains("operator_fsm_objects{machine=\"Db\",state=\"A\"} 0"),
+            "{text}"
+        );
+        assert!(
+            text.contains("operator_fsm_objects{machine=\"Db\",state=\"B\"} 1"),
+            "{text}"
+        );
+    }
+}

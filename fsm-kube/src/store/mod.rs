@@ -1,0 +1,201 @@
+//! Where the record lives, for objects of the Kubernetes API: the CR's
+//! status, a ConfigMap, a Secret, or memory.
+
+mod ephemeral;
+mod object;
+mod status;
+
+use std::sync::Arc;
+
+use fsm_core::{
+    BoxFuture, DecodeError, Loaded, Machine, ObjectKey, StateRecord, StateStore, StoreError,
+    Version,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::api::DynamicObject;
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Resource, ResourceExt};
+use serde_json::{Value, json};
+
+pub use ephemeral::DerivingStore;
+pub use object::{ConfigMapStore, ObjectStore, RecordObject, SecretStore};
+pub use status::StatusStore;
+
+use crate::KubeResource;
+use crate::conditions;
+
+/// The object a reconcile works on, with what the stores need of it.
+pub struct Target<K: KubeResource> {
+    /// The object, as the watch delivered it (or as the last write
+    /// returned it).
+    pub object: Arc<K>,
+    /// The API of the object's kind, in its namespace (dynamic, so that one
+    /// code path serves namespaced and cluster-scoped kinds).
+    pub api: Api<DynamicObject>,
+    /// The object's namespace and name.
+    pub key: ObjectKey,
+    /// The object's UID (the key of in-memory state).
+    pub uid: String,
+    /// The object's `resourceVersion`.
+    pub resource_version: String,
+    /// The object's `metadata.generation`.
+    pub generation: Option<i64>,
+    /// The object's `status`, as JSON (`Null` when absent).
+    pub status: Value,
+    /// The machine, for the conditions.
+    pub machine: &'static Machine,
+    /// The field manager of writes.
+    pub field_manager: String,
+    /// Whether to maintain conditions on the object.
+    pub conditions: bool,
+}
+
+impl<K: KubeResource> Target<K> {
+    /// The conditions currently on the object.
+    pub fn current_conditions(&self) -> Vec<Condition> {
+        self.status
+            .get("conditions")
+            .and_then(|c| serde_json::from_value(c.clone()).ok())
+            .unwrap_or_default()
+    }
+
+    fn patch_params(&self) -> PatchParams {
+        PatchParams {
+            field_manager: Some(self.field_manager.clone()),
+            ..PatchParams::default()
+        }
+    }
+
+    /// Writes `wanted` conditions to the object's status unless they say
+    /// what `current` says. Returns whether it wrote.
+    pub(crate) async fn write_conditions(
+        &self,
+        current: &[Condition],
+        wanted: &[Condition],
+    ) -> Result<bool, StoreError> {
+        if !self.conditions || conditions::same(current, wanted) {
+            return Ok(false);
+        }
+        let patch = json!({ "status": { "conditions": wanted } });
+        self.api
+            .patch_status(
+                &self.object.name_any(),
+                &self.patch_params(),
+                &Patch::Merge(&patch),
+            )
+            .await
+            .map_err(store_error)?;
+        Ok(true)
+    }
+
+    /// Writes the conditions for `record` (stores that keep the record
+    /// elsewhere).
+    pub(crate) async fn sync_conditions(&self, record: &StateRecord) -> Result<(), StoreError> {
+        let current = self.current_conditions();
+        let wanted = conditions::from_record(
+            self.machine,
+            record,
+            self.generation,
+            &current,
+            jiff::Timestamp::now(),
+        );
+        self.write_conditions(&current, &wanted).await.map(|_| ())
+    }
+}
+
+/// Maps kube's errors onto the store's: 409 is a conflict, the rest the
+/// backend's.
+pub(crate) fn store_error(e: kube::Error) -> StoreError {
+    match &e {
+        kube::Error::Api(status) if status.is_conflict() || status.is_already_exists() => {
+            StoreError::Conflict
+        }
+        _ => StoreError::Backend(Box::new(e)),
+    }
+}
+
+/// A store of records for objects of kind `K`.
+///
+/// # Guarantees expected of an implementation
+/// As for [`fsm_core::StateStore`]: `save` writes only over the expected
+/// version and fails with [`StoreError::Conflict`] otherwise.
+pub trait KubeStore<K: KubeResource>: Send + Sync + 'static {
+    /// Loads the record of `target`.
+    fn load<'a>(&'a self, target: &'a Target<K>) -> BoxFuture<'a, Result<Loaded, StoreError>>;
+
+    /// Saves `record` for `target` over version `expected`, with the
+    /// object's conditions.
+    fn save<'a>(
+        &'a self,
+        target: &'a Target<K>,
+        record: &'a StateRecord,
+        expected: Option<&'a Version>,
+    ) -> BoxFuture<'a, Result<Version, StoreError>>;
+
+    /// Deletes the record of `target` (deletion is complete).
+    fn delete<'a>(
+        &'a self,
+        target: &'a Target<K>,
+        expected: Option<&'a Version>,
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Reports on the object that its record cannot be decoded (the
+    /// `Degraded` condition), without touching the record. Returns whether
+    /// it wrote (false when the object already says so).
+    fn report_corrupt<'a>(
+        &'a self,
+        target: &'a Target<K>,
+        error: &'a DecodeError,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+}
+
+/// A [`KubeStore`] bound to one object: the engine's [`StateStore`].
+pub(crate) struct Bound<'a, K: KubeResource> {
+    pub store: &'a dyn KubeStore<K>,
+    pub target: &'a Target<K>,
+}
+
+impl<K: KubeResource> StateStore for Bound<'_, K> {
+    fn load<'a>(&'a self, _: &'a ObjectKey) -> BoxFuture<'a, Result<Loaded, StoreError>> {
+        self.store.load(self.target)
+    }
+
+    fn save<'a>(
+        &'a self,
+        _: &'a ObjectKey,
+        record: &'a StateRecord,
+        expected: Option<&'a Version>,
+    ) -> BoxFuture<'a, Result<Version, StoreError>> {
+        self.store.save(self.target, record, expected)
+    }
+
+    fn delete<'a>(
+        &'a self,
+        _: &'a ObjectKey,
+        expected: Option<&'a Version>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.store.delete(self.target, expected)
+    }
+}
+
+/// The corrupt-record report shared by the stores: a `Degraded` condition
+/// with reason `CorruptRecord` on the object.
+pub(crate) async fn report_corrupt_conditions<K: KubeResource>(
+    target: &Target<K>,
+    error: &DecodeError,
+) -> Result<bool, StoreError> {
+    let current = target.current_conditions();
+    let wanted = conditions::corrupt(error, target.generation, &current, jiff::Timestamp::now());
+    target.write_conditions(&current, &wanted).await
+}
+
+/// The object's namespace, required by stores that keep a namespaced
+/// object beside it.
+pub(crate) fn namespace_of<K: Resource>(object: &K) -> Result<String, StoreError> {
+    object.namespace().ok_or_else(|| {
+        StoreError::Backend(
+            "this store keeps its record in a namespaced object; the resource is cluster-scoped"
+                .into(),
+        )
+    })
+}

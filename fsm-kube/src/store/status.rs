@@ -1,0 +1,141 @@
+//! `StatusStore`: the record in the CR's `.status.fsm`, written together
+//! with `.status.conditions` in one status patch per commit.
+
+use fsm_core::{BoxFuture, DecodeError, Loaded, RawRecord, StateRecord, StoreError, Version};
+use kube::ResourceExt;
+use kube::api::Patch;
+use serde_json::{Value, json};
+
+use super::{KubeStore, Target, report_corrupt_conditions, store_error};
+use crate::KubeResource;
+use crate::cache::WrittenCache;
+use crate::{conditions, merge_patch};
+
+/// Keeps the record at `.status.fsm` of the custom resource (the default).
+///
+/// # Expected flow
+/// Loading reads the watched object: no API call. A commit is one merge
+/// patch of the status subresource carrying the record, the conditions and
+/// the object's `resourceVersion` as a precondition, so a concurrent write
+/// answers 409 and nothing is committed.
+///
+/// # Assumptions
+/// The CRD has the `status` subresource and its status schema declares
+/// `fsm` (use [`FsmStatus`](crate::FsmStatus)) and `conditions`.
+///
+/// # Caveats
+/// The version token is the whole object's: a spec edit between the load
+/// and the commit is a conflict too, and the reconcile runs again on the
+/// new spec, which is what the spec-change policy wants anyway.
+#[derive(Debug, Default)]
+pub struct StatusStore {
+    written: WrittenCache,
+}
+
+impl StatusStore {
+    /// A status store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl<K: KubeResource> KubeStore<K> for StatusStore {
+    fn load<'a>(&'a self, target: &'a Target<K>) -> BoxFuture<'a, Result<Loaded, StoreError>> {
+        let loaded = match self.written.resolve(&target.uid, &target.resource_version) {
+            Some(written) => Loaded {
+                record: Some(written.record),
+                version: Some(written.version),
+            },
+            None => Loaded {
+                record: target
+                    .status
+                    .get("fsm")
+                    .filter(|v| !v.is_null())
+                    .cloned()
+                    .map(RawRecord::Json),
+                version: Some(Version(target.resource_version.clone())),
+            },
+        };
+        Box::pin(async move { Ok(loaded) })
+    }
+
+    fn save<'a>(
+        &'a self,
+        target: &'a Target<K>,
+        record: &'a StateRecord,
+        expected: Option<&'a Version>,
+    ) -> BoxFuture<'a, Result<Version, StoreError>> {
+        Box::pin(async move {
+            // What the server holds now: our last commit while the watch
+            // lags, else the watched object.
+            let (stored, previous) =
+                match self.written.resolve(&target.uid, &target.resource_version) {
+                    Some(written) => (
+                        written.record.as_json(),
+                        written.conditions.unwrap_or_default(),
+                    ),
+                    None => (
+                        target.status.get("fsm").cloned().unwrap_or(Value::Null),
+                        target.current_conditions(),
+                    ),
+                };
+            let raw = record.to_raw().map_err(StoreError::Encode)?;
+            let value = raw.as_json();
+            let mut status = json!({ "fsm": merge_patch::diff(&stored, &value) });
+            let conditions = target.conditions.then(|| {
+                conditions::from_record(
+                    target.machine,
+                    record,
+                    target.generation,
+                    &previous,
+                    jiff::Timestamp::now(),
+                )
+            });
+            if let Some(conditions) = &conditions {
+                status["conditions"] = json!(conditions);
+            }
+            let mut patch = json!({ "status": status });
+            if let Some(expected) = expected {
+                patch["metadata"] = json!({ "resourceVersion": expected.0 });
+            }
+            let written = target
+                .api
+                .patch_status(
+                    &target.object.name_any(),
+                    &target.patch_params(),
+                    &Patch::Merge(&patch),
+                )
+                .await
+                .map_err(store_error)?;
+            let version = Version(
+                written
+                    .metadata
+                    .resource_version
+                    .clone()
+                    .unwrap_or_default(),
+            );
+            self.written
+                .remember(&target.uid, expected, version.clone(), raw, conditions);
+            Ok(version)
+        })
+    }
+
+    fn delete<'a>(
+        &'a self,
+        target: &'a Target<K>,
+        _: Option<&'a Version>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        // The record goes with the object.
+        self.written.forget(&target.uid);
+        Box::pin(async { Ok(()) })
+    }
+
+    fn report_corrupt<'a>(
+        &'a self,
+        target: &'a Target<K>,
+        error: &'a DecodeError,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        self.written.forget(&target.uid);
+        Box::pin(report_corrupt_conditions(target, error))
+    }
+}

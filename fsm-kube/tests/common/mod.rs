@@ -1,0 +1,233 @@
+//! A small operator for the integration tests: a `Widget` custom resource
+//! whose machine creates a ConfigMap, waits, and rests in `Ready`.
+
+#![allow(dead_code)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fsm_kube::prelude::*;
+use fsm_kube::{FsmReconciler, KubeStore};
+use fsm_testkit::ApiServer;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::api::{Api, ObjectMeta, PostParams};
+use kube::runtime::{Controller, watcher};
+use kube::{Client, CustomResource, CustomResourceExt, ResourceExt};
+
+/// The spec: what the ConfigMap holds, and whether configuring must fail.
+#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "test.operator-fsm.io",
+    version = "v1",
+    kind = "Widget",
+    namespaced
+)]
+#[kube(status = "WidgetStatus")]
+pub struct WidgetSpec {
+    pub color: String,
+    #[serde(default)]
+    pub fail: bool,
+}
+
+/// The status: the machine's record and the conditions.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct WidgetStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fsm: Option<FsmStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<Vec<Condition>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WidgetError {
+    #[error(transparent)]
+    Kube(#[from] kube::Error),
+}
+impl Classify for WidgetError {}
+
+/// The operator's context: a client and a log of what ran.
+pub struct Ctx {
+    pub client: Client,
+    pub log: Mutex<Vec<String>>,
+}
+
+impl Ctx {
+    pub fn log(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+    fn push(&self, line: String) {
+        self.log.lock().unwrap().push(line);
+    }
+}
+
+#[derive(OperatorFsm, Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[fsm(resource = Widget, context = Ctx, error = WidgetError, cleanup = cleanup)]
+pub enum WidgetState {
+    #[fsm(initial, handler = start, next(Configuring))]
+    Pending,
+    #[fsm(handler = configure, compensate = unconfigure, next(Ready))]
+    Configuring { config_map: String },
+    #[fsm(ready, handler = check, next(Pending))]
+    Ready { config_map: String },
+    #[fsm(failed)]
+    Failed,
+}
+
+async fn start(cx: &mut Step<'_, WidgetState>) -> Result<Transition<WidgetState>, WidgetError> {
+    let name = cx.resource().name_any();
+    cx.context().push(format!("start:{name}"));
+    Ok(Transition::next(WidgetState::Configuring {
+        config_map: format!("{name}-config"),
+    }))
+}
+
+async fn configure(
+    cx: &mut Step<'_, WidgetState>,
+    config_map: &str,
+) -> Result<Transition<WidgetState>, WidgetError> {
+    let widget = cx.resource();
+    cx.context()
+        .push(format!("configure:{}", widget.name_any()));
+    let ns = widget.namespace().unwrap_or_default();
+    let api: Api<ConfigMap> = Api::namespaced(cx.context().client.clone(), &ns);
+    let cm = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(config_map.to_owned()),
+            ..ObjectMeta::default()
+        },
+        data: Some([("color".to_owned(), widget.spec.color.clone())].into()),
+        ..ConfigMap::default()
+    };
+    match api.create(&PostParams::default(), &cm).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.is_already_exists() => {}
+        Err(e) => return Err(e.into()),
+    }
+    if widget.spec.fail {
+        return Ok(Transition::fail("the widget asked to fail"));
+    }
+    Ok(Transition::next(WidgetState::Ready {
+        config_map: config_map.to_owned(),
+    }))
+}
+
+async fn unconfigure(cx: &mut Step<'_, WidgetState>, config_map: &str) -> Result<(), WidgetError> {
+    cx.context().push(format!("unconfigure:{config_map}"));
+    let ns = cx.resource().namespace().unwrap_or_default();
+    let api: Api<ConfigMap> = Api::namespaced(cx.context().client.clone(), &ns);
+    match api.delete(config_map, &Default::default()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+async fn check(
+    _: &mut Step<'_, WidgetState>,
+    _config_map: &str,
+) -> Result<Transition<WidgetState>, WidgetError> {
+    Ok(Transition::stay())
+}
+
+async fn cleanup(cx: &mut Step<'_, WidgetState>) -> Result<(), WidgetError> {
+    cx.context()
+        .push(format!("cleanup:{}", cx.resource().name_any()));
+    Ok(())
+}
+
+/// An embedded API server with the Widget CRD installed.
+pub async fn server() -> ApiServer {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    let server = ApiServer::new();
+    let crds: Api<CustomResourceDefinition> = Api::all(server.client());
+    crds.create(&PostParams::default(), &Widget::crd())
+        .await
+        .unwrap();
+    server
+}
+
+pub fn ctx(client: &Client) -> Arc<Ctx> {
+    Arc::new(Ctx {
+        client: client.clone(),
+        log: Mutex::new(Vec::new()),
+    })
+}
+
+/// Runs a controller for widgets with `store` until the returned handle is
+/// aborted.
+pub fn run_controller(
+    client: &Client,
+    store: impl KubeStore<Widget>,
+    ctx: Arc<Ctx>,
+) -> tokio::task::JoinHandle<()> {
+    let fsm = FsmReconciler::<WidgetState>::with_options(
+        client.clone(),
+        store,
+        ReconcilerOptions {
+            poll_interval: Duration::from_secs(3600),
+            error_requeue: Duration::from_millis(100),
+            ..ReconcilerOptions::default()
+        },
+    );
+    let widgets: Api<Widget> = Api::all(client.clone());
+    let controller = Controller::new(widgets, watcher::Config::default())
+        .run(fsm.reconcile(), fsm.error_policy(), ctx)
+        .for_each(|_| async {});
+    tokio::spawn(controller)
+}
+
+pub async fn create_widget(client: &Client, name: &str, spec: WidgetSpec) -> Widget {
+    let api: Api<Widget> = Api::namespaced(client.clone(), "default");
+    api.create(&PostParams::default(), &Widget::new(name, spec))
+        .await
+        .unwrap()
+}
+
+/// Waits (bounded) until `probe` answers `Some`.
+pub async fn eventually<T, Fut>(what: &str, mut probe: impl FnMut() -> Fut) -> T
+where
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(value) = probe().await {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits until widget `name` has a record in state `state` (status store).
+pub async fn wait_for_status_state(client: &Client, name: &str, state: &str) -> Widget {
+    let api: Api<Widget> = Api::namespaced(client.clone(), "default");
+    eventually(&format!("{name} in {state}"), || {
+        let api = api.clone();
+        async move {
+            let w = api.get(name).await.ok()?;
+            let current = w.status.as_ref()?.fsm.as_ref()?.state_name()?.to_owned();
+            (current == state).then_some(w)
+        }
+    })
+    .await
+}
+
+/// The condition `type_` of a widget.
+pub fn condition<'a>(widget: &'a Widget, type_: &str) -> Option<&'a Condition> {
+    widget
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_)
+}

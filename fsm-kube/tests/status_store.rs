@@ -1,0 +1,257 @@
+//! The status store through a real `Controller` against the embedded API
+//! server: a workflow completes with exactly one API write per committed
+//! transition and no conflicts; deletion, spec changes and corrupt records
+//! behave as DESIGN.md says.
+
+mod common;
+
+use common::*;
+use fsm_kube::StatusStore;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, Patch, PatchParams};
+
+fn status_patches(server: &fsm_testkit::ApiServer) -> usize {
+    server
+        .request_log()
+        .records()
+        .iter()
+        .filter(|r| {
+            r.verb == "patch"
+                && r.resource == "widgets"
+                && r.subresource.as_deref() == Some("status")
+        })
+        .count()
+}
+
+fn conflicts(server: &fsm_testkit::ApiServer) -> usize {
+    server
+        .request_log()
+        .records()
+        .iter()
+        .filter(|r| r.code == 409)
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workflow_completes_with_one_write_per_transition() {
+    let server = server().await;
+    let client = server.client();
+    let ctx = ctx(&client);
+    let controller = run_controller(&client, StatusStore::new(), ctx.clone());
+    create_widget(
+        &client,
+        "w1",
+        WidgetSpec {
+            color: "blue".into(),
+            fail: false,
+        },
+    )
+    .await;
+
+    let widget = wait_for_status_state(&client, "w1", "Ready").await;
+    // Let the controller settle (any stray reconcile would write now).
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    controller.abort();
+
+    let record = widget
+        .status
+        .as_ref()
+        .unwrap()
+        .fsm
+        .as_ref()
+        .unwrap()
+        .record::<WidgetState>()
+        .unwrap();
+    let path: Vec<_> = record.history.iter().map(|h| h.to.as_str()).collect();
+    assert_eq!(path, ["Pending", "Configuring", "Ready"]);
+    assert_eq!(
+        status_patches(&server),
+        3,
+        "one status write per committed transition"
+    );
+    assert_eq!(
+        conflicts(&server),
+        0,
+        "a steady workflow makes no conflicting write"
+    );
+    assert_eq!(condition(&widget, "Ready").unwrap().status, "True");
+    assert_eq!(condition(&widget, "Degraded").unwrap().status, "False");
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    assert_eq!(
+        cms.get("w1-config").await.unwrap().data.unwrap()["color"],
+        "blue"
+    );
+    // The finalizer is there because the machine has a cleanup.
+    assert!(
+        widget
+            .metadata
+            .finalizers
+            .unwrap()
+            .contains(&"operator-fsm.io/finalizer".to_owned())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_compensates_and_rests_in_failed() {
+    let server = server().await;
+    let client = server.client();
+    let ctx = ctx(&client);
+    let controller = run_controller(&client, StatusStore::new(), ctx.clone());
+    create_widget(
+        &client,
+        "bad",
+        WidgetSpec {
+            color: "red".into(),
+            fail: true,
+        },
+    )
+    .await;
+    let widget = wait_for_status_state(&client, "bad", "Failed").await;
+    controller.abort();
+    assert!(ctx.log().contains(&"unconfigure:bad-config".to_owned()));
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    assert!(
+        cms.get_opt("bad-config").await.unwrap().is_none(),
+        "compensation deleted it"
+    );
+    let degraded = condition(&widget, "Degraded").unwrap();
+    assert_eq!(
+        (degraded.status.as_str(), degraded.reason.as_str()),
+        ("True", "Failed")
+    );
+    assert_eq!(degraded.message, "the widget asked to fail");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deletion_runs_cleanup_and_removes_the_finalizer() {
+    let server = server().await;
+    let client = server.client();
+    let ctx = ctx(&client);
+    let controller = run_controller(&client, StatusStore::new(), ctx.clone());
+    create_widget(
+        &client,
+        "gone",
+        WidgetSpec {
+            color: "green".into(),
+            fail: false,
+        },
+    )
+    .await;
+    wait_for_status_state(&client, "gone", "Ready").await;
+    let api: Api<Widget> = Api::namespaced(client.clone(), "default");
+    api.delete("gone", &Default::default()).await.unwrap();
+    eventually("the widget to disappear", || {
+        let api = api.clone();
+        async move { api.get_opt("gone").await.unwrap().is_none().then_some(()) }
+    })
+    .await;
+    controller.abort();
+    assert!(ctx.log().contains(&"cleanup:gone".to_owned()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spec_change_restarts_the_workflow() {
+    let server = server().await;
+    let client = server.client();
+    let ctx = ctx(&client);
+    let controller = run_controller(&client, StatusStore::new(), ctx.clone());
+    create_widget(
+        &client,
+        "w",
+        WidgetSpec {
+            color: "blue".into(),
+            fail: false,
+        },
+    )
+    .await;
+    wait_for_status_state(&client, "w", "Ready").await;
+    let api: Api<Widget> = Api::namespaced(client.clone(), "default");
+    api.patch(
+        "w",
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({"spec": {"color": "pink"}})),
+    )
+    .await
+    .unwrap();
+    let widget = eventually("the restart to complete", || {
+        let api = api.clone();
+        async move {
+            let w = api.get("w").await.ok()?;
+            let record = w
+                .status
+                .as_ref()?
+                .fsm
+                .as_ref()?
+                .record::<WidgetState>()
+                .ok()?;
+            (record.observed_generation == Some(2) && record.state == "Ready").then_some(record)
+        }
+    })
+    .await;
+    controller.abort();
+    let reasons: Vec<_> = widget
+        .history
+        .iter()
+        .filter_map(|h| h.reason.clone())
+        .collect();
+    assert_eq!(reasons, ["spec changed (generation 2)"]);
+    assert_eq!(ctx.log().iter().filter(|l| *l == "start:w").count(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupt_record_is_reported_and_left_untouched() {
+    let server = server().await;
+    let client = server.client();
+    let api: Api<Widget> = Api::namespaced(client.clone(), "default");
+    create_widget(
+        &client,
+        "broken",
+        WidgetSpec {
+            color: "x".into(),
+            fail: false,
+        },
+    )
+    .await;
+    let corrupt = serde_json::json!({"schemaVersion": 1, "state": "Vanished", "enteredAt": "2026-01-01T00:00:00Z"});
+    api.patch_status(
+        "broken",
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({"status": {"fsm": corrupt}})),
+    )
+    .await
+    .unwrap();
+
+    let ctx = ctx(&client);
+    let controller = run_controller(&client, StatusStore::new(), ctx.clone());
+    let widget = eventually("the Degraded condition", || {
+        let api = api.clone();
+        async move {
+            let w = api.get("broken").await.ok()?;
+            condition(&w, "Degraded")
+                .filter(|c| c.reason == "CorruptRecord")
+                .map(|_| w.clone())
+        }
+    })
+    .await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    controller.abort();
+    let stored = serde_json::to_value(widget.status.unwrap().fsm.unwrap()).unwrap();
+    assert_eq!(
+        stored, corrupt,
+        "the record is byte-for-byte what was there"
+    );
+    assert!(
+        condition(&api.get("broken").await.unwrap(), "Degraded")
+            .unwrap()
+            .message
+            .contains("Vanished")
+    );
+    assert!(ctx.log().is_empty(), "no handler ran");
+    let events = server
+        .request_log()
+        .records()
+        .iter()
+        .filter(|r| r.verb == "create" && r.resource == "events")
+        .count();
+    assert_eq!(events, 1, "one CorruptRecord event, not one per reconcile");
+}
