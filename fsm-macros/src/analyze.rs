@@ -118,6 +118,8 @@ impl State {
 pub struct Model {
     /// The enum.
     pub ident: Ident,
+    /// The enum's visibility.
+    pub vis: syn::Visibility,
     /// `resource = T`.
     pub resource: syn::Type,
     /// `context = T`.
@@ -151,6 +153,7 @@ pub fn analyze(input: EnumInput) -> darling::Result<Model> {
     let EnumInput {
         ident,
         attrs,
+        vis,
         generics,
         data,
         resource: TypeArg(resource),
@@ -213,14 +216,7 @@ pub fn analyze(input: EnumInput) -> darling::Result<Model> {
     let unit =
         |target: &Ident, span: Span, role: &str, errors: &mut darling::error::Accumulator| {
             if has_data(target) {
-                errors.push(error_at(
-                span,
-                format!(
-                    "`{target}` carries data, but as {role} it is built by the engine, which has \
-                     no data to give it: make it a unit variant (the failure's reason lives in the \
-                     record and the conditions)"
-                ),
-            ));
+                errors.push(error_at(span, data_carrying_target(target, role)));
             }
         };
 
@@ -309,6 +305,7 @@ pub fn analyze(input: EnumInput) -> darling::Result<Model> {
     };
     Ok(Model {
         ident,
+        vis,
         resource,
         context,
         error,
@@ -321,6 +318,15 @@ pub fn analyze(input: EnumInput) -> darling::Result<Model> {
         krate,
         states,
     })
+}
+
+/// Why a data-carrying variant cannot be an engine-built target.
+fn data_carrying_target(target: &Ident, role: &str) -> String {
+    format!(
+        "`{target}` carries data, but as {role} it is built by the engine, which has no data to \
+         give it: make it a unit variant (the failure's reason lives in the record and the \
+         conditions)"
+    )
 }
 
 /// Enum-level serde keys that change how a state is encoded.

@@ -42,6 +42,7 @@ pub fn core_path(krate: Option<&syn::Path>) -> TokenStream {
 pub fn generate(model: &Model) -> TokenStream {
     let core = core_path(model.krate.as_ref());
     let ident = &model.ident;
+    let vis = &model.vis;
     // Spanned on the types, so that a type that does not fit the trait's
     // bounds (or is private) is reported where it is named.
     let resource = &model.resource;
@@ -93,7 +94,7 @@ pub fn generate(model: &Model) -> TokenStream {
         impl #ident {
             /// The machine's state diagram in Mermaid, as drawn above; the
             /// same text as `Fsm::mermaid()`, available in `const` contexts.
-            pub const MERMAID: &'static str = #mermaid;
+            #vis const MERMAID: &'static str = #mermaid;
         }
     }
 }

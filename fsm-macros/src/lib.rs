@@ -137,7 +137,9 @@ mod tests {
             }
         });
         assert!(out.contains(":: fsm_core :: Fsm for S"), "{out}");
-        assert!(out.contains("pub const MERMAID"), "{out}");
+        // As visible as the enum.
+        assert!(out.contains("const MERMAID"), "{out}");
+        assert!(!out.contains("pub const MERMAID"), "{out}");
         assert!(!out.contains("compile_error"), "{out}");
     }
 

@@ -19,6 +19,8 @@ pub struct EnumInput {
     pub ident: Ident,
     /// Its `#[serde(...)]` attributes, checked by the analysis.
     pub attrs: Vec<syn::Attribute>,
+    /// Its visibility, given to the generated inherent items.
+    pub vis: syn::Visibility,
     /// The enum's generics (refused by the analysis).
     pub generics: syn::Generics,
     /// The variants.
