@@ -44,6 +44,7 @@ async fn a_workflow_completes_with_one_write_per_transition() {
         WidgetSpec {
             color: "blue".into(),
             fail: false,
+            conflict_once: false,
         },
     )
     .await;
@@ -103,6 +104,7 @@ async fn a_failure_compensates_and_rests_in_failed() {
         WidgetSpec {
             color: "red".into(),
             fail: true,
+            conflict_once: false,
         },
     )
     .await;
@@ -134,6 +136,7 @@ async fn deletion_runs_cleanup_and_removes_the_finalizer() {
         WidgetSpec {
             color: "green".into(),
             fail: false,
+            conflict_once: false,
         },
     )
     .await;
@@ -161,6 +164,7 @@ async fn a_spec_change_restarts_the_workflow() {
         WidgetSpec {
             color: "blue".into(),
             fail: false,
+            conflict_once: false,
         },
     )
     .await;
@@ -209,6 +213,7 @@ async fn a_corrupt_record_is_reported_and_left_untouched() {
         WidgetSpec {
             color: "x".into(),
             fail: false,
+            conflict_once: false,
         },
     )
     .await;

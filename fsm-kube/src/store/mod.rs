@@ -18,7 +18,10 @@ use kube::{Api, Resource, ResourceExt};
 use serde_json::{Value, json};
 
 pub use ephemeral::DerivingStore;
-pub use object::{ConfigMapStore, ObjectStore, RecordObject, SecretStore};
+pub use object::{
+    ConfigMapStore, MANAGED_BY_LABEL, OWNER_LABEL, ObjectStore, RECORD_KEY, RecordObject,
+    SecretStore,
+};
 pub use status::StatusStore;
 
 use crate::KubeResource;

@@ -30,6 +30,10 @@ pub struct WidgetSpec {
     pub color: String,
     #[serde(default)]
     pub fail: bool,
+    /// The first `Pending` handler writes the widget itself, so that the
+    /// commit of its transition meets a conflict.
+    #[serde(default)]
+    pub conflict_once: bool,
 }
 
 /// The status: the machine's record and the conditions.
@@ -78,6 +82,16 @@ pub enum WidgetState {
 
 async fn start(cx: &mut Step<'_, WidgetState>) -> Result<Transition<WidgetState>, WidgetError> {
     let name = cx.resource().name_any();
+    if cx.resource().spec.conflict_once && !cx.resource().labels().contains_key("touched") {
+        let api: Api<Widget> = Api::namespaced(cx.context().client.clone(), "default");
+        let patch = serde_json::json!({"metadata": {"labels": {"touched": "yes"}}});
+        api.patch(
+            &name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await?;
+    }
     cx.context().push(format!("start:{name}"));
     Ok(Transition::next(WidgetState::Configuring {
         config_map: format!("{name}-config"),
@@ -89,6 +103,9 @@ async fn configure(
     config_map: &str,
 ) -> Result<Transition<WidgetState>, WidgetError> {
     let widget = cx.resource();
+    if widget.annotations().contains_key("hold") {
+        return Ok(Transition::wait(Duration::from_millis(30)));
+    }
     cx.context()
         .push(format!("configure:{}", widget.name_any()));
     let ns = widget.namespace().unwrap_or_default();
@@ -187,6 +204,47 @@ pub async fn create_widget(client: &Client, name: &str, spec: WidgetSpec) -> Wid
     api.create(&PostParams::default(), &Widget::new(name, spec))
         .await
         .unwrap()
+}
+
+/// Creates a widget whose `Configuring` state waits while it carries the
+/// `hold` annotation.
+pub async fn create_held_widget(client: &Client, name: &str) -> Widget {
+    let api: Api<Widget> = Api::namespaced(client.clone(), "default");
+    let mut widget = Widget::new(
+        name,
+        WidgetSpec {
+            color: "held".into(),
+            fail: false,
+            conflict_once: false,
+        },
+    );
+    widget.metadata.annotations = Some([("hold".to_owned(), "yes".to_owned())].into());
+    api.create(&PostParams::default(), &widget).await.unwrap()
+}
+
+/// Removes the `hold` annotation.
+pub async fn release_hold(client: &Client, name: &str) {
+    let api: Api<Widget> = Api::namespaced(client.clone(), "default");
+    let patch = serde_json::json!({"metadata": {"annotations": {"hold": null}}});
+    api.patch(
+        name,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&patch),
+    )
+    .await
+    .unwrap();
+}
+
+/// The state of widget `name` as kept by a ConfigMap or Secret store.
+pub async fn object_store_state<O>(client: &Client, name: &str) -> Option<String>
+where
+    O: fsm_kube::store::RecordObject,
+{
+    let api: Api<O> = Api::namespaced(client.clone(), "default");
+    let object = api.get_opt(&format!("{name}-fsm")).await.ok()??;
+    let text = object.record_text()?.ok()?;
+    let record: serde_json::Value = serde_json::from_str(&text).ok()?;
+    record.get("state")?.as_str().map(str::to_owned)
 }
 
 /// Waits (bounded) until `probe` answers `Some`.
