@@ -48,8 +48,21 @@ mod parse;
 ///
 /// A handler is called with the step context, then the variant's fields by
 /// reference in declaration order: `async fn h(cx: &mut Step<'_, S>, a: &A)
-/// -> Result<Transition<S>, E>`; a compensation takes the same arguments and
-/// returns `Result<(), E>`; `cleanup` takes only the step.
+/// -> Result<Transition<S>, E>` (deref coercion applies, so a `String`
+/// field may be taken as `&str`); a compensation takes the same arguments
+/// and returns `Result<(), E>`; `cleanup` takes only the step. Any function
+/// returning a `Send` future of that output fits; a signature that does not
+/// is reported on the function's path in the attribute.
+///
+/// # Caveats
+/// - A type with a comma (`HashMap<K, V>`) in `resource`/`context`/`error`
+///   needs a type alias: the attribute is split at commas.
+/// - States are stored under their variant names in serde's default
+///   representation, so serde attributes that rename variants or change the
+///   enum's representation are refused.
+/// - A derive cannot add to the enum's own documentation: the diagram is in
+///   the documentation of the generated inherent impl, shown on the enum's
+///   page.
 ///
 /// # Generated
 /// The `Fsm` impl (with its static `Machine` table, so `mermaid()` and
