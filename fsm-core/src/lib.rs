@@ -93,6 +93,9 @@
 //! `docs/semantics.md` and on [`Engine`].
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+// Lets `#[derive(OperatorFsm)]` name this crate `::fsm_core` from inside it.
+extern crate self as fsm_core;
+
 mod classify;
 mod clock;
 mod diagram;

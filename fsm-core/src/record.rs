@@ -254,6 +254,22 @@ impl RawRecord {
     }
 }
 
+/// serde's message about a state's data, or a redacted one for a
+/// `sensitive` state (serde quotes offending values).
+pub(crate) fn data_error<S: Fsm>(state: &str, error: &serde_json::Error) -> String {
+    let sensitive = S::machine().state(state).is_some_and(|m| m.is_sensitive());
+    if sensitive {
+        format!(
+            "{:?} error at line {} column {} (details withheld: the state is sensitive)",
+            error.classify(),
+            error.line(),
+            error.column()
+        )
+    } else {
+        error.to_string()
+    }
+}
+
 impl StateRecord {
     /// A fresh record in `state`, entered at `now`.
     ///
@@ -282,10 +298,13 @@ impl StateRecord {
     ///
     /// # Errors
     /// [`DecodeError::BadData`] when the data does not fit the variant.
+    ///
+    /// For a `sensitive` state the error does not repeat serde's message,
+    /// which may quote the data.
     pub fn current<S: Fsm>(&self) -> Result<S, DecodeError> {
         S::from_parts(&self.state, self.data.as_ref()).map_err(|e| DecodeError::BadData {
             state: self.state.clone(),
-            error: e.to_string(),
+            error: data_error::<S>(&self.state, &e),
         })
     }
 

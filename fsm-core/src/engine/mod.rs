@@ -447,8 +447,9 @@ impl<S: Fsm> Engine<S> {
             Err(e) => {
                 return StepResult::Error {
                     message: format!(
-                        "stored data of {} does not fit the variant: {e}",
-                        entry.state
+                        "stored data of {} does not fit the variant: {}",
+                        entry.state,
+                        crate::record::data_error::<S>(&entry.state, &e)
                     ),
                     class: crate::ErrorClass::Permanent,
                 };

@@ -1041,3 +1041,62 @@ async fn a_spec_change_restart_is_a_single_write() {
     assert_eq!(report.commits, 1);
     assert_eq!(report.state, "Start");
 }
+
+#[test]
+fn bad_data_of_a_sensitive_state_is_not_quoted_in_errors() {
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    enum Vault {
+        Start,
+        Holding { password: u32 },
+        Failed,
+    }
+    static VAULT: [StateMeta; 3] = [
+        StateMeta::new("Start")
+            .initial()
+            .with_handler()
+            .next(&["Holding"]),
+        StateMeta::new("Holding")
+            .sensitive()
+            .with_data()
+            .final_state(),
+        StateMeta::new("Failed").failed(),
+    ];
+    static VAULT_MACHINE: Machine = Machine::new("Vault", &VAULT);
+    impl Fsm for Vault {
+        type Resource = ();
+        type Context = ();
+        type Error = std::convert::Infallible;
+        fn machine() -> &'static Machine {
+            &VAULT_MACHINE
+        }
+        fn state_name(&self) -> &'static str {
+            match self {
+                Vault::Start => "Start",
+                Vault::Holding { .. } => "Holding",
+                Vault::Failed => "Failed",
+            }
+        }
+        fn unit_state(name: &str) -> Option<Self> {
+            match name {
+                "Start" => Some(Vault::Start),
+                "Failed" => Some(Vault::Failed),
+                _ => None,
+            }
+        }
+        fn handle<'a>(
+            &'a self,
+            _: &'a mut Step<'_, Self>,
+        ) -> BoxFuture<'a, Result<Transition<Self>, Self::Error>> {
+            Box::pin(async { Ok(Transition::stay()) })
+        }
+    }
+    let raw = RawRecord::Json(serde_json::json!({
+        "schemaVersion": 1,
+        "state": "Holding",
+        "data": {"password": "hunter2"},
+        "enteredAt": "2026-01-01T00:00:00Z",
+    }));
+    let error = raw.decode::<Vault>().unwrap_err().to_string();
+    assert!(!error.contains("hunter2"), "{error}");
+    assert!(error.contains("details withheld"), "{error}");
+}
