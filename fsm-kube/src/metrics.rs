@@ -197,6 +197,17 @@ pub fn encode(registry: &Registry) -> Result<String, std::fmt::Error> {
 /// # Errors
 /// Binding the address or serving failed.
 pub async fn serve(addr: SocketAddr, registry: Arc<Registry>) -> std::io::Result<()> {
+    serve_listener(tokio::net::TcpListener::bind(addr).await?, registry).await
+}
+
+/// Serves `registry` at `GET /metrics` on an already bound `listener`.
+///
+/// # Errors
+/// Serving failed.
+pub async fn serve_listener(
+    listener: tokio::net::TcpListener,
+    registry: Arc<Registry>,
+) -> std::io::Result<()> {
     use axum::http::{StatusCode, header};
     use axum::routing::get;
 
@@ -223,13 +234,37 @@ pub async fn serve(addr: SocketAddr, registry: Arc<Registry>) -> std::io::Result
             }
         }),
     );
-    let listener = tokio::net::TcpListener::bind(addr).await?;
     axum::serve(listener, app).await
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn the_endpoint_serves_the_registry() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+        let mut registry = Registry::default();
+        let metrics = FsmMetrics::new(&mut registry);
+        metrics.set_state("Db", "u1", Some("Ready"));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(serve_listener(listener, Arc::new(registry)));
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        stream
+            .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.unwrap();
+        server.abort();
+        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+        assert!(
+            response.contains("operator_fsm_objects{machine=\"Db\",state=\"Ready\"} 1"),
+            "{response}"
+        );
+    }
 
     #[test]
     fn the_gauge_follows_objects_between_states() {
