@@ -148,7 +148,12 @@ impl Cluster {
     /// [`ApiError::BadRequest`] for unsupported field selectors or a bad
     /// continue token; [`ApiError::Gone`] for a continue token older than the
     /// kept history.
-    pub fn list(&self, def: &ResourceDef, ns: Option<&str>, q: &ListQuery) -> Result<Value, ApiError> {
+    pub fn list(
+        &self,
+        def: &ResourceDef,
+        ns: Option<&str>,
+        q: &ListQuery,
+    ) -> Result<Value, ApiError> {
         q.fields.check_supported(&def.field_selectors)?;
         let (revision, after) = match &q.continue_token {
             Some(token) => {
@@ -167,9 +172,9 @@ impl Cluster {
             .list(&def.group_resource(), ns)
             .into_iter()
             .filter(|o| {
-                after
-                    .as_ref()
-                    .is_none_or(|(a_ns, a_name)| (str_at(o, "namespace"), str_at(o, "name")) > (a_ns.as_str(), a_name.as_str()))
+                after.as_ref().is_none_or(|(a_ns, a_name)| {
+                    (str_at(o, "namespace"), str_at(o, "name")) > (a_ns.as_str(), a_name.as_str())
+                })
             })
             .filter(|o| q.labels.matches(o) && q.fields.matches(o))
             .collect();
@@ -316,11 +321,10 @@ impl Cluster {
             .ok_or_else(|| not_found(def, name))?;
         let current_rv = str_at(&current, "resourceVersion").to_string();
         match meta.get("resourceVersion").and_then(Value::as_str) {
-            Some(rv) if !rv.is_empty() => {
-                if rv != current_rv {
-                    return Err(conflict(def, name));
-                }
+            Some(rv) if !rv.is_empty() && rv != current_rv => {
+                return Err(conflict(def, name));
             }
+            Some(rv) if !rv.is_empty() => {}
             _ if def.custom => {
                 return Err(ApiError::Invalid(
                     Subject::new(&def.group, &def.kind, name),
@@ -455,7 +459,9 @@ impl Cluster {
             if uid != actual {
                 return Err(ApiError::Conflict(
                     Subject::new(&def.group, &def.plural, name),
-                    format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"),
+                    format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"
+                    ),
                 ));
             }
         }
@@ -464,7 +470,9 @@ impl Cluster {
             if rv != actual {
                 return Err(ApiError::Conflict(
                     Subject::new(&def.group, &def.plural, name),
-                    format!("Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {actual}"),
+                    format!(
+                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {actual}"
+                    ),
                 ));
             }
         }
@@ -549,7 +557,11 @@ impl Cluster {
 
     /// The (resource, namespace) sets `object` contains: a namespace holds
     /// every namespaced object in it, a CRD every object of its resource.
-    fn content_of(&self, def: &ResourceDef, object: &Value) -> Vec<(GroupResource, Option<String>)> {
+    fn content_of(
+        &self,
+        def: &ResourceDef,
+        object: &Value,
+    ) -> Vec<(GroupResource, Option<String>)> {
         if def.group_resource() == namespaces() {
             let ns = str_at(object, "name").to_string();
             self.store
@@ -580,7 +592,13 @@ impl Cluster {
 
     /// Removes an object for good, then finishes a terminating namespace or
     /// CRD that it was the last content of.
-    fn remove_object(&mut self, def: &ResourceDef, ns: &str, name: &str, last: Value) -> Arc<Value> {
+    fn remove_object(
+        &mut self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        last: Value,
+    ) -> Arc<Value> {
         let gr = def.group_resource();
         let gone = self
             .store
@@ -623,7 +641,9 @@ impl Cluster {
             Some(n) if n["metadata"].get("deletionTimestamp").is_some() => {
                 Err(ApiError::Forbidden(
                     Subject::new("", "namespaces", ns),
-                    format!("unable to create new content in namespace {ns} because it is being terminated"),
+                    format!(
+                        "unable to create new content in namespace {ns} because it is being terminated"
+                    ),
                 ))
             }
             Some(_) => Ok(()),
@@ -793,7 +813,9 @@ fn spec_changed(old: &Value, new: &Value) -> bool {
         v.as_object()
             .map(|m| {
                 m.iter()
-                    .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind"))
+                    .filter(|(k, _)| {
+                        !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
+                    })
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect()
             })
@@ -805,7 +827,12 @@ fn spec_changed(old: &Value, new: &Value) -> bool {
 fn finalizers(object: &Value) -> Vec<String> {
     object["metadata"]["finalizers"]
         .as_array()
-        .map(|a| a.iter().filter_map(Value::as_str).map(String::from).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -823,7 +850,7 @@ fn encode_continue(revision: u64, ns: &str, name: &str) -> String {
 
 fn decode_continue(token: &str) -> Result<(u64, String, String), ApiError> {
     let bad = || ApiError::BadRequest(format!("invalid continue token {token:?}"));
-    if token.len() % 2 != 0 {
+    if !token.len().is_multiple_of(2) {
         return Err(bad());
     }
     let bytes: Vec<u8> = (0..token.len())
@@ -897,7 +924,10 @@ mod tests {
     fn starts_with_namespaces() {
         let c = cluster();
         let ns = def(&c, "", "namespaces");
-        assert_eq!(c.get(&ns, "", "default").unwrap()["status"]["phase"], "Active");
+        assert_eq!(
+            c.get(&ns, "", "default").unwrap()["status"]["phase"],
+            "Active"
+        );
         assert!(c.get(&ns, "", "kube-system").is_ok());
     }
 
@@ -928,24 +958,32 @@ mod tests {
         let mut w = o.clone();
         w["spec"]["replicas"] = json!(2);
         w["status"] = json!({"readyReplicas": 5});
-        let u = c.update(&d, "default", "web", w, Part::Main, false, now()).unwrap();
+        let u = c
+            .update(&d, "default", "web", w, Part::Main, false, now())
+            .unwrap();
         assert_eq!(u["metadata"]["generation"], 2);
         assert!(u.get("status").is_none());
         // Status write: only status changes, generation stays.
         let mut s = u.clone();
         s["spec"]["replicas"] = json!(9);
         s["status"] = json!({"readyReplicas": 2});
-        let u2 = c.update(&d, "default", "web", s, Part::Status, false, now()).unwrap();
+        let u2 = c
+            .update(&d, "default", "web", s, Part::Status, false, now())
+            .unwrap();
         assert_eq!(u2["spec"]["replicas"], 2);
         assert_eq!(u2["status"]["readyReplicas"], 2);
         assert_eq!(u2["metadata"]["generation"], 2);
         // Metadata-only change: no generation bump.
         let mut m = u2.clone();
         m["metadata"]["labels"] = json!({"a": "b"});
-        let u3 = c.update(&d, "default", "web", m, Part::Main, false, now()).unwrap();
+        let u3 = c
+            .update(&d, "default", "web", m, Part::Main, false, now())
+            .unwrap();
         assert_eq!(u3["metadata"]["generation"], 2);
         // Stale write conflicts.
-        let e = c.update(&d, "default", "web", o, Part::Main, false, now()).unwrap_err();
+        let e = c
+            .update(&d, "default", "web", o, Part::Main, false, now())
+            .unwrap_err();
         assert_eq!(e.reason(), "Conflict");
     }
 
@@ -956,7 +994,9 @@ mod tests {
         let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}});
         let o = c.create(&d, "default", body, false, now()).unwrap();
         let rev = c.store.revision();
-        let u = c.update(&d, "default", "a", o.clone(), Part::Main, false, now()).unwrap();
+        let u = c
+            .update(&d, "default", "a", o.clone(), Part::Main, false, now())
+            .unwrap();
         assert_eq!(u, o);
         assert_eq!(c.store.revision(), rev);
     }
@@ -975,11 +1015,14 @@ mod tests {
         assert!(o["metadata"]["deletionTimestamp"].is_string());
         let mut added = o.clone();
         added["metadata"]["finalizers"] = json!(["x/y", "new"]);
-        let e = c.update(&d, "default", "a", added, Part::Main, false, now()).unwrap_err();
+        let e = c
+            .update(&d, "default", "a", added, Part::Main, false, now())
+            .unwrap_err();
         assert_eq!(e.reason(), "Invalid");
         let mut cleared = o.clone();
         cleared["metadata"]["finalizers"] = json!([]);
-        c.update(&d, "default", "a", cleared, Part::Main, false, now()).unwrap();
+        c.update(&d, "default", "a", cleared, Part::Main, false, now())
+            .unwrap();
         assert_eq!(c.get(&d, "default", "a").unwrap_err().reason(), "NotFound");
     }
 
@@ -988,19 +1031,38 @@ mod tests {
         let mut c = cluster();
         let ns = def(&c, "", "namespaces");
         let cm = def(&c, "", "configmaps");
-        c.create(&ns, "", json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "t"}}), false, now()).unwrap();
+        c.create(
+            &ns,
+            "",
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "t"}}),
+            false,
+            now(),
+        )
+        .unwrap();
         c.create(&cm, "t", json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "finalizers": ["f"]}}), false, now()).unwrap();
-        let (o, gone) = c.delete(&ns, "", "t", &DeleteOptions::default(), now()).unwrap();
+        let (o, gone) = c
+            .delete(&ns, "", "t", &DeleteOptions::default(), now())
+            .unwrap();
         assert!(!gone);
         assert_eq!(o["status"]["phase"], "Terminating");
         let e = c
-            .create(&cm, "t", json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}}), false, now())
+            .create(
+                &cm,
+                "t",
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}}),
+                false,
+                now(),
+            )
             .unwrap_err();
         assert_eq!(e.reason(), "Forbidden");
         let mut a = c.get(&cm, "t", "a").unwrap();
         a["metadata"]["finalizers"] = json!(null);
-        c.update(&cm, "t", "a", a, Part::Main, false, now()).unwrap();
-        assert!(c.get(&ns, "", "t").is_err(), "namespace goes with its last object");
+        c.update(&cm, "t", "a", a, Part::Main, false, now())
+            .unwrap();
+        assert!(
+            c.get(&ns, "", "t").is_err(),
+            "namespace goes with its last object"
+        );
     }
 
     #[test]
@@ -1034,6 +1096,9 @@ mod tests {
     #[test]
     fn continue_token_round_trips() {
         let t = encode_continue(42, "ns", "a.b");
-        assert_eq!(decode_continue(&t).unwrap(), (42, "ns".into(), "a.b".into()));
+        assert_eq!(
+            decode_continue(&t).unwrap(),
+            (42, "ns".into(), "a.b".into())
+        );
     }
 }

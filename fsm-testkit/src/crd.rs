@@ -31,7 +31,10 @@ pub fn definitions(crd: &Value) -> Result<(Vec<ResourceDef>, String), Vec<Cause>
     }
     if plural.is_empty() {
         causes.push(Cause::required("spec.names.plural", ""));
-    } else if plural.chars().any(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')) {
+    } else if plural
+        .chars()
+        .any(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'))
+    {
         causes.push(Cause::invalid(
             "spec.names.plural",
             &plural,
@@ -83,7 +86,12 @@ pub fn definitions(crd: &Value) -> Result<(Vec<ResourceDef>, String), Vec<Cause>
     }
     let list = |v: &Value| -> Vec<String> {
         v.as_array()
-            .map(|a| a.iter().filter_map(Value::as_str).map(String::from).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(String::from)
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let singular = names["singular"]
@@ -233,7 +241,10 @@ mod tests {
         assert_eq!(storage, "v1");
         assert_eq!(defs.len(), 2);
         let v1 = &defs[0];
-        assert_eq!((v1.version.as_str(), v1.singular.as_str()), ("v1", "widget"));
+        assert_eq!(
+            (v1.version.as_str(), v1.singular.as_str()),
+            ("v1", "widget")
+        );
         assert!(v1.status_subresource && v1.namespaced && v1.custom && v1.generation);
         assert_eq!(v1.short_names, vec!["wd"]);
         assert_eq!(v1.printer_columns[0].json_path, ".spec.size");
@@ -263,7 +274,11 @@ mod tests {
         set_status(&mut c, "v1", "2026-01-01T00:00:00Z");
         set_status(&mut c, "v2", "2027-01-01T00:00:00Z");
         let conds = c["status"]["conditions"].as_array().unwrap();
-        assert!(conds.iter().any(|x| x["type"] == "Established" && x["status"] == "True"));
+        assert!(
+            conds
+                .iter()
+                .any(|x| x["type"] == "Established" && x["status"] == "True")
+        );
         assert_eq!(conds[1]["lastTransitionTime"], "2026-01-01T00:00:00Z");
         assert_eq!(c["status"]["storedVersions"], json!(["v1", "v2"]));
     }

@@ -74,8 +74,7 @@ fn fold_string_data(secret: &mut Value) {
 /// Standard base64 with padding (the encoding of `Secret.data`).
 #[must_use]
 pub fn base64(input: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] =
-        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(input.len().div_ceil(3) * 4);
     for chunk in input.chunks(3) {
         let b = [
@@ -120,7 +119,10 @@ mod tests {
         let def = r.get("", "v1", "secrets").unwrap();
         let mut s = json!({"data": {"a": "YQ=="}, "stringData": {"b": "hi"}});
         on_write(&def, &mut s);
-        assert_eq!(s, json!({"data": {"a": "YQ==", "b": "aGk="}, "type": "Opaque"}));
+        assert_eq!(
+            s,
+            json!({"data": {"a": "YQ==", "b": "aGk="}, "type": "Opaque"})
+        );
     }
 
     #[test]

@@ -13,6 +13,29 @@
 //! [`ApiServer::serve_http`], which writes a kubeconfig that `kubectl` and
 //! `kube::Config` accept. The `fsm-apiserver` binary runs it standalone.
 //!
+//! # With kubectl
+//!
+//! `kubectl` (tested with 1.32) works against [`ApiServer::serve_http`] or
+//! the binary: `apply -f`, `create -f`, `get` (server-side tables, with a
+//! CRD's printer columns), `get -o json|yaml|jsonpath`, `get --watch`,
+//! `api-resources`, `api-versions`, `patch --type merge`, `label`,
+//! `delete`. Discovery is served unaggregated (kubectl falls back to it), and
+//! `/openapi/v3` declares `fieldValidation` so `apply` validates through the
+//! server without `--validate=false`.
+//!
+//! # Caveats
+//!
+//! - Bodies are JSON only: `kubectl create configmap …` and other
+//!   generator subcommands send protobuf and get `415`; use `-f` files.
+//! - Patches: merge patch only; JSON patch, strategic merge patch and
+//!   server-side apply answer `415` (so `kubectl apply` of a changed
+//!   built-in object, which uses strategic merge, fails; custom resources
+//!   re-apply fine).
+//! - No schema validation or pruning, no conversion between versions, no
+//!   garbage collection of owned objects, no controllers (Deployments never
+//!   become ready), no authentication.
+//! - Core `v1` and `events.k8s.io/v1` Events are stored separately.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), kube::Error> {
 //! use fsm_testkit::ApiServer;

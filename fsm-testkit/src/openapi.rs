@@ -88,14 +88,22 @@ mod tests {
     #[test]
     fn patch_operations_declare_field_validation() {
         let r = Registry::with_builtins();
-        assert!(index(&r, 1)["paths"]["apis/apps/v1"]["serverRelativeURL"]
-            .as_str()
-            .unwrap()
-            .starts_with("/openapi/v3/apis/apps/v1?hash="));
+        assert!(
+            index(&r, 1)["paths"]["apis/apps/v1"]["serverRelativeURL"]
+                .as_str()
+                .unwrap()
+                .starts_with("/openapi/v3/apis/apps/v1?hash=")
+        );
         let doc = document(&r, "apps", "v1").unwrap();
         let op = &doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"];
         assert_eq!(op["x-kubernetes-group-version-kind"]["kind"], "Deployment");
-        assert!(op["parameters"].as_array().unwrap().iter().any(|p| p["name"] == "fieldValidation"));
+        assert!(
+            op["parameters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["name"] == "fieldValidation")
+        );
         assert!(document(&r, "nope.io", "v1").is_none());
     }
 }

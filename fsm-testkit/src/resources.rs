@@ -178,7 +178,7 @@ pub fn builtins() -> Vec<ResourceDef> {
     .with_status()
     .with_generation()
     .short(&["crd", "crds"])
-    .column("Created At", "date", ".metadata.creationTimestamp");
+    .column("Created At", "string", ".metadata.creationTimestamp");
     crd.age_column = false;
     let event_fields = [
         "involvedObject.kind",
@@ -232,8 +232,11 @@ pub fn builtins() -> Vec<ResourceDef> {
             .with_generation()
             .all()
             .column("Succeeded", "integer", ".status.succeeded"),
-        d("coordination.k8s.io", "v1", "Lease", "leases", true)
-            .column("Holder", "string", ".spec.holderIdentity"),
+        d("coordination.k8s.io", "v1", "Lease", "leases", true).column(
+            "Holder",
+            "string",
+            ".spec.holderIdentity",
+        ),
         crd,
     ]
 }
@@ -287,7 +290,8 @@ impl Registry {
         let defs = &self.defs;
         self.group_order
             .retain(|g| defs.keys().any(|(dg, _, _)| dg == g));
-        self.preferred.retain(|g, _| defs.keys().any(|(dg, _, _)| dg == g));
+        self.preferred
+            .retain(|g, _| defs.keys().any(|(dg, _, _)| dg == g));
         let stale: Vec<String> = self
             .preferred
             .iter()

@@ -219,7 +219,7 @@ impl FieldSelector {
         for r in &self.requirements {
             let ok = r.field == "metadata.name"
                 || r.field == "metadata.namespace"
-                || extra.iter().any(|e| *e == r.field);
+                || extra.contains(&r.field);
             if !ok {
                 return Err(ApiError::BadRequest(format!(
                     "field label not supported: {}",
@@ -298,7 +298,10 @@ mod tests {
     #[test]
     fn label_parse_errors() {
         for bad in ["app in web", "a=b=c", "=x", "app in (a b)"] {
-            assert!(LabelSelector::parse(bad).is_err(), "{bad:?} should not parse");
+            assert!(
+                LabelSelector::parse(bad).is_err(),
+                "{bad:?} should not parse"
+            );
         }
     }
 
@@ -315,7 +318,11 @@ mod tests {
         let s = FieldSelector::parse("metadata.name=a,metadata.namespace!=other").unwrap();
         assert!(s.matches(&o));
         assert_eq!(s.pinned_name(), Some("a"));
-        assert!(!FieldSelector::parse("metadata.name==b").unwrap().matches(&o));
+        assert!(
+            !FieldSelector::parse("metadata.name==b")
+                .unwrap()
+                .matches(&o)
+        );
         assert!(FieldSelector::parse("metadata.name").is_err());
         let unsupported = FieldSelector::parse("spec.foo=1").unwrap();
         assert!(unsupported.check_supported(&[]).is_err());

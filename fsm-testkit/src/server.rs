@@ -128,7 +128,6 @@ impl ApiServer {
     }
 
     /// The axum router serving the API (a tower `Service`).
-    #[must_use]
     pub fn router(&self) -> axum::Router {
         handlers::router(self.shared.clone())
     }
@@ -163,7 +162,8 @@ impl ApiServer {
     }
 
     /// Serves over HTTP on `addr`, writing a kubeconfig to `kubeconfig`
-    /// (or to a fresh temporary file, removed when the server is dropped).
+    /// (or to a fresh temporary directory of its own, removed with everything in
+    /// it when the returned [`HttpServer`] is dropped).
     ///
     /// # Errors
     /// [`ServeError`] when the address cannot be bound or the kubeconfig written.
@@ -180,7 +180,11 @@ impl ApiServer {
             Some(p) => (p, false),
             None => (
                 std::env::temp_dir()
-                    .join(format!("fsm-testkit-{}-{}", std::process::id(), addr.port()))
+                    .join(format!(
+                        "fsm-testkit-{}-{}",
+                        std::process::id(),
+                        addr.port()
+                    ))
                     .join("kubeconfig"),
                 true,
             ),
@@ -253,7 +257,8 @@ impl HttpServer {
     /// # Errors
     /// [`ServeError::Config`] or [`ServeError::Client`].
     pub async fn kube_client(&self) -> Result<kube::Client, ServeError> {
-        let kc = kube::config::Kubeconfig::read_from(&self.kubeconfig).map_err(ServeError::Config)?;
+        let kc =
+            kube::config::Kubeconfig::read_from(&self.kubeconfig).map_err(ServeError::Config)?;
         let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
             .await
             .map_err(ServeError::Config)?;
@@ -265,9 +270,9 @@ impl Drop for HttpServer {
     fn drop(&mut self) {
         self.task.abort();
         if self.temporary {
-            let _ = std::fs::remove_file(&self.kubeconfig);
+            // The directory was created for this listener alone.
             if let Some(dir) = self.kubeconfig.parent() {
-                let _ = std::fs::remove_dir(dir);
+                let _ = std::fs::remove_dir_all(dir);
             }
         }
     }

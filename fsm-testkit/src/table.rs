@@ -79,7 +79,9 @@ pub fn render(
                 });
             }
             if def.age_column {
-                let created = o["metadata"]["creationTimestamp"].as_str().unwrap_or_default();
+                let created = o["metadata"]["creationTimestamp"]
+                    .as_str()
+                    .unwrap_or_default();
                 cells.push(json!(age(created, now)));
             }
             let mut row = json!({ "cells": cells });
@@ -119,7 +121,10 @@ pub fn lookup(object: &Value, path: &str) -> Value {
             continue;
         }
         let (field, index) = match seg.split_once('[') {
-            Some((f, rest)) => (f, rest.strip_suffix(']').and_then(|i| i.parse::<usize>().ok())),
+            Some((f, rest)) => (
+                f,
+                rest.strip_suffix(']').and_then(|i| i.parse::<usize>().ok()),
+            ),
             None => (seg, None),
         };
         let Some(next) = cur.get(field) else {
@@ -171,7 +176,8 @@ mod tests {
         let r = Registry::with_builtins();
         let def = r.get("apps", "v1", "deployments").unwrap();
         let now = jiff::Timestamp::from_second(1_000_000).unwrap();
-        let created = crate::cluster::timestamp(jiff::Timestamp::from_second(1_000_000 - 300).unwrap());
+        let created =
+            crate::cluster::timestamp(jiff::Timestamp::from_second(1_000_000 - 300).unwrap());
         let o = json!({"metadata": {"name": "web", "creationTimestamp": created},
                        "spec": {"replicas": 3}, "status": {"readyReplicas": 1}});
         let t = render(&def, &[o], Some("9"), IncludeObject::Metadata, now);

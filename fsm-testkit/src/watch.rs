@@ -247,18 +247,32 @@ mod tests {
         let now = jiff::Timestamp::now();
         let start = c.store.revision();
         let w = Watch::start(&c, req(&c, Some(start))).unwrap();
-        let a = c.create(&def, "default", cm("a", "web"), false, now).unwrap();
-        c.create(&def, "default", cm("b", "db"), false, now).unwrap();
+        let a = c
+            .create(&def, "default", cm("a", "web"), false, now)
+            .unwrap();
+        c.create(&def, "default", cm("b", "db"), false, now)
+            .unwrap();
         let mut moved = a.clone();
         moved["metadata"]["labels"]["app"] = json!("db");
-        c.update(&def, "default", "a", moved, crate::cluster::Part::Main, false, now)
-            .unwrap();
+        c.update(
+            &def,
+            "default",
+            "a",
+            moved,
+            crate::cluster::Part::Main,
+            false,
+            now,
+        )
+        .unwrap();
         let mut s = Box::pin(w.into_stream());
         let first = parse(&s.next().await.unwrap().unwrap());
         assert_eq!(first["type"], "ADDED");
         assert_eq!(first["object"]["metadata"]["name"], "a");
         let second = parse(&s.next().await.unwrap().unwrap());
-        assert_eq!(second["type"], "DELETED", "leaving the selection reads as DELETED");
+        assert_eq!(
+            second["type"], "DELETED",
+            "leaving the selection reads as DELETED"
+        );
     }
 
     #[tokio::test]
@@ -266,8 +280,14 @@ mod tests {
         let mut c = Cluster::new(2, 64, 1);
         let def = c.registry.get("", "v1", "configmaps").unwrap();
         for i in 0..5 {
-            c.create(&def, "default", cm(&format!("c{i}"), "web"), false, jiff::Timestamp::now())
-                .unwrap();
+            c.create(
+                &def,
+                "default",
+                cm(&format!("c{i}"), "web"),
+                false,
+                jiff::Timestamp::now(),
+            )
+            .unwrap();
         }
         let w = Watch::start(&c, req(&c, Some(1))).unwrap();
         let mut s = Box::pin(w.into_stream());
@@ -276,6 +296,36 @@ mod tests {
         assert_eq!(e["object"]["code"], 410);
         assert_eq!(e["object"]["reason"], "Expired");
         assert!(s.next().await.is_none(), "the watch ends after the error");
+    }
+
+    #[tokio::test]
+    async fn initial_events_end_with_a_marked_bookmark() {
+        let mut c = Cluster::new(100, 64, 1);
+        let def = c.registry.get("", "v1", "configmaps").unwrap();
+        c.create(
+            &def,
+            "default",
+            cm("a", "web"),
+            false,
+            jiff::Timestamp::now(),
+        )
+        .unwrap();
+        let mut r = req(&c, Some(1));
+        r.send_initial_events = true;
+        r.bookmarks = true;
+        r.timeout = Duration::from_millis(50);
+        let w = Watch::start(&c, r).unwrap();
+        let events: Vec<Value> = w.into_stream().map(|b| parse(&b.unwrap())).collect().await;
+        assert_eq!(events[0]["type"], "ADDED");
+        assert_eq!(events[1]["type"], "BOOKMARK");
+        assert_eq!(
+            events[1]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+            "true"
+        );
+        assert_eq!(
+            events[1]["object"]["metadata"]["resourceVersion"],
+            c.store.revision().to_string()
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -28,7 +28,10 @@ fn cm(name: &str, labels: &[(&str, &str)]) -> ConfigMap {
 }
 
 fn names<K: kube::Resource>(items: &[K]) -> Vec<String> {
-    items.iter().map(|o| o.meta().name.clone().unwrap()).collect()
+    items
+        .iter()
+        .map(|o| o.meta().name.clone().unwrap())
+        .collect()
 }
 
 #[tokio::test]
@@ -51,12 +54,7 @@ async fn configmap_crud_and_request_log() {
     changed.data = Some(BTreeMap::from([("k".to_string(), "w".to_string())]));
     let replaced = cms.replace("a", &pp, &changed).await.unwrap();
     assert_eq!(replaced.data.unwrap()["k"], "w");
-    let rv_after_replace: u64 = replaced
-        .metadata
-        .resource_version
-        .unwrap()
-        .parse()
-        .unwrap();
+    let rv_after_replace: u64 = replaced.metadata.resource_version.unwrap().parse().unwrap();
     assert!(rv_after_replace > created.metadata.resource_version.unwrap().parse().unwrap());
 
     let patched = cms
@@ -102,12 +100,22 @@ async fn label_and_field_selectors_and_paging() {
     cms.create(&pp, &cm("d", &[])).await.unwrap();
     let select = |sel: &'static str| {
         let cms = cms.clone();
-        async move { names(&cms.list(&ListParams::default().labels(sel)).await.unwrap().items) }
+        async move {
+            names(
+                &cms.list(&ListParams::default().labels(sel))
+                    .await
+                    .unwrap()
+                    .items,
+            )
+        }
     };
     assert_eq!(select("app=web").await, ["a", "b"]);
     assert_eq!(select("app==web,tier=back").await, ["b"]);
     assert_eq!(select("app!=web").await, ["c", "d"]);
-    assert_eq!(select("tier in (front, back),app notin (db)").await, ["a", "b"]);
+    assert_eq!(
+        select("tier in (front, back),app notin (db)").await,
+        ["a", "b"]
+    );
     assert_eq!(select("app").await, ["a", "b", "c"]);
     assert_eq!(select("!app").await, ["d"]);
 
@@ -145,6 +153,30 @@ async fn label_and_field_selectors_and_paging() {
 }
 
 #[tokio::test]
+async fn continue_token_older_than_the_history_is_gone() {
+    let server = ApiServer::with_config(ServerConfig {
+        history_limit: 4,
+        ..ServerConfig::default()
+    });
+    let cms: Api<ConfigMap> = Api::default_namespaced(server.client());
+    let pp = PostParams::default();
+    for name in ["a", "b", "c"] {
+        cms.create(&pp, &cm(name, &[])).await.unwrap();
+    }
+    let page = cms.list(&ListParams::default().limit(1)).await.unwrap();
+    let token = page.metadata.continue_.unwrap();
+    for i in 0..10 {
+        cms.create(&pp, &cm(&format!("n{i}"), &[])).await.unwrap();
+    }
+    let e = status(
+        cms.list(&ListParams::default().limit(1).continue_token(&token))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((e.code, e.reason.as_str()), (410, "Expired"));
+}
+
+#[tokio::test]
 async fn missing_namespace_is_refused_like_the_real_server() {
     let server = ApiServer::new();
     let cms: Api<ConfigMap> = Api::namespaced(server.client(), "nope");
@@ -156,7 +188,10 @@ async fn missing_namespace_is_refused_like_the_real_server() {
     assert_eq!((e.code, e.reason.as_str()), (404, "NotFound"));
     assert_eq!(e.message, r#"namespaces "nope" not found"#);
     let details = e.details.unwrap();
-    assert_eq!((details.name.as_str(), details.kind.as_str()), ("nope", "namespaces"));
+    assert_eq!(
+        (details.name.as_str(), details.kind.as_str()),
+        ("nope", "namespaces")
+    );
 
     let nss: Api<Namespace> = Api::all(server.client());
     let listed = names(&nss.list(&ListParams::default()).await.unwrap().items);
@@ -175,9 +210,24 @@ async fn already_exists_and_generate_name() {
 
     let mut generated = ConfigMap::default();
     generated.metadata.generate_name = Some("job-".into());
-    let one = cms.create(&pp, &generated).await.unwrap().metadata.name.unwrap();
-    let two = cms.create(&pp, &generated).await.unwrap().metadata.name.unwrap();
-    assert!(one.starts_with("job-") && one.len() == "job-".len() + 5, "{one}");
+    let one = cms
+        .create(&pp, &generated)
+        .await
+        .unwrap()
+        .metadata
+        .name
+        .unwrap();
+    let two = cms
+        .create(&pp, &generated)
+        .await
+        .unwrap()
+        .metadata
+        .name
+        .unwrap();
+    assert!(
+        one.starts_with("job-") && one.len() == "job-".len() + 5,
+        "{one}"
+    );
     assert_ne!(one, two);
 }
 
@@ -193,7 +243,11 @@ async fn stale_updates_conflict() {
     cms.replace("a", &pp, &newer).await.unwrap();
     let e = status(cms.replace("a", &pp, &first).await.unwrap_err());
     assert_eq!((e.code, e.reason.as_str()), (409, "Conflict"));
-    assert!(e.message.contains("the object has been modified"), "{}", e.message);
+    assert!(
+        e.message.contains("the object has been modified"),
+        "{}",
+        e.message
+    );
 
     // A merge patch naming a stale resourceVersion conflicts too.
     let stale_rv = first.metadata.resource_version.clone().unwrap();
@@ -212,9 +266,18 @@ async fn stale_updates_conflict() {
     install::<Widget>(&client).await;
     let widgets: Api<Widget> = Api::default_namespaced(client);
     widgets.create(&pp, &widget("w", 1)).await.unwrap();
-    let e = status(widgets.replace("w", &pp, &widget("w", 2)).await.unwrap_err());
+    let e = status(
+        widgets
+            .replace("w", &pp, &widget("w", 2))
+            .await
+            .unwrap_err(),
+    );
     assert_eq!((e.code, e.reason.as_str()), (422, "Invalid"));
-    assert!(e.message.contains("metadata.resourceVersion"), "{}", e.message);
+    assert!(
+        e.message.contains("metadata.resourceVersion"),
+        "{}",
+        e.message
+    );
 }
 
 #[tokio::test]
@@ -241,7 +304,11 @@ async fn custom_resource_crud_and_discovery() {
         .expect("Widget is discovered");
     assert_eq!(ar.plural, "widgets");
     assert_eq!(caps.scope, kube::discovery::Scope::Namespaced);
-    assert!(caps.subresources.iter().any(|(s, _)| s.plural == "widgets/status" || s.plural == "status"));
+    assert!(
+        caps.subresources
+            .iter()
+            .any(|(s, _)| s.plural == "widgets/status" || s.plural == "status")
+    );
 
     let widgets: Api<Widget> = Api::default_namespaced(client.clone());
     let pp = PostParams::default();
@@ -251,11 +318,21 @@ async fn custom_resource_crud_and_discovery() {
     let listed = widgets.list(&ListParams::default()).await.unwrap();
     assert_eq!(names(&listed.items), ["one"]);
     let patched = widgets
-        .patch("one", &PatchParams::default(), &Patch::Merge(json!({"spec": {"size": 4}})))
+        .patch(
+            "one",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"size": 4}})),
+        )
         .await
         .unwrap();
-    assert_eq!((patched.spec.size, patched.metadata.generation), (4, Some(2)));
-    widgets.delete("one", &DeleteParams::default()).await.unwrap();
+    assert_eq!(
+        (patched.spec.size, patched.metadata.generation),
+        (4, Some(2))
+    );
+    widgets
+        .delete("one", &DeleteParams::default())
+        .await
+        .unwrap();
     assert!(widgets.get_opt("one").await.unwrap().is_none());
 
     // Cluster-scoped custom resources, without a status subresource.
@@ -331,7 +408,10 @@ async fn status_subresource_and_generation_rules() {
     let after_status = widgets.replace_status("w", &pp, &st).await.unwrap();
     assert_eq!(after_status.spec.size, 2);
     assert_eq!(after_status.metadata.labels, None);
-    assert_eq!(after_status.status.as_ref().unwrap().observed_generation, Some(2));
+    assert_eq!(
+        after_status.status.as_ref().unwrap().observed_generation,
+        Some(2)
+    );
     assert_eq!(after_status.metadata.generation, Some(2));
 
     // patch_status (merge) works the same way.
@@ -346,7 +426,10 @@ async fn status_subresource_and_generation_rules() {
     assert_eq!(patched.spec.size, 2);
     assert!(!patched.status.as_ref().unwrap().ready);
     assert_eq!(patched.metadata.generation, Some(2));
-    assert_eq!(widgets.get_status("w").await.unwrap().status, patched.status);
+    assert_eq!(
+        widgets.get_status("w").await.unwrap().status,
+        patched.status
+    );
 
     // Metadata-only changes keep generation.
     let labelled = widgets
@@ -383,7 +466,11 @@ async fn status_subresource_and_generation_rules() {
     let d = deps.create(&pp, &d).await.unwrap();
     assert_eq!(d.metadata.generation, Some(1));
     let d = deps
-        .patch("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 3}})))
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 3}})),
+        )
         .await
         .unwrap();
     assert_eq!(d.metadata.generation, Some(2));
@@ -413,14 +500,23 @@ async fn finalizers_hold_deletion_until_removed() {
         .delete("held", &DeleteParams::default())
         .await
         .unwrap();
-    let marked = deleted.left().expect("the object is returned while it waits");
+    let marked = deleted
+        .left()
+        .expect("the object is returned while it waits");
     assert!(marked.metadata.deletion_timestamp.is_some());
-    assert_eq!(marked.metadata.generation, Some(2), "deletion bumps generation");
+    assert_eq!(
+        marked.metadata.generation,
+        Some(2),
+        "deletion bumps generation"
+    );
     let still = widgets.get("held").await.unwrap();
     assert!(still.metadata.deletion_timestamp.is_some());
 
     // Deleting again changes nothing.
-    let again = widgets.delete("held", &DeleteParams::default()).await.unwrap();
+    let again = widgets
+        .delete("held", &DeleteParams::default())
+        .await
+        .unwrap();
     assert_eq!(
         again.left().unwrap().metadata.resource_version,
         still.metadata.resource_version
@@ -432,7 +528,9 @@ async fn finalizers_hold_deletion_until_removed() {
             .patch(
                 "held",
                 &PatchParams::default(),
-                &Patch::Merge(json!({"metadata": {"finalizers": ["example.com/cleanup", "other"]}})),
+                &Patch::Merge(
+                    json!({"metadata": {"finalizers": ["example.com/cleanup", "other"]}}),
+                ),
             )
             .await
             .unwrap_err(),
@@ -478,9 +576,12 @@ async fn delete_preconditions_and_collection() {
     };
     cms.delete("a", &right).await.unwrap();
 
-    cms.delete_collection(&DeleteParams::default(), &ListParams::default().labels("app=x"))
-        .await
-        .unwrap();
+    cms.delete_collection(
+        &DeleteParams::default(),
+        &ListParams::default().labels("app=x"),
+    )
+    .await
+    .unwrap();
     let left = cms.list(&ListParams::default()).await.unwrap();
     assert_eq!(names(&left.items), ["c"]);
 }
@@ -495,7 +596,9 @@ async fn namespaces_take_their_objects_with_them() {
     let created = nss.create(&PostParams::default(), &ns).await.unwrap();
     assert_eq!(created.status.unwrap().phase.as_deref(), Some("Active"));
     let cms: Api<ConfigMap> = Api::namespaced(client, "team");
-    cms.create(&PostParams::default(), &cm("a", &[])).await.unwrap();
+    cms.create(&PostParams::default(), &cm("a", &[]))
+        .await
+        .unwrap();
     nss.delete("team", &DeleteParams::default()).await.unwrap();
     assert!(nss.get_opt("team").await.unwrap().is_none());
     let e = status(cms.get("a").await.unwrap_err());
@@ -509,7 +612,10 @@ async fn secrets_leases_and_other_builtins() {
     let secrets: Api<Secret> = Api::default_namespaced(client.clone());
     let mut s = Secret::default();
     s.metadata.name = Some("creds".into());
-    s.string_data = Some(BTreeMap::from([("password".to_string(), "hunter2".to_string())]));
+    s.string_data = Some(BTreeMap::from([(
+        "password".to_string(),
+        "hunter2".to_string(),
+    )]));
     let s = secrets.create(&PostParams::default(), &s).await.unwrap();
     assert_eq!(s.string_data, None);
     assert_eq!(s.data.unwrap()["password"].0, b"hunter2".to_vec());
@@ -528,7 +634,10 @@ async fn secrets_leases_and_other_builtins() {
         .await
         .unwrap();
     assert_eq!(patched.spec.unwrap().holder_identity.as_deref(), Some("me"));
-    assert_ne!(patched.metadata.resource_version, l.metadata.resource_version);
+    assert_ne!(
+        patched.metadata.resource_version,
+        l.metadata.resource_version
+    );
 
     // Every built-in kind of the issue is served.
     let discovery = Discovery::new(client).run().await.unwrap();
@@ -567,9 +676,12 @@ async fn http_listener_with_kubeconfig() {
     assert!(text.contains(&http.url()));
     let client = http.kube_client().await.unwrap();
     let cms: Api<ConfigMap> = Api::default_namespaced(client);
-    within(10, cms.create(&PostParams::default(), &cm("over-http", &[])))
-        .await
-        .unwrap();
+    within(
+        10,
+        cms.create(&PostParams::default(), &cm("over-http", &[])),
+    )
+    .await
+    .unwrap();
     // The in-process client sees what was written over HTTP: one server.
     let local: Api<ConfigMap> = Api::default_namespaced(server.client());
     assert!(local.get("over-http").await.is_ok());

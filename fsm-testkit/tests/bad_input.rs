@@ -32,7 +32,14 @@ const CM_PATH: &str = "/api/v1/namespaces/default/configmaps";
 async fn malformed_json_is_bad_request() {
     let server = ApiServer::new();
     let before = server.revision();
-    let s = send(&server, "POST", CM_PATH, "application/json", r#"{"kind": "ConfigMap", "#).await;
+    let s = send(
+        &server,
+        "POST",
+        CM_PATH,
+        "application/json",
+        r#"{"kind": "ConfigMap", "#,
+    )
+    .await;
     assert_eq!((s.code, s.reason.as_str()), (400, "BadRequest"));
     assert!(s.message.contains("json parse error"), "{}", s.message);
     assert_eq!(server.revision(), before, "nothing was written");
@@ -44,17 +51,43 @@ async fn wrong_kind_or_version_for_the_path_is_bad_request() {
     let server = ApiServer::new();
     let before = server.revision();
     let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}});
-    let s = send(&server, "POST", CM_PATH, "application/json", &secret.to_string()).await;
+    let s = send(
+        &server,
+        "POST",
+        CM_PATH,
+        "application/json",
+        &secret.to_string(),
+    )
+    .await;
     assert_eq!((s.code, s.reason.as_str()), (400, "BadRequest"));
-    assert!(s.message.contains("Secret") && s.message.contains("ConfigMap"), "{}", s.message);
+    assert!(
+        s.message.contains("Secret") && s.message.contains("ConfigMap"),
+        "{}",
+        s.message
+    );
 
-    let wrong_group = json!({"apiVersion": "apps/v1", "kind": "ConfigMap", "metadata": {"name": "s"}});
-    let s = send(&server, "POST", CM_PATH, "application/json", &wrong_group.to_string()).await;
+    let wrong_group =
+        json!({"apiVersion": "apps/v1", "kind": "ConfigMap", "metadata": {"name": "s"}});
+    let s = send(
+        &server,
+        "POST",
+        CM_PATH,
+        "application/json",
+        &wrong_group.to_string(),
+    )
+    .await;
     assert_eq!(s.code, 400);
     assert!(s.message.contains("apps/v1"), "{}", s.message);
 
     let no_kind = json!({"metadata": {"name": "s"}});
-    let s = send(&server, "POST", CM_PATH, "application/json", &no_kind.to_string()).await;
+    let s = send(
+        &server,
+        "POST",
+        CM_PATH,
+        "application/json",
+        &no_kind.to_string(),
+    )
+    .await;
     assert_eq!(s.code, 400);
     assert_eq!(server.revision(), before);
     assert_eq!(configmaps(&server).await, 0);
@@ -72,7 +105,10 @@ async fn unknown_resources_are_not_found() {
     ] {
         let s = send(&server, "GET", path, "application/json", "").await;
         assert_eq!((s.code, s.reason.as_str()), (404, "NotFound"), "{path}");
-        assert_eq!(s.message, "the server could not find the requested resource");
+        assert_eq!(
+            s.message,
+            "the server could not find the requested resource"
+        );
     }
     let body = json!({"apiVersion": "v1", "kind": "Gizmo", "metadata": {"name": "g"}});
     let s = send(
@@ -99,7 +135,10 @@ async fn names_must_be_dns_subdomains() {
         let details = s.details.unwrap();
         assert_eq!(details.kind, "ConfigMap");
         assert_eq!(details.causes[0].field, "metadata.name");
-        assert!(s.message.starts_with(&format!("ConfigMap \"{bad}\" is invalid: metadata.name")));
+        assert!(
+            s.message
+                .starts_with(&format!("ConfigMap \"{bad}\" is invalid: metadata.name"))
+        );
     }
     // A missing name is Invalid too.
     let s = status(
@@ -121,15 +160,40 @@ async fn mismatched_names_methods_and_patch_types() {
     cms.create(&PostParams::default(), &c).await.unwrap();
 
     let other = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}});
-    let s = send(&server, "PUT", &format!("{CM_PATH}/a"), "application/json", &other.to_string()).await;
+    let s = send(
+        &server,
+        "PUT",
+        &format!("{CM_PATH}/a"),
+        "application/json",
+        &other.to_string(),
+    )
+    .await;
     assert_eq!(s.code, 400);
-    assert!(s.message.contains("does not match the name on the URL"), "{}", s.message);
+    assert!(
+        s.message.contains("does not match the name on the URL"),
+        "{}",
+        s.message
+    );
 
     let in_ns = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "kube-system"}});
-    let s = send(&server, "POST", CM_PATH, "application/json", &in_ns.to_string()).await;
+    let s = send(
+        &server,
+        "POST",
+        CM_PATH,
+        "application/json",
+        &in_ns.to_string(),
+    )
+    .await;
     assert_eq!(s.code, 400);
 
-    let s = send(&server, "POST", &format!("{CM_PATH}/a"), "application/json", "{}").await;
+    let s = send(
+        &server,
+        "POST",
+        &format!("{CM_PATH}/a"),
+        "application/json",
+        "{}",
+    )
+    .await;
     assert_eq!((s.code, s.reason.as_str()), (405, "MethodNotAllowed"));
     let s = send(&server, "PUT", CM_PATH, "application/json", "{}").await;
     assert_eq!(s.code, 405);
@@ -141,13 +205,25 @@ async fn mismatched_names_methods_and_patch_types() {
         "application/apply-patch+yaml",
     ] {
         let s = send(&server, "PATCH", &format!("{CM_PATH}/a"), ct, "[]").await;
-        assert_eq!((s.code, s.reason.as_str()), (415, "UnsupportedMediaType"), "{ct}");
-        assert!(s.message.contains("application/merge-patch+json"), "{}", s.message);
+        assert_eq!(
+            (s.code, s.reason.as_str()),
+            (415, "UnsupportedMediaType"),
+            "{ct}"
+        );
+        assert!(
+            s.message.contains("application/merge-patch+json"),
+            "{}",
+            s.message
+        );
     }
     // Merge patches through kube work, with the same path.
-    cms.patch("a", &PatchParams::default(), &Patch::Merge(json!({"data": {"k": "v"}})))
-        .await
-        .unwrap();
+    cms.patch(
+        "a",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"k": "v"}})),
+    )
+    .await
+    .unwrap();
     let before = server.revision();
     let s = send(
         &server,
@@ -158,10 +234,24 @@ async fn mismatched_names_methods_and_patch_types() {
     )
     .await;
     assert_eq!(s.code, 400);
-    let s = send(&server, "PATCH", &format!("{CM_PATH}/missing"), "application/merge-patch+json", "{}").await;
+    let s = send(
+        &server,
+        "PATCH",
+        &format!("{CM_PATH}/missing"),
+        "application/merge-patch+json",
+        "{}",
+    )
+    .await;
     assert_eq!(s.code, 404);
     // Creating with YAML is refused: only JSON bodies are understood.
-    let s = send(&server, "POST", CM_PATH, "application/yaml", "kind: ConfigMap").await;
+    let s = send(
+        &server,
+        "POST",
+        CM_PATH,
+        "application/yaml",
+        "kind: ConfigMap",
+    )
+    .await;
     assert_eq!(s.code, 415);
     // A CRD that does not validate is Invalid and registers nothing.
     let bad_crd = json!({

@@ -34,7 +34,14 @@ async fn raw_watch_from_a_version_with_bookmarks() {
     let from = first.resource_version().unwrap();
 
     let mut stream = cms
-        .watch(&WatchParams { bookmarks: true, ..WatchParams::default() }.timeout(5), &from)
+        .watch(
+            &WatchParams {
+                bookmarks: true,
+                ..WatchParams::default()
+            }
+            .timeout(5),
+            &from,
+        )
         .await
         .unwrap()
         .boxed();
@@ -55,7 +62,11 @@ async fn raw_watch_from_a_version_with_bookmarks() {
             WatchEvent::Error(e) => panic!("unexpected error {e:?}"),
         }
     }
-    assert_eq!(seen, ["ADDED b", "DELETED a"], "events after `from`, in order");
+    assert_eq!(
+        seen,
+        ["ADDED b", "DELETED a"],
+        "events after `from`, in order"
+    );
     assert_eq!(server.request_log().count("watch", "configmaps"), 1);
 }
 
@@ -101,7 +112,11 @@ async fn too_old_version_gets_410_expired() {
         WatchEvent::Error(e) => {
             assert_eq!(e.code, 410);
             assert_eq!(e.reason, "Expired");
-            assert!(e.message.contains("too old resource version"), "{}", e.message);
+            assert!(
+                e.message.contains("too old resource version"),
+                "{}",
+                e.message
+            );
         }
         other => panic!("expected 410, got {other:?}"),
     }
@@ -112,17 +127,27 @@ async fn too_old_version_gets_410_expired() {
 async fn watcher_and_reflector_follow_changes() {
     let server = ApiServer::new();
     let cms: Api<ConfigMap> = Api::default_namespaced(server.client());
-    cms.create(&PostParams::default(), &cm("before")).await.unwrap();
+    cms.create(&PostParams::default(), &cm("before"))
+        .await
+        .unwrap();
 
     let (reader, writer) = reflector::store::<ConfigMap>();
     let stream = reflector(writer, watcher(cms.clone(), watcher::Config::default()))
         .applied_objects()
         .boxed();
     let mut stream = stream;
-    assert_eq!(within(5, stream.next()).await.unwrap().unwrap().name_any(), "before");
+    assert_eq!(
+        within(5, stream.next()).await.unwrap().unwrap().name_any(),
+        "before"
+    );
 
-    cms.create(&PostParams::default(), &cm("after")).await.unwrap();
-    assert_eq!(within(5, stream.next()).await.unwrap().unwrap().name_any(), "after");
+    cms.create(&PostParams::default(), &cm("after"))
+        .await
+        .unwrap();
+    assert_eq!(
+        within(5, stream.next()).await.unwrap().unwrap().name_any(),
+        "after"
+    );
     cms.patch(
         "after",
         &PatchParams::default(),
@@ -138,10 +163,15 @@ async fn watcher_and_reflector_follow_changes() {
     assert_eq!(names, ["after", "before"]);
 
     // Deletions reach the store too (the stream must be polled to apply them).
-    cms.delete("before", &DeleteParams::default()).await.unwrap();
+    cms.delete("before", &DeleteParams::default())
+        .await
+        .unwrap();
     let drive = tokio::spawn(async move { while stream.next().await.is_some() {} });
     within(5, async {
-        while reader.get(&reflector::ObjectRef::new("before").within("default")).is_some() {
+        while reader
+            .get(&reflector::ObjectRef::new("before").within("default"))
+            .is_some()
+        {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     })
@@ -159,7 +189,9 @@ async fn watcher_over_http() {
     let mut stream = watcher(cms.clone(), watcher::Config::default())
         .applied_objects()
         .boxed();
-    cms.create(&PostParams::default(), &cm("net")).await.unwrap();
+    cms.create(&PostParams::default(), &cm("net"))
+        .await
+        .unwrap();
     let got = within(10, stream.next()).await.unwrap().unwrap();
     assert_eq!(got.name_any(), "net");
 }
@@ -198,7 +230,9 @@ async fn reconcile(w: Arc<Widget>, ctx: Arc<Ctx>) -> Result<Action, ReconcileErr
         .patch_status(
             &name,
             &PatchParams::default(),
-            &Patch::Merge(json!({"status": {"ready": true, "observed_generation": w.metadata.generation}})),
+            &Patch::Merge(
+                json!({"status": {"ready": true, "observed_generation": w.metadata.generation}}),
+            ),
         )
         .await?;
     Ok(Action::await_change())
@@ -218,7 +252,13 @@ async fn controller_reconciles_a_custom_resource_end_to_end() {
 
     let controller = Controller::new(widgets.clone(), watcher::Config::default())
         .owns(cms.clone(), watcher::Config::default())
-        .run(reconcile, error_policy, Arc::new(Ctx { client: client.clone() }))
+        .run(
+            reconcile,
+            error_policy,
+            Arc::new(Ctx {
+                client: client.clone(),
+            }),
+        )
         .for_each(|_| async {});
     let running = tokio::spawn(controller);
 
@@ -233,11 +273,11 @@ async fn controller_reconciles_a_custom_resource_end_to_end() {
             loop {
                 let w = widgets.get("w1").await.unwrap();
                 let cm = cms.get_opt("w1-config").await.unwrap();
-                let done = w.status.as_ref().is_some_and(|s| {
-                    s.ready && s.observed_generation == Some(generation)
-                }) && cm
-                    .and_then(|c| c.data)
-                    .is_some_and(|d| d["size"] == size);
+                let done = w
+                    .status
+                    .as_ref()
+                    .is_some_and(|s| s.ready && s.observed_generation == Some(generation))
+                    && cm.and_then(|c| c.data).is_some_and(|d| d["size"] == size);
                 if done {
                     return;
                 }
@@ -249,7 +289,11 @@ async fn controller_reconciles_a_custom_resource_end_to_end() {
 
     // A spec change is reconciled again: new generation, new size.
     widgets
-        .patch("w1", &PatchParams::default(), &Patch::Merge(json!({"spec": {"size": 7}})))
+        .patch(
+            "w1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"size": 7}})),
+        )
         .await
         .unwrap();
     within(10, wait_for(2, "7")).await;

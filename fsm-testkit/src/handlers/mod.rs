@@ -95,13 +95,15 @@ fn serve_discovery(
             ok(discovery::api_versions(host))
         }
         Route::ApiGroups => ok(discovery::api_groups(&cluster.registry)),
-        Route::ApiGroup(g) => discovery::api_group(&cluster.registry, &g)
-            .map_or(Err(ApiError::UnknownResource), ok),
+        Route::ApiGroup(g) => {
+            discovery::api_group(&cluster.registry, &g).map_or(Err(ApiError::UnknownResource), ok)
+        }
         Route::ResourceList(g, v) => discovery::resource_list(&cluster.registry, &g, &v)
             .map_or(Err(ApiError::UnknownResource), ok),
         Route::OpenApiIndex => ok(openapi::index(&cluster.registry, cluster.store.revision())),
-        Route::OpenApiDocument(g, v) => openapi::document(&cluster.registry, &g, &v)
-            .map_or(Err(ApiError::UnknownResource), ok),
+        Route::OpenApiDocument(g, v) => {
+            openapi::document(&cluster.registry, &g, &v).map_or(Err(ApiError::UnknownResource), ok)
+        }
         Route::Resource(_) | Route::Unknown => Err(ApiError::UnknownResource),
     }
 }

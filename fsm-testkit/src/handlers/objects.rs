@@ -130,7 +130,7 @@ fn flag(q: &HashMap<String, String>, key: &str) -> bool {
     matches!(q.get(key).map(String::as_str), Some("true" | "1"))
 }
 
-fn header_str<'a>(parts: &'a Parts, name: header::HeaderName) -> &'a str {
+fn header_str(parts: &Parts, name: header::HeaderName) -> &str {
     parts
         .headers
         .get(name)
@@ -228,7 +228,9 @@ pub async fn handle(
             let obj = shared.cluster().get(&def, &ns, &name)?;
             match table {
                 Some(include) => {
-                    let rv = obj["metadata"]["resourceVersion"].as_str().map(String::from);
+                    let rv = obj["metadata"]["resourceVersion"]
+                        .as_str()
+                        .map(String::from);
                     ok(
                         StatusCode::OK,
                         table::render(&def, &[obj], rv.as_deref(), include, now),
@@ -273,12 +275,13 @@ pub async fn handle(
                 })?),
                 None => None,
             };
-            let timeout = match q.get("timeoutSeconds") {
-                Some(t) => Duration::from_secs(t.parse().map_err(|_| {
-                    ApiError::BadRequest(format!("invalid timeoutSeconds {t:?}"))
-                })?),
-                None => shared.config.default_watch_timeout,
-            };
+            let timeout =
+                match q.get("timeoutSeconds") {
+                    Some(t) => Duration::from_secs(t.parse().map_err(|_| {
+                        ApiError::BadRequest(format!("invalid timeoutSeconds {t:?}"))
+                    })?),
+                    None => shared.config.default_watch_timeout,
+                };
             let req = WatchRequest {
                 def: def.clone(),
                 namespace,
@@ -333,10 +336,13 @@ pub async fn handle(
         Verb::DeleteCollection => {
             let mut opts = DeleteOptions::from_body(&read_body(body).await?)?;
             opts.dry_run |= dry_run;
-            let list =
-                shared
-                    .cluster()
-                    .delete_collection(&def, namespace.as_deref(), &list_query(&q)?, &opts, now)?;
+            let list = shared.cluster().delete_collection(
+                &def,
+                namespace.as_deref(),
+                &list_query(&q)?,
+                &opts,
+                now,
+            )?;
             ok(StatusCode::OK, list)
         }
     }
@@ -350,7 +356,10 @@ mod tests {
     fn verbs_of_methods() {
         assert_eq!(Verb::of(&Method::GET, false, true).unwrap(), Verb::Watch);
         assert_eq!(Verb::of(&Method::GET, true, false).unwrap(), Verb::Get);
-        assert_eq!(Verb::of(&Method::DELETE, false, false).unwrap(), Verb::DeleteCollection);
+        assert_eq!(
+            Verb::of(&Method::DELETE, false, false).unwrap(),
+            Verb::DeleteCollection
+        );
         assert!(Verb::of(&Method::POST, true, false).is_err());
         assert!(Verb::of(&Method::PUT, false, false).is_err());
     }
@@ -358,7 +367,10 @@ mod tests {
     #[test]
     fn query_decoding() {
         let pairs = url_decode_pairs("labelSelector=app%3Dweb%2Ctier+in+%28a%29&watch=1&x");
-        assert_eq!(pairs[0], ("labelSelector".into(), "app=web,tier in (a)".into()));
+        assert_eq!(
+            pairs[0],
+            ("labelSelector".into(), "app=web,tier in (a)".into())
+        );
         assert_eq!(pairs[1], ("watch".into(), "1".into()));
         assert_eq!(pairs[2], ("x".into(), String::new()));
         assert_eq!(percent_decode("100%"), "100%");

@@ -102,10 +102,19 @@ mod tests {
     #[test]
     fn paths() {
         assert_eq!(parse("/api"), Route::Api);
-        assert_eq!(parse("/api/v1"), Route::ResourceList(String::new(), "v1".into()));
+        assert_eq!(
+            parse("/api/v1"),
+            Route::ResourceList(String::new(), "v1".into())
+        );
         assert_eq!(parse("/apis/apps"), Route::ApiGroup("apps".into()));
-        assert_eq!(parse("/api/v1/namespaces"), rp("", None, "namespaces", None, None));
-        assert_eq!(parse("/api/v1/namespaces/x"), rp("", None, "namespaces", Some("x"), None));
+        assert_eq!(
+            parse("/api/v1/namespaces"),
+            rp("", None, "namespaces", None, None)
+        );
+        assert_eq!(
+            parse("/api/v1/namespaces/x"),
+            rp("", None, "namespaces", Some("x"), None)
+        );
         assert_eq!(
             parse("/api/v1/namespaces/x/status"),
             rp("", None, "namespaces", Some("x"), Some("status"))
@@ -116,11 +125,26 @@ mod tests {
         );
         assert_eq!(
             parse("/apis/apps/v1/namespaces/ns/deployments/web/status"),
-            rp("apps", Some("ns"), "deployments", Some("web"), Some("status"))
+            rp(
+                "apps",
+                Some("ns"),
+                "deployments",
+                Some("web"),
+                Some("status")
+            )
         );
-        assert_eq!(parse("/apis/apps/v1/deployments"), rp("apps", None, "deployments", None, None));
-        assert_eq!(parse("/api/v1/namespaces/ns/configmaps/a/b/c"), Route::Unknown);
+        assert_eq!(
+            parse("/apis/apps/v1/deployments"),
+            rp("apps", None, "deployments", None, None)
+        );
+        assert_eq!(
+            parse("/api/v1/namespaces/ns/configmaps/a/b/c"),
+            Route::Unknown
+        );
         assert_eq!(parse("/nothing"), Route::Unknown);
-        assert_eq!(parse("/openapi/v3/apis/apps/v1"), Route::OpenApiDocument("apps".into(), "v1".into()));
+        assert_eq!(
+            parse("/openapi/v3/apis/apps/v1"),
+            Route::OpenApiDocument("apps".into(), "v1".into())
+        );
     }
 }

@@ -52,11 +52,17 @@ pub async fn within<F: Future>(secs: u64, f: F) -> F::Output {
 /// Creates the CRD of `K` and waits until it is established.
 pub async fn install<K: CustomResourceExt>(client: &Client) -> CustomResourceDefinition {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let crd = crds.create(&PostParams::default(), &K::crd()).await.unwrap();
-    let name = crd.metadata.name.clone().unwrap();
-    within(5, await_condition(crds, &name, conditions::is_crd_established()))
+    let crd = crds
+        .create(&PostParams::default(), &K::crd())
         .await
         .unwrap();
+    let name = crd.metadata.name.clone().unwrap();
+    within(
+        5,
+        await_condition(crds, &name, conditions::is_crd_established()),
+    )
+    .await
+    .unwrap();
     crd
 }
 

@@ -1,0 +1,130 @@
+//! Runs the embedded API server standalone, for poking at it with `kubectl`.
+//!
+//! ```text
+//! fsm-apiserver [--port PORT] [--kubeconfig PATH]
+//! ```
+//!
+//! Listens on `127.0.0.1:PORT` (default: a free port), writes a kubeconfig to
+//! `PATH` (default: `./fsm-testkit.kubeconfig`), prints both, and serves
+//! until interrupted.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use fsm_testkit::ApiServer;
+
+#[derive(Debug)]
+struct Args {
+    port: u16,
+    kubeconfig: PathBuf,
+}
+
+const USAGE: &str = "usage: fsm-apiserver [--port PORT] [--kubeconfig PATH]";
+
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
+    let mut parsed = Args {
+        port: 0,
+        kubeconfig: PathBuf::from("fsm-testkit.kubeconfig"),
+    };
+    while let Some(arg) = args.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) => (f.to_string(), Some(v.to_string())),
+            None => (arg.clone(), None),
+        };
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| args.next())
+                .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))
+        };
+        match flag.as_str() {
+            "--port" => {
+                let v = value()?;
+                parsed.port = v
+                    .parse()
+                    .map_err(|_| format!("--port: not a port number: {v:?}\n{USAGE}"))?;
+            }
+            "--kubeconfig" => parsed.kubeconfig = PathBuf::from(value()?),
+            "-h" | "--help" => return Err(USAGE.to_string()),
+            other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
+        }
+    }
+    Ok(parsed)
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    let args = match parse_args(std::env::args().skip(1)) {
+        Ok(a) => a,
+        Err(msg) => {
+            eprintln!("{msg}");
+            return ExitCode::from(2);
+        }
+    };
+    let server = ApiServer::new();
+    let addr = SocketAddr::from(([127, 0, 0, 1], args.port));
+    let http = match server.serve_http_on(addr, Some(args.kubeconfig)).await {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("fsm-apiserver: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("serving the Kubernetes API on {}", http.url());
+    println!("kubeconfig written to {}", http.kubeconfig().display());
+    println!(
+        "try: kubectl --kubeconfig {} get namespaces",
+        http.kubeconfig().display()
+    );
+    shutdown_signal().await;
+    println!("stopping after {} requests", server.request_log().total());
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Args, String> {
+        parse_args(args.iter().map(|s| (*s).to_string()))
+    }
+
+    #[test]
+    fn flags() {
+        let a = parse(&["--port", "8080", "--kubeconfig=/tmp/kc"]).unwrap();
+        assert_eq!(a.port, 8080);
+        assert_eq!(a.kubeconfig, PathBuf::from("/tmp/kc"));
+        let d = parse(&[]).unwrap();
+        assert_eq!(d.port, 0);
+        assert!(parse(&["--port", "x"]).unwrap_err().contains("not a port"));
+        assert!(parse(&["--port"]).unwrap_err().contains("needs a value"));
+        assert!(
+            parse(&["--bogus"])
+                .unwrap_err()
+                .contains("unknown argument")
+        );
+    }
+}

@@ -1,0 +1,361 @@
+//! `kubectl` as a second, independent client: if the real client accepts
+//! the server, the server is faithful where operators and people look.
+//!
+//! These tests need `kubectl` on `PATH` (Debian: `apt-get install
+//! kubernetes-client`); without it they fail, they never skip.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::within;
+use fsm_testkit::{ApiServer, HttpServer};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, PostParams};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+fn kubectl_binary() -> PathBuf {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("kubectl"))
+            .find(|p| p.is_file())
+    });
+    found.unwrap_or_else(|| {
+        panic!(
+            "kubectl was not found on PATH. The kubectl fidelity tests need it: \
+             install it with `apt-get install -y kubernetes-client` (.ci/run does). \
+             These tests fail rather than skip."
+        )
+    })
+}
+
+/// kubectl pointed at one server, with its own discovery cache.
+struct Kubectl {
+    binary: PathBuf,
+    kubeconfig: PathBuf,
+    cache: PathBuf,
+}
+
+struct Output {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Kubectl {
+    fn new(http: &HttpServer) -> Self {
+        let cache = http.kubeconfig().parent().unwrap().join("kubectl-cache");
+        Self {
+            binary: kubectl_binary(),
+            kubeconfig: http.kubeconfig().to_path_buf(),
+            cache,
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(&self.binary);
+        c.arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(&self.cache)
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        c
+    }
+
+    async fn run(&self, args: &[&str]) -> Output {
+        let out = within(60, self.command(args).output()).await.unwrap();
+        Output {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Runs and requires success.
+    async fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args).await;
+        assert_eq!(
+            out.code, 0,
+            "kubectl {args:?} failed:\nstdout: {}\nstderr: {}",
+            out.stdout, out.stderr
+        );
+        out.stdout
+    }
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+const CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names:
+    plural: widgets
+    singular: widget
+    kind: Widget
+    shortNames: [wd]
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+      status: {}
+    additionalPrinterColumns:
+    - name: Size
+      type: integer
+      jsonPath: .spec.size
+    - name: Age
+      type: date
+      jsonPath: .metadata.creationTimestamp
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+"#;
+
+const WIDGET: &str = r#"apiVersion: example.com/v1
+kind: Widget
+metadata:
+  name: w1
+  labels:
+    team: blue
+spec:
+  size: 3
+"#;
+
+/// Splits a table into rows of whitespace-separated cells.
+fn table(text: &str) -> Vec<Vec<String>> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.split_whitespace().map(String::from).collect())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_get_patch_delete_a_custom_resource() {
+    let server = ApiServer::new();
+    let http = server.serve_http().await.unwrap();
+    let k = Kubectl::new(&http);
+    let dir = http.kubeconfig().parent().unwrap().to_path_buf();
+    let crd = write(&dir, "crd.yaml", CRD);
+    let cr = write(&dir, "widget.yaml", WIDGET);
+
+    // apply -f: CRD, then a CR of it (kubectl validates through the server).
+    let out = k.ok(&["apply", "-f", &crd]).await;
+    assert_eq!(
+        out.trim(),
+        "customresourcedefinition.apiextensions.k8s.io/widgets.example.com created"
+    );
+    let out = k.ok(&["apply", "-f", &cr]).await;
+    assert_eq!(out.trim(), "widget.example.com/w1 created");
+    // Applying the same file again is a no-op patch.
+    let out = k.ok(&["apply", "-f", &cr]).await;
+    assert_eq!(out.trim(), "widget.example.com/w1 unchanged");
+
+    // get: a server-side table with the CRD's printer columns.
+    let rows = table(&k.ok(&["get", "widgets"]).await);
+    assert_eq!(rows[0], ["NAME", "SIZE", "AGE"]);
+    assert_eq!(rows[1][..2], ["w1", "3"]);
+    assert_eq!(rows.len(), 2);
+    let rows = table(&k.ok(&["get", "wd", "--show-labels"]).await);
+    assert_eq!(rows[1].last().unwrap(), "team=blue");
+    let rows = table(&k.ok(&["get", "crd"]).await);
+    assert_eq!(rows[0], ["NAME", "CREATED", "AT"]);
+    assert_eq!(rows[1][0], "widgets.example.com");
+
+    // get -o json: the stored object.
+    let obj: Value =
+        serde_json::from_str(&k.ok(&["get", "widget", "w1", "-o", "json"]).await).unwrap();
+    assert_eq!(obj["spec"]["size"], 3);
+    assert_eq!(obj["metadata"]["generation"], 1);
+    assert!(
+        obj["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+            .is_string()
+    );
+    let list: Value = serde_json::from_str(&k.ok(&["get", "widgets", "-o", "json"]).await).unwrap();
+    assert_eq!(list["items"][0]["metadata"]["name"], "w1");
+    // Label selectors pass through kubectl.
+    let none = k.run(&["get", "widgets", "-l", "team=red"]).await;
+    assert_eq!(none.code, 0);
+    assert!(
+        none.stderr.contains("No resources found"),
+        "{}",
+        none.stderr
+    );
+
+    // patch --type merge.
+    let out = k
+        .ok(&[
+            "patch",
+            "widget",
+            "w1",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"spec":{"size":5}}"#,
+        ])
+        .await;
+    assert_eq!(out.trim(), "widget.example.com/w1 patched");
+    let size = k
+        .ok(&[
+            "get",
+            "widget",
+            "w1",
+            "-o",
+            "jsonpath={.spec.size} {.metadata.generation}",
+        ])
+        .await;
+    assert_eq!(size.trim(), "5 2");
+
+    // delete, then get is NotFound as kubectl prints it.
+    let out = k.ok(&["delete", "widget", "w1"]).await;
+    assert_eq!(out.trim(), r#"widget.example.com "w1" deleted"#);
+    let gone = k.run(&["get", "widget", "w1"]).await;
+    assert_ne!(gone.code, 0);
+    assert!(
+        gone.stderr
+            .contains(r#"Error from server (NotFound): widgets.example.com "w1" not found"#),
+        "{}",
+        gone.stderr
+    );
+    assert!(server.request_log().count("create", "widgets") == 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_resources_lists_builtins_and_custom_resources() {
+    let server = ApiServer::new();
+    let http = server.serve_http().await.unwrap();
+    let k = Kubectl::new(&http);
+    let dir = http.kubeconfig().parent().unwrap().to_path_buf();
+    k.ok(&["apply", "-f", &write(&dir, "crd.yaml", CRD)]).await;
+
+    let rows = table(&k.ok(&["api-resources"]).await);
+    assert_eq!(
+        rows[0],
+        ["NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"]
+    );
+    let has = |cells: &[&str]| rows.iter().any(|r| r == cells);
+    assert!(
+        has(&["configmaps", "cm", "v1", "true", "ConfigMap"]),
+        "{rows:?}"
+    );
+    assert!(has(&["namespaces", "ns", "v1", "false", "Namespace"]));
+    assert!(has(&[
+        "deployments",
+        "deploy",
+        "apps/v1",
+        "true",
+        "Deployment"
+    ]));
+    assert!(has(&["leases", "coordination.k8s.io/v1", "true", "Lease"]));
+    assert!(has(&["widgets", "wd", "example.com/v1", "true", "Widget"]));
+
+    let versions = k.ok(&["api-versions"]).await;
+    assert!(
+        versions.lines().any(|l| l == "example.com/v1"),
+        "{versions}"
+    );
+    let ns = table(&k.ok(&["get", "namespaces"]).await);
+    assert_eq!(ns[0], ["NAME", "STATUS", "AGE"]);
+    assert!(ns.iter().any(|r| r[..2] == ["kube-system", "Active"]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_watch_prints_changes_until_killed() {
+    let server = ApiServer::new();
+    let http = server.serve_http().await.unwrap();
+    let k = Kubectl::new(&http);
+    let cms: Api<ConfigMap> = Api::default_namespaced(server.client());
+
+    let mut child = k
+        .command(&["get", "configmaps", "--watch"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    // Wait until kubectl's watch is open, then make a change it must print.
+    within(30, async {
+        while server.request_log().count("watch", "configmaps") == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let mut c = ConfigMap::default();
+    c.metadata.name = Some("watched".into());
+    cms.create(&PostParams::default(), &c).await.unwrap();
+
+    let mut printed = Vec::new();
+    within(30, async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            printed.push(line.clone());
+            if line.starts_with("watched ") {
+                break;
+            }
+        }
+    })
+    .await;
+    child.kill().await.unwrap();
+    assert_eq!(
+        table(&printed[0].clone())[0],
+        ["NAME", "AGE"],
+        "{printed:?}"
+    );
+    assert_eq!(table(printed.last().unwrap())[0][0], "watched");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_serves_kubectl() {
+    let dir = std::env::temp_dir().join(format!("fsm-apiserver-bin-{}", std::process::id()));
+    let kubeconfig = dir.join("kubeconfig");
+    let _ = std::fs::remove_file(&kubeconfig);
+    let mut server = Command::new(env!("CARGO_BIN_EXE_fsm-apiserver"))
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(server.stdout.take().unwrap()).lines();
+    let first = within(30, out.next_line()).await.unwrap().unwrap();
+    assert!(
+        first.starts_with("serving the Kubernetes API on http://127.0.0.1:"),
+        "{first}"
+    );
+    within(30, async {
+        while !kubeconfig.exists() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let k = Kubectl {
+        binary: kubectl_binary(),
+        kubeconfig: kubeconfig.clone(),
+        cache: dir.join("cache"),
+    };
+    let rows = table(&k.ok(&["get", "namespaces", "-o", "name"]).await);
+    assert_eq!(
+        rows,
+        [
+            ["namespace/default"],
+            ["namespace/kube-public"],
+            ["namespace/kube-system"]
+        ]
+    );
+    server.kill().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
