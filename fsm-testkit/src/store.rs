@@ -8,8 +8,9 @@
 //! simulated workloads) can subscribe to the same stream.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
@@ -53,6 +54,16 @@ pub struct StoreEvent {
     pub object: Arc<Value>,
     /// The object before the change, for `Modified` and `Deleted`.
     pub previous: Option<Arc<Value>>,
+    /// `object` serialized once, shared by every watcher that sends it as stored.
+    pub encoded: OnceLock<Bytes>,
+}
+
+impl StoreEvent {
+    /// `object` as JSON, serialized on first use.
+    pub fn encoded(&self) -> &Bytes {
+        self.encoded
+            .get_or_init(|| Bytes::from(self.object.to_string()))
+    }
 }
 
 /// Returned by [`Store::events_since`] when the history no longer reaches back.
@@ -186,6 +197,7 @@ impl Store {
             namespace: namespace.to_string(),
             object: object.clone(),
             previous,
+            encoded: OnceLock::new(),
         });
         object
     }
@@ -215,6 +227,7 @@ impl Store {
             namespace: namespace.to_string(),
             object: object.clone(),
             previous: Some(previous),
+            encoded: OnceLock::new(),
         });
         Some(object)
     }

@@ -81,6 +81,16 @@ async fn configmap_crud_and_request_log() {
     assert_eq!(log.count("update", "configmaps"), 1);
     assert_eq!(log.count("patch", "configmaps"), 1);
     assert_eq!(log.count("delete", "configmaps"), 1);
+    let missed = log
+        .records()
+        .into_iter()
+        .find(|r| r.code == 404)
+        .expect("the failed get is recorded");
+    assert_eq!(
+        (missed.verb.as_str(), missed.resource.as_str(), missed.name.as_deref()),
+        ("get", "configmaps", Some("a"))
+    );
+    assert_eq!(missed.namespace.as_deref(), Some("default"));
 }
 
 #[tokio::test]

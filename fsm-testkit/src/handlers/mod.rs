@@ -41,29 +41,22 @@ pub fn json(code: StatusCode, body: &Value) -> Response {
 
 async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
-    let path = parts.uri.path().to_string();
-    let mut record = RequestRecord {
-        verb: "get".into(),
-        group: String::new(),
-        resource: String::new(),
-        subresource: None,
-        namespace: None,
-        name: None,
-        path: path.clone(),
-        code: 0,
-    };
-    let result = match route::parse(&path) {
-        Route::Resource(rp) => objects::handle(&shared, &parts, body, rp, &mut record).await,
-        other if parts.method != http::Method::GET => {
-            record.verb = parts.method.as_str().to_ascii_lowercase();
-            match other {
-                Route::Unknown => Err(ApiError::UnknownResource),
-                _ => Err(ApiError::MethodNotAllowed),
-            }
-        }
+    let route = route::parse(parts.uri.path());
+    // 1. What is asked: verb, resource, namespace, name.
+    let mut record = describe(&parts, &route);
+    // 2. Steps that act on the description alone (fault injection, latency)
+    //    belong here, before the request is served.
+    // 3. Serve.
+    let result = match route {
+        Route::Resource(rp) => objects::handle(&shared, &parts, body, rp).await,
+        _ if parts.method != http::Method::GET => Err(match route {
+            Route::Unknown => ApiError::UnknownResource,
+            _ => ApiError::MethodNotAllowed,
+        }),
         other => serve_discovery(&shared, &parts, other),
     };
     let response = result.unwrap_or_else(IntoResponse::into_response);
+    // 4. Record the outcome.
     record.code = response.status().as_u16();
     tracing::debug!(
         method = %parts.method,
@@ -74,6 +67,41 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     );
     shared.log.record(record);
     response
+}
+
+/// Describes a request for the log (and for steps that act on its
+/// description): verb, resource, namespace, name. The code is filled in
+/// once the request is served.
+#[must_use]
+pub fn describe(parts: &http::request::Parts, route: &Route) -> RequestRecord {
+    let method_verb = || parts.method.as_str().to_ascii_lowercase();
+    let mut record = RequestRecord {
+        verb: if parts.method == http::Method::GET {
+            "get".into()
+        } else {
+            method_verb()
+        },
+        group: String::new(),
+        resource: String::new(),
+        subresource: None,
+        namespace: None,
+        name: None,
+        path: parts.uri.path().to_string(),
+        code: 0,
+    };
+    if let Route::Resource(rp) = route {
+        let watch = objects::query_map(parts)
+            .get("watch")
+            .is_some_and(|w| w == "true" || w == "1");
+        record.verb = objects::Verb::of(&parts.method, rp.name.is_some(), watch)
+            .map_or_else(|_| method_verb(), |v| v.as_str().to_string());
+        record.group.clone_from(&rp.group);
+        record.resource.clone_from(&rp.resource);
+        record.subresource.clone_from(&rp.subresource);
+        record.namespace.clone_from(&rp.namespace);
+        record.name.clone_from(&rp.name);
+    }
+    record
 }
 
 fn serve_discovery(

@@ -13,7 +13,6 @@ use serde_json::Value;
 use super::json;
 use super::route::ResourcePath;
 use crate::cluster::{DeleteOptions, ListQuery, Part};
-use crate::log::RequestRecord;
 use crate::patch::PatchType;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::server::Shared;
@@ -80,7 +79,8 @@ impl Verb {
     }
 }
 
-fn query_map(parts: &Parts) -> HashMap<String, String> {
+/// The query parameters of a request, percent-decoded.
+pub fn query_map(parts: &Parts) -> HashMap<String, String> {
     parts
         .uri
         .query()
@@ -179,19 +179,9 @@ pub async fn handle(
     parts: &Parts,
     body: Body,
     path: ResourcePath,
-    record: &mut RequestRecord,
 ) -> Result<Response, ApiError> {
-    record.group.clone_from(&path.group);
-    record.resource.clone_from(&path.resource);
-    record.namespace.clone_from(&path.namespace);
-    record.name.clone_from(&path.name);
-    record.subresource.clone_from(&path.subresource);
     let q = query_map(parts);
     let verb = Verb::of(&parts.method, path.name.is_some(), flag(&q, "watch"));
-    record.verb = verb.as_ref().map_or_else(
-        |_| parts.method.as_str().to_ascii_lowercase(),
-        |v| v.as_str().to_string(),
-    );
     let def = shared
         .cluster()
         .registry
