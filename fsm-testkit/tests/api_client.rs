@@ -87,7 +87,11 @@ async fn configmap_crud_and_request_log() {
         .find(|r| r.code == 404)
         .expect("the failed get is recorded");
     assert_eq!(
-        (missed.verb.as_str(), missed.resource.as_str(), missed.name.as_deref()),
+        (
+            missed.verb.as_str(),
+            missed.resource.as_str(),
+            missed.name.as_deref()
+        ),
         ("get", "configmaps", Some("a"))
     );
     assert_eq!(missed.namespace.as_deref(), Some("default"));
