@@ -160,6 +160,9 @@ async fn sensitive_data_stays_in_the_secret() {
     };
     controller.abort();
 
+    // Nothing runs on deletion, so the runtime added no finalizer.
+    assert!(vault.metadata.finalizers.as_ref().is_none_or(Vec::is_empty));
+
     // The Secret holds the data, as it should.
     let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
     let record = secrets.get("v-fsm").await.unwrap();
