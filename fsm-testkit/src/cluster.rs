@@ -86,6 +86,8 @@ pub struct Cluster {
 
 const NAMESPACE_GR: (&str, &str) = ("", "namespaces");
 const CRD_GROUP: &str = "apiextensions.k8s.io";
+/// Namespaces the real server refuses to delete.
+const PROTECTED_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
 
 fn namespaces() -> GroupResource {
     GroupResource {
@@ -454,6 +456,12 @@ impl Cluster {
             .store
             .get(&def.group_resource(), ns, name)
             .ok_or_else(|| not_found(def, name))?;
+        if def.group_resource() == namespaces() && PROTECTED_NAMESPACES.contains(&name) {
+            return Err(ApiError::Forbidden(
+                Subject::new("", "namespaces", name),
+                format!("namespaces {name:?} is forbidden: this namespace may not be deleted"),
+            ));
+        }
         if let Some(uid) = &opts.uid {
             let actual = str_at(&current, "uid");
             if uid != actual {
@@ -1063,6 +1071,19 @@ mod tests {
             c.get(&ns, "", "t").is_err(),
             "namespace goes with its last object"
         );
+    }
+
+    #[test]
+    fn system_namespaces_cannot_be_deleted() {
+        let mut c = cluster();
+        let ns = def(&c, "", "namespaces");
+        for name in PROTECTED_NAMESPACES {
+            let e = c
+                .delete(&ns, "", name, &DeleteOptions::default(), now())
+                .unwrap_err();
+            assert_eq!(e.reason(), "Forbidden");
+            assert_eq!(e.code().as_u16(), 403);
+        }
     }
 
     #[test]
