@@ -1,9 +1,10 @@
 //! Discovery documents: `/version`, `/api`, `/apis`, `/apis/{group}` and the
 //! resource lists of each group/version.
 //!
-//! Served as plain `application/json` (the legacy, unaggregated form): a
-//! client that asks for aggregated discovery (`as=APIGroupDiscoveryList`), as
-//! `kubectl` does, falls back to it when the response is not aggregated.
+//! `/api` and `/apis` are also served as aggregated discovery
+//! (`apidiscovery.k8s.io/v2` `APIGroupDiscoveryList`) to clients that ask for
+//! it first in `Accept`, as `kubectl` does: two requests instead of one per
+//! group/version. Everyone else gets the legacy documents.
 
 use serde_json::{Value, json};
 
@@ -131,6 +132,87 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
     }))
 }
 
+/// The `Content-Type` of aggregated discovery documents.
+pub const AGGREGATED_CONTENT_TYPE: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// Whether an `Accept` header prefers aggregated discovery (v2).
+#[must_use]
+pub fn wants_aggregated(accept: &str) -> bool {
+    accept.split(',').next().is_some_and(|first| {
+        let params: Vec<&str> = first.split(';').map(str::trim).collect();
+        params.contains(&"as=APIGroupDiscoveryList")
+            && params.contains(&"v=v2")
+            && params.contains(&"g=apidiscovery.k8s.io")
+    })
+}
+
+fn aggregated_resource(d: &ResourceDef) -> Value {
+    let kind = json!({"group": d.group, "version": d.version, "kind": d.kind});
+    let mut r = json!({
+        "resource": d.plural,
+        "responseKind": kind,
+        "scope": if d.namespaced { "Namespaced" } else { "Cluster" },
+        "singularResource": d.singular,
+        "verbs": VERBS,
+    });
+    if !d.short_names.is_empty() {
+        r["shortNames"] = json!(d.short_names);
+    }
+    if !d.categories.is_empty() {
+        r["categories"] = json!(d.categories);
+    }
+    if d.status_subresource {
+        r["subresources"] = json!([{
+            "subresource": "status",
+            "responseKind": kind,
+            "verbs": ["get", "patch", "update"],
+        }]);
+    }
+    r
+}
+
+fn aggregated_group(registry: &Registry, group: &str) -> Value {
+    let versions: Vec<Value> = registry
+        .versions(group)
+        .iter()
+        .map(|v| {
+            let resources: Vec<Value> = registry
+                .resources(group, v)
+                .iter()
+                .map(|d| aggregated_resource(d))
+                .collect();
+            json!({"version": v, "resources": resources, "freshness": "Current"})
+        })
+        .collect();
+    let mut g = json!({"metadata": {}, "versions": versions});
+    if !group.is_empty() {
+        g["metadata"]["name"] = json!(group);
+    }
+    g
+}
+
+/// Aggregated discovery: the core group for `/api` (`core = true`), every
+/// other group for `/apis`.
+#[must_use]
+pub fn aggregated(registry: &Registry, core: bool) -> Value {
+    let items: Vec<Value> = if core {
+        vec![aggregated_group(registry, "")]
+    } else {
+        registry
+            .groups()
+            .iter()
+            .map(|(g, _)| aggregated_group(registry, g))
+            .collect()
+    };
+    json!({
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": "apidiscovery.k8s.io/v2",
+        "metadata": {},
+        "items": items,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,5 +247,35 @@ mod tests {
         assert_eq!(apps["preferredVersion"]["groupVersion"], "apps/v1");
         assert_eq!(api_group(&r, "apps").unwrap()["kind"], "APIGroup");
         assert!(api_group(&r, "").is_none());
+    }
+    #[test]
+    fn aggregated_documents() {
+        assert!(wants_aggregated(
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+        ));
+        assert!(!wants_aggregated(
+            "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+        ));
+        assert!(!wants_aggregated("application/json, */*"));
+        let r = Registry::with_builtins();
+        let core = aggregated(&r, true);
+        assert_eq!(core["items"].as_array().unwrap().len(), 1);
+        assert!(core["items"][0]["metadata"].get("name").is_none());
+        let pods = core["items"][0]["versions"][0]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["resource"] == "pods")
+            .unwrap();
+        assert_eq!(pods["scope"], "Namespaced");
+        assert_eq!(pods["subresources"][0]["subresource"], "status");
+        let groups = aggregated(&r, false);
+        assert!(
+            groups["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|g| g["metadata"]["name"] == "apps")
+        );
     }
 }

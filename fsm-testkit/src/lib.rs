@@ -19,7 +19,8 @@
 //! the binary: `apply -f`, `create -f`, `get` (server-side tables, with a
 //! CRD's printer columns), `get -o json|yaml|jsonpath`, `get --watch`,
 //! `api-resources`, `api-versions`, `patch --type merge`, `label`,
-//! `delete`. Discovery is served unaggregated (kubectl falls back to it), and
+//! `delete`. Discovery is served aggregated (`apidiscovery.k8s.io/v2`) to
+//! clients that ask for it and in the legacy form to others, and
 //! `/openapi/v3` declares `fieldValidation` so `apply` validates through the
 //! server without `--validate=false`.
 //!

@@ -264,6 +264,16 @@ async fn api_resources_lists_builtins_and_custom_resources() {
     assert!(has(&["leases", "coordination.k8s.io/v1", "true", "Lease"]));
     assert!(has(&["widgets", "wd", "example.com/v1", "true", "Widget"]));
 
+    // kubectl asked for aggregated discovery and got it: no per-group requests.
+    let paths: Vec<String> = server
+        .request_log()
+        .records()
+        .into_iter()
+        .map(|r| r.path)
+        .collect();
+    assert!(paths.iter().any(|p| p == "/apis"), "{paths:?}");
+    assert!(!paths.iter().any(|p| p == "/apis/apps/v1"), "{paths:?}");
+
     let versions = k.ok(&["api-versions"]).await;
     assert!(
         versions.lines().any(|l| l == "example.com/v1"),

@@ -114,6 +114,23 @@ fn serve_discovery(
     match route {
         Route::Version => ok(discovery::version()),
         Route::Health => Ok((StatusCode::OK, "ok").into_response()),
+        Route::Api | Route::ApiGroups
+            if discovery::wants_aggregated(
+                parts
+                    .headers
+                    .get(header::ACCEPT)
+                    .and_then(|h| h.to_str().ok())
+                    .unwrap_or_default(),
+            ) =>
+        {
+            let doc = discovery::aggregated(&cluster.registry, route == Route::Api);
+            Ok((
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, discovery::AGGREGATED_CONTENT_TYPE)],
+                doc.to_string(),
+            )
+                .into_response())
+        }
         Route::Api => {
             let host = parts
                 .headers
