@@ -1,0 +1,148 @@
+//! Watches: the event sequence of a series of changes, and how a label
+//! selector turns an object leaving or entering it into DELETED / ADDED.
+
+use integration_tests::{Fallible, Scene};
+
+use crate::known;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ListParams};
+use serde_json::{Value, json};
+
+/// `type` and the object's name and data of each event.
+fn summary(events: &[Value]) -> Vec<Value> {
+    events
+        .iter()
+        .map(|e| {
+            json!([
+                e["type"],
+                e["object"]["metadata"]["name"],
+                e["object"]["data"],
+                e["object"]["metadata"]["labels"],
+            ])
+        })
+        .collect()
+}
+
+/// Watch from a list's resourceVersion: create, patch, create, delete arrive
+/// in order as ADDED, MODIFIED, ADDED, DELETED, with the objects as written.
+pub async fn watch_event_sequence(s: &mut Scene) -> Fallible {
+    let api: Api<ConfigMap> = s.api();
+    let rv = api
+        .list(&ListParams::default())
+        .await?
+        .metadata
+        .resource_version
+        .unwrap_or_default();
+    let path = s.core("configmaps");
+    let changes = async {
+        s.post(&path, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"n": "1"}}))
+            .await?
+            .expect(201)?;
+        s.merge(&format!("{path}/a"), json!({"data": {"n": "2"}}))
+            .await?
+            .expect(200)?;
+        s.post(
+            &path,
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}}),
+        )
+        .await?
+        .expect(201)?;
+        s.delete(&format!("{path}/a")).await?.expect(200)?;
+        Ok(())
+    };
+    let events = s.watch_events(&api, &rv, 4, 20, changes).await?;
+    let got = summary(&events);
+    assert_eq!(
+        got,
+        vec![
+            json!(["ADDED", "a", {"n": "1"}, null]),
+            json!(["MODIFIED", "a", {"n": "2"}, null]),
+            json!(["ADDED", "b", null, null]),
+            json!(["DELETED", "a", {"n": "2"}, null]),
+        ]
+    );
+    // The resourceVersions of the events increase.
+    let rvs: Vec<u64> = events
+        .iter()
+        .filter_map(|e| {
+            e["object"]["metadata"]["resourceVersion"]
+                .as_str()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    assert!(rvs.windows(2).all(|w| w[0] < w[1]), "{rvs:?}");
+    s.record("events", &events);
+    Ok(())
+}
+
+/// A watch with a label selector: an object whose labels stop matching is
+/// seen as DELETED, one that starts matching as ADDED.
+pub async fn watch_with_label_selector(s: &mut Scene) -> Fallible {
+    let api: Api<ConfigMap> = s.api();
+    let rv = api
+        .list(&ListParams::default())
+        .await?
+        .metadata
+        .resource_version
+        .unwrap_or_default();
+    let path = s.core("configmaps");
+    let selected: Api<ConfigMap> = Api::namespaced(s.client(), &s.ns);
+    let changes = async {
+        s.post(
+            &path,
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "m", "labels": {"watched": "yes"}}}),
+        )
+        .await?
+        .expect(201)?;
+        s.post(
+            &path,
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "other", "labels": {"watched": "no"}}}),
+        )
+        .await?
+        .expect(201)?;
+        s.merge(
+            &format!("{path}/m"),
+            json!({"metadata": {"labels": {"watched": "no"}}}),
+        )
+        .await?
+        .expect(200)?;
+        s.merge(
+            &format!("{path}/other"),
+            json!({"metadata": {"labels": {"watched": "yes"}}}),
+        )
+        .await?
+        .expect(200)?;
+        let done: Fallible = Ok(());
+        done
+    };
+    let params = kube::api::WatchParams::default()
+        .labels("watched=yes")
+        .timeout(20);
+    use futures::{StreamExt, TryStreamExt};
+    let stream = selected.watch(&params, &rv).await?;
+    let collect = stream
+        .try_filter(|e| std::future::ready(!matches!(e, kube::api::WatchEvent::Bookmark(_))))
+        .take(3)
+        .map(|e| Ok::<_, Box<dyn std::error::Error + Send + Sync>>(serde_json::to_value(e?)?))
+        .try_collect::<Vec<Value>>();
+    let (events, done) = tokio::join!(collect, changes);
+    done?;
+    let events = events?;
+    let got = summary(&events);
+    assert_eq!(got[0], json!(["ADDED", "m", null, {"watched": "yes"}]));
+    assert_eq!((&got[1][0], &got[1][1]), (&json!("DELETED"), &json!("m")));
+    assert_eq!(got[2], json!(["ADDED", "other", null, {"watched": "yes"}]));
+    let types: Vec<(&Value, &Value)> = got.iter().map(|e| (&e[0], &e[1])).collect();
+    s.record("event types", types);
+    // The real server sends the previous state: {"watched": "yes"}.
+    s.record_known(
+        "the DELETED object",
+        &events[1],
+        known::SELECTOR_WATCH_DELETED,
+    );
+    s.record("the last ADDED object", &events[2]);
+    Ok(())
+}
