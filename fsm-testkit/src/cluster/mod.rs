@@ -5,9 +5,14 @@
 //! Everything here is synchronous and runs under the server's lock, so a
 //! verb is atomic; HTTP lives in `handlers`.
 
+mod delete;
+mod ids;
+mod meta;
+mod paging;
+
 use std::sync::Arc;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::crd;
 use crate::kinds;
@@ -17,6 +22,12 @@ use crate::selectors::{FieldSelector, LabelSelector};
 use crate::status::{ApiError, Cause, Subject};
 use crate::store::Store;
 use crate::validation::name_problem;
+
+use ids::IdSource;
+use meta::{
+    check_namespace_field, check_type, copy_field, finalizers, metadata_mut, spec_changed, str_at,
+};
+use paging::{decode_continue, encode_continue};
 
 /// Which part of an object a write targets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -439,210 +450,6 @@ impl Cluster {
         self.update(def, ns, name, target, part, dry_run, now)
     }
 
-    /// Deletes an object: removed at once without finalizers, else marked
-    /// with `deletionTimestamp`. Returns the object and whether it is gone.
-    ///
-    /// # Errors
-    /// `NotFound`; `Conflict` when a precondition fails.
-    pub fn delete(
-        &mut self,
-        def: &ResourceDef,
-        ns: &str,
-        name: &str,
-        opts: &DeleteOptions,
-        now: jiff::Timestamp,
-    ) -> Result<(Value, bool), ApiError> {
-        let current = self
-            .store
-            .get(&def.group_resource(), ns, name)
-            .ok_or_else(|| not_found(def, name))?;
-        if def.group_resource() == namespaces() && PROTECTED_NAMESPACES.contains(&name) {
-            return Err(ApiError::Forbidden(
-                Subject::new("", "namespaces", name),
-                format!("namespaces {name:?} is forbidden: this namespace may not be deleted"),
-            ));
-        }
-        if let Some(uid) = &opts.uid {
-            let actual = str_at(&current, "uid");
-            if uid != actual {
-                return Err(ApiError::Conflict(
-                    Subject::new(&def.group, &def.plural, name),
-                    format!(
-                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"
-                    ),
-                ));
-            }
-        }
-        if let Some(rv) = &opts.resource_version {
-            let actual = str_at(&current, "resourceVersion");
-            if rv != actual {
-                return Err(ApiError::Conflict(
-                    Subject::new(&def.group, &def.plural, name),
-                    format!(
-                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {actual}"
-                    ),
-                ));
-            }
-        }
-        if opts.dry_run {
-            return Ok((present(def, &current), finalizers(&current).is_empty()));
-        }
-        Ok(self.delete_object(def, ns, name, &current, now))
-    }
-
-    /// Deletes every object of `def` in `ns` matching `q`; returns the list
-    /// of deleted (or now terminating) objects.
-    ///
-    /// # Errors
-    /// As [`Cluster::list`].
-    pub fn delete_collection(
-        &mut self,
-        def: &ResourceDef,
-        ns: Option<&str>,
-        q: &ListQuery,
-        opts: &DeleteOptions,
-        now: jiff::Timestamp,
-    ) -> Result<Value, ApiError> {
-        let mut list = self.list(def, ns, q)?;
-        let mut deleted = Vec::new();
-        if let Some(items) = list["items"].as_array() {
-            for item in items {
-                let (ns, name) = (str_at(item, "namespace"), str_at(item, "name"));
-                match self.delete(def, ns, name, opts, now) {
-                    Ok((obj, _)) => deleted.push(obj),
-                    Err(ApiError::NotFound(_)) => {}
-                    Err(e) => return Err(e),
-                }
-            }
-        }
-        list["items"] = Value::Array(deleted);
-        Ok(list)
-    }
-
-    fn delete_object(
-        &mut self,
-        def: &ResourceDef,
-        ns: &str,
-        name: &str,
-        current: &Value,
-        now: jiff::Timestamp,
-    ) -> (Value, bool) {
-        self.delete_content(def, current, now);
-        if finalizers(current).is_empty() && !self.has_content(def, current) {
-            let gone = self.remove_object(def, ns, name, current.clone());
-            return (present(def, &gone), true);
-        }
-        if current["metadata"].get("deletionTimestamp").is_some() {
-            return (present(def, current), false);
-        }
-        let mut marked = current.clone();
-        marked["metadata"]["deletionTimestamp"] = json!(timestamp(now));
-        marked["metadata"]["deletionGracePeriodSeconds"] = json!(0);
-        if def.generation {
-            let g = marked["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
-            marked["metadata"]["generation"] = json!(g);
-        }
-        if def.group.is_empty() && def.kind == "Namespace" {
-            marked["status"]["phase"] = json!("Terminating");
-        }
-        let stored = self.store.put(&def.group_resource(), ns, name, marked);
-        (present(def, &stored), false)
-    }
-
-    /// Objects a namespace or a CRD contains are deleted with it.
-    fn delete_content(&mut self, def: &ResourceDef, object: &Value, now: jiff::Timestamp) {
-        for (gr, ns) in self.content_of(def, object) {
-            let Some(child_def) = self.registry.preferred(&gr) else {
-                continue;
-            };
-            for child in self.store.list(&gr, ns.as_deref()) {
-                let (cns, cname) = (str_at(&child, "namespace"), str_at(&child, "name"));
-                let (cns, cname) = (cns.to_string(), cname.to_string());
-                self.delete_object(&child_def, &cns, &cname, &child, now);
-            }
-        }
-    }
-
-    /// The (resource, namespace) sets `object` contains: a namespace holds
-    /// every namespaced object in it, a CRD every object of its resource.
-    fn content_of(
-        &self,
-        def: &ResourceDef,
-        object: &Value,
-    ) -> Vec<(GroupResource, Option<String>)> {
-        if def.group_resource() == namespaces() {
-            let ns = str_at(object, "name").to_string();
-            self.store
-                .resources()
-                .into_iter()
-                .filter(|gr| self.registry.preferred(gr).is_some_and(|d| d.namespaced))
-                .map(|gr| (gr, Some(ns.clone())))
-                .collect()
-        } else if def.group_resource() == crds() {
-            let gr = GroupResource {
-                group: object["spec"]["group"].as_str().unwrap_or_default().into(),
-                resource: object["spec"]["names"]["plural"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .into(),
-            };
-            vec![(gr, None)]
-        } else {
-            Vec::new()
-        }
-    }
-
-    fn has_content(&self, def: &ResourceDef, object: &Value) -> bool {
-        self.content_of(def, object)
-            .iter()
-            .any(|(gr, ns)| self.store.any(gr, ns.as_deref()))
-    }
-
-    /// Removes an object for good, then finishes a terminating namespace or
-    /// CRD that it was the last content of.
-    fn remove_object(
-        &mut self,
-        def: &ResourceDef,
-        ns: &str,
-        name: &str,
-        last: Value,
-    ) -> Arc<Value> {
-        let gr = def.group_resource();
-        let gone = self
-            .store
-            .remove(&gr, ns, name, last.clone())
-            .unwrap_or_else(|| Arc::new(last));
-        if gr == crds() {
-            if let Some((g, p)) = name.split_once('.').map(|(p, g)| (g, p)) {
-                self.registry.remove(&GroupResource {
-                    group: g.into(),
-                    resource: p.into(),
-                });
-            }
-        } else if def.custom {
-            self.finish_if_done(&crds(), "", &format!("{}.{}", gr.resource, gr.group));
-        }
-        if def.namespaced {
-            self.finish_if_done(&namespaces(), "", ns);
-        }
-        gone
-    }
-
-    fn finish_if_done(&mut self, gr: &GroupResource, ns: &str, name: &str) {
-        let Some(container) = self.store.get(gr, ns, name) else {
-            return;
-        };
-        let Some(def) = self.registry.preferred(gr) else {
-            return;
-        };
-        if container["metadata"].get("deletionTimestamp").is_some()
-            && finalizers(&container).is_empty()
-            && !self.has_content(&def, &container)
-        {
-            self.remove_object(&def, ns, name, (*container).clone());
-        }
-    }
-
     fn check_namespace_open(&self, ns: &str) -> Result<(), ApiError> {
         match self.store.get(&namespaces(), "", ns) {
             None => Err(ApiError::NotFound(Subject::new("", "namespaces", ns))),
@@ -739,177 +546,6 @@ fn conflict(def: &ResourceDef, name: &str) -> ApiError {
         Subject::new(&def.group, &def.plural, name),
         "the object has been modified; please apply your changes to the latest version and try again".into(),
     )
-}
-
-/// Checks the body is an object of `def`'s kind and group/version.
-fn check_type(def: &ResourceDef, body: &Value) -> Result<(), ApiError> {
-    let Some(obj) = body.as_object() else {
-        return Err(ApiError::BadRequest(
-            "the body of the request must be a JSON object".into(),
-        ));
-    };
-    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
-    if kind.is_empty() {
-        return Err(ApiError::BadRequest(
-            "Object 'Kind' is missing in the request body".into(),
-        ));
-    }
-    let api_version = obj
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    if api_version != def.api_version() {
-        return Err(ApiError::BadRequest(format!(
-            "the API version in the data ({api_version}) does not match the expected API version ({})",
-            def.api_version()
-        )));
-    }
-    if kind != def.kind {
-        return Err(ApiError::BadRequest(format!(
-            "the kind in the data ({kind}) does not match the expected kind ({}) of the resource {}",
-            def.kind, def.plural
-        )));
-    }
-    Ok(())
-}
-
-fn metadata_mut(body: &mut Value) -> Result<&mut Map<String, Value>, ApiError> {
-    let obj = body.as_object_mut().ok_or_else(|| {
-        ApiError::BadRequest("the body of the request must be a JSON object".into())
-    })?;
-    let meta = obj
-        .entry("metadata")
-        .or_insert_with(|| Value::Object(Map::new()));
-    meta.as_object_mut()
-        .ok_or_else(|| ApiError::BadRequest("metadata must be a JSON object".into()))
-}
-
-fn check_namespace_field(
-    def: &ResourceDef,
-    meta: &mut Map<String, Value>,
-    ns: &str,
-) -> Result<(), ApiError> {
-    if !def.namespaced {
-        meta.remove("namespace");
-        return Ok(());
-    }
-    match meta.get("namespace").and_then(Value::as_str) {
-        Some(given) if !given.is_empty() && given != ns => Err(ApiError::BadRequest(
-            "the namespace of the provided object does not match the namespace sent on the request"
-                .into(),
-        )),
-        _ => {
-            meta.insert("namespace".into(), json!(ns));
-            Ok(())
-        }
-    }
-}
-
-fn copy_field(from: &Value, to: &mut Value, field: &str) {
-    let Some(to) = to.as_object_mut() else {
-        return;
-    };
-    match from.get(field) {
-        Some(v) => to.insert(field.into(), v.clone()),
-        None => to.remove(field),
-    };
-}
-
-/// Whether anything but `metadata` and `status` differs.
-fn spec_changed(old: &Value, new: &Value) -> bool {
-    let strip = |v: &Value| -> Map<String, Value> {
-        v.as_object()
-            .map(|m| {
-                m.iter()
-                    .filter(|(k, _)| {
-                        !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
-                    })
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    strip(old) != strip(new)
-}
-
-fn finalizers(object: &Value) -> Vec<String> {
-    object["metadata"]["finalizers"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(String::from)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// A string field of `metadata`, or "".
-fn str_at<'a>(object: &'a Value, field: &str) -> &'a str {
-    object["metadata"][field].as_str().unwrap_or_default()
-}
-
-fn encode_continue(revision: u64, ns: &str, name: &str) -> String {
-    format!("{revision}\u{0}{ns}\u{0}{name}")
-        .bytes()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-fn decode_continue(token: &str) -> Result<(u64, String, String), ApiError> {
-    let bad = || ApiError::BadRequest(format!("invalid continue token {token:?}"));
-    if !token.len().is_multiple_of(2) {
-        return Err(bad());
-    }
-    let bytes: Vec<u8> = (0..token.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(token.get(i..i + 2).unwrap_or("zz"), 16))
-        .collect::<Result<_, _>>()
-        .map_err(|_| bad())?;
-    let text = String::from_utf8(bytes).map_err(|_| bad())?;
-    let mut parts = text.split('\u{0}');
-    let (Some(rev), Some(ns), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
-        return Err(bad());
-    };
-    Ok((rev.parse().map_err(|_| bad())?, ns.into(), name.into()))
-}
-
-/// Unique ids and random-looking name suffixes (splitmix64 over a seed).
-#[derive(Debug)]
-struct IdSource(u64);
-
-impl IdSource {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn uid(&mut self) -> String {
-        let (a, b) = (self.next(), self.next());
-        format!(
-            "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
-            a >> 32,
-            (a >> 16) & 0xffff,
-            a & 0xfff,
-            0x8000 | (b >> 48) & 0x3fff,
-            b & 0xffff_ffff_ffff
-        )
-    }
-
-    fn suffix(&mut self) -> String {
-        const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-        let mut n = self.next();
-        (0..5)
-            .map(|_| {
-                let c = ALPHABET[(n % ALPHABET.len() as u64) as usize];
-                n /= ALPHABET.len() as u64;
-                char::from(c)
-            })
-            .collect()
-    }
 }
 
 #[cfg(test)]
@@ -1010,83 +646,6 @@ mod tests {
     }
 
     #[test]
-    fn finalizers_delay_removal() {
-        let mut c = cluster();
-        let d = def(&c, "", "configmaps");
-        let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "a", "finalizers": ["x/y"]}});
-        c.create(&d, "default", body, false, now()).unwrap();
-        let (o, gone) = c
-            .delete(&d, "default", "a", &DeleteOptions::default(), now())
-            .unwrap();
-        assert!(!gone);
-        assert!(o["metadata"]["deletionTimestamp"].is_string());
-        let mut added = o.clone();
-        added["metadata"]["finalizers"] = json!(["x/y", "new"]);
-        let e = c
-            .update(&d, "default", "a", added, Part::Main, false, now())
-            .unwrap_err();
-        assert_eq!(e.reason(), "Invalid");
-        let mut cleared = o.clone();
-        cleared["metadata"]["finalizers"] = json!([]);
-        c.update(&d, "default", "a", cleared, Part::Main, false, now())
-            .unwrap();
-        assert_eq!(c.get(&d, "default", "a").unwrap_err().reason(), "NotFound");
-    }
-
-    #[test]
-    fn namespace_deletion_takes_content() {
-        let mut c = cluster();
-        let ns = def(&c, "", "namespaces");
-        let cm = def(&c, "", "configmaps");
-        c.create(
-            &ns,
-            "",
-            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "t"}}),
-            false,
-            now(),
-        )
-        .unwrap();
-        c.create(&cm, "t", json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "finalizers": ["f"]}}), false, now()).unwrap();
-        let (o, gone) = c
-            .delete(&ns, "", "t", &DeleteOptions::default(), now())
-            .unwrap();
-        assert!(!gone);
-        assert_eq!(o["status"]["phase"], "Terminating");
-        let e = c
-            .create(
-                &cm,
-                "t",
-                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}}),
-                false,
-                now(),
-            )
-            .unwrap_err();
-        assert_eq!(e.reason(), "Forbidden");
-        let mut a = c.get(&cm, "t", "a").unwrap();
-        a["metadata"]["finalizers"] = json!(null);
-        c.update(&cm, "t", "a", a, Part::Main, false, now())
-            .unwrap();
-        assert!(
-            c.get(&ns, "", "t").is_err(),
-            "namespace goes with its last object"
-        );
-    }
-
-    #[test]
-    fn system_namespaces_cannot_be_deleted() {
-        let mut c = cluster();
-        let ns = def(&c, "", "namespaces");
-        for name in PROTECTED_NAMESPACES {
-            let e = c
-                .delete(&ns, "", name, &DeleteOptions::default(), now())
-                .unwrap_err();
-            assert_eq!(e.reason(), "Forbidden");
-            assert_eq!(e.code().as_u16(), 403);
-        }
-    }
-
-    #[test]
     fn paging_with_continue() {
         let mut c = cluster();
         let cm = def(&c, "", "configmaps");
@@ -1112,14 +671,5 @@ mod tests {
         assert_eq!(names, vec!["c0", "c1", "c2", "c3", "c4"]);
         q.continue_token = Some("zz".into());
         assert_eq!(c.list(&cm, None, &q).unwrap_err().reason(), "BadRequest");
-    }
-
-    #[test]
-    fn continue_token_round_trips() {
-        let t = encode_continue(42, "ns", "a.b");
-        assert_eq!(
-            decode_continue(&t).unwrap(),
-            (42, "ns".into(), "a.b".into())
-        );
     }
 }

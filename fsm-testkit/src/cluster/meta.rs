@@ -1,0 +1,114 @@
+//! Reading and checking object metadata and type fields.
+
+use serde_json::{Map, Value, json};
+
+use crate::resources::ResourceDef;
+use crate::status::ApiError;
+
+/// Checks the body is an object of `def`'s kind and group/version.
+pub(super) fn check_type(def: &ResourceDef, body: &Value) -> Result<(), ApiError> {
+    let Some(obj) = body.as_object() else {
+        return Err(ApiError::BadRequest(
+            "the body of the request must be a JSON object".into(),
+        ));
+    };
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
+    if kind.is_empty() {
+        return Err(ApiError::BadRequest(
+            "Object 'Kind' is missing in the request body".into(),
+        ));
+    }
+    let api_version = obj
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if api_version != def.api_version() {
+        return Err(ApiError::BadRequest(format!(
+            "the API version in the data ({api_version}) does not match the expected API version ({})",
+            def.api_version()
+        )));
+    }
+    if kind != def.kind {
+        return Err(ApiError::BadRequest(format!(
+            "the kind in the data ({kind}) does not match the expected kind ({}) of the resource {}",
+            def.kind, def.plural
+        )));
+    }
+    Ok(())
+}
+
+pub(super) fn metadata_mut(body: &mut Value) -> Result<&mut Map<String, Value>, ApiError> {
+    let obj = body.as_object_mut().ok_or_else(|| {
+        ApiError::BadRequest("the body of the request must be a JSON object".into())
+    })?;
+    let meta = obj
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    meta.as_object_mut()
+        .ok_or_else(|| ApiError::BadRequest("metadata must be a JSON object".into()))
+}
+
+pub(super) fn check_namespace_field(
+    def: &ResourceDef,
+    meta: &mut Map<String, Value>,
+    ns: &str,
+) -> Result<(), ApiError> {
+    if !def.namespaced {
+        meta.remove("namespace");
+        return Ok(());
+    }
+    match meta.get("namespace").and_then(Value::as_str) {
+        Some(given) if !given.is_empty() && given != ns => Err(ApiError::BadRequest(
+            "the namespace of the provided object does not match the namespace sent on the request"
+                .into(),
+        )),
+        _ => {
+            meta.insert("namespace".into(), json!(ns));
+            Ok(())
+        }
+    }
+}
+
+pub(super) fn copy_field(from: &Value, to: &mut Value, field: &str) {
+    let Some(to) = to.as_object_mut() else {
+        return;
+    };
+    match from.get(field) {
+        Some(v) => to.insert(field.into(), v.clone()),
+        None => to.remove(field),
+    };
+}
+
+/// Whether anything but `metadata` and `status` differs.
+pub(super) fn spec_changed(old: &Value, new: &Value) -> bool {
+    let strip = |v: &Value| -> Map<String, Value> {
+        v.as_object()
+            .map(|m| {
+                m.iter()
+                    .filter(|(k, _)| {
+                        !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
+                    })
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    strip(old) != strip(new)
+}
+
+pub(super) fn finalizers(object: &Value) -> Vec<String> {
+    object["metadata"]["finalizers"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A string field of `metadata`, or "".
+pub(super) fn str_at<'a>(object: &'a Value, field: &str) -> &'a str {
+    object["metadata"][field].as_str().unwrap_or_default()
+}
