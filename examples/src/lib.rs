@@ -1,4 +1,23 @@
-//! Example operators written with operator-fsm.
+//! Example operators written with operator-fsm, and the main demo.
 //!
-//! The Kubernetes examples arrive with their own issue; the in-memory
-//! examples that need only `fsm-core` live here until then.
+//! - [`mutable_jar`]: a Keycloak whose image is augmented by a build Job
+//!   before a Deployment rolls it out; a timeout on the build, drift
+//!   detection.
+//! - [`integration`]: Apache Camel K's Integration phases; a kit build
+//!   retried up to a limit, a rebuild when the spec's digest changes.
+//! - [`database`]: provisioning through an external, non-idempotent HTTP
+//!   API; a checkpointed request id, a state timeout, compensation, and the
+//!   credentials in the Secret store.
+//! - [`demo`]: runs all three against the embedded API server
+//!   (`cargo run -p examples --bin demo`).
+//!
+//! [`sim`] stands in for kube-controller-manager (Jobs finish, Deployments
+//! roll out) on the embedded server, which runs no controllers.
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod database;
+pub mod demo;
+pub mod integration;
+pub mod mutable_jar;
+pub mod sim;
+pub mod support;

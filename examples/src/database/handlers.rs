@@ -1,0 +1,199 @@
+//! The handlers and compensations of [`DbState`].
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+
+use fsm_kube::prelude::*;
+
+use super::cloud::CreateInstance;
+use super::crd::{ENGINES, SIZES, connection_secret, connection_secret_name};
+use super::{DbError, DbState};
+
+type Result<T> = std::result::Result<T, DbError>;
+
+/// `Pending`: refuse a spec the cloud cannot serve, before paying anything.
+pub(super) async fn validate(cx: &mut Step<'_, DbState>) -> Result<Transition<DbState>> {
+    let spec = &cx.resource().spec;
+    if !ENGINES.contains(&spec.engine.as_str()) {
+        return Ok(Transition::fail(format!(
+            "unknown engine {:?}; the cloud offers {ENGINES:?}",
+            spec.engine
+        )));
+    }
+    if !SIZES.contains(&spec.size.as_str()) {
+        return Ok(Transition::fail(format!(
+            "unknown size {:?}; the cloud offers {SIZES:?}",
+            spec.size
+        )));
+    }
+    Ok(Transition::next(DbState::Provisioning { request_id: None }))
+}
+
+/// A request id unique to this object and moment.
+fn new_request_id(cx: &Step<'_, DbState>) -> String {
+    let uid = cx
+        .resource()
+        .uid()
+        .unwrap_or_else(|| cx.resource().name_any());
+    format!("req-{uid}-{}", cx.now().as_millisecond())
+}
+
+/// `Provisioning`: the create-pending pattern.
+///
+/// 1. No request id yet: make one and checkpoint it, so that it survives
+///    whatever happens next.
+/// 2. Ask the API what that request created: after a lost answer or a
+///    crash, the instance is there and is taken as is.
+/// 3. Only then create, with that id.
+pub(super) async fn provision(
+    cx: &mut Step<'_, DbState>,
+    request_id: &Option<String>,
+) -> Result<Transition<DbState>> {
+    let request_id = match request_id {
+        Some(id) => id.clone(),
+        None => {
+            let id = new_request_id(cx);
+            cx.checkpoint(DbState::Provisioning {
+                request_id: Some(id.clone()),
+            })
+            .await?;
+            id
+        }
+    };
+    let cloud = &cx.context().cloud;
+    let existing = cloud.find_by_request(&request_id).await?;
+    let instance = match existing.into_iter().next() {
+        Some(instance) => {
+            tracing::info!(%request_id, instance = %instance.id, "found the instance an earlier attempt created");
+            instance
+        }
+        None => {
+            let database = cx.resource();
+            cloud
+                .create(&CreateInstance {
+                    request_id,
+                    name: database.name_any(),
+                    engine: database.spec.engine.clone(),
+                    size: database.spec.size.clone(),
+                })
+                .await?
+        }
+    };
+    Ok(Transition::next(DbState::WaitingReady {
+        instance_id: instance.id,
+    }))
+}
+
+/// Compensation of `Provisioning`: delete whatever the request created.
+pub(super) async fn release_request(
+    cx: &mut Step<'_, DbState>,
+    request_id: &Option<String>,
+) -> Result<()> {
+    let Some(request_id) = request_id else {
+        return Ok(());
+    };
+    let cloud = &cx.context().cloud;
+    for instance in cloud.find_by_request(request_id).await? {
+        cloud.delete(&instance.id).await?;
+    }
+    Ok(())
+}
+
+/// `WaitingReady`: poll the instance until it is available.
+pub(super) async fn wait_ready(
+    cx: &mut Step<'_, DbState>,
+    instance_id: &str,
+) -> Result<Transition<DbState>> {
+    match cx.context().cloud.get(instance_id).await? {
+        None => Err(DbError::InstanceGone(instance_id.to_owned())),
+        Some(instance) if instance.status == "available" => {
+            Ok(Transition::next(DbState::Seeding {
+                instance_id: instance_id.to_owned(),
+            }))
+        }
+        Some(_) => Ok(Transition::wait(cx.context().poll)),
+    }
+}
+
+/// Compensation of `WaitingReady`: delete the instance.
+pub(super) async fn delete_instance(cx: &mut Step<'_, DbState>, instance_id: &str) -> Result<()> {
+    Ok(cx.context().cloud.delete(instance_id).await?)
+}
+
+/// `Seeding`: run the seed SQL, then have credentials issued. SQL the API
+/// rejects is a permanent error: the workflow fails and is compensated.
+pub(super) async fn seed(
+    cx: &mut Step<'_, DbState>,
+    instance_id: &str,
+) -> Result<Transition<DbState>> {
+    let cloud = &cx.context().cloud;
+    let sql = &cx.resource().spec.seed;
+    if !sql.trim().is_empty() {
+        cloud.seed(instance_id, sql).await?;
+    }
+    issue_credentials(cx, instance_id).await
+}
+
+/// The credentials are issued at the end of `Seeding` and carried by the
+/// `sensitive` state `Credentials`, so that a retry of the publication uses
+/// the same password.
+async fn issue_credentials(
+    cx: &mut Step<'_, DbState>,
+    instance_id: &str,
+) -> Result<Transition<DbState>> {
+    let credentials = cx.context().cloud.credentials(instance_id).await?;
+    Ok(Transition::next(DbState::Credentials {
+        instance_id: instance_id.to_owned(),
+        username: credentials.username,
+        password: credentials.password,
+    }))
+}
+
+/// `Credentials`: write (or overwrite) the connection Secret.
+pub(super) async fn publish_credentials(
+    cx: &mut Step<'_, DbState>,
+    instance_id: &str,
+    username: &str,
+    password: &str,
+) -> Result<Transition<DbState>> {
+    let database = cx.resource();
+    let ctx = cx.context();
+    let namespace = database.namespace().ok_or(DbError::NotNamespaced)?;
+    let secrets: Api<Secret> = Api::namespaced(ctx.client.clone(), &namespace);
+    let secret = connection_secret(
+        database,
+        ctx.cloud.base_url(),
+        instance_id,
+        username,
+        password,
+    );
+    let name = connection_secret_name(database);
+    match secrets.create(&PostParams::default(), &secret).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(status)) if status.is_already_exists() => {
+            let patch = serde_json::json!({ "stringData": secret.string_data });
+            secrets
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await?;
+        }
+        Err(e) => return Err(e.into()),
+    }
+    Ok(Transition::next(DbState::Ready {
+        instance_id: instance_id.to_owned(),
+    }))
+}
+
+/// `Ready`: provision again if the instance disappeared.
+pub(super) async fn check_instance(
+    cx: &mut Step<'_, DbState>,
+    instance_id: &str,
+) -> Result<Transition<DbState>> {
+    Ok(match cx.context().cloud.get(instance_id).await? {
+        Some(_) => Transition::stay(),
+        None => {
+            tracing::warn!(instance = %instance_id, "the instance disappeared; provisioning again");
+            Transition::next(DbState::Pending)
+        }
+    })
+}

@@ -1,0 +1,102 @@
+//! `database`: provisioning through an external, non-idempotent HTTP API.
+//!
+//! [`cloud`] is the API (started on loopback by the demo and the tests),
+//! [`client`] its HTTP client. The workflow validates the spec, creates an
+//! instance at most once (a checkpointed request id: the create-pending
+//! pattern), waits for it (two minutes at most), seeds it, and publishes
+//! credentials in a Secret. A seed the API rejects fails the workflow, and
+//! the compensations delete the instance. The record lives in the Secret
+//! `<name>-fsm` ([`SecretStore`]), since a state holds the password.
+
+pub mod client;
+pub mod cloud;
+mod crd;
+mod handlers;
+mod state;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fsm_core::CheckpointError;
+use fsm_kube::prelude::*;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Secret;
+use kube::Client;
+use kube::api::Api;
+use kube::runtime::{Controller, watcher};
+
+pub use client::{CloudClient, CloudError};
+pub use crd::{
+    Database, DatabaseSpec, DatabaseStatus, ENGINES, SIZES, connection_secret,
+    connection_secret_name,
+};
+pub use state::DbState;
+
+/// What the handlers share.
+#[derive(Clone)]
+pub struct DbContext {
+    /// The Kubernetes API client.
+    pub client: Client,
+    /// The cloud API.
+    pub cloud: CloudClient,
+    /// How often to look at an instance being created.
+    pub poll: Duration,
+}
+
+impl DbContext {
+    /// A context for the cloud API at `cloud_url`, polling every 300 ms.
+    pub fn new(client: Client, cloud_url: impl Into<String>) -> Self {
+        DbContext {
+            client,
+            cloud: CloudClient::new(cloud_url),
+            poll: Duration::from_millis(300),
+        }
+    }
+}
+
+/// Why a handler failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    /// The Kubernetes API refused or failed; retried.
+    #[error("Kubernetes API call failed")]
+    Kube(#[from] kube::Error),
+    /// The cloud API failed (retried) or refused (permanent).
+    #[error(transparent)]
+    Cloud(#[from] CloudError),
+    /// The request id could not be recorded; retried.
+    #[error("the request id could not be recorded")]
+    Checkpoint(#[from] CheckpointError),
+    /// The instance was deleted behind the operator's back; permanent.
+    #[error("instance {0} no longer exists")]
+    InstanceGone(String),
+    /// The Database has no namespace; permanent.
+    #[error("the Database has no namespace")]
+    NotNamespaced,
+}
+
+impl Classify for DbError {
+    fn class(&self) -> ErrorClass {
+        match self {
+            DbError::Kube(_) | DbError::Checkpoint(_) => ErrorClass::RETRYABLE,
+            DbError::Cloud(e) if e.is_retryable() => ErrorClass::RETRYABLE,
+            DbError::Cloud(_) | DbError::InstanceGone(_) | DbError::NotNamespaced => {
+                ErrorClass::Permanent
+            }
+        }
+    }
+}
+
+/// Runs the operator: a `Controller` for Databases, records in Secrets,
+/// until the future is dropped.
+pub async fn run(client: Client, ctx: DbContext, options: ReconcilerOptions) {
+    let store = SecretStore::new(client.clone());
+    let fsm = FsmReconciler::<DbState>::with_options(client.clone(), store, options);
+    Controller::new(
+        Api::<Database>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .owns(Api::<Secret>::all(client), watcher::Config::default())
+    .run(fsm.reconcile(), fsm.error_policy(), Arc::new(ctx))
+    .for_each(|_| async {})
+    .await;
+}

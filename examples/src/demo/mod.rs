@@ -1,0 +1,324 @@
+//! The main demo: the three example operators at work, on the embedded API
+//! server (or a real cluster), with live progress and a summary.
+//!
+//! `cargo run -p examples --bin demo` starts the embedded API server, a
+//! simulated kube-controller-manager ([`sim`](crate::sim)) and the cloud
+//! API of the `database` example, installs the CRDs, creates five objects
+//! ([`scenario`]), runs the three operators, follows every object until it
+//! rests, and prints each object's history and the machines' diagrams. It
+//! succeeds when every object rests in the state it is expected to.
+
+pub mod observe;
+pub mod render;
+pub mod scenario;
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use fsm_core::Fsm;
+use fsm_kube::ReconcilerOptions;
+use fsm_testkit::{ApiServer, HttpServer, ServeError};
+use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
+use kube::{Client, CustomResourceExt};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::database::cloud::{CloudConfig, CloudService, Ledger};
+use crate::database::{self, Database, DbContext, DbState};
+use crate::integration::{self, Integration, IntegrationContext, IntegrationPhase};
+use crate::mutable_jar::{self, JarContext, JarState, Keycloak};
+use crate::sim::WorkloadSimulator;
+use crate::support::{human, install_crd};
+use observe::{ObjectView, observe};
+use render::Progress;
+
+/// How the demo runs.
+#[derive(Clone, Debug)]
+pub struct DemoOptions {
+    /// Give up after this long.
+    pub timeout: Duration,
+    /// Run against the cluster of this kubeconfig instead of the embedded
+    /// API server.
+    pub kubeconfig: Option<PathBuf>,
+    /// Serve the embedded API server over HTTP for `kubectl`, and keep it
+    /// up after the summary until Ctrl-C.
+    pub serve: bool,
+    /// The namespace of the demo's objects.
+    pub namespace: String,
+    /// Redraw the progress table in place (a terminal) instead of printing
+    /// a line per change.
+    pub live: bool,
+    /// How often to look at the objects.
+    pub refresh: Duration,
+}
+
+impl Default for DemoOptions {
+    fn default() -> Self {
+        DemoOptions {
+            timeout: Duration::from_secs(120),
+            kubeconfig: None,
+            serve: false,
+            namespace: "fsm-demo".to_owned(),
+            live: false,
+            refresh: Duration::from_millis(250),
+        }
+    }
+}
+
+/// Why the demo could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum DemoError {
+    /// The kubeconfig could not be read.
+    #[error("cannot use the kubeconfig")]
+    Kubeconfig(#[source] KubeconfigError),
+    /// The Kubernetes API failed during setup or while following objects.
+    #[error("the Kubernetes API failed")]
+    Kube(#[from] kube::Error),
+    /// The embedded API server could not listen.
+    #[error("cannot serve the embedded API server")]
+    Serve(#[from] ServeError),
+    /// The cloud API could not start, or output failed.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// What the demo saw.
+#[derive(Clone, Debug)]
+pub struct DemoReport {
+    /// Every object at the end.
+    pub views: Vec<ObjectView>,
+    /// The cloud API's ledger at the end.
+    pub ledger: Ledger,
+    /// How long it ran.
+    pub elapsed: Duration,
+}
+
+impl DemoReport {
+    /// Whether every object rests in its expected state.
+    pub fn success(&self) -> bool {
+        self.views.iter().all(ObjectView::at_rest_as_expected)
+    }
+}
+
+/// Aborts the tasks it holds when dropped.
+struct Tasks(Vec<JoinHandle<()>>);
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
+}
+
+/// Where the operators run.
+struct Cluster {
+    client: Client,
+    /// The embedded server, when there is no kubeconfig.
+    _server: Option<ApiServer>,
+    http: Option<HttpServer>,
+    simulator: Option<JoinHandle<()>>,
+}
+
+async fn connect(options: &DemoOptions, out: &mut impl Write) -> Result<Cluster, DemoError> {
+    if let Some(path) = &options.kubeconfig {
+        let kubeconfig = Kubeconfig::read_from(path).map_err(DemoError::Kubeconfig)?;
+        let config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .map_err(DemoError::Kubeconfig)?;
+        writeln!(
+            out,
+            "Using the cluster of {} ({}).",
+            path.display(),
+            config.cluster_url
+        )?;
+        writeln!(
+            out,
+            "Nothing simulates workloads there: Jobs and Deployments must really run."
+        )?;
+        return Ok(Cluster {
+            client: Client::try_from(config)?,
+            _server: None,
+            http: None,
+            simulator: None,
+        });
+    }
+    let server = ApiServer::new();
+    let client = server.client();
+    let http = if options.serve {
+        let http = server.serve_http().await?;
+        writeln!(
+            out,
+            "Embedded API server on {}; try:  kubectl --kubeconfig {} get keycloaks,integrations,databases -A",
+            http.url(),
+            http.kubeconfig().display()
+        )?;
+        Some(http)
+    } else {
+        None
+    };
+    let simulator = WorkloadSimulator::new(client.clone(), scenario::simulator_config()).spawn();
+    writeln!(
+        out,
+        "Embedded API server started in-process, with simulated Job and Deployment controllers."
+    )?;
+    Ok(Cluster {
+        client,
+        _server: Some(server),
+        http,
+        simulator: Some(simulator),
+    })
+}
+
+fn reconciler_options() -> ReconcilerOptions {
+    ReconcilerOptions {
+        poll_interval: Duration::from_secs(2),
+        error_requeue: Duration::from_millis(300),
+        ..ReconcilerOptions::default()
+    }
+}
+
+/// Starts the three operators.
+fn start_operators(client: &Client, cloud_url: &str) -> Vec<JoinHandle<()>> {
+    vec![
+        tokio::spawn(mutable_jar::run(
+            client.clone(),
+            JarContext::new(client.clone()),
+            reconciler_options(),
+        )),
+        tokio::spawn(integration::run(
+            client.clone(),
+            IntegrationContext::new(client.clone()),
+            reconciler_options(),
+        )),
+        tokio::spawn(database::run(
+            client.clone(),
+            DbContext::new(client.clone(), cloud_url),
+            reconciler_options(),
+        )),
+    ]
+}
+
+/// Whether every object rests, in its expected state or not.
+fn settled(views: &[ObjectView]) -> bool {
+    views.iter().all(|view| {
+        let Some(record) = &view.record else {
+            return false;
+        };
+        let machine = match view.tracked.kind {
+            observe::Kind::Keycloak => JarState::machine(),
+            observe::Kind::Integration => IntegrationPhase::machine(),
+            observe::Kind::Database => DbState::machine(),
+        };
+        let resting = machine
+            .state(&record.state)
+            .is_some_and(|s| s.is_resting() || s.is_ready());
+        resting && !record.is_unwinding() && record.next_attempt_at.is_none()
+    })
+}
+
+/// Runs the demo, writing progress and the summary to `out`.
+///
+/// # Errors
+/// [`DemoError`] when the demo could not set up or follow its objects;
+/// objects that end in an unexpected state are not an error (see
+/// [`DemoReport::success`]).
+pub async fn run(options: &DemoOptions, out: &mut impl Write) -> Result<DemoReport, DemoError> {
+    let started = Instant::now();
+    let cluster = connect(options, out).await?;
+    let client = cluster.client.clone();
+    for crd in [Keycloak::crd(), Integration::crd(), Database::crd()] {
+        install_crd(&client, &crd).await?;
+    }
+    let cloud = CloudService::start(CloudConfig::default()).await?;
+    writeln!(
+        out,
+        "Cloud database API (non-idempotent, fails ~20% of calls) on {}.",
+        cloud.url()
+    )?;
+    let mut tasks = Tasks(start_operators(&client, &cloud.url()));
+    if let Some(simulator) = cluster.simulator {
+        tasks.0.push(simulator);
+    }
+    let tracked = scenario::tracked();
+    scenario::create_objects(&client, &options.namespace).await?;
+    writeln!(
+        out,
+        "Created {} objects in namespace {}; operators running.\n",
+        tracked.len(),
+        options.namespace
+    )?;
+
+    let mut progress = Progress::new(options.live, Duration::from_secs(5));
+    let deadline = started + options.timeout;
+    let views = loop {
+        let views = observe(&client, &options.namespace, &tracked).await?;
+        progress.update(out, &views, started.elapsed(), jiff::Timestamp::now())?;
+        if settled(&views) || Instant::now() >= deadline {
+            break views;
+        }
+        tokio::time::sleep(options.refresh).await;
+    };
+    let elapsed = started.elapsed();
+    if !settled(&views) {
+        writeln!(
+            out,
+            "\nTimed out after {} with objects still at work.",
+            human(options.timeout)
+        )?;
+    }
+    render::summary(out, &views, elapsed)?;
+
+    let ledger = cloud.ledger();
+    writeln!(out)?;
+    writeln!(
+        out,
+        "Cloud API ledger: {} instance(s) created, {} deleted, {} injected failures survived.",
+        ledger.charges.len(),
+        ledger.deleted.len(),
+        ledger.injected_failures
+    )?;
+    for t in tracked.iter().filter(|t| t.kind == observe::Kind::Database) {
+        writeln!(
+            out,
+            "    {}: paid {} time(s)",
+            t.name,
+            ledger.creates_for(&t.name)
+        )?;
+    }
+    writeln!(out)?;
+    for (title, diagram) in [
+        ("mutable_jar::JarState", JarState::mermaid()),
+        ("integration::IntegrationPhase", IntegrationPhase::mermaid()),
+        ("database::DbState", DbState::mermaid()),
+    ] {
+        writeln!(out, "{title}:\n```mermaid\n{}```\n", diagram)?;
+    }
+    let report = DemoReport {
+        views,
+        ledger,
+        elapsed,
+    };
+    writeln!(
+        out,
+        "{}",
+        if report.success() {
+            "Demo succeeded: every object rests where expected."
+        } else {
+            "Demo FAILED: some objects did not rest where expected."
+        }
+    )?;
+    if let Some(http) = &cluster.http {
+        writeln!(
+            out,
+            "The API server stays up for kubectl: --kubeconfig {} (Ctrl-C to stop).",
+            http.kubeconfig().display()
+        )?;
+        out.flush()?;
+        tokio::signal::ctrl_c().await?;
+    }
+    drop(tasks);
+    Ok(report)
+}

@@ -1,0 +1,166 @@
+//! The objects the demo creates, what each demonstrates, and where each
+//! must come to rest.
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::Client;
+use kube::api::{Api, ObjectMeta};
+
+use super::observe::{Kind, Tracked};
+use crate::database::{Database, DatabaseSpec};
+use crate::integration::{Integration, IntegrationSpec};
+use crate::mutable_jar::{Keycloak, KeycloakSpec};
+use crate::sim::{JobOutcome, JobRule, SimulatorConfig};
+use crate::support::create_or_get;
+
+/// The demo's objects.
+pub fn tracked() -> Vec<Tracked> {
+    let t = |kind, name: &str, expected, story| Tracked {
+        kind,
+        name: name.to_owned(),
+        expected,
+        story,
+    };
+    vec![
+        t(
+            Kind::Keycloak,
+            "sso",
+            "Done",
+            "image augmented by a build Job, then rolled out",
+        ),
+        t(
+            Kind::Integration,
+            "orders",
+            "Running",
+            "kit build fails once, retried with a new Job",
+        ),
+        t(
+            Kind::Integration,
+            "billing",
+            "Running",
+            "kit built and deployed first time",
+        ),
+        t(
+            Kind::Database,
+            "inventory",
+            "Ready",
+            "created exactly once through a flaky, non-idempotent API",
+        ),
+        t(
+            Kind::Database,
+            "analytics",
+            "Failed",
+            "seed SQL rejected: the instance is deleted (compensation)",
+        ),
+    ]
+}
+
+/// How the simulated cluster treats the demo's workloads: the first kit
+/// build of `orders` fails.
+pub fn simulator_config() -> SimulatorConfig {
+    SimulatorConfig {
+        job_rules: vec![JobRule {
+            name_prefix: "orders-kit-".to_owned(),
+            outcome: JobOutcome::Fail,
+            times: 1,
+        }],
+        ..SimulatorConfig::default()
+    }
+}
+
+/// Creates the namespace and the demo's objects (those already there are
+/// left as they are).
+///
+/// # Errors
+/// The API's error.
+pub async fn create_objects(client: &Client, namespace: &str) -> Result<(), kube::Error> {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    create_or_get(
+        &namespaces,
+        &Namespace {
+            metadata: ObjectMeta {
+                name: Some(namespace.to_owned()),
+                ..ObjectMeta::default()
+            },
+            ..Namespace::default()
+        },
+    )
+    .await?;
+
+    let keycloaks: Api<Keycloak> = Api::namespaced(client.clone(), namespace);
+    create_or_get(
+        &keycloaks,
+        &Keycloak::new(
+            "sso",
+            KeycloakSpec {
+                image: "quay.io/keycloak/keycloak:26.0".to_owned(),
+                extensions: vec![
+                    "keycloak-metrics-spi-6.0.0.jar".to_owned(),
+                    "acme-login-theme-1.4.jar".to_owned(),
+                ],
+                replicas: 2,
+            },
+        ),
+    )
+    .await?;
+
+    let integrations: Api<Integration> = Api::namespaced(client.clone(), namespace);
+    let integration = |name: &str, source: &str, dependencies: &[&str]| {
+        Integration::new(
+            name,
+            IntegrationSpec {
+                source: source.to_owned(),
+                dependencies: dependencies.iter().map(|d| (*d).to_owned()).collect(),
+                replicas: 1,
+            },
+        )
+    };
+    create_or_get(
+        &integrations,
+        &integration(
+            "orders",
+            "- from:\n    uri: kafka:orders\n    steps:\n      - to: jdbc:inventory\n",
+            &["camel:kafka", "camel:jdbc"],
+        ),
+    )
+    .await?;
+    create_or_get(
+        &integrations,
+        &integration(
+            "billing",
+            "- from:\n    uri: timer:invoices?period=60000\n    steps:\n      - to: http:billing.internal/run\n",
+            &["camel:timer", "camel:http"],
+        ),
+    )
+    .await?;
+
+    let databases: Api<Database> = Api::namespaced(client.clone(), namespace);
+    let database = |name: &str, engine: &str, seed: &str| {
+        Database::new(
+            name,
+            DatabaseSpec {
+                engine: engine.to_owned(),
+                size: "small".to_owned(),
+                seed: seed.to_owned(),
+            },
+        )
+    };
+    create_or_get(
+        &databases,
+        &database(
+            "inventory",
+            "postgres",
+            "CREATE TABLE items (sku text primary key, stock int); INSERT INTO items VALUES ('A-1', 12);",
+        ),
+    )
+    .await?;
+    create_or_get(
+        &databases,
+        &database(
+            "analytics",
+            "mysql",
+            "CREATE TABLE events (id bigint, kind text); INSRT INTO events VALUES (1, 'signup');",
+        ),
+    )
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,167 @@
+//! The `Integration` custom resource, in the shape of Apache Camel K's.
+
+use std::collections::BTreeMap;
+
+use fsm_kube::FsmStatus;
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+use k8s_openapi::api::batch::v1::{Job, JobSpec};
+use k8s_openapi::api::core::v1::{Container, EnvVar, PodSpec, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, ObjectMeta};
+use kube::{CustomResource, Resource, ResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::support::digest;
+
+/// The label carrying a kit's digest on its build Jobs.
+pub const KIT_DIGEST_LABEL: &str = "camel.apache.org/kit-digest";
+
+/// A Camel integration: routes and the dependencies they need, built into an
+/// integration kit (an image) and run as a Deployment.
+#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "examples.operator-fsm.io",
+    version = "v1",
+    kind = "Integration",
+    namespaced,
+    status = "IntegrationStatus",
+    shortname = "it",
+    printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.fsm.state"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct IntegrationSpec {
+    /// The routes, in Camel's YAML DSL.
+    pub source: String,
+    /// Maven dependencies the kit must contain (`camel:kafka`, ...).
+    #[serde(default)]
+    pub dependencies: Vec<String>,
+    /// Replicas of the running integration. Not part of the kit: changing
+    /// it redeploys without a rebuild.
+    #[serde(default = "one")]
+    pub replicas: i32,
+}
+
+fn one() -> i32 {
+    1
+}
+
+/// The machine's record and the conditions.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct IntegrationStatus {
+    /// The state machine's record (its state is the phase).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fsm: Option<FsmStatus>,
+    /// `Ready`, `Progressing`, `Degraded`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<Vec<Condition>>,
+}
+
+impl IntegrationSpec {
+    /// The digest of what goes into the kit (source and dependencies, not
+    /// replicas), as Camel K computes one to decide whether to rebuild.
+    pub fn kit_digest(&self) -> String {
+        digest(&(&self.source, &self.dependencies))[..12].to_owned()
+    }
+}
+
+/// The kit image for `digest`.
+pub fn kit_image(digest: &str) -> String {
+    format!("registry.local/camel-k/kit-{digest}")
+}
+
+/// The name of the build Job of `digest` for attempt `attempt`.
+pub fn kit_job_name(integration: &Integration, digest: &str, attempt: u32) -> String {
+    format!("{}-kit-{digest}-{attempt}", integration.name_any())
+}
+
+/// The build Job of the kit `digest` (attempt `attempt`), owned by
+/// `integration`.
+pub fn kit_job(integration: &Integration, digest: &str, attempt: u32) -> Job {
+    let mut meta = owned_meta(integration, &kit_job_name(integration, digest, attempt));
+    meta.labels
+        .get_or_insert_with(BTreeMap::new)
+        .insert(KIT_DIGEST_LABEL.to_owned(), digest.to_owned());
+    Job {
+        metadata: meta,
+        spec: Some(JobSpec {
+            backoff_limit: Some(0),
+            template: PodTemplateSpec {
+                metadata: None,
+                spec: Some(PodSpec {
+                    restart_policy: Some("Never".to_owned()),
+                    containers: vec![Container {
+                        name: "builder".to_owned(),
+                        image: Some("registry.local/camel-k/builder:2".to_owned()),
+                        args: Some(
+                            std::iter::once(format!("--push={}", kit_image(digest)))
+                                .chain(
+                                    integration
+                                        .spec
+                                        .dependencies
+                                        .iter()
+                                        .map(|d| format!("--dependency={d}")),
+                                )
+                                .collect(),
+                        ),
+                        ..Container::default()
+                    }],
+                    ..PodSpec::default()
+                }),
+            },
+            ..JobSpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// The Deployment running `image`, owned by `integration`.
+pub fn integration_deployment(integration: &Integration, image: &str) -> Deployment {
+    let labels = BTreeMap::from([(
+        "camel.apache.org/integration".to_owned(),
+        integration.name_any(),
+    )]);
+    Deployment {
+        metadata: owned_meta(integration, &integration.name_any()),
+        spec: Some(DeploymentSpec {
+            replicas: Some(integration.spec.replicas),
+            selector: LabelSelector {
+                match_labels: Some(labels.clone()),
+                ..LabelSelector::default()
+            },
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(PodSpec {
+                    containers: vec![Container {
+                        name: "integration".to_owned(),
+                        image: Some(image.to_owned()),
+                        env: Some(vec![EnvVar {
+                            name: "CAMEL_K_ROUTES".to_owned(),
+                            value: Some(integration.spec.source.clone()),
+                            ..EnvVar::default()
+                        }]),
+                        ..Container::default()
+                    }],
+                    ..PodSpec::default()
+                }),
+            },
+            ..DeploymentSpec::default()
+        }),
+        status: None,
+    }
+}
+
+fn owned_meta(integration: &Integration, name: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.to_owned()),
+        namespace: integration.namespace(),
+        labels: Some(BTreeMap::from([(
+            "camel.apache.org/integration".to_owned(),
+            integration.name_any(),
+        )])),
+        owner_references: integration.controller_owner_ref(&()).map(|o| vec![o]),
+        ..ObjectMeta::default()
+    }
+}

@@ -1,0 +1,103 @@
+//! `integration`: the phases of an Apache Camel K Integration.
+//!
+//! `Initialization` computes the digest of what goes into the integration
+//! kit (the routes and their dependencies); `BuildingKit` runs a build Job
+//! for it, tried up to three times, or reuses a kit already built with that
+//! digest; `Deploying` rolls a Deployment out with the kit's image;
+//! `Running` watches it. A spec change restarts the workflow: a new digest
+//! means a new kit, an unchanged one (only `replicas` changed) a redeploy
+//! without a build.
+//!
+//! The record lives in the Integration's status ([`StatusStore`]).
+
+mod crd;
+mod handlers;
+mod state;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fsm_kube::prelude::*;
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
+use kube::Client;
+use kube::api::Api;
+use kube::runtime::{Controller, watcher};
+
+pub use crd::{
+    Integration, IntegrationSpec, IntegrationStatus, KIT_DIGEST_LABEL, integration_deployment,
+    kit_image, kit_job, kit_job_name,
+};
+pub use state::IntegrationPhase;
+
+/// What the handlers share.
+#[derive(Clone)]
+pub struct IntegrationContext {
+    /// The API client.
+    pub client: Client,
+    /// How often to look at a running build or rollout.
+    pub poll: Duration,
+}
+
+impl IntegrationContext {
+    /// A context polling every 500 ms.
+    pub fn new(client: Client) -> Self {
+        IntegrationContext {
+            client,
+            poll: Duration::from_millis(500),
+        }
+    }
+}
+
+/// Why a handler failed.
+#[derive(Debug, thiserror::Error)]
+pub enum IntegrationError {
+    /// The API refused or failed; retried.
+    #[error("Kubernetes API call failed")]
+    Kube(#[from] kube::Error),
+    /// A kit build Job failed; retried with a new Job.
+    #[error("kit build {job} failed")]
+    BuildFailed {
+        /// The failed Job.
+        job: String,
+    },
+    /// The spec snapshot in the record does not decode; permanent.
+    #[error("the recorded spec snapshot does not decode")]
+    Snapshot(#[from] serde_json::Error),
+    /// The Integration has no namespace; permanent.
+    #[error("the Integration has no namespace")]
+    NotNamespaced,
+}
+
+impl Classify for IntegrationError {
+    fn class(&self) -> ErrorClass {
+        match self {
+            IntegrationError::Kube(_) | IntegrationError::BuildFailed { .. } => {
+                ErrorClass::RETRYABLE
+            }
+            IntegrationError::Snapshot(_) | IntegrationError::NotNamespaced => {
+                ErrorClass::Permanent
+            }
+        }
+    }
+}
+
+/// Runs the operator: a `Controller` for Integrations that also watches the
+/// Jobs and Deployments they own, until the future is dropped.
+pub async fn run(client: Client, ctx: IntegrationContext, options: ReconcilerOptions) {
+    let fsm = FsmReconciler::<IntegrationPhase>::with_options(
+        client.clone(),
+        StatusStore::new(),
+        options,
+    );
+    Controller::new(
+        Api::<Integration>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .owns(Api::<Job>::all(client.clone()), watcher::Config::default())
+    .owns(Api::<Deployment>::all(client), watcher::Config::default())
+    .run(fsm.reconcile(), fsm.error_policy(), Arc::new(ctx))
+    .for_each(|_| async {})
+    .await;
+}

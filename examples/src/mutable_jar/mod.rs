@@ -1,0 +1,90 @@
+//! `mutable_jar`: a Keycloak operator that augments the server image with
+//! provider jars before rolling it out, in the shape of the Java proof of
+//! concept this project answers.
+//!
+//! A build Job named after the spec's digest produces the augmented image
+//! (`Unknown` → `AugmentationStarted`); once it succeeds the Deployment is
+//! rolled out with it (`AugmentationFinished` → `Done`). A build has five
+//! minutes; a stuck one is cancelled and the workflow rests in `Error`.
+//! From `Done`, a Deployment edited to run another image is drift: the
+//! machine goes back to `Unknown`, finds the image already built, and rolls
+//! it out again.
+//!
+//! The record lives in the Keycloak's status ([`StatusStore`]).
+
+mod crd;
+mod handlers;
+mod state;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fsm_kube::prelude::*;
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
+use kube::Client;
+use kube::api::Api;
+use kube::runtime::{Controller, watcher};
+
+pub use crd::{BuildPlan, Keycloak, KeycloakSpec, KeycloakStatus, deployment, running_image};
+pub use state::JarState;
+
+/// What the handlers share.
+#[derive(Clone)]
+pub struct JarContext {
+    /// The API client.
+    pub client: Client,
+    /// The registry the augmented images are pushed to.
+    pub registry: String,
+    /// How often to look at a running build or rollout.
+    pub poll: Duration,
+}
+
+impl JarContext {
+    /// A context pushing to `registry.local/keycloak`, polling every
+    /// 500 ms.
+    pub fn new(client: Client) -> Self {
+        JarContext {
+            client,
+            registry: "registry.local/keycloak".to_owned(),
+            poll: Duration::from_millis(500),
+        }
+    }
+}
+
+/// Why a handler failed.
+#[derive(Debug, thiserror::Error)]
+pub enum JarError {
+    /// The API refused or failed; retried.
+    #[error("Kubernetes API call failed")]
+    Kube(#[from] kube::Error),
+    /// The Keycloak has no namespace (the CRD is namespaced, so only a
+    /// hand-made object in a test can); permanent.
+    #[error("the Keycloak has no namespace")]
+    NotNamespaced,
+}
+
+impl Classify for JarError {
+    fn class(&self) -> ErrorClass {
+        match self {
+            JarError::Kube(_) => ErrorClass::RETRYABLE,
+            JarError::NotNamespaced => ErrorClass::Permanent,
+        }
+    }
+}
+
+/// Runs the operator: a `Controller` for Keycloaks that also watches the
+/// Jobs and Deployments they own, until the future is dropped.
+pub async fn run(client: Client, ctx: JarContext, options: ReconcilerOptions) {
+    let fsm = FsmReconciler::<JarState>::with_options(client.clone(), StatusStore::new(), options);
+    Controller::new(
+        Api::<Keycloak>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .owns(Api::<Job>::all(client.clone()), watcher::Config::default())
+    .owns(Api::<Deployment>::all(client), watcher::Config::default())
+    .run(fsm.reconcile(), fsm.error_policy(), Arc::new(ctx))
+    .for_each(|_| async {})
+    .await;
+}
