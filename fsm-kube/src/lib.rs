@@ -21,6 +21,7 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 mod cache;
+pub mod cli;
 pub mod conditions;
 pub mod events;
 pub mod finalizer;

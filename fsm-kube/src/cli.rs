@@ -1,0 +1,651 @@
+//! The operator's command line: `run`, `crd`, `rbac`, `diagram` and
+//! `status`, for any operator binary in a few lines.
+//!
+//! ```no_run
+//! # mod my { use fsm_kube::prelude::*; use kube::CustomResource;
+//! #   #[derive(CustomResource, Clone, Debug, Serialize, Deserialize, JsonSchema)]
+//! #   #[kube(group = "example.io", version = "v1", kind = "Database", namespaced, status = "DatabaseStatus")]
+//! #   pub struct DatabaseSpec { pub size: u32 }
+//! #   #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+//! #   pub struct DatabaseStatus { pub fsm: Option<FsmStatus> }
+//! #   #[derive(OperatorFsm, Clone, Debug, PartialEq, Serialize, Deserialize)]
+//! #   #[fsm(resource = Database)]
+//! #   pub enum DbState { #[fsm(initial, final, ready)] Ready, #[fsm(failed)] Failed }
+//! # }
+//! # use my::{Database, DbState};
+//! use std::sync::Arc;
+//! use futures::StreamExt;
+//! use fsm_kube::cli::{Operator, Rule, RunContext, StoreKind};
+//! use fsm_kube::{FsmReconciler, StatusStore};
+//! use kube::runtime::{Controller, watcher};
+//!
+//! #[tokio::main]
+//! async fn main() -> std::process::ExitCode {
+//!     Operator::<DbState>::new("db-operator", StoreKind::Status)
+//!         .rule(Rule::new("apps", "deployments", ["get", "list", "watch", "create", "patch"]))
+//!         .main(|run: RunContext| async move {
+//!             let fsm = FsmReconciler::<DbState>::new(run.client.clone(), StatusStore::new())
+//!                 .with_metrics(run.metrics.clone());
+//!             Controller::new(run.api::<Database>(), watcher::Config::default())
+//!                 .run(fsm.reconcile(), fsm.error_policy(), Arc::new(()))
+//!                 .for_each(|_| async {})
+//!                 .await;
+//!         })
+//!         .await
+//! }
+//! ```
+//!
+//! ```text
+//! $ db-operator crd | kubectl apply -f -
+//! $ db-operator rbac --leader-elect --lease-namespace ops | kubectl apply -f -
+//! $ db-operator diagram --format dot | dot -Tsvg > db.svg
+//! $ db-operator status orders -n shop
+//! $ db-operator run --leader-elect --metrics-addr 0.0.0.0:9090
+//! ```
+//!
+//! What each subcommand prints is computed by pure functions that can be
+//! called (and tested) without the command line: [`crd_yaml`],
+//! [`rbac::manifests`], [`diagram`], [`status::decode`] and
+//! [`status::render_text`]. The clap layer ([`Cli`]) only parses.
+
+pub mod rbac;
+pub mod status;
+
+use std::future::Future;
+use std::io::Write;
+use std::marker::PhantomData;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use fsm_core::Fsm;
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::{Api, Client, CustomResourceExt};
+use prometheus_client::registry::Registry;
+
+pub use rbac::{InvalidRule, OperatorDescription, RbacObject, RbacScope, ResourceInfo, Rule};
+
+use crate::{FsmMetrics, KubeResource};
+
+/// Where the operator keeps its records; decides the RBAC it needs and
+/// where `status` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum)]
+pub enum StoreKind {
+    /// [`crate::StatusStore`]: `.status.fsm` of the resource.
+    Status,
+    /// [`crate::ConfigMapStore`]: ConfigMap `<name>-fsm`.
+    ConfigMap,
+    /// [`crate::SecretStore`]: Secret `<name>-fsm`.
+    Secret,
+    /// `fsm_core::EphemeralStore` or [`crate::DerivingStore`]: process
+    /// memory (conditions still go to the status).
+    Ephemeral,
+}
+
+/// Why a subcommand failed. [`Operator::main`] prints it and exits with
+/// status 1.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No usable Kubernetes configuration (kubeconfig or in-cluster).
+    #[error("no usable Kubernetes configuration")]
+    Config(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The API server answered with an error, or could not be reached.
+    #[error("Kubernetes API request failed")]
+    Kube(#[source] kube::Error),
+    /// `status`: the object does not exist.
+    #[error("{0}: not found")]
+    NotFound(Box<status::Location>),
+    /// `status`: the object has no record yet (not reconciled yet).
+    #[error("{0}: no record yet; has the operator reconciled it?")]
+    NoRecord(Box<status::Location>),
+    /// `status`: the record exists but cannot be decoded; the runtime has
+    /// stopped reconciling the object until someone fixes it.
+    #[error("{location}: the record cannot be decoded: {error}")]
+    CorruptRecord {
+        /// The object and where its record is.
+        location: Box<status::Location>,
+        /// What is wrong with the record.
+        #[source]
+        error: fsm_core::DecodeError,
+    },
+    /// `status` with the ephemeral store: records live in the operator's
+    /// memory only.
+    #[error(
+        "the ephemeral store keeps records in the operator's memory; status cannot read them (the object's conditions summarize its state)"
+    )]
+    MemoryStore,
+    /// A ConfigMap or Secret store for a cluster-scoped resource: there is
+    /// no namespace to keep the record object in.
+    #[error("the ConfigMap and Secret stores need a namespaced resource")]
+    ClusterScopedObjectStore,
+    /// A declared RBAC rule is refused.
+    #[error(transparent)]
+    InvalidRule(#[from] InvalidRule),
+    /// YAML output failed.
+    #[error("YAML serialization failed")]
+    Yaml(#[source] serde_yaml_ng::Error),
+    /// JSON output failed.
+    #[error("JSON serialization failed")]
+    Json(#[source] serde_json::Error),
+    /// Writing the output failed.
+    #[error("writing the output failed")]
+    Output(#[source] std::io::Error),
+    /// The metrics endpoint failed (binding the address, mostly).
+    #[error("metrics endpoint on {addr} failed")]
+    Metrics {
+        /// The address.
+        addr: SocketAddr,
+        /// The I/O error.
+        #[source]
+        error: std::io::Error,
+    },
+    /// Leader election failed.
+    #[error("leader election failed")]
+    LeaderElection(#[source] kube_lease_manager::LeaseManagerError),
+}
+
+/// The command line of an operator binary.
+#[derive(Clone, Debug, PartialEq, Eq, Parser)]
+#[command(version, about = "A Kubernetes operator built with operator-fsm")]
+pub struct Cli {
+    /// The subcommand.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Clone, Debug, PartialEq, Eq, Subcommand)]
+pub enum Command {
+    /// Run the operator's controller(s).
+    Run(RunArgs),
+    /// Print the CustomResourceDefinition of the operator's resource (YAML).
+    Crd,
+    /// Print the least ClusterRole (or Role) the operator needs (YAML).
+    Rbac(RbacArgs),
+    /// Print the state machine's diagram.
+    Diagram(DiagramArgs),
+    /// Show an object's current state, attempt, last error and history.
+    Status(StatusArgs),
+}
+
+/// How to reach the API server.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Args)]
+pub struct ConnectArgs {
+    /// The kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then the
+    /// in-cluster service account).
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context (default: its current context).
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+}
+
+/// `run`.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct RunArgs {
+    /// How to reach the API server.
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Watch this namespace only (default: all namespaces).
+    #[arg(long, short = 'n', env = "WATCH_NAMESPACE")]
+    pub namespace: Option<String>,
+    /// Serve Prometheus metrics at `GET /metrics` on this address.
+    #[arg(long, value_name = "ADDR", env = "METRICS_ADDR")]
+    pub metrics_addr: Option<SocketAddr>,
+    /// Leader election.
+    #[command(flatten)]
+    pub leader: LeaderArgs,
+}
+
+/// Leader election flags of `run`.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct LeaderArgs {
+    /// Run the controller only while this replica holds a Lease.
+    #[arg(long)]
+    pub leader_elect: bool,
+    /// The Lease's name (default: `<operator>-leader`).
+    #[arg(long, value_name = "NAME")]
+    pub lease_name: Option<String>,
+    /// The Lease's namespace (default: $POD_NAMESPACE, then --namespace,
+    /// then the kubeconfig's namespace).
+    #[arg(long, value_name = "NS")]
+    pub lease_namespace: Option<String>,
+    /// This replica's identity in the Lease (default: $POD_NAME, then
+    /// $HOSTNAME, then `<operator>-<pid>`).
+    #[arg(long, value_name = "ID")]
+    pub identity: Option<String>,
+    /// How long a Lease lasts without renewal, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 15)]
+    pub lease_duration: u64,
+}
+
+/// `rbac`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Args)]
+pub struct RbacArgs {
+    /// A Role in this namespace instead of a ClusterRole (an operator that
+    /// watches one namespace).
+    #[arg(long, short = 'n')]
+    pub namespace: Option<String>,
+    /// Add a Role for leader election.
+    #[arg(long)]
+    pub leader_elect: bool,
+    /// The Lease's namespace (default: --namespace, else `default`).
+    #[arg(long, value_name = "NS")]
+    pub lease_namespace: Option<String>,
+    /// The Role's name (default: the operator's name).
+    #[arg(long)]
+    pub name: Option<String>,
+}
+
+/// A diagram format.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum DiagramFormat {
+    /// Mermaid `stateDiagram-v2`.
+    #[default]
+    Mermaid,
+    /// Graphviz DOT.
+    Dot,
+}
+
+/// `diagram`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Args)]
+pub struct DiagramArgs {
+    /// The format.
+    #[arg(long, short = 'f', value_enum, default_value_t)]
+    pub format: DiagramFormat,
+}
+
+/// An output format of `status`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// For people.
+    #[default]
+    Text,
+    /// The decoded record as JSON.
+    Json,
+}
+
+/// `status`.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct StatusArgs {
+    /// The object's name.
+    pub name: String,
+    /// The object's namespace (default: the kubeconfig's namespace).
+    #[arg(long, short = 'n')]
+    pub namespace: Option<String>,
+    /// The output format.
+    #[arg(long, short = 'o', value_enum, default_value_t)]
+    pub output: OutputFormat,
+    /// How to reach the API server.
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+/// What `run` hands the operator's controller function.
+#[derive(Clone)]
+pub struct RunContext {
+    /// A client for the configured cluster.
+    pub client: Client,
+    /// The namespace to watch; `None` for all.
+    pub namespace: Option<String>,
+    /// The metrics to give [`crate::FsmReconciler::with_metrics`]; served
+    /// at `--metrics-addr`.
+    pub metrics: FsmMetrics,
+}
+
+impl std::fmt::Debug for RunContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunContext")
+            .field("namespace", &self.namespace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RunContext {
+    /// An API for kind `K` in the watched namespace, or in all namespaces.
+    pub fn api<K>(&self) -> Api<K>
+    where
+        K: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>,
+    {
+        match &self.namespace {
+            Some(ns) => Api::namespaced(self.client.clone(), ns),
+            None => Api::all(self.client.clone()),
+        }
+    }
+}
+
+/// An operator's command line for machine `F`: what it is (its name, its
+/// store and the permissions its handlers need), and how to run it.
+///
+/// # Expected flow
+/// Build it in `main`, declare the rules of the kinds the handlers touch,
+/// then [`main`](Operator::main) with the function that runs the
+/// controller. Every subcommand but `run` only prints.
+pub struct Operator<F> {
+    name: String,
+    store: StoreKind,
+    rules: Vec<Rule>,
+    machine: PhantomData<fn() -> F>,
+}
+
+impl<F> std::fmt::Debug for Operator<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Operator")
+            .field("name", &self.name)
+            .field("store", &self.store)
+            .field("rules", &self.rules)
+            .finish()
+    }
+}
+
+impl<F> Operator<F>
+where
+    F: Fsm,
+    F::Resource: KubeResource + CustomResourceExt,
+{
+    /// An operator named `name` (its ClusterRole's and Lease's name) that
+    /// keeps records in `store`.
+    #[must_use]
+    pub fn new(name: impl Into<String>, store: StoreKind) -> Self {
+        Operator {
+            name: name.into(),
+            store,
+            rules: Vec::new(),
+            machine: PhantomData,
+        }
+    }
+
+    /// Declares a permission the handlers need (for `rbac`).
+    #[must_use]
+    pub fn rule(mut self, rule: Rule) -> Self {
+        self.rules.push(rule);
+        self
+    }
+
+    /// The operator's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What `rbac` derives its rules from.
+    pub fn description(&self) -> OperatorDescription {
+        OperatorDescription {
+            name: self.name.clone(),
+            resource: ResourceInfo::of::<F::Resource>(),
+            store: self.store,
+            needs_finalizer: F::machine().needs_finalizer(),
+            extra_rules: self.rules.clone(),
+        }
+    }
+
+    /// Parses the process's arguments, runs the subcommand, and returns the
+    /// exit status: 0 on success, 1 on failure (the error and its causes on
+    /// stderr), 2 for a usage error (from clap).
+    pub async fn main<R, Fut>(self, run: R) -> ExitCode
+    where
+        R: FnMut(RunContext) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let cli = match Cli::try_parse() {
+            Ok(cli) => cli,
+            Err(e) => {
+                let _ = e.print();
+                return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+            }
+        };
+        let mut stdout = std::io::stdout();
+        match self.execute(cli.command, run, &mut stdout).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                let mut message = format!("error: {error}");
+                let mut source = std::error::Error::source(&error);
+                while let Some(cause) = source {
+                    message.push_str(&format!("\n  caused by: {cause}"));
+                    source = cause.source();
+                }
+                eprintln!("{message}");
+                ExitCode::FAILURE
+            }
+        }
+    }
+
+    /// Runs `command`, writing what it prints to `out`.
+    ///
+    /// # Errors
+    /// [`Error`]; for `status`, a corrupt record is
+    /// [`Error::CorruptRecord`].
+    pub async fn execute<R, Fut>(
+        &self,
+        command: Command,
+        run: R,
+        out: &mut (dyn Write + Send),
+    ) -> Result<(), Error>
+    where
+        R: FnMut(RunContext) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let text = match command {
+            Command::Run(args) => return self.run(args, run).await,
+            Command::Crd => crd_yaml(&F::Resource::crd())?,
+            Command::Rbac(args) => self.rbac(&args)?,
+            Command::Diagram(args) => diagram::<F>(args.format),
+            Command::Status(args) => {
+                let client = connect(&args.connect).await?;
+                self.status(&client, &args).await?
+            }
+        };
+        out.write_all(text.as_bytes()).map_err(Error::Output)
+    }
+
+    /// What `rbac` prints.
+    ///
+    /// # Errors
+    /// A declared rule is refused.
+    pub fn rbac(&self, args: &RbacArgs) -> Result<String, Error> {
+        let mut description = self.description();
+        if let Some(name) = &args.name {
+            description.name.clone_from(name);
+        }
+        let scope = RbacScope {
+            namespace: args.namespace.clone(),
+            lease_namespace: args.leader_elect.then(|| {
+                args.lease_namespace
+                    .clone()
+                    .or_else(|| args.namespace.clone())
+                    .unwrap_or_else(|| "default".to_owned())
+            }),
+        };
+        let objects = rbac::manifests(&description, &scope)?;
+        rbac::to_yaml(&objects).map_err(Error::Yaml)
+    }
+
+    /// What `status` prints for `args` (text or JSON), read through
+    /// `client`.
+    ///
+    /// # Errors
+    /// See [`status::fetch`]; a record that does not decode is
+    /// [`Error::CorruptRecord`].
+    pub async fn status(&self, client: &Client, args: &StatusArgs) -> Result<String, Error> {
+        let resource = ResourceInfo::of::<F::Resource>();
+        let (raw, location) = status::fetch(
+            client,
+            &resource,
+            self.store,
+            args.namespace.as_deref(),
+            &args.name,
+        )
+        .await?;
+        let record = status::decode::<F>(&raw).map_err(|error| Error::CorruptRecord {
+            location: Box::new(location.clone()),
+            error,
+        })?;
+        match args.output {
+            OutputFormat::Text => Ok(status::render_text(
+                &location,
+                &record,
+                jiff::Timestamp::now(),
+            )),
+            OutputFormat::Json => status::render_json(&record).map_err(Error::Json),
+        }
+    }
+
+    async fn run<R, Fut>(&self, args: RunArgs, mut run: R) -> Result<(), Error>
+    where
+        R: FnMut(RunContext) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let client = connect(&args.connect).await?;
+        let mut registry = Registry::default();
+        let metrics = FsmMetrics::new(&mut registry);
+        let context = RunContext {
+            client: client.clone(),
+            namespace: args.namespace.clone(),
+            metrics,
+        };
+        let metrics_server = args.metrics_addr.map(|addr| {
+            tracing::info!(%addr, "serving metrics at /metrics");
+            let registry = Arc::new(registry);
+            tokio::spawn(async move {
+                crate::metrics::serve(addr, registry)
+                    .await
+                    .map_err(|error| Error::Metrics { addr, error })
+            })
+        });
+        let controller = async {
+            if args.leader.leader_elect {
+                let leader = &args.leader;
+                let lease_name = leader
+                    .lease_name
+                    .clone()
+                    .unwrap_or_else(|| format!("{}-leader", self.name));
+                let lease_namespace = leader
+                    .lease_namespace
+                    .clone()
+                    .or_else(|| std::env::var("POD_NAMESPACE").ok())
+                    .or_else(|| args.namespace.clone())
+                    .unwrap_or_else(|| client.default_namespace().to_owned());
+                let identity = leader.identity.clone().unwrap_or_else(|| {
+                    default_identity(
+                        &self.name,
+                        std::env::var("POD_NAME").ok(),
+                        std::env::var("HOSTNAME").ok(),
+                    )
+                });
+                tracing::info!(lease = %lease_name, namespace = %lease_namespace, %identity, "leader election");
+                crate::leader::run_while_leader(
+                    client.clone(),
+                    &lease_namespace,
+                    &lease_name,
+                    &identity,
+                    Duration::from_secs(leader.lease_duration),
+                    || run(context.clone()),
+                )
+                .await
+                .map_err(Error::LeaderElection)
+            } else {
+                run(context.clone()).await;
+                Ok(())
+            }
+        };
+        match metrics_server {
+            Some(mut server) => {
+                let result = tokio::select! {
+                    result = controller => result,
+                    served = &mut server => match served {
+                        Ok(Err(error)) => Err(error),
+                        // The server only stops with an error, or when its
+                        // task is cancelled or panics.
+                        Ok(Ok(())) | Err(_) => Ok(()),
+                    },
+                };
+                server.abort();
+                result
+            }
+            None => controller.await,
+        }
+    }
+}
+
+/// This replica's identity in the Lease: the pod's name, else the host's,
+/// else `<operator>-<pid>`.
+fn default_identity(operator: &str, pod: Option<String>, host: Option<String>) -> String {
+    pod.filter(|s| !s.is_empty())
+        .or_else(|| host.filter(|s| !s.is_empty()))
+        .unwrap_or_else(|| format!("{operator}-{}", std::process::id()))
+}
+
+/// A client from `--kubeconfig`/`--context`, or inferred (`$KUBECONFIG`,
+/// `~/.kube/config`, in-cluster).
+///
+/// # Errors
+/// [`Error::Config`] when no configuration is usable.
+pub async fn connect(args: &ConnectArgs) -> Result<Client, Error> {
+    use kube::config::{KubeConfigOptions, Kubeconfig};
+    let options = KubeConfigOptions {
+        context: args.context.clone(),
+        ..KubeConfigOptions::default()
+    };
+    let config = match &args.kubeconfig {
+        Some(path) => {
+            let kubeconfig = Kubeconfig::read_from(path).map_err(|e| Error::Config(Box::new(e)))?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+                .await
+                .map_err(|e| Error::Config(Box::new(e)))?
+        }
+        None if args.context.is_some() => kube::Config::from_kubeconfig(&options)
+            .await
+            .map_err(|e| Error::Config(Box::new(e)))?,
+        None => kube::Config::infer()
+            .await
+            .map_err(|e| Error::Config(Box::new(e)))?,
+    };
+    Client::try_from(config).map_err(|e| Error::Config(Box::new(e)))
+}
+
+/// What `crd` prints: the CRD as YAML, a document of its own.
+///
+/// # Errors
+/// Serialization failed (not expected).
+pub fn crd_yaml(crd: &CustomResourceDefinition) -> Result<String, Error> {
+    let yaml = serde_yaml_ng::to_string(crd).map_err(Error::Yaml)?;
+    Ok(format!("---\n{yaml}"))
+}
+
+/// What `diagram` prints: [`Fsm::mermaid`] or [`Fsm::dot`].
+pub fn diagram<F: Fsm>(format: DiagramFormat) -> String {
+    match format {
+        DiagramFormat::Mermaid => F::mermaid(),
+        DiagramFormat::Dot => F::dot(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_identity_falls_back_from_pod_to_host_to_pid() {
+        assert_eq!(
+            default_identity("op", Some("op-7d9f".into()), Some("node".into())),
+            "op-7d9f"
+        );
+        assert_eq!(
+            default_identity("op", Some(String::new()), Some("node".into())),
+            "node"
+        );
+        assert_eq!(
+            default_identity("op", None, None),
+            format!("op-{}", std::process::id())
+        );
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,471 @@
+//! The least RBAC an operator needs, derived from what it is: its resource,
+//! its store, whether it needs a finalizer or leader election, and the kinds
+//! its handlers touch.
+//!
+//! Pure functions: [`rules`] and [`manifests`] compute, the CLI prints.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule, Role};
+use kube::api::ObjectMeta;
+use serde::Serialize;
+
+use super::StoreKind;
+
+/// The verbs in the order Kubernetes documents them; any other verb sorts
+/// after these, alphabetically.
+const VERB_ORDER: [&str; 8] = [
+    "get",
+    "list",
+    "watch",
+    "create",
+    "update",
+    "patch",
+    "delete",
+    "deletecollection",
+];
+
+/// One permission an operator declares for a kind its handlers touch:
+/// `verbs` on `resource` (plural, possibly with a `/subresource`) of API
+/// group `api_group` (`""` for the core group).
+///
+/// ```
+/// use fsm_kube::cli::Rule;
+///
+/// let deployments = Rule::new("apps", "deployments", ["get", "list", "watch", "create", "patch"]);
+/// assert_eq!(deployments.resource, "deployments");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rule {
+    /// The API group; `""` is the core group (ConfigMaps, Secrets, Pods).
+    pub api_group: String,
+    /// The resource's plural name, e.g. `deployments` or `jobs/status`.
+    pub resource: String,
+    /// The verbs, e.g. `get`, `list`, `watch`, `create`, `patch`.
+    pub verbs: Vec<String>,
+}
+
+impl Rule {
+    /// A rule granting `verbs` on `resource` of `api_group`.
+    #[must_use]
+    pub fn new<V: Into<String>>(
+        api_group: impl Into<String>,
+        resource: impl Into<String>,
+        verbs: impl IntoIterator<Item = V>,
+    ) -> Self {
+        Rule {
+            api_group: api_group.into(),
+            resource: resource.into(),
+            verbs: verbs.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// Checks that the rule names no wildcard and is not empty.
+    ///
+    /// # Errors
+    /// [`InvalidRule`] saying what is wrong.
+    pub fn validate(&self) -> Result<(), InvalidRule> {
+        let wildcard = |s: &str| s.contains('*');
+        if wildcard(&self.api_group) || wildcard(&self.resource) {
+            return Err(InvalidRule::Wildcard(self.to_string()));
+        }
+        if self.resource.is_empty() {
+            return Err(InvalidRule::Empty(self.to_string()));
+        }
+        if self.verbs.is_empty() || self.verbs.iter().any(|v| v.is_empty()) {
+            return Err(InvalidRule::Empty(self.to_string()));
+        }
+        if self.verbs.iter().any(|v| wildcard(v)) {
+            return Err(InvalidRule::Wildcard(self.to_string()));
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let group = if self.api_group.is_empty() {
+            "core"
+        } else {
+            &self.api_group
+        };
+        write!(f, "{group}/{} [{}]", self.resource, self.verbs.join(", "))
+    }
+}
+
+/// A declared rule the CLI refuses to print.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidRule {
+    /// A `*` in the group, resource or verbs: least privilege names what it
+    /// grants.
+    #[error("rule {0} uses a wildcard; name the groups, resources and verbs")]
+    Wildcard(String),
+    /// No resource or no verb.
+    #[error("rule {0} grants nothing: it needs a resource and at least one verb")]
+    Empty(String),
+}
+
+/// The operator's resource, as RBAC names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourceInfo {
+    /// The API group (`""` for the core group).
+    pub group: String,
+    /// The API version, e.g. `v1`.
+    pub version: String,
+    /// The kind, e.g. `Database`.
+    pub kind: String,
+    /// The plural resource name, e.g. `databases`.
+    pub plural: String,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+}
+
+impl ResourceInfo {
+    /// The description of `K`, whose scope is taken from its CRD.
+    pub fn of<K>() -> Self
+    where
+        K: kube::Resource<DynamicType = ()> + kube::CustomResourceExt,
+    {
+        ResourceInfo {
+            group: K::group(&()).into_owned(),
+            version: K::version(&()).into_owned(),
+            kind: K::kind(&()).into_owned(),
+            plural: K::plural(&()).into_owned(),
+            namespaced: K::crd().spec.scope == "Namespaced",
+        }
+    }
+}
+
+/// What an operator is, as far as its permissions go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OperatorDescription {
+    /// The operator's name: the name of its ClusterRole or Role.
+    pub name: String,
+    /// The resource it reconciles.
+    pub resource: ResourceInfo,
+    /// Where it keeps its records.
+    pub store: StoreKind,
+    /// Whether the machine adds a finalizer (`Machine::needs_finalizer`).
+    pub needs_finalizer: bool,
+    /// The rules its handlers need for the kinds they touch.
+    pub extra_rules: Vec<Rule>,
+}
+
+/// Where the RBAC objects go.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RbacScope {
+    /// `Some(ns)`: a Role in `ns` (the operator watches one namespace);
+    /// `None`: a ClusterRole.
+    pub namespace: Option<String>,
+    /// `Some(ns)`: leader election with a Lease in `ns`, which gets a Role
+    /// of its own.
+    pub lease_namespace: Option<String>,
+}
+
+/// One RBAC object to print.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum RbacObject {
+    /// Cluster-wide permissions.
+    ClusterRole(ClusterRole),
+    /// Permissions in one namespace.
+    Role(Role),
+}
+
+impl RbacObject {
+    /// The object's rules.
+    pub fn rules(&self) -> &[PolicyRule] {
+        let rules = match self {
+            RbacObject::ClusterRole(role) => &role.rules,
+            RbacObject::Role(role) => &role.rules,
+        };
+        rules.as_deref().unwrap_or_default()
+    }
+
+    /// The object's name.
+    pub fn name(&self) -> &str {
+        let meta = match self {
+            RbacObject::ClusterRole(role) => &role.metadata,
+            RbacObject::Role(role) => &role.metadata,
+        };
+        meta.name.as_deref().unwrap_or_default()
+    }
+}
+
+/// The rules the operator's controller needs (without leader election,
+/// which [`leader_election_rules`] covers):
+///
+/// 1. its resource: `get`, `list`, `watch` (the controller's watch) and
+///    `patch` (the finalizer, added and removed by a merge patch);
+/// 2. `<plural>/status`: `get`, `patch` (the record in the status store,
+///    and the conditions every store maintains);
+/// 3. `<plural>/finalizers`: `update`, when the machine needs a finalizer
+///    or the store creates a record object owned by the resource (the
+///    ConfigMap and Secret stores set `blockOwnerDeletion`, which the
+///    `OwnerReferencesPermissionEnforcement` admission plugin allows only to
+///    whoever may update the owner's finalizers);
+/// 4. the store's kind, for the ConfigMap and Secret stores: `get`, `list`,
+///    `watch`, `create`, `update`, `delete`;
+/// 5. `events.k8s.io` events: `create`, `patch`;
+/// 6. the operator's declared rules, merged into the rules above when they
+///    name the same group and resource.
+///
+/// Verbs come in Kubernetes' documented order; there are no wildcards.
+///
+/// # Errors
+/// A declared rule with a wildcard or without verbs.
+pub fn rules(operator: &OperatorDescription) -> Result<Vec<PolicyRule>, InvalidRule> {
+    let resource = &operator.resource;
+    let mut out = RuleSet::default();
+    out.add(
+        &resource.group,
+        &resource.plural,
+        &["get", "list", "watch", "patch"],
+    );
+    out.add(
+        &resource.group,
+        &format!("{}/status", resource.plural),
+        &["get", "patch"],
+    );
+    let owns_record_object = matches!(operator.store, StoreKind::ConfigMap | StoreKind::Secret);
+    if operator.needs_finalizer || owns_record_object {
+        out.add(
+            &resource.group,
+            &format!("{}/finalizers", resource.plural),
+            &["update"],
+        );
+    }
+    let record_verbs = ["get", "list", "watch", "create", "update", "delete"];
+    match operator.store {
+        StoreKind::ConfigMap => out.add("", "configmaps", &record_verbs),
+        StoreKind::Secret => out.add("", "secrets", &record_verbs),
+        StoreKind::Status | StoreKind::Ephemeral => {}
+    }
+    out.add("events.k8s.io", "events", &["create", "patch"]);
+    for rule in &operator.extra_rules {
+        rule.validate()?;
+        let verbs: Vec<&str> = rule.verbs.iter().map(String::as_str).collect();
+        out.add(&rule.api_group, &rule.resource, &verbs);
+    }
+    Ok(out.into_rules())
+}
+
+/// The rules of leader election with a Lease (`kube-lease-manager` reads,
+/// creates and patches it).
+pub fn leader_election_rules() -> Vec<PolicyRule> {
+    let mut out = RuleSet::default();
+    out.add("coordination.k8s.io", "leases", &["get", "create", "patch"]);
+    out.into_rules()
+}
+
+/// The RBAC objects of `operator` in `scope`: a ClusterRole named after the
+/// operator, or a Role in the watched namespace; and, with leader election,
+/// a Role `<name>-leader-election` in the Lease's namespace (so the operator
+/// cannot touch other Leases).
+///
+/// # Errors
+/// A declared rule with a wildcard or without verbs.
+pub fn manifests(
+    operator: &OperatorDescription,
+    scope: &RbacScope,
+) -> Result<Vec<RbacObject>, InvalidRule> {
+    let labels = BTreeMap::from([
+        ("app.kubernetes.io/name".to_owned(), operator.name.clone()),
+        (
+            "app.kubernetes.io/managed-by".to_owned(),
+            "operator-fsm".to_owned(),
+        ),
+    ]);
+    let meta = |name: String, namespace: Option<String>| ObjectMeta {
+        name: Some(name),
+        namespace,
+        labels: Some(labels.clone()),
+        ..ObjectMeta::default()
+    };
+    let main = rules(operator)?;
+    let mut out = vec![match &scope.namespace {
+        None => RbacObject::ClusterRole(ClusterRole {
+            metadata: meta(operator.name.clone(), None),
+            rules: Some(main),
+            aggregation_rule: None,
+        }),
+        Some(namespace) => RbacObject::Role(Role {
+            metadata: meta(operator.name.clone(), Some(namespace.clone())),
+            rules: Some(main),
+        }),
+    }];
+    if let Some(namespace) = &scope.lease_namespace {
+        out.push(RbacObject::Role(Role {
+            metadata: meta(
+                format!("{}-leader-election", operator.name),
+                Some(namespace.clone()),
+            ),
+            rules: Some(leader_election_rules()),
+        }));
+    }
+    Ok(out)
+}
+
+/// The objects as a multi-document YAML stream, ready for `kubectl apply -f -`.
+///
+/// # Errors
+/// Serialization failed (not expected for these types).
+pub fn to_yaml(objects: &[RbacObject]) -> Result<String, serde_yaml_ng::Error> {
+    let mut out = String::new();
+    for object in objects {
+        let value = match object {
+            RbacObject::ClusterRole(role) => with_type_meta(role, "ClusterRole")?,
+            RbacObject::Role(role) => with_type_meta(role, "Role")?,
+        };
+        out.push_str("---\n");
+        out.push_str(&serde_yaml_ng::to_string(&value)?);
+    }
+    Ok(out)
+}
+
+/// The object with its `apiVersion` and `kind` first, as people write it.
+fn with_type_meta<T: Serialize>(
+    object: &T,
+    kind: &str,
+) -> Result<serde_yaml_ng::Mapping, serde_yaml_ng::Error> {
+    use serde_yaml_ng::Value;
+    let mut out = serde_yaml_ng::Mapping::new();
+    out.insert(
+        Value::from("apiVersion"),
+        Value::from("rbac.authorization.k8s.io/v1"),
+    );
+    out.insert(Value::from("kind"), Value::from(kind));
+    if let Value::Mapping(fields) = serde_yaml_ng::to_value(object)? {
+        for (key, value) in fields {
+            if key.as_str() != Some("apiVersion") && key.as_str() != Some("kind") {
+                out.insert(key, value);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Rules keyed by (group, resource), in order of first mention.
+#[derive(Default)]
+struct RuleSet {
+    rules: Vec<(String, String, Vec<String>)>,
+}
+
+impl RuleSet {
+    fn add(&mut self, group: &str, resource: &str, verbs: &[&str]) {
+        let index = match self
+            .rules
+            .iter()
+            .position(|(g, r, _)| g == group && r == resource)
+        {
+            Some(index) => index,
+            None => {
+                self.rules
+                    .push((group.to_owned(), resource.to_owned(), Vec::new()));
+                self.rules.len() - 1
+            }
+        };
+        let existing = &mut self.rules[index].2;
+        for verb in verbs {
+            if !existing.iter().any(|v| v == verb) {
+                existing.push((*verb).to_owned());
+            }
+        }
+        existing.sort_by(|a, b| verb_rank(a).cmp(&verb_rank(b)).then_with(|| a.cmp(b)));
+    }
+
+    fn into_rules(self) -> Vec<PolicyRule> {
+        self.rules
+            .into_iter()
+            .map(|(group, resource, verbs)| PolicyRule {
+                api_groups: Some(vec![group]),
+                resources: Some(vec![resource]),
+                verbs,
+                ..PolicyRule::default()
+            })
+            .collect()
+    }
+}
+
+fn verb_rank(verb: &str) -> usize {
+    VERB_ORDER
+        .iter()
+        .position(|v| *v == verb)
+        .unwrap_or(VERB_ORDER.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn operator(store: StoreKind) -> OperatorDescription {
+        OperatorDescription {
+            name: "db-operator".into(),
+            resource: ResourceInfo {
+                group: "example.io".into(),
+                version: "v1".into(),
+                kind: "Database".into(),
+                plural: "databases".into(),
+                namespaced: true,
+            },
+            store,
+            needs_finalizer: false,
+            extra_rules: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn declared_rules_merge_into_built_in_ones_in_verb_order() {
+        let mut op = operator(StoreKind::ConfigMap);
+        op.extra_rules = vec![Rule::new("", "configmaps", ["patch", "get"])];
+        let rules = rules(&op).unwrap();
+        let configmaps = rules
+            .iter()
+            .find(|r| r.resources.as_deref() == Some(&["configmaps".to_owned()][..]))
+            .unwrap();
+        assert_eq!(
+            configmaps.verbs,
+            [
+                "get", "list", "watch", "create", "update", "patch", "delete"
+            ]
+        );
+        assert_eq!(
+            rules
+                .iter()
+                .filter(|r| r.resources.as_deref() == Some(&["configmaps".to_owned()][..]))
+                .count(),
+            1
+        );
+    }
+
+    #[test]
+    fn wildcards_and_empty_rules_are_refused() {
+        let mut op = operator(StoreKind::Status);
+        op.extra_rules = vec![Rule::new("apps", "*", ["get"])];
+        assert!(matches!(rules(&op), Err(InvalidRule::Wildcard(_))));
+        op.extra_rules = vec![Rule::new("apps", "deployments", ["*"])];
+        assert!(matches!(rules(&op), Err(InvalidRule::Wildcard(_))));
+        op.extra_rules = vec![Rule::new("apps", "deployments", Vec::<String>::new())];
+        assert!(matches!(rules(&op), Err(InvalidRule::Empty(_))));
+    }
+
+    #[test]
+    fn unknown_verbs_sort_after_the_documented_ones() {
+        let mut set = RuleSet::default();
+        set.add("", "pods", &["escalate", "watch", "bind", "get"]);
+        assert_eq!(
+            set.into_rules()[0].verbs,
+            ["get", "watch", "bind", "escalate"]
+        );
+    }
+
+    #[test]
+    fn yaml_starts_with_api_version_and_kind() {
+        let objects = manifests(&operator(StoreKind::Status), &RbacScope::default()).unwrap();
+        let yaml = to_yaml(&objects).unwrap();
+        assert!(
+            yaml.starts_with("---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\n"),
+            "{yaml}"
+        );
+    }
+}

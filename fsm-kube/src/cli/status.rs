@@ -1,0 +1,283 @@
+//! `status NAME`: an object's record, read from where its store keeps it,
+//! decoded against the machine and shown to a person (or as JSON).
+//!
+//! [`fetch`] does the I/O; [`decode`], [`render_text`] and [`render_json`]
+//! are pure.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use fsm_core::{DecodeError, Fsm, Machine, RawRecord, StateRecord, Timestamp};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::{Api, Client};
+use serde_json::Value;
+
+use super::rbac::ResourceInfo;
+use super::{Error, StoreKind};
+use crate::store::{ObjectStore, RecordObject};
+
+/// What shows instead of a sensitive state's data.
+pub const REDACTED: &str = "<redacted: sensitive state>";
+
+/// Where a record was read from, for messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Location {
+    /// The object's kind, e.g. `Database`.
+    pub kind: String,
+    /// The object's namespace (`None`: cluster-scoped).
+    pub namespace: Option<String>,
+    /// The object's name.
+    pub name: String,
+    /// Where the store keeps the record, e.g. `.status.fsm` or
+    /// `ConfigMap default/db-fsm`.
+    pub record: String,
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.namespace {
+            Some(ns) => write!(f, "{} {ns}/{}", self.kind, self.name)?,
+            None => write!(f, "{} {}", self.kind, self.name)?,
+        }
+        write!(f, " (record in {})", self.record)
+    }
+}
+
+/// Reads the raw record of object `name` (in `namespace`, for a namespaced
+/// resource) from where `store` keeps it: `.status.fsm` of the object for
+/// the status store, the `data.record` key of ConfigMap or Secret
+/// `<name>-fsm` for the others.
+///
+/// # Errors
+/// [`Error::NotFound`] when the object does not exist, [`Error::NoRecord`]
+/// when it has no record yet, [`Error::MemoryStore`] for the ephemeral
+/// store (its records live in the operator's memory), [`Error::Kube`] for
+/// the API's other errors.
+pub async fn fetch(
+    client: &Client,
+    resource: &ResourceInfo,
+    store: StoreKind,
+    namespace: Option<&str>,
+    name: &str,
+) -> Result<(RawRecord, Location), Error> {
+    let namespace = resource.namespaced.then(|| {
+        namespace
+            .map(str::to_owned)
+            .unwrap_or_else(|| client.default_namespace().to_owned())
+    });
+    let record_object = ObjectStore::<ConfigMap>::object_name(name);
+    let location = Location {
+        kind: resource.kind.clone(),
+        namespace: namespace.clone(),
+        name: name.to_owned(),
+        record: match (store, &namespace) {
+            (StoreKind::Status, _) => ".status.fsm".to_owned(),
+            (StoreKind::ConfigMap, Some(ns)) => format!("ConfigMap {ns}/{record_object}"),
+            (StoreKind::Secret, Some(ns)) => format!("Secret {ns}/{record_object}"),
+            (StoreKind::ConfigMap | StoreKind::Secret, None) => {
+                return Err(Error::ClusterScopedObjectStore);
+            }
+            (StoreKind::Ephemeral, _) => return Err(Error::MemoryStore),
+        },
+    };
+    let raw = match (store, &namespace) {
+        (StoreKind::ConfigMap, Some(ns)) => {
+            record_from_object::<ConfigMap>(client, ns, &record_object).await?
+        }
+        (StoreKind::Secret, Some(ns)) => {
+            record_from_object::<Secret>(client, ns, &record_object).await?
+        }
+        _ => None,
+    };
+    // The object itself: the record for the status store, and whether it
+    // exists at all when its record object is missing.
+    if store == StoreKind::Status || raw.is_none() {
+        let gvk = GroupVersionKind::gvk(&resource.group, &resource.version, &resource.kind);
+        let api_resource = ApiResource::from_gvk_with_plural(&gvk, &resource.plural);
+        let api: Api<DynamicObject> = match &namespace {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, &api_resource),
+            None => Api::all_with(client.clone(), &api_resource),
+        };
+        let Some(object) = api.get_opt(name).await.map_err(Error::Kube)? else {
+            return Err(Error::NotFound(Box::new(location)));
+        };
+        if store == StoreKind::Status {
+            let fsm = object
+                .data
+                .get("status")
+                .and_then(|s| s.get("fsm"))
+                .filter(|v| !v.is_null());
+            if let Some(value) = fsm {
+                return Ok((RawRecord::Json(value.clone()), location));
+            }
+        }
+    }
+    match raw {
+        Some(raw) => Ok((raw, location)),
+        None => Err(Error::NoRecord(Box::new(location))),
+    }
+}
+
+async fn record_from_object<O: RecordObject>(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<RawRecord>, Error> {
+    let api: Api<O> = Api::namespaced(client.clone(), namespace);
+    let Some(object) = api.get_opt(name).await.map_err(Error::Kube)? else {
+        return Ok(None);
+    };
+    Ok(match object.record_text() {
+        Some(Ok(text)) => Some(RawRecord::Text(text)),
+        Some(Err(e)) => Some(RawRecord::Text(format!("<not UTF-8: {e}>"))),
+        None => None,
+    })
+}
+
+/// Decodes `raw` for machine `F`, hiding the data of sensitive states.
+///
+/// # Errors
+/// The [`DecodeError`] the runtime would report (a corrupt record).
+pub fn decode<F: Fsm>(raw: &RawRecord) -> Result<StateRecord, DecodeError> {
+    let mut record = raw.decode::<F>()?;
+    redact(F::machine(), &mut record);
+    Ok(record)
+}
+
+/// Replaces the data of sensitive states (current and in the compensation
+/// trail) with [`REDACTED`].
+pub fn redact(machine: &Machine, record: &mut StateRecord) {
+    let sensitive = |state: &str| machine.state(state).is_some_and(|s| s.is_sensitive());
+    if sensitive(&record.state) && record.data.is_some() {
+        record.data = Some(Value::String(REDACTED.to_owned()));
+    }
+    for entry in &mut record.trail {
+        if sensitive(&entry.state) && entry.data.is_some() {
+            entry.data = Some(Value::String(REDACTED.to_owned()));
+        }
+    }
+}
+
+/// The record for a person, as of `now`:
+///
+/// ```text
+/// Widget default/w1 (record in .status.fsm)
+/// State:        Configuring {"config_map":"w1-config"}
+/// Entered:      2026-01-01T00:00:00Z (1m30s ago)
+/// Attempt:      2, next at 2026-01-01T00:01:40Z (in 10s)
+/// Last error:   connection refused
+/// Generation:   3
+/// Transitions:  2
+/// History:
+///   #1  2026-01-01T00:00:00Z  → Pending
+///   #2  2026-01-01T00:00:00Z  Pending → Configuring
+/// ```
+pub fn render_text(location: &Location, record: &StateRecord, now: Timestamp) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{location}");
+    let data = match &record.data {
+        Some(Value::String(s)) if s == REDACTED => format!(" {s}"),
+        Some(value) => format!(" {value}"),
+        None => String::new(),
+    };
+    let _ = writeln!(out, "State:        {}{data}", record.state);
+    let _ = writeln!(
+        out,
+        "Entered:      {} ({} ago)",
+        record.entered_at,
+        human(now.duration_since(record.entered_at))
+    );
+    let mut attempt = record.attempt.to_string();
+    if let Some(next) = record.next_attempt_at {
+        let _ = write!(attempt, ", next at {next}");
+        let wait = next.duration_since(now);
+        if wait.is_positive() {
+            let _ = write!(attempt, " (in {})", human(wait));
+        } else {
+            attempt.push_str(" (due)");
+        }
+    }
+    let _ = writeln!(out, "Attempt:      {attempt}");
+    if let Some(error) = &record.last_error {
+        let _ = writeln!(out, "Last error:   {error}");
+    }
+    if let Some(generation) = record.observed_generation {
+        let _ = writeln!(out, "Generation:   {generation}");
+    }
+    let _ = writeln!(out, "Transitions:  {}", record.transitions);
+    if let Some(unwind) = &record.compensation {
+        let progress = match unwind.finished_at {
+            Some(at) => format!("finished at {at}"),
+            None => format!("running since {}", unwind.started_at),
+        };
+        let _ = writeln!(out, "Compensation: {progress}: {}", unwind.reason);
+        for failure in &unwind.failures {
+            let _ = writeln!(out, "  failed: {}: {}", failure.step, failure.error);
+        }
+    }
+    if !record.history.is_empty() {
+        let _ = writeln!(out, "History:");
+        for entry in &record.history {
+            let from = entry
+                .from
+                .as_deref()
+                .map(|f| format!("{f} "))
+                .unwrap_or_default();
+            let reason = entry
+                .reason
+                .as_deref()
+                .map(|r| format!("  ({r})"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  #{:<3} {}  {from}→ {}{reason}",
+                entry.seq, entry.at, entry.to
+            );
+        }
+    }
+    out
+}
+
+/// The record as pretty JSON (camelCase, as stored; sensitive data
+/// redacted by [`decode`]).
+///
+/// # Errors
+/// Serialization failed (not expected).
+pub fn render_json(record: &StateRecord) -> Result<String, serde_json::Error> {
+    serde_json::to_string_pretty(record).map(|mut s| {
+        s.push('\n');
+        s
+    })
+}
+
+/// A short human duration: `250ms`, `42s`, `5m12s`, `2h03m`, `3d4h`.
+pub fn human(span: jiff::SignedDuration) -> String {
+    let duration: Duration = span.unsigned_abs();
+    let secs = duration.as_secs();
+    let sign = if span.is_negative() { "-" } else { "" };
+    let text = match secs {
+        0 => format!("{}ms", duration.as_millis()),
+        1..60 => format!("{secs}s"),
+        60..3600 => format!("{}m{:02}s", secs / 60, secs % 60),
+        3600..86400 => format!("{}h{:02}m", secs / 3600, secs % 3600 / 60),
+        _ => format!("{}d{}h", secs / 86400, secs % 86400 / 3600),
+    };
+    format!("{sign}{text}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_like_kubectl_ages() {
+        let s = jiff::SignedDuration::from_secs;
+        assert_eq!(human(jiff::SignedDuration::from_millis(250)), "250ms");
+        assert_eq!(human(s(42)), "42s");
+        assert_eq!(human(s(312)), "5m12s");
+        assert_eq!(human(s(2 * 3600 + 180)), "2h03m");
+        assert_eq!(human(s(3 * 86400 + 4 * 3600)), "3d4h");
+        assert_eq!(human(s(-5)), "-5s");
+    }
+}

@@ -1,0 +1,903 @@
+//! The operator CLI: parsing of every subcommand, the RBAC it derives, the
+//! CRD and diagram it prints, and `status` and `run` against the embedded
+//! API server.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::Duration;
+
+use clap::Parser;
+use common::*;
+use fsm_kube::cli::rbac::{self, OperatorDescription, RbacObject, RbacScope, ResourceInfo};
+use fsm_kube::cli::{
+    Cli, Command, ConnectArgs, DiagramArgs, DiagramFormat, Error, LeaderArgs, Operator,
+    OutputFormat, RbacArgs, Rule, RunArgs, RunContext, StatusArgs, StoreKind, status,
+};
+use fsm_kube::fsm_core::{Fsm, HistoryEntry, RawRecord, StateRecord, Timestamp};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
+use k8s_openapi::api::rbac::v1::PolicyRule;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::{Client, CustomResourceExt};
+
+fn parse(args: &[&str]) -> Command {
+    Cli::try_parse_from(std::iter::once("widget-operator").chain(args.iter().copied()))
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+        .command
+}
+
+/// A `run` function for subcommands that never run.
+fn no_run(_: RunContext) -> std::future::Ready<()> {
+    std::future::ready(())
+}
+
+fn operator(store: StoreKind) -> Operator<WidgetState> {
+    Operator::new("widget-operator", store)
+}
+
+async fn execute<R, Fut>(
+    op: &Operator<WidgetState>,
+    command: Command,
+    run: R,
+) -> Result<String, Error>
+where
+    R: FnMut(RunContext) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let mut out = Vec::new();
+    op.execute(command, run, &mut out).await?;
+    Ok(String::from_utf8(out).unwrap())
+}
+
+// ---------------------------------------------------------------- parsing
+
+#[test]
+fn run_parses_every_flag() {
+    let command = parse(&[
+        "run",
+        "--kubeconfig",
+        "/tmp/kc",
+        "--context",
+        "kind",
+        "--namespace",
+        "shop",
+        "--metrics-addr",
+        "0.0.0.0:9090",
+        "--leader-elect",
+        "--lease-name",
+        "widgets",
+        "--lease-namespace",
+        "ops",
+        "--identity",
+        "pod-1",
+        "--lease-duration",
+        "30",
+    ]);
+    assert_eq!(
+        command,
+        Command::Run(RunArgs {
+            connect: ConnectArgs {
+                kubeconfig: Some("/tmp/kc".into()),
+                context: Some("kind".into()),
+            },
+            namespace: Some("shop".into()),
+            metrics_addr: Some("0.0.0.0:9090".parse().unwrap()),
+            leader: LeaderArgs {
+                leader_elect: true,
+                lease_name: Some("widgets".into()),
+                lease_namespace: Some("ops".into()),
+                identity: Some("pod-1".into()),
+                lease_duration: 30,
+            },
+        })
+    );
+}
+
+#[test]
+fn run_defaults_to_all_namespaces_without_election_or_metrics() {
+    let Command::Run(args) = parse(&["run"]) else {
+        panic!("not run");
+    };
+    assert_eq!(args.connect, ConnectArgs::default());
+    assert!(!args.leader.leader_elect);
+    assert_eq!(args.leader.lease_duration, 15);
+    // The environment may set these two (WATCH_NAMESPACE, METRICS_ADDR).
+    assert_eq!(args.namespace, std::env::var("WATCH_NAMESPACE").ok());
+    assert_eq!(
+        args.metrics_addr,
+        std::env::var("METRICS_ADDR")
+            .ok()
+            .map(|a| a.parse().unwrap())
+    );
+}
+
+#[test]
+fn crd_diagram_rbac_and_status_parse() {
+    assert_eq!(parse(&["crd"]), Command::Crd);
+    assert_eq!(
+        parse(&["diagram"]),
+        Command::Diagram(DiagramArgs {
+            format: DiagramFormat::Mermaid
+        })
+    );
+    assert_eq!(
+        parse(&["diagram", "--format", "dot"]),
+        Command::Diagram(DiagramArgs {
+            format: DiagramFormat::Dot
+        })
+    );
+    assert_eq!(
+        parse(&[
+            "rbac",
+            "-n",
+            "shop",
+            "--leader-elect",
+            "--lease-namespace",
+            "ops",
+            "--name",
+            "w"
+        ]),
+        Command::Rbac(RbacArgs {
+            namespace: Some("shop".into()),
+            leader_elect: true,
+            lease_namespace: Some("ops".into()),
+            name: Some("w".into()),
+        })
+    );
+    assert_eq!(
+        parse(&["status", "w1", "-n", "shop", "-o", "json"]),
+        Command::Status(StatusArgs {
+            name: "w1".into(),
+            namespace: Some("shop".into()),
+            output: OutputFormat::Json,
+            connect: ConnectArgs::default(),
+        })
+    );
+}
+
+#[test]
+fn usage_errors_are_refused() {
+    let parse_err = |args: &[&str]| {
+        Cli::try_parse_from(std::iter::once("op").chain(args.iter().copied())).unwrap_err()
+    };
+    assert_eq!(
+        parse_err(&["status"]).kind(),
+        clap::error::ErrorKind::MissingRequiredArgument
+    );
+    assert_eq!(
+        parse_err(&["diagram", "--format", "svg"]).kind(),
+        clap::error::ErrorKind::InvalidValue
+    );
+    assert_eq!(
+        parse_err(&["run", "--metrics-addr", "nine"]).kind(),
+        clap::error::ErrorKind::ValueValidation
+    );
+    assert_eq!(
+        parse_err(&["deploy"]).kind(),
+        clap::error::ErrorKind::InvalidSubcommand
+    );
+}
+
+// ---------------------------------------------------------------- rbac
+
+fn rule(group: &str, resource: &str, verbs: &[&str]) -> PolicyRule {
+    PolicyRule {
+        api_groups: Some(vec![group.to_owned()]),
+        resources: Some(vec![resource.to_owned()]),
+        verbs: verbs.iter().map(|v| (*v).to_owned()).collect(),
+        ..PolicyRule::default()
+    }
+}
+
+fn description(store: StoreKind, needs_finalizer: bool) -> OperatorDescription {
+    OperatorDescription {
+        name: "db-operator".into(),
+        resource: ResourceInfo {
+            group: "example.io".into(),
+            version: "v1".into(),
+            kind: "Database".into(),
+            plural: "databases".into(),
+            namespaced: true,
+        },
+        store,
+        needs_finalizer,
+        extra_rules: Vec::new(),
+    }
+}
+
+const RECORD_VERBS: [&str; 6] = ["get", "list", "watch", "create", "update", "delete"];
+
+fn resource_rules() -> Vec<PolicyRule> {
+    vec![
+        rule(
+            "example.io",
+            "databases",
+            &["get", "list", "watch", "patch"],
+        ),
+        rule("example.io", "databases/status", &["get", "patch"]),
+    ]
+}
+
+fn finalizer_rule() -> PolicyRule {
+    rule("example.io", "databases/finalizers", &["update"])
+}
+
+fn events_rule() -> PolicyRule {
+    rule("events.k8s.io", "events", &["create", "patch"])
+}
+
+#[test]
+fn the_status_store_needs_only_the_resource_and_events() {
+    let mut expected = resource_rules();
+    expected.push(events_rule());
+    assert_eq!(
+        rbac::rules(&description(StoreKind::Status, false)).unwrap(),
+        expected
+    );
+}
+
+#[test]
+fn a_finalizer_adds_update_on_the_finalizers_subresource() {
+    let mut expected = resource_rules();
+    expected.push(finalizer_rule());
+    expected.push(events_rule());
+    assert_eq!(
+        rbac::rules(&description(StoreKind::Status, true)).unwrap(),
+        expected
+    );
+    assert_eq!(
+        rbac::rules(&description(StoreKind::Ephemeral, true)).unwrap(),
+        expected
+    );
+}
+
+#[test]
+fn the_ephemeral_store_needs_nothing_beyond_the_status_for_conditions() {
+    let mut expected = resource_rules();
+    expected.push(events_rule());
+    assert_eq!(
+        rbac::rules(&description(StoreKind::Ephemeral, false)).unwrap(),
+        expected
+    );
+}
+
+#[test]
+fn object_stores_need_their_kind_and_the_owners_finalizers() {
+    for (store, resource) in [
+        (StoreKind::ConfigMap, "configmaps"),
+        (StoreKind::Secret, "secrets"),
+    ] {
+        // Owned record objects set blockOwnerDeletion, which needs update
+        // on the owner's finalizers, finalizer or not.
+        let mut expected = resource_rules();
+        expected.push(finalizer_rule());
+        expected.push(rule("", resource, &RECORD_VERBS));
+        expected.push(events_rule());
+        for needs_finalizer in [false, true] {
+            assert_eq!(
+                rbac::rules(&description(store, needs_finalizer)).unwrap(),
+                expected,
+                "{store:?}, finalizer {needs_finalizer}"
+            );
+        }
+    }
+}
+
+#[test]
+fn declared_rules_come_after_and_merge() {
+    let mut op = description(StoreKind::Secret, false);
+    op.extra_rules = vec![
+        Rule::new(
+            "apps",
+            "deployments",
+            ["watch", "get", "list", "create", "patch"],
+        ),
+        Rule::new("", "secrets", ["patch"]),
+    ];
+    let mut expected = resource_rules();
+    expected.push(finalizer_rule());
+    expected.push(rule(
+        "",
+        "secrets",
+        &[
+            "get", "list", "watch", "create", "update", "patch", "delete",
+        ],
+    ));
+    expected.push(events_rule());
+    expected.push(rule(
+        "apps",
+        "deployments",
+        &["get", "list", "watch", "create", "patch"],
+    ));
+    assert_eq!(rbac::rules(&op).unwrap(), expected);
+}
+
+#[test]
+fn leader_election_gets_a_role_of_its_own_in_the_lease_namespace() {
+    let op = description(StoreKind::ConfigMap, true);
+    let cluster = rbac::manifests(&op, &RbacScope::default()).unwrap();
+    assert_eq!(cluster.len(), 1);
+    assert!(matches!(cluster[0], RbacObject::ClusterRole(_)));
+    assert_eq!(cluster[0].name(), "db-operator");
+
+    let scoped = rbac::manifests(
+        &op,
+        &RbacScope {
+            namespace: Some("shop".into()),
+            lease_namespace: Some("ops".into()),
+        },
+    )
+    .unwrap();
+    assert_eq!(scoped.len(), 2);
+    let RbacObject::Role(main) = &scoped[0] else {
+        panic!("a Role with --namespace: {scoped:?}");
+    };
+    assert_eq!(main.metadata.namespace.as_deref(), Some("shop"));
+    assert_eq!(scoped[0].rules(), rbac::rules(&op).unwrap());
+    let RbacObject::Role(lease) = &scoped[1] else {
+        panic!("a Role for the lease: {scoped:?}");
+    };
+    assert_eq!(
+        lease.metadata.name.as_deref(),
+        Some("db-operator-leader-election")
+    );
+    assert_eq!(lease.metadata.namespace.as_deref(), Some("ops"));
+    assert_eq!(
+        lease.rules.as_deref().unwrap(),
+        [rule(
+            "coordination.k8s.io",
+            "leases",
+            &["get", "create", "patch"]
+        )]
+    );
+}
+
+#[tokio::test]
+async fn rbac_prints_yaml_derived_from_the_machine() {
+    // WidgetState has a cleanup, hence a finalizer.
+    let op =
+        operator(StoreKind::Status).rule(Rule::new("", "configmaps", ["get", "create", "delete"]));
+    assert!(op.description().needs_finalizer);
+    assert_eq!(
+        op.description().resource,
+        ResourceInfo {
+            group: "test.operator-fsm.io".into(),
+            version: "v1".into(),
+            kind: "Widget".into(),
+            plural: "widgets".into(),
+            namespaced: true,
+        }
+    );
+    let yaml = execute(
+        &op,
+        parse(&["rbac", "--leader-elect", "--lease-namespace", "ops"]),
+        no_run,
+    )
+    .await
+    .unwrap();
+    let documents: Vec<serde_json::Value> = yaml
+        .split("---\n")
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| serde_yaml_ng::from_str(d).unwrap())
+        .collect();
+    assert_eq!(documents.len(), 2, "{yaml}");
+    assert_eq!(documents[0]["kind"], "ClusterRole");
+    assert_eq!(documents[0]["apiVersion"], "rbac.authorization.k8s.io/v1");
+    assert_eq!(documents[0]["metadata"]["name"], "widget-operator");
+    let rules: Vec<PolicyRule> = serde_json::from_value(documents[0]["rules"].clone()).unwrap();
+    assert_eq!(
+        rules,
+        [
+            rule(
+                "test.operator-fsm.io",
+                "widgets",
+                &["get", "list", "watch", "patch"]
+            ),
+            rule("test.operator-fsm.io", "widgets/status", &["get", "patch"]),
+            rule("test.operator-fsm.io", "widgets/finalizers", &["update"]),
+            rule("events.k8s.io", "events", &["create", "patch"]),
+            rule("", "configmaps", &["get", "create", "delete"]),
+        ]
+    );
+    assert_eq!(documents[1]["kind"], "Role");
+    assert_eq!(documents[1]["metadata"]["namespace"], "ops");
+    assert!(!yaml.contains('*'), "no wildcard anywhere: {yaml}");
+
+    let refused = operator(StoreKind::Status).rule(Rule::new("", "*", ["get"]));
+    assert!(matches!(
+        execute(&refused, Command::Rbac(RbacArgs::default()), no_run).await,
+        Err(Error::InvalidRule(_))
+    ));
+}
+
+// ---------------------------------------------------------------- crd, diagram
+
+#[tokio::test]
+async fn crd_yaml_parses_back_as_the_crd() {
+    let yaml = execute(&operator(StoreKind::Status), Command::Crd, no_run)
+        .await
+        .unwrap();
+    assert!(yaml.starts_with("---\n"), "{yaml}");
+    let crd: CustomResourceDefinition = serde_yaml_ng::from_str(&yaml).unwrap();
+    assert_eq!(crd, Widget::crd());
+    assert_eq!(
+        crd.metadata.name.as_deref(),
+        Some("widgets.test.operator-fsm.io")
+    );
+}
+
+#[tokio::test]
+async fn the_diagram_is_the_machines() {
+    let op = operator(StoreKind::Status);
+    let mermaid = execute(&op, parse(&["diagram"]), no_run).await.unwrap();
+    assert_eq!(mermaid, WidgetState::mermaid());
+    assert!(mermaid.contains("Pending --> Configuring"), "{mermaid}");
+    let dot = execute(&op, parse(&["diagram", "--format", "dot"]), no_run)
+        .await
+        .unwrap();
+    assert_eq!(dot, WidgetState::dot());
+}
+
+// ---------------------------------------------------------------- status
+
+fn t(s: &str) -> Timestamp {
+    s.parse().unwrap()
+}
+
+/// A record in `Configuring` after two transitions and a failed attempt.
+fn record() -> StateRecord {
+    let mut record = StateRecord::new(
+        &WidgetState::Configuring {
+            config_map: "w1-config".into(),
+        },
+        t("2026-01-01T00:00:10Z"),
+    )
+    .unwrap();
+    record.attempt = 2;
+    record.next_attempt_at = Some(t("2026-01-01T00:01:40Z"));
+    record.last_error = Some("connection refused".into());
+    record.observed_generation = Some(1);
+    record.transitions = 2;
+    record.history = vec![
+        HistoryEntry {
+            seq: 1,
+            from: None,
+            to: "Pending".into(),
+            at: t("2026-01-01T00:00:00Z"),
+            reason: None,
+        },
+        HistoryEntry {
+            seq: 2,
+            from: Some("Pending".into()),
+            to: "Configuring".into(),
+            at: t("2026-01-01T00:00:10Z"),
+            reason: None,
+        },
+    ];
+    record
+}
+
+#[test]
+fn the_text_shows_state_attempt_time_in_state_error_and_history() {
+    let location = status::Location {
+        kind: "Widget".into(),
+        namespace: Some("default".into()),
+        name: "w1".into(),
+        record: ".status.fsm".into(),
+    };
+    let text = status::render_text(&location, &record(), t("2026-01-01T00:01:30Z"));
+    assert_eq!(
+        text,
+        "Widget default/w1 (record in .status.fsm)
+State:        Configuring {\"config_map\":\"w1-config\"}
+Entered:      2026-01-01T00:00:10Z (1m20s ago)
+Attempt:      2, next at 2026-01-01T00:01:40Z (in 10s)
+Last error:   connection refused
+Generation:   1
+Transitions:  2
+History:
+  #1   2026-01-01T00:00:00Z  → Pending
+  #2   2026-01-01T00:00:10Z  Pending → Configuring
+"
+    );
+}
+
+fn status_args(name: &str, output: OutputFormat) -> StatusArgs {
+    StatusArgs {
+        name: name.into(),
+        namespace: Some("default".into()),
+        output,
+        connect: ConnectArgs::default(),
+    }
+}
+
+fn spec() -> WidgetSpec {
+    WidgetSpec {
+        color: "blue".into(),
+        fail: false,
+        conflict_once: false,
+    }
+}
+
+async fn put_status_record(client: &Client, name: &str, fsm: serde_json::Value) {
+    let api: Api<Widget> = Api::namespaced(client.clone(), "default");
+    api.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({ "status": { "fsm": fsm } })),
+    )
+    .await
+    .unwrap();
+}
+
+async fn put_configmap_record(client: &Client, name: &str, text: &str) {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let cm = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(format!("{name}-fsm")),
+            ..ObjectMeta::default()
+        },
+        data: Some(BTreeMap::from([("record".to_owned(), text.to_owned())])),
+        ..ConfigMap::default()
+    };
+    api.create(&PostParams::default(), &cm).await.unwrap();
+}
+
+#[tokio::test]
+async fn status_reads_the_status_store() {
+    let server = server().await;
+    let client = server.client();
+    let op = operator(StoreKind::Status);
+    create_widget(&client, "w1", spec()).await;
+
+    let missing = op
+        .status(&client, &status_args("w1", OutputFormat::Text))
+        .await;
+    assert!(matches!(missing, Err(Error::NoRecord(_))), "{missing:?}");
+    let absent = op
+        .status(&client, &status_args("nope", OutputFormat::Text))
+        .await;
+    assert!(matches!(absent, Err(Error::NotFound(_))), "{absent:?}");
+
+    put_status_record(&client, "w1", serde_json::to_value(record()).unwrap()).await;
+    let text = op
+        .status(&client, &status_args("w1", OutputFormat::Text))
+        .await
+        .unwrap();
+    assert!(
+        text.starts_with("Widget default/w1 (record in .status.fsm)\nState:        Configuring {\"config_map\":\"w1-config\"}\nEntered:      2026-01-01T00:00:10Z ("),
+        "{text}"
+    );
+    assert!(
+        text.contains("Last error:   connection refused\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  #2   2026-01-01T00:00:10Z  Pending → Configuring\n"),
+        "{text}"
+    );
+
+    let json = op
+        .status(&client, &status_args("w1", OutputFormat::Json))
+        .await
+        .unwrap();
+    let read: StateRecord = serde_json::from_str(&json).unwrap();
+    assert_eq!(read, record());
+}
+
+#[tokio::test]
+async fn status_reads_the_configmap_store_through_the_command_line() {
+    let server = server().await;
+    let http = server.serve_http().await.unwrap();
+    let client = server.client();
+    create_widget(&client, "w2", spec()).await;
+    put_configmap_record(&client, "w2", &serde_json::to_string(&record()).unwrap()).await;
+
+    let kubeconfig = http.kubeconfig().to_str().unwrap().to_owned();
+    let out = execute(
+        &operator(StoreKind::ConfigMap),
+        parse(&["status", "w2", "--kubeconfig", &kubeconfig, "-o", "json"]),
+        no_run,
+    )
+    .await
+    .unwrap();
+    let read: StateRecord = serde_json::from_str(&out).unwrap();
+    assert_eq!(read, record());
+
+    let text = execute(
+        &operator(StoreKind::ConfigMap),
+        parse(&["status", "w2", "-n", "default", "--kubeconfig", &kubeconfig]),
+        no_run,
+    )
+    .await
+    .unwrap();
+    assert!(
+        text.starts_with(
+            "Widget default/w2 (record in ConfigMap default/w2-fsm)\nState:        Configuring"
+        ),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn status_reads_the_secret_store() {
+    let server = server().await;
+    let client = server.client();
+    create_widget(&client, "w3", spec()).await;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
+    let secret = Secret {
+        metadata: ObjectMeta {
+            name: Some("w3-fsm".into()),
+            ..ObjectMeta::default()
+        },
+        string_data: Some(BTreeMap::from([(
+            "record".to_owned(),
+            serde_json::to_string(&record()).unwrap(),
+        )])),
+        ..Secret::default()
+    };
+    secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    let json = operator(StoreKind::Secret)
+        .status(&client, &status_args("w3", OutputFormat::Json))
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::from_str::<StateRecord>(&json).unwrap(),
+        record()
+    );
+
+    // The ConfigMap store finds no record object for it.
+    let none = operator(StoreKind::ConfigMap)
+        .status(&client, &status_args("w3", OutputFormat::Text))
+        .await;
+    assert!(matches!(none, Err(Error::NoRecord(_))), "{none:?}");
+}
+
+#[tokio::test]
+async fn a_corrupt_record_is_an_error_naming_the_problem() {
+    let server = server().await;
+    let client = server.client();
+
+    create_widget(&client, "bad-json", spec()).await;
+    put_configmap_record(&client, "bad-json", "{not json").await;
+    let error = operator(StoreKind::ConfigMap)
+        .status(&client, &status_args("bad-json", OutputFormat::Text))
+        .await
+        .unwrap_err();
+    let Error::CorruptRecord {
+        location,
+        error: decode,
+    } = &error
+    else {
+        panic!("{error:?}");
+    };
+    assert_eq!(location.record, "ConfigMap default/bad-json-fsm");
+    assert!(
+        matches!(decode, fsm_kube::fsm_core::DecodeError::Malformed(_)),
+        "{decode:?}"
+    );
+    assert!(
+        error
+            .to_string()
+            .starts_with("Widget default/bad-json (record in ConfigMap default/bad-json-fsm): the record cannot be decoded: the stored record is malformed"),
+        "{error}"
+    );
+
+    create_widget(&client, "renamed", spec()).await;
+    let mut stale = serde_json::to_value(record()).unwrap();
+    stale["state"] = "Provisioning".into();
+    put_status_record(&client, "renamed", stale).await;
+    let error = operator(StoreKind::Status)
+        .status(&client, &status_args("renamed", OutputFormat::Json))
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().ends_with(
+            "the stored record names state Provisioning, which machine WidgetState does not have"
+        ),
+        "{error}"
+    );
+    // What the runtime would say too.
+    let raw = RawRecord::Json(serde_json::json!({"schemaVersion": 1, "state": "Provisioning"}));
+    assert!(status::decode::<WidgetState>(&raw).is_err());
+}
+
+#[tokio::test]
+async fn the_ephemeral_store_has_nothing_to_read() {
+    let server = server().await;
+    let client = server.client();
+    create_widget(&client, "w4", spec()).await;
+    let result = operator(StoreKind::Ephemeral)
+        .status(&client, &status_args("w4", OutputFormat::Text))
+        .await;
+    assert!(matches!(result, Err(Error::MemoryStore)), "{result:?}");
+}
+
+// ---------------------------------------------------------------- run
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_hands_the_controller_a_client_and_returns_when_it_does() {
+    let server = server().await;
+    let http = server.serve_http().await.unwrap();
+    let kubeconfig = http.kubeconfig().to_str().unwrap().to_owned();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let command = parse(&["run", "--kubeconfig", &kubeconfig, "-n", "default"]);
+    let run = move |run: RunContext| {
+        let tx = tx.clone();
+        async move {
+            let widgets = run.api::<Widget>().list(&Default::default()).await.unwrap();
+            tx.send((run.namespace.clone(), widgets.items.len()))
+                .unwrap();
+        }
+    };
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        execute(&operator(StoreKind::Status), command, run),
+    )
+    .await
+    .expect("run returns when the controller does")
+    .unwrap();
+    assert_eq!(rx.recv().await, Some((Some("default".to_owned()), 0)));
+}
+
+fn free_local_addr() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    format!("127.0.0.1:{port}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_serves_the_machines_metrics_while_the_controller_runs() {
+    let server = server().await;
+    let http = server.serve_http().await.unwrap();
+    let kubeconfig = http.kubeconfig().to_str().unwrap().to_owned();
+    let metrics_addr = free_local_addr();
+    let command = parse(&[
+        "run",
+        "--kubeconfig",
+        &kubeconfig,
+        "--metrics-addr",
+        &metrics_addr,
+    ]);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let run = move |run: RunContext| {
+        let tx = tx.clone();
+        async move {
+            // What a controller does: count into the metrics it was given.
+            run.metrics
+                .set_state("WidgetState", "uid-1", Some("Pending"));
+            tx.send(run.namespace.clone()).unwrap();
+            std::future::pending::<()>().await;
+        }
+    };
+    let operator_task =
+        tokio::spawn(async move { execute(&operator(StoreKind::Status), command, run).await });
+    let started = tokio::time::timeout(Duration::from_secs(20), rx.recv())
+        .await
+        .expect("the controller starts");
+    assert_eq!(started, Some(None), "all namespaces");
+
+    let body = eventually("metrics", || {
+        let addr = metrics_addr.clone();
+        async move {
+            tokio::task::spawn_blocking(move || http_get(&addr, "/metrics"))
+                .await
+                .ok()?
+        }
+    })
+    .await;
+    assert!(
+        body.contains("operator_fsm_objects{machine=\"WidgetState\",state=\"Pending\"} 1"),
+        "{body}"
+    );
+    assert!(!operator_task.is_finished());
+    operator_task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_with_leader_election_asks_for_the_configured_lease() {
+    // The embedded server does not implement server-side apply yet, which
+    // kube-lease-manager uses to take the Lease; so this proves the wiring
+    // (which Lease, where, as whom) up to the server, and that no
+    // controller starts without the Lease.
+    let server = server().await;
+    let http = server.serve_http().await.unwrap();
+    let kubeconfig = http.kubeconfig().to_str().unwrap().to_owned();
+    let command = parse(&[
+        "run",
+        "--kubeconfig",
+        &kubeconfig,
+        "--leader-elect",
+        "--lease-name",
+        "widgets",
+        "--lease-namespace",
+        "ops",
+        "--identity",
+        "replica-1",
+    ]);
+    let namespaces: Api<Namespace> = Api::all(server.client());
+    let ops = Namespace {
+        metadata: ObjectMeta {
+            name: Some("ops".into()),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    };
+    namespaces
+        .create(&PostParams::default(), &ops)
+        .await
+        .unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let run = move |_: RunContext| {
+        let tx = tx.clone();
+        async move {
+            let _ = tx.send(());
+            std::future::pending::<()>().await;
+        }
+    };
+    let operator_task =
+        tokio::spawn(async move { execute(&operator(StoreKind::Status), command, run).await });
+    let leases: Api<Lease> = Api::namespaced(server.client(), "ops");
+    eventually("the Lease in ops", || {
+        let leases = leases.clone();
+        async move { leases.get_opt("widgets").await.ok()?.map(|_| ()) }
+    })
+    .await;
+    let requests: Vec<_> = server
+        .request_log()
+        .records()
+        .into_iter()
+        .filter(|r| r.resource == "leases")
+        .collect();
+    for request in &requests {
+        assert_eq!(request.group, "coordination.k8s.io", "{request:?}");
+        assert_eq!(request.namespace.as_deref(), Some("ops"), "{request:?}");
+        assert!(
+            request.name.is_none() || request.name.as_deref() == Some("widgets"),
+            "{request:?}"
+        );
+    }
+    assert!(rx.try_recv().is_err(), "no controller without the Lease");
+    operator_task.abort();
+}
+
+/// A bare HTTP/1.0 GET, returning the body of a 200.
+fn http_get(addr: &str, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.0 200")
+        .then(|| body.to_owned())
+        .or_else(|| head.starts_with("HTTP/1.1 200").then(|| body.to_owned()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_fails_when_the_metrics_address_is_taken() {
+    let server = server().await;
+    let http = server.serve_http().await.unwrap();
+    let kubeconfig = http.kubeconfig().to_str().unwrap().to_owned();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let command = parse(&["run", "--kubeconfig", &kubeconfig, "--metrics-addr", &addr]);
+    let run = |_: RunContext| std::future::pending::<()>();
+    let result = tokio::time::timeout(
+        Duration::from_secs(20),
+        execute(&operator(StoreKind::Status), command, run),
+    )
+    .await
+    .expect("a metrics endpoint that cannot bind stops run");
+    assert!(matches!(result, Err(Error::Metrics { .. })), "{result:?}");
+}
