@@ -21,3 +21,5 @@ pub mod integration;
 pub mod mutable_jar;
 pub mod sim;
 pub mod support;
+#[cfg(test)]
+mod testing;

@@ -197,3 +197,218 @@ pub(super) async fn check_instance(
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use fsm_core::Harness;
+    use kube::Client;
+
+    use super::*;
+    use crate::database::cloud::{CloudConfig, CloudService};
+    use crate::database::{Database, DatabaseSpec, DbContext};
+    use crate::testing::{NS, create, server};
+
+    const GOOD_SEED: &str = "CREATE TABLE items (id int); INSERT INTO items VALUES (1);";
+
+    async fn database(client: &Client, name: &str, seed: &str) -> Database {
+        let spec = DatabaseSpec {
+            engine: "postgres".into(),
+            size: "small".into(),
+            seed: seed.into(),
+        };
+        create(client, Database::new(name, spec)).await
+    }
+
+    async fn cloud(failure_rate: f64, ready_after: Option<Duration>) -> CloudService {
+        CloudService::start(CloudConfig {
+            seed: 11,
+            failure_rate,
+            ready_after,
+        })
+        .await
+        .unwrap()
+    }
+
+    fn ctx(client: &Client, cloud: &CloudService) -> DbContext {
+        DbContext {
+            poll: Duration::from_secs(10),
+            ..DbContext::new(client.clone(), cloud.url())
+        }
+    }
+
+    #[tokio::test]
+    async fn the_request_id_is_checkpointed_before_the_create() {
+        let (_server, client) = server().await;
+        let cloud = cloud(0.0, None).await;
+        let db = database(&client, "inventory", GOOD_SEED).await;
+        let harness = Harness::<DbState>::new(db, ctx(&client, &cloud))
+            .in_state(DbState::Provisioning { request_id: None });
+        let out = harness.run_handler().await.unwrap();
+
+        let checkpoints = harness.checkpoints();
+        let [
+            DbState::Provisioning {
+                request_id: Some(request_id),
+            },
+        ] = checkpoints.as_slice()
+        else {
+            panic!("one checkpoint with a request id expected, got {checkpoints:?}");
+        };
+        let ledger = cloud.ledger();
+        assert_eq!(ledger.charges.len(), 1);
+        assert_eq!(&ledger.charges[0].request_id, request_id);
+        assert_eq!(
+            out,
+            Transition::next(DbState::WaitingReady {
+                instance_id: ledger.charges[0].instance_id.clone()
+            })
+        );
+    }
+
+    #[tokio::test]
+    async fn a_retry_finds_the_instance_of_a_lost_answer_instead_of_paying_again() {
+        let (_server, client) = server().await;
+        let cloud = cloud(0.0, None).await;
+        let db = database(&client, "inventory", GOOD_SEED).await;
+        // An earlier attempt created the instance, then lost the answer.
+        let earlier = ctx(&client, &cloud)
+            .cloud
+            .create(&CreateInstance {
+                request_id: "req-1".into(),
+                name: "inventory".into(),
+                engine: "postgres".into(),
+                size: "small".into(),
+            })
+            .await
+            .unwrap();
+
+        let out = Harness::<DbState>::new(db, ctx(&client, &cloud))
+            .in_state(DbState::Provisioning {
+                request_id: Some("req-1".into()),
+            })
+            .attempt(1)
+            .run_handler()
+            .await
+            .unwrap();
+        assert_eq!(
+            out,
+            Transition::next(DbState::WaitingReady {
+                instance_id: earlier.id
+            })
+        );
+        assert_eq!(cloud.ledger().creates_for("inventory"), 1);
+    }
+
+    #[tokio::test]
+    async fn a_flaky_api_still_provisions_each_database_once() {
+        let (_server, client) = server().await;
+        let cloud = cloud(0.35, Some(Duration::ZERO)).await;
+        let db = database(&client, "inventory", GOOD_SEED).await;
+        let settled = Harness::<DbState>::new(db, ctx(&client, &cloud))
+            .run_until_settled()
+            .await
+            .unwrap();
+        let DbState::Ready { instance_id } = &settled.state else {
+            panic!("expected Ready, got {:?}", settled.state);
+        };
+        let ledger = cloud.ledger();
+        assert!(
+            ledger.injected_failures > 0,
+            "the API never failed: {ledger:?}"
+        );
+        assert_eq!(ledger.creates_for("inventory"), 1, "{ledger:?}");
+        assert_eq!(&ledger.charges[0].instance_id, instance_id);
+
+        let secrets: Api<Secret> = Api::namespaced(client, NS);
+        let secret = secrets.get("inventory-connection").await.unwrap();
+        let data = secret.data.or(secret.string_data.map(|d| {
+            d.into_iter()
+                .map(|(k, v)| (k, k8s_openapi::ByteString(v.into_bytes())))
+                .collect()
+        }));
+        let data = data.unwrap();
+        assert_eq!(data["instance"].0, instance_id.as_bytes());
+        assert!(!data["password"].0.is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_instance_never_ready_times_out_and_is_deleted() {
+        let (_server, client) = server().await;
+        let cloud = cloud(0.0, None).await;
+        let db = database(&client, "inventory", GOOD_SEED).await;
+        let settled = Harness::<DbState>::new(db, ctx(&client, &cloud))
+            .run_until_settled()
+            .await
+            .unwrap();
+        assert_eq!(settled.state, DbState::Failed);
+        assert_eq!(
+            settled.path(),
+            ["Pending", "Provisioning", "WaitingReady", "Failed"]
+        );
+        assert!(settled.elapsed >= Duration::from_secs(120));
+        let ledger = cloud.ledger();
+        assert_eq!(ledger.charges.len(), 1);
+        assert_eq!(ledger.deleted, [ledger.charges[0].instance_id.clone()]);
+        assert!(cloud.instances().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_rejected_seed_fails_and_the_compensation_deletes_the_instance() {
+        let (_server, client) = server().await;
+        let cloud = cloud(0.0, Some(Duration::ZERO)).await;
+        let db = database(
+            &client,
+            "analytics",
+            "CREATE TABLE t (id int); INSRT INTO t VALUES (1)",
+        )
+        .await;
+        let settled = Harness::<DbState>::new(db, ctx(&client, &cloud))
+            .run_until_settled()
+            .await
+            .unwrap();
+        assert_eq!(settled.state, DbState::Failed);
+        assert_eq!(
+            settled.path(),
+            [
+                "Pending",
+                "Provisioning",
+                "WaitingReady",
+                "Seeding",
+                "Failed"
+            ]
+        );
+        let error = settled.record.last_error.clone().unwrap_or_default();
+        assert!(error.contains("INSRT"), "{error}");
+        let ledger = cloud.ledger();
+        assert_eq!(ledger.creates_for("analytics"), 1);
+        assert_eq!(ledger.deleted.len(), 1);
+        assert!(cloud.instances().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_spec_the_cloud_cannot_serve_fails_before_paying() {
+        let (_server, client) = server().await;
+        let cloud = cloud(0.0, None).await;
+        let mut db = database(&client, "inventory", GOOD_SEED).await;
+        db.spec.size = "huge".into();
+        let out = Harness::<DbState>::new(db, ctx(&client, &cloud))
+            .run_handler()
+            .await
+            .unwrap();
+        assert!(
+            matches!(out, Transition::Fail(ref reason) if reason.contains("huge")),
+            "{out:?}"
+        );
+        assert!(cloud.ledger().charges.is_empty());
+    }
+
+    #[test]
+    fn the_password_state_is_sensitive() {
+        use fsm_core::Fsm;
+        let machine = DbState::machine();
+        assert!(machine.state("Credentials").unwrap().is_sensitive());
+        assert!(!machine.state("Ready").unwrap().is_sensitive());
+    }
+}

@@ -133,3 +133,188 @@ pub(super) async fn monitor(
         })
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use fsm_core::Harness;
+    use kube::Client;
+    use serde_json::json;
+
+    use super::*;
+    use crate::integration::IntegrationContext;
+    use crate::testing::{NS, create, server};
+
+    fn spec(source: &str) -> IntegrationSpec {
+        IntegrationSpec {
+            source: source.into(),
+            dependencies: vec!["camel:kafka".into()],
+            replicas: 1,
+        }
+    }
+
+    fn ctx(client: &Client) -> IntegrationContext {
+        IntegrationContext {
+            poll: Duration::from_secs(5),
+            ..IntegrationContext::new(client.clone())
+        }
+    }
+
+    async fn finish(client: &Client, job: &str, status: serde_json::Value) {
+        let jobs: Api<Job> = Api::namespaced(client.clone(), NS);
+        jobs.patch_status(
+            job,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({ "status": status })),
+        )
+        .await
+        .unwrap();
+    }
+
+    #[test]
+    fn the_kit_digest_covers_source_and_dependencies_not_replicas() {
+        let a = spec("from: timer:a");
+        let more = IntegrationSpec {
+            replicas: 3,
+            ..a.clone()
+        };
+        let other = spec("from: timer:b");
+        assert_eq!(a.kit_digest(), more.kit_digest());
+        assert_ne!(a.kit_digest(), other.kit_digest());
+    }
+
+    #[tokio::test]
+    async fn initialization_digests_the_spec() {
+        let (_server, client) = server().await;
+        let it = create(&client, Integration::new("orders", spec("from: timer:a"))).await;
+        let out = Harness::<IntegrationPhase>::new(it.clone(), ctx(&client))
+            .run_handler()
+            .await
+            .unwrap();
+        assert_eq!(
+            out,
+            Transition::next(IntegrationPhase::BuildingKit {
+                digest: it.spec.kit_digest()
+            })
+        );
+    }
+
+    #[tokio::test]
+    async fn each_attempt_builds_with_a_new_job_and_a_failed_build_is_retryable() {
+        let (_server, client) = server().await;
+        let it = create(&client, Integration::new("orders", spec("from: timer:a"))).await;
+        let digest = it.spec.kit_digest();
+        let building = IntegrationPhase::BuildingKit {
+            digest: digest.clone(),
+        };
+        let first =
+            Harness::<IntegrationPhase>::new(it.clone(), ctx(&client)).in_state(building.clone());
+        assert_eq!(
+            first.run_handler().await.unwrap(),
+            Transition::wait(Duration::from_secs(5))
+        );
+        let job0 = kit_job_name(&it, &digest, 0);
+        finish(&client, &job0, json!({"failed": 1})).await;
+        let err = first.run_handler().await.unwrap_err();
+        assert!(
+            matches!(&err, IntegrationError::BuildFailed { job } if *job == job0),
+            "{err:?}"
+        );
+        assert_eq!(err.class(), ErrorClass::RETRYABLE);
+
+        // The engine counted the failure: the next attempt starts job 1.
+        let second = Harness::<IntegrationPhase>::new(it.clone(), ctx(&client))
+            .in_state(building)
+            .attempt(1);
+        assert_eq!(
+            second.run_handler().await.unwrap(),
+            Transition::wait(Duration::from_secs(5))
+        );
+        let job1 = kit_job_name(&it, &digest, 1);
+        finish(&client, &job1, json!({"succeeded": 1})).await;
+        assert_eq!(
+            second.run_handler().await.unwrap(),
+            Transition::next(IntegrationPhase::Deploying { digest })
+        );
+    }
+
+    #[tokio::test]
+    async fn a_kit_already_built_is_reused() {
+        let (_server, client) = server().await;
+        let it = create(&client, Integration::new("orders", spec("from: timer:a"))).await;
+        let digest = it.spec.kit_digest();
+        let jobs: Api<Job> = Api::namespaced(client.clone(), NS);
+        jobs.create(&PostParams::default(), &kit_job(&it, &digest, 2))
+            .await
+            .unwrap();
+        finish(
+            &client,
+            &kit_job_name(&it, &digest, 2),
+            json!({"succeeded": 1}),
+        )
+        .await;
+
+        let out = Harness::<IntegrationPhase>::new(it.clone(), ctx(&client))
+            .in_state(IntegrationPhase::BuildingKit {
+                digest: digest.clone(),
+            })
+            .run_handler()
+            .await
+            .unwrap();
+        assert_eq!(
+            out,
+            Transition::next(IntegrationPhase::Deploying { digest })
+        );
+        assert_eq!(
+            jobs.list(&ListParams::default()).await.unwrap().items.len(),
+            1
+        );
+    }
+
+    #[tokio::test]
+    async fn deploying_rolls_out_the_kit_and_running_redeploys_on_drift() {
+        let (_server, client) = server().await;
+        let it = create(&client, Integration::new("orders", spec("from: timer:a"))).await;
+        let digest = it.spec.kit_digest();
+        let deploying = Harness::<IntegrationPhase>::new(it.clone(), ctx(&client)).in_state(
+            IntegrationPhase::Deploying {
+                digest: digest.clone(),
+            },
+        );
+        assert_eq!(
+            deploying.run_handler().await.unwrap(),
+            Transition::wait(Duration::from_secs(5))
+        );
+        let deployments: Api<Deployment> = Api::namespaced(client.clone(), NS);
+        let created = deployments.get("orders").await.unwrap();
+        assert_eq!(first_image(&created), Some(kit_image(&digest).as_str()));
+        let ready = json!({"status": {"observedGeneration": created.metadata.generation.unwrap_or(1),
+            "replicas": 1, "updatedReplicas": 1, "readyReplicas": 1}});
+        deployments
+            .patch_status("orders", &PatchParams::default(), &Patch::Merge(&ready))
+            .await
+            .unwrap();
+        assert_eq!(
+            deploying.run_handler().await.unwrap(),
+            Transition::next(IntegrationPhase::Running {
+                digest: digest.clone()
+            })
+        );
+
+        let running = Harness::<IntegrationPhase>::new(it.clone(), ctx(&client)).in_state(
+            IntegrationPhase::Running {
+                digest: digest.clone(),
+            },
+        );
+        assert_eq!(running.run_handler().await.unwrap(), Transition::stay());
+        deployments
+            .delete("orders", &Default::default())
+            .await
+            .unwrap();
+        assert_eq!(
+            running.run_handler().await.unwrap(),
+            Transition::next(IntegrationPhase::Deploying { digest })
+        );
+    }
+}

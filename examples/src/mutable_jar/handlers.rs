@@ -124,3 +124,214 @@ pub(super) async fn check_drift(
         Ok(Transition::stay())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use fsm_core::Harness;
+    use kube::Client;
+    use kube::api::ListParams;
+    use serde_json::json;
+
+    use super::*;
+    use crate::mutable_jar::{JarContext, KeycloakSpec};
+    use crate::testing::{NS, create, server};
+
+    async fn keycloak(client: &Client) -> Keycloak {
+        let spec = KeycloakSpec {
+            image: "quay.io/keycloak/keycloak:26.0".into(),
+            extensions: vec!["metrics.jar".into()],
+            replicas: 2,
+        };
+        create(client, Keycloak::new("sso", spec)).await
+    }
+
+    fn ctx(client: &Client) -> JarContext {
+        JarContext {
+            poll: Duration::from_secs(30),
+            ..JarContext::new(client.clone())
+        }
+    }
+
+    async fn set_job_status(client: &Client, job: &str, status: serde_json::Value) {
+        let jobs: Api<Job> = Api::namespaced(client.clone(), NS);
+        jobs.patch_status(
+            job,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({ "status": status })),
+        )
+        .await
+        .unwrap();
+    }
+
+    #[tokio::test]
+    async fn unknown_starts_one_build_job_however_often_it_runs() {
+        let (_server, client) = server().await;
+        let kc = keycloak(&client).await;
+        let plan = BuildPlan::for_keycloak(&kc, "registry.local/keycloak");
+        let harness = Harness::<JarState>::new(kc.clone(), ctx(&client));
+        let expected = Transition::next(JarState::AugmentationStarted {
+            job: plan.job.clone(),
+            image: plan.image.clone(),
+        });
+        assert_eq!(harness.run_handler().await.unwrap(), expected);
+        assert_eq!(harness.run_handler().await.unwrap(), expected);
+
+        let jobs: Api<Job> = Api::namespaced(client, NS);
+        let all = jobs.list(&ListParams::default()).await.unwrap().items;
+        assert_eq!(all.len(), 1);
+        assert_eq!(all[0].name_any(), plan.job);
+        let owner = &all[0].owner_references()[0];
+        assert_eq!(
+            (owner.kind.as_str(), owner.uid.as_str()),
+            ("Keycloak", kc.uid().unwrap().as_str())
+        );
+    }
+
+    #[tokio::test]
+    async fn the_build_is_waited_for_then_left_or_failed() {
+        let (_server, client) = server().await;
+        let kc = keycloak(&client).await;
+        let plan = BuildPlan::for_keycloak(&kc, "registry.local/keycloak");
+        let jobs: Api<Job> = Api::namespaced(client.clone(), NS);
+        jobs.create(&PostParams::default(), &plan.job_object(&kc))
+            .await
+            .unwrap();
+        let started = JarState::AugmentationStarted {
+            job: plan.job.clone(),
+            image: plan.image.clone(),
+        };
+        let harness = Harness::<JarState>::new(kc.clone(), ctx(&client)).in_state(started.clone());
+        assert_eq!(
+            harness.run_handler().await.unwrap(),
+            Transition::wait(Duration::from_secs(30))
+        );
+
+        set_job_status(&client, &plan.job, json!({"failed": 1})).await;
+        assert_eq!(
+            harness.run_handler().await.unwrap(),
+            Transition::fail(format!("build job {} failed", plan.job))
+        );
+
+        set_job_status(&client, &plan.job, json!({"failed": 0, "succeeded": 1})).await;
+        assert_eq!(
+            harness.run_handler().await.unwrap(),
+            Transition::next(JarState::AugmentationFinished { image: plan.image })
+        );
+
+        jobs.delete(&plan.job, &DeleteParams::default())
+            .await
+            .unwrap();
+        assert_eq!(
+            harness.run_handler().await.unwrap(),
+            Transition::next(JarState::Unknown)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_stuck_build_times_out_is_cancelled_and_rests_in_error() {
+        let (_server, client) = server().await;
+        let kc = keycloak(&client).await;
+        let settled = Harness::<JarState>::new(kc, ctx(&client))
+            .run_until_settled()
+            .await
+            .unwrap();
+        assert_eq!(settled.state, JarState::Error);
+        assert_eq!(settled.path(), ["Unknown", "AugmentationStarted", "Error"]);
+        // Five minutes of the manual clock, in 30 s polls.
+        assert!(
+            settled.elapsed >= Duration::from_secs(300),
+            "{:?}",
+            settled.elapsed
+        );
+        let last = settled.history.last().unwrap();
+        assert!(
+            last.reason
+                .as_deref()
+                .unwrap_or_default()
+                .contains("timed out"),
+            "{last:?}"
+        );
+        // The compensation deleted the build.
+        let jobs: Api<Job> = Api::namespaced(client, NS);
+        assert!(
+            jobs.list(&ListParams::default())
+                .await
+                .unwrap()
+                .items
+                .is_empty()
+        );
+    }
+
+    #[tokio::test]
+    async fn the_rollout_creates_the_deployment_then_waits_for_it() {
+        let (_server, client) = server().await;
+        let kc = keycloak(&client).await;
+        let image = "registry.local/keycloak/sso-augmented:abc";
+        let harness = Harness::<JarState>::new(kc.clone(), ctx(&client)).in_state(
+            JarState::AugmentationFinished {
+                image: image.into(),
+            },
+        );
+        assert_eq!(
+            harness.run_handler().await.unwrap(),
+            Transition::wait(Duration::from_secs(30))
+        );
+
+        let deployments: Api<Deployment> = Api::namespaced(client.clone(), NS);
+        let created = deployments.get("sso").await.unwrap();
+        assert_eq!(running_image(&created), Some(image));
+        assert_eq!(created.spec.as_ref().unwrap().replicas, Some(2));
+
+        let generation = created.metadata.generation.unwrap_or(1);
+        let ready = json!({"status": {"observedGeneration": generation, "replicas": 2,
+            "updatedReplicas": 2, "readyReplicas": 2, "availableReplicas": 2}});
+        deployments
+            .patch_status("sso", &PatchParams::default(), &Patch::Merge(&ready))
+            .await
+            .unwrap();
+        assert_eq!(
+            harness.run_handler().await.unwrap(),
+            Transition::next(JarState::Done {
+                image: image.into()
+            })
+        );
+    }
+
+    #[tokio::test]
+    async fn a_deployment_running_another_image_is_drift() {
+        let (_server, client) = server().await;
+        let kc = keycloak(&client).await;
+        let image = "registry.local/keycloak/sso-augmented:abc";
+        let deployments: Api<Deployment> = Api::namespaced(client.clone(), NS);
+        deployments
+            .create(&PostParams::default(), &deployment(&kc, image))
+            .await
+            .unwrap();
+        let harness = Harness::<JarState>::new(kc.clone(), ctx(&client)).in_state(JarState::Done {
+            image: image.into(),
+        });
+        assert_eq!(harness.run_handler().await.unwrap(), Transition::stay());
+
+        let edit = json!({"spec": {"template": {"spec": {"containers": [
+            {"name": "keycloak", "image": "quay.io/keycloak/keycloak:26.0"}]}}}});
+        deployments
+            .patch("sso", &PatchParams::default(), &Patch::Merge(&edit))
+            .await
+            .unwrap();
+        assert_eq!(
+            harness.run_handler().await.unwrap(),
+            Transition::next(JarState::Unknown)
+        );
+
+        deployments
+            .delete("sso", &DeleteParams::default())
+            .await
+            .unwrap();
+        assert_eq!(
+            harness.run_handler().await.unwrap(),
+            Transition::next(JarState::Unknown)
+        );
+    }
+}

@@ -1,0 +1,40 @@
+//! Fixtures for the handlers' unit tests: an embedded API server with the
+//! examples' CRDs, and objects created in it (so they have a namespace and
+//! a uid, as the handlers expect).
+
+use fsm_testkit::ApiServer;
+use kube::api::{Api, PostParams};
+use kube::{Client, CustomResourceExt, Resource};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::database::Database;
+use crate::integration::Integration;
+use crate::mutable_jar::Keycloak;
+use crate::support::install_crd;
+
+/// The namespace of test objects.
+pub const NS: &str = "default";
+
+/// A server with the three CRDs installed.
+pub async fn server() -> (ApiServer, Client) {
+    let server = ApiServer::new();
+    let client = server.client();
+    for crd in [Keycloak::crd(), Integration::crd(), Database::crd()] {
+        install_crd(&client, &crd).await.unwrap();
+    }
+    (server, client)
+}
+
+/// Creates `object` in [`NS`] and returns it as stored.
+pub async fn create<K>(client: &Client, object: K) -> K
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + std::fmt::Debug
+        + Serialize
+        + DeserializeOwned,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), NS);
+    api.create(&PostParams::default(), &object).await.unwrap()
+}
