@@ -25,6 +25,8 @@ pub mod cli;
 pub mod conditions;
 pub mod events;
 pub mod finalizer;
+#[cfg(doctest)]
+mod guide;
 pub mod leader;
 mod merge_patch;
 pub mod metrics;
