@@ -46,8 +46,9 @@ pub mod known {
     /// Adding a finalizer to an object being deleted.
     pub const FINALIZER_ADD_MESSAGE: &str = "adding a finalizer to an object being deleted is \
         422 Invalid with 'found new finalizers []string{\"example.com/more\"}' (Go syntax); \
-        1.20 also lists the cause twice for custom resources (a 1.20 quirk); the embedded \
-        server writes [\"example.com/more\"] once";
+        1.20 also lists the cause twice for custom resources (a 1.20 quirk), and the message \
+        names the kind with its group (Widget.<group>); the embedded server writes \
+        [\"example.com/more\"] once, after the bare kind";
     /// The code of a DELETE held by finalizers.
     pub const FINALIZER_DELETE_CODE: &str = "DELETE of an object held by finalizers answers \
         200 with the object (202 only when orphanDependents=false); the embedded server \
@@ -91,6 +92,13 @@ pub mod known {
     /// The continue field of custom resource lists.
     pub const CR_LIST_CONTINUE: &str = "a custom resource list carries metadata.continue: \"\" \
         on its last page; the embedded server omits it";
+    /// The causes of an invalid CRD.
+    pub const CRD_VALIDATION_DETAILS: &str = "an invalid CustomResourceDefinition's Status \
+        names the kind with its group (CustomResourceDefinition.apiextensions.k8s.io, as for \
+        every kind outside the core group: Widget.<group> too), and a CRD without exactly one \
+        storage version also gets a status.storedVersions cause; the embedded server writes \
+        the bare kind and one cause. (1.20 prints the invalid versions as a Go struct dump: \
+        that wording is version-specific)";
     /// Discovery of a CRD's resources.
     pub const DISCOVERY_DETAILS: &str = "a CRD's APIResourceList lists the verbs as delete, \
         deletecollection, get, list, patch, create, update, watch and carries \
@@ -113,6 +121,10 @@ pub const EMBEDDED_GAPS: &[(&str, &str)] = &[
     (
         "schema_pruning_and_validation",
         "issue 5: pruning and schema validation",
+    ),
+    (
+        "managed_fields_bookkeeping",
+        "issue 5: server-side apply (managedFields)",
     ),
 ];
 
@@ -165,10 +177,13 @@ scenarios! {
     custom::generation_and_status_subresource,
     custom::generation_without_status_subresource,
     custom::finalizers_hold_deletion,
+    custom::invalid_crds_are_refused,
+    custom::discovery_through_kube,
     gaps::server_side_apply,
     gaps::json_patch,
     gaps::strategic_merge_patch,
     gaps::garbage_collection_background,
     gaps::garbage_collection_foreground_and_orphan,
     gaps::schema_pruning_and_validation,
+    gaps::managed_fields_bookkeeping,
 }

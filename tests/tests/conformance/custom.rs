@@ -343,3 +343,92 @@ pub async fn finalizers_hold_deletion(s: &mut Scene) -> Fallible {
     s.record("get after release", &gone);
     Ok(())
 }
+
+/// CRDs that must be refused: a name that is not `<plural>.<group>`, no
+/// storage version, two storage versions.
+pub async fn invalid_crds_are_refused(s: &mut Scene) -> Fallible {
+    let group = s.group();
+    let base = |name: &str| {
+        let mut c = crd("Widget", true);
+        c["apiVersion"] = json!("apiextensions.k8s.io/v1");
+        c["kind"] = json!("CustomResourceDefinition");
+        c["metadata"]["name"] = json!(name);
+        c["spec"]["group"] = json!(group);
+        c
+    };
+    let mut wrong_name = base(&format!("gizmos.{group}"));
+    wrong_name["spec"]["names"]["plural"] = json!("widgets");
+    let mut no_storage = base(&format!("widgets.{group}"));
+    no_storage["spec"]["versions"][0]["storage"] = json!(false);
+    let mut two_storage = base(&format!("widgets.{group}"));
+    let mut v2 = two_storage["spec"]["versions"][0].clone();
+    v2["name"] = json!("v2");
+    two_storage["spec"]["versions"]
+        .as_array_mut()
+        .ok_or("versions")?
+        .push(v2);
+    let path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    for (label, body) in [
+        ("name is not plural.group", wrong_name),
+        ("no storage version", no_storage),
+        ("two storage versions", two_storage),
+    ] {
+        let name = body["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let reply = s.post(path, body).await?;
+        if reply.code != 422 {
+            // Do not leave it behind on a shared real server.
+            let _ = s.delete(&format!("{path}/{name}")).await;
+            return Err(
+                format!("{label}: expected 422, got {}: {}", reply.code, reply.body).into(),
+            );
+        }
+        s.record(
+            label,
+            (reply.code, reply.reason(), &reply.body["details"]["name"]),
+        );
+        s.record_known(
+            format!("{label}: Status"),
+            &reply,
+            known::CRD_VALIDATION_DETAILS,
+        );
+    }
+    Ok(())
+}
+
+/// What an operator's discovery sees (`kube::Discovery::run`, the
+/// non-aggregated path that 1.20 serves): the group's resources, their
+/// kinds, scope and subresources.
+pub async fn discovery_through_kube(s: &mut Scene) -> Fallible {
+    s.install_crd(crd("Widget", true)).await?;
+    s.install_crd(crd("Gadget", false)).await?;
+    let group = s.group();
+    let discovery = kube::Discovery::new(s.client())
+        .filter(&[group.as_str()])
+        .run()
+        .await?;
+    let mut seen = Vec::new();
+    for g in discovery.groups() {
+        for (resource, caps) in g.recommended_resources() {
+            let mut subresources: Vec<String> = caps
+                .subresources
+                .iter()
+                .map(|(r, _)| r.plural.clone())
+                .collect();
+            subresources.sort();
+            let mut verbs = caps.operations.clone();
+            verbs.sort();
+            seen.push(json!({
+                "group": g.name(), "version": resource.version, "kind": resource.kind,
+                "plural": resource.plural, "namespaced": caps.scope == kube::discovery::Scope::Namespaced,
+                "subresources": subresources, "verbs": verbs,
+            }));
+        }
+    }
+    seen.sort_by_key(|v| v["kind"].to_string());
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    s.record("resources", &seen);
+    Ok(())
+}
