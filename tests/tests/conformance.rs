@@ -172,6 +172,7 @@ scenarios! {
     builtin::deployment_generation_and_status,
     watch::watch_event_sequence,
     watch::watch_with_label_selector,
+    watch::runtime_watcher_sequence,
     custom::crd_registration_and_discovery,
     custom::custom_resource_crud,
     custom::generation_and_status_subresource,

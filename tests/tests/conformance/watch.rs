@@ -146,3 +146,67 @@ pub async fn watch_with_label_selector(s: &mut Scene) -> Fallible {
     s.record("the last ADDED object", &events[2]);
     Ok(())
 }
+
+/// kube's `watcher` (list, then watch, with bookmarks), as every
+/// controller uses it: the initial list, then each change, in order.
+pub async fn runtime_watcher_sequence(s: &mut Scene) -> Fallible {
+    use futures::StreamExt;
+    use kube::runtime::watcher::{self, Event};
+
+    let path = s.core("configmaps");
+    for name in ["b", "a"] {
+        s.post(
+            &path,
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}),
+        )
+        .await?
+        .expect(201)?;
+    }
+    let api: Api<ConfigMap> = s.api();
+    let mut stream = watcher::watcher(api, watcher::Config::default()).boxed();
+    let name = |cm: &ConfigMap| cm.metadata.name.clone().unwrap_or_default();
+    let mut seen: Vec<Value> = Vec::new();
+    let mut changed = false;
+    // Bounded: the whole exchange must be over in 20 s.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    while seen.len() < 7 {
+        let event = tokio::time::timeout_at(deadline, stream.next())
+            .await
+            .map_err(|_| format!("the watcher stopped early: {seen:?}"))?
+            .ok_or("the watcher's stream ended")??;
+        seen.push(match &event {
+            Event::Init => json!(["Init"]),
+            Event::InitApply(cm) => json!(["InitApply", name(cm)]),
+            Event::InitDone => json!(["InitDone"]),
+            Event::Apply(cm) => json!(["Apply", name(cm), cm.data]),
+            Event::Delete(cm) => json!(["Delete", name(cm)]),
+        });
+        if matches!(event, Event::InitDone) && !changed {
+            changed = true;
+            s.merge(&format!("{path}/a"), json!({"data": {"n": "1"}}))
+                .await?
+                .expect(200)?;
+            s.post(
+                &path,
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}),
+            )
+            .await?
+            .expect(201)?;
+            s.delete(&format!("{path}/b")).await?.expect(200)?;
+        }
+    }
+    assert_eq!(
+        seen,
+        [
+            json!(["Init"]),
+            json!(["InitApply", "a"]),
+            json!(["InitApply", "b"]),
+            json!(["InitDone"]),
+            json!(["Apply", "a", {"n": "1"}]),
+            json!(["Apply", "c", null]),
+            json!(["Delete", "b"]),
+        ]
+    );
+    s.record("watcher events", &seen);
+    Ok(())
+}
