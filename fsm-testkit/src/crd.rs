@@ -136,6 +136,7 @@ pub fn definitions(crd: &Value) -> Result<(Vec<ResourceDef>, String), Vec<Cause>
                     })
                     .unwrap_or_default(),
                 age_column: printer_columns.is_empty(),
+                delete_returns_object: false,
                 printer_columns,
             }
         })

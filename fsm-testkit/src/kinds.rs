@@ -48,6 +48,35 @@ pub fn on_write(def: &ResourceDef, object: &mut Value) {
             o.entry("type").or_insert_with(|| json!("Opaque"));
         }
     }
+    drop_empty(def, object);
+}
+
+/// Drops what Go's `omitempty` drops when the real server encodes the
+/// object: empty metadata maps and lists for every kind, and empty
+/// top-level data maps for built-in kinds.
+fn drop_empty(def: &ResourceDef, object: &mut Value) {
+    let is_empty = |v: &Value| match v {
+        Value::Object(m) => m.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Null => true,
+        _ => false,
+    };
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        for k in ["labels", "annotations", "finalizers", "ownerReferences"] {
+            if meta.get(k).is_some_and(is_empty) {
+                meta.remove(k);
+            }
+        }
+    }
+    if !def.custom
+        && let Some(obj) = object.as_object_mut()
+    {
+        for k in ["data", "binaryData"] {
+            if obj.get(k).is_some_and(is_empty) {
+                obj.remove(k);
+            }
+        }
+    }
 }
 
 fn fold_string_data(secret: &mut Value) {

@@ -59,6 +59,9 @@ pub struct ResourceDef {
     pub printer_columns: Vec<PrinterColumn>,
     /// Whether tables end with an AGE column.
     pub age_column: bool,
+    /// Whether a DELETE that removes the object at once answers with the
+    /// object (pods, services, namespaces) rather than a `Status` of success.
+    pub delete_returns_object: bool,
 }
 
 impl ResourceDef {
@@ -104,6 +107,7 @@ impl ResourceDef {
             field_selectors: Vec::new(),
             printer_columns: Vec::new(),
             age_column: true,
+            delete_returns_object: false,
         }
     }
 
@@ -124,6 +128,11 @@ impl ResourceDef {
 
     fn all(mut self) -> Self {
         self.categories = vec!["all".into()];
+        self
+    }
+
+    fn returns_deleted(mut self) -> Self {
+        self.delete_returns_object = true;
         self
     }
 
@@ -161,6 +170,7 @@ pub fn builtins() -> Vec<ResourceDef> {
         .fields(&["status.phase"])
         .column("Status", "string", ".status.phase");
     namespace.name_rule = NameRule::Label;
+    namespace.delete_returns_object = true;
     let mut service = d("", "v1", "Service", "services", true)
         .with_status()
         .short(&["svc"])
@@ -168,6 +178,7 @@ pub fn builtins() -> Vec<ResourceDef> {
         .column("Type", "string", ".spec.type")
         .column("Cluster-IP", "string", ".spec.clusterIP");
     service.name_rule = NameRule::Label1035;
+    service.delete_returns_object = true;
     let mut crd = d(
         "apiextensions.k8s.io",
         "v1",
@@ -201,6 +212,7 @@ pub fn builtins() -> Vec<ResourceDef> {
             .column("Type", "string", ".type"),
         service,
         d("", "v1", "Pod", "pods", true)
+            .returns_deleted()
             .with_status()
             .with_generation()
             .short(&["po"])

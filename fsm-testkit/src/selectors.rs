@@ -71,6 +71,12 @@ impl LabelSelector {
         Ok(Self { requirements })
     }
 
+    /// Whether the selector has no requirement (matches everything).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.requirements.is_empty()
+    }
+
     /// The requirements, in the order written.
     #[must_use]
     pub fn requirements(&self) -> &[LabelRequirement] {
@@ -210,6 +216,12 @@ impl FieldSelector {
         Ok(Self { requirements })
     }
 
+    /// Whether the selector has no requirement (matches everything).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.requirements.is_empty()
+    }
+
     /// Refuses fields outside `metadata.name`, `metadata.namespace` and `extra`,
     /// as the real server refuses field labels a resource does not index.
     ///
@@ -221,9 +233,16 @@ impl FieldSelector {
                 || r.field == "metadata.namespace"
                 || extra.contains(&r.field);
             if !ok {
+                let known: Vec<String> = ["metadata.name", "metadata.namespace"]
+                    .iter()
+                    .map(|f| (*f).to_string())
+                    .chain(extra.iter().cloned())
+                    .map(|f| format!("{f:?}"))
+                    .collect();
                 return Err(ApiError::BadRequest(format!(
-                    "field label not supported: {}",
-                    r.field
+                    "{:?} is not a known field selector: only {}",
+                    r.field,
+                    known.join(", ")
                 )));
             }
         }

@@ -193,6 +193,7 @@ impl ApiError {
                     .collect();
                 Some(d)
             }
+            Self::UnknownResource => Some(json!({})),
             _ => None,
         };
         if let Some(d) = details {
@@ -200,6 +201,21 @@ impl ApiError {
         }
         status
     }
+}
+
+/// The `Status` of success a DELETE answers for kinds that do not return
+/// the deleted object.
+#[must_use]
+pub fn deleted(group: &str, resource: &str, name: &str, uid: &str) -> Value {
+    let mut details = subject_details(&Subject::new(group, resource, name));
+    details["uid"] = json!(uid);
+    json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": details,
+    })
 }
 
 fn subject_details(s: &Subject) -> Value {

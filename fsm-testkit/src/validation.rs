@@ -32,6 +32,46 @@ pub fn name_problem(rule: NameRule, name: &str) -> Option<String> {
     }
 }
 
+const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+const NAME_PART_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+
+/// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`, at most 63 characters.
+fn is_qualified_part(s: &str) -> bool {
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    s.len() <= 63
+        && edge(s.chars().next())
+        && edge(s.chars().last())
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// Why a label key is invalid, or `None`.
+#[must_use]
+pub fn label_key_problem(key: &str) -> Option<String> {
+    let (prefix, name) = match key.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, key),
+    };
+    if let Some(p) = prefix
+        && let Some(problem) = name_problem(NameRule::Subdomain, p)
+    {
+        return Some(format!("prefix part {problem}"));
+    }
+    if name.len() > 63 {
+        return Some("name part must be no more than 63 characters".into());
+    }
+    (!is_qualified_part(name)).then(|| NAME_PART_MSG.into())
+}
+
+/// Why a label value is invalid, or `None`.
+#[must_use]
+pub fn label_value_problem(value: &str) -> Option<String> {
+    if value.len() > 63 {
+        return Some("must be no more than 63 characters".into());
+    }
+    (!value.is_empty() && !is_qualified_part(value)).then(|| LABEL_VALUE_MSG.into())
+}
+
 fn is_label(s: &str) -> bool {
     let ok_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-';
     !s.is_empty()
@@ -52,6 +92,22 @@ mod tests {
         }
         for bad in ["", "A", "a_b", "-a", "a-", "a..b", ".a", &"a".repeat(254)] {
             assert!(name_problem(NameRule::Subdomain, bad).is_some(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn label_keys_and_values() {
+        for ok in ["app", "app.kubernetes.io/name", "A_b-c.d", "example.com/x"] {
+            assert_eq!(label_key_problem(ok), None, "{ok}");
+        }
+        for bad in ["", "-a", "a b", "Bad_Prefix/x", "a/", &"k".repeat(64)] {
+            assert!(label_key_problem(bad).is_some(), "{bad}");
+        }
+        for ok in ["", "v1", "My_value.2"] {
+            assert_eq!(label_value_problem(ok), None, "{ok}");
+        }
+        for bad in ["bad value", "-x", "x-", "a!", &"v".repeat(64)] {
+            assert!(label_value_problem(bad).is_some(), "{bad}");
         }
     }
 

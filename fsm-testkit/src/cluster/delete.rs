@@ -41,9 +41,9 @@ impl Cluster {
             let actual = str_at(&current, "uid");
             if uid != actual {
                 return Err(ApiError::Conflict(
-                    Subject::new(&def.group, &def.plural, name),
+                    Subject::new(&def.group, &def.kind, name),
                     format!(
-                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"
+                        "the UID in the precondition ({uid}) does not match the UID in record ({actual}). The object might have been deleted and then recreated"
                     ),
                 ));
             }
@@ -52,9 +52,9 @@ impl Cluster {
             let actual = str_at(&current, "resourceVersion");
             if rv != actual {
                 return Err(ApiError::Conflict(
-                    Subject::new(&def.group, &def.plural, name),
+                    Subject::new(&def.group, &def.kind, name),
                     format!(
-                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {actual}"
+                        "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({actual}). The object might have been modified"
                     ),
                 ));
             }

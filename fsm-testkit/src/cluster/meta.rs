@@ -79,14 +79,17 @@ pub(super) fn copy_field(from: &Value, to: &mut Value, field: &str) {
     };
 }
 
-/// Whether anything but `metadata` and `status` differs.
-pub(super) fn spec_changed(old: &Value, new: &Value) -> bool {
+/// Whether anything outside `metadata` (and `status`, when it is a
+/// subresource) differs: the changes that bump `generation`.
+pub(super) fn spec_changed(old: &Value, new: &Value, status_is_subresource: bool) -> bool {
     let strip = |v: &Value| -> Map<String, Value> {
         v.as_object()
             .map(|m| {
                 m.iter()
-                    .filter(|(k, _)| {
-                        !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
+                    .filter(|(k, _)| match k.as_str() {
+                        "metadata" | "apiVersion" | "kind" => false,
+                        "status" => !status_is_subresource,
+                        _ => true,
                     })
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect()

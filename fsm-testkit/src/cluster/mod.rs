@@ -201,14 +201,20 @@ impl Cluster {
                     str_at(last, "namespace"),
                     str_at(last, "name")
                 ));
-                metadata["remainingItemCount"] = json!(remaining);
+                // With a selector the count of what is left cannot be known.
+                if q.labels.is_empty() && q.fields.is_empty() {
+                    metadata["remainingItemCount"] = json!(remaining);
+                }
             }
+        }
+        if def.custom && metadata.get("continue").is_none() {
+            metadata["continue"] = json!("");
         }
         Ok(json!({
             "kind": def.list_kind(),
             "apiVersion": def.api_version(),
             "metadata": metadata,
-            "items": items.iter().map(|o| present(def, o)).collect::<Vec<_>>(),
+            "items": items.iter().map(|o| list_item(def, o)).collect::<Vec<_>>(),
         }))
     }
 
@@ -254,6 +260,7 @@ impl Cluster {
                 vec![Cause::invalid("metadata.name", &name, &problem)],
             ));
         }
+        check_labels(def, &name, meta)?;
         if def.namespaced {
             self.check_namespace_open(ns)?;
         }
@@ -391,15 +398,23 @@ impl Cluster {
                     vec![Cause::forbidden(
                         "metadata.finalizers",
                         &format!(
-                            "no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"
+                            "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+                            added
+                                .iter()
+                                .map(|f| format!("{f:?}"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
                         ),
                     )],
                 ));
             }
         }
-        if def.generation && spec_changed(&current, &new) {
+        if def.generation && spec_changed(&current, &new, def.status_subresource) {
             let generation = current["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
             new["metadata"]["generation"] = json!(generation);
+        }
+        if let Some(meta) = new.get("metadata").and_then(Value::as_object) {
+            check_labels(def, name, meta)?;
         }
         kinds::on_write(def, &mut new);
         let crd_storage = self.crd_prepare(def, &mut new, now)?;
@@ -525,6 +540,20 @@ pub fn present(def: &ResourceDef, object: &Value) -> Value {
     o
 }
 
+/// An item of a list: built-in lists carry no apiVersion/kind on their
+/// items (the real server's typed lists), custom resource lists do.
+#[must_use]
+pub fn list_item(def: &ResourceDef, object: &Value) -> Value {
+    let mut o = present(def, object);
+    if !def.custom
+        && let Some(m) = o.as_object_mut()
+    {
+        m.remove("apiVersion");
+        m.remove("kind");
+    }
+    o
+}
+
 fn set_type(def: &ResourceDef, new: &mut Value, current: &Value) {
     // Keep the version the object was stored with unless the writer named another.
     let api_version = current
@@ -534,6 +563,43 @@ fn set_type(def: &ResourceDef, new: &mut Value, current: &Value) {
     if let Some(m) = new.as_object_mut() {
         m.insert("apiVersion".into(), api_version);
         m.insert("kind".into(), json!(def.kind));
+    }
+}
+
+/// Refuses label keys and values the real server refuses.
+fn check_labels(
+    def: &ResourceDef,
+    name: &str,
+    meta: &serde_json::Map<String, Value>,
+) -> Result<(), ApiError> {
+    let Some(labels) = meta.get("labels").and_then(Value::as_object) else {
+        return Ok(());
+    };
+    let mut causes = Vec::new();
+    for (k, v) in labels {
+        if let Some(problem) = crate::validation::label_key_problem(k) {
+            causes.push(Cause::invalid("metadata.labels", k, &problem));
+        }
+        match v.as_str() {
+            Some(text) => {
+                if let Some(problem) = crate::validation::label_value_problem(text) {
+                    causes.push(Cause::invalid("metadata.labels", text, &problem));
+                }
+            }
+            None => causes.push(Cause::invalid(
+                "metadata.labels",
+                &v.to_string(),
+                "label values must be strings",
+            )),
+        }
+    }
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::Invalid(
+            Subject::new(&def.group, &def.kind, name),
+            causes,
+        ))
     }
 }
 

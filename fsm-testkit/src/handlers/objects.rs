@@ -16,7 +16,7 @@ use crate::cluster::{DeleteOptions, ListQuery, Part};
 use crate::patch::PatchType;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::server::Shared;
-use crate::status::ApiError;
+use crate::status::{self, ApiError, Subject};
 use crate::table::{self, IncludeObject};
 use crate::watch::{Watch, WatchRequest};
 
@@ -200,6 +200,14 @@ pub async fn handle(
     let part = match path.subresource.as_deref() {
         None => Part::Main,
         Some("status") if def.status_subresource => Part::Status,
+        // The real server answers as if the object were missing.
+        Some("status") => {
+            return Err(ApiError::NotFound(Subject::new(
+                &def.group,
+                &def.plural,
+                path.name.as_deref().unwrap_or_default(),
+            )));
+        }
         Some(_) => return Err(ApiError::UnknownResource),
     };
     if part == Part::Status && !matches!(verb, Verb::Get | Verb::Update | Verb::Patch) {
@@ -316,12 +324,14 @@ pub async fn handle(
             let mut opts = DeleteOptions::from_body(&read_body(body).await?)?;
             opts.dry_run |= dry_run;
             let (obj, gone) = shared.cluster().delete(&def, &ns, &name, &opts, now)?;
-            let code = if gone {
-                StatusCode::OK
-            } else {
-                StatusCode::ACCEPTED
-            };
-            ok(code, obj)
+            if gone && !def.delete_returns_object {
+                let uid = obj["metadata"]["uid"].as_str().unwrap_or_default();
+                return ok(
+                    StatusCode::OK,
+                    status::deleted(&def.group, &def.plural, &name, uid),
+                );
+            }
+            ok(StatusCode::OK, obj)
         }
         Verb::DeleteCollection => {
             let mut opts = DeleteOptions::from_body(&read_body(body).await?)?;
