@@ -4,3 +4,12 @@
 
 #[doc = include_str!("../../docs/tutorial.md")]
 pub mod tutorial {}
+
+#[doc = include_str!("../../docs/attributes.md")]
+pub mod attributes {}
+
+#[doc = include_str!("../../docs/concepts.md")]
+pub mod concepts {}
+
+#[doc = include_str!("../../docs/stores.md")]
+pub mod stores {}
