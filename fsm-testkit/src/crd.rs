@@ -137,6 +137,11 @@ pub fn definitions(crd: &Value) -> Result<(Vec<ResourceDef>, String), Vec<Cause>
                     .unwrap_or_default(),
                 age_column: printer_columns.is_empty(),
                 delete_returns_object: false,
+                storage_version_hash: crate::resources::storage_version_hash(
+                    &group,
+                    storage.first().map_or("", String::as_str),
+                    &kind,
+                ),
                 printer_columns,
             }
         })

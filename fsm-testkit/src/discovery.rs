@@ -82,13 +82,30 @@ const VERBS: [&str; 8] = [
     "watch",
 ];
 
+/// The verbs of custom resources, in the order the real server lists them.
+const CUSTOM_VERBS: [&str; 8] = [
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "create",
+    "update",
+    "watch",
+];
+
+fn verbs(d: &ResourceDef) -> [&'static str; 8] {
+    if d.custom { CUSTOM_VERBS } else { VERBS }
+}
+
 fn resource_json(d: &ResourceDef) -> Value {
     let mut r = json!({
         "name": d.plural,
         "singularName": d.singular,
         "namespaced": d.namespaced,
         "kind": d.kind,
-        "verbs": VERBS,
+        "verbs": verbs(d),
+        "storageVersionHash": d.storage_version_hash,
     });
     if !d.short_names.is_empty() {
         r["shortNames"] = json!(d.short_names);
@@ -154,7 +171,7 @@ fn aggregated_resource(d: &ResourceDef) -> Value {
         "responseKind": kind,
         "scope": if d.namespaced { "Namespaced" } else { "Cluster" },
         "singularResource": d.singular,
-        "verbs": VERBS,
+        "verbs": verbs(d),
     });
     if !d.short_names.is_empty() {
         r["shortNames"] = json!(d.short_names);

@@ -62,6 +62,19 @@ pub struct ResourceDef {
     /// Whether a DELETE that removes the object at once answers with the
     /// object (pods, services, namespaces) rather than a `Status` of success.
     pub delete_returns_object: bool,
+    /// Discovery's `storageVersionHash`: see [`storage_version_hash`].
+    pub storage_version_hash: String,
+}
+
+/// The `storageVersionHash` of discovery: the first 8 bytes of the SHA-256
+/// of `group/version/kind` of the storage version, base64-encoded.
+#[must_use]
+pub fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
+    let digest = ring::digest::digest(
+        &ring::digest::SHA256,
+        format!("{group}/{version}/{kind}").as_bytes(),
+    );
+    crate::kinds::base64(digest.as_ref().get(..8).unwrap_or_default())
 }
 
 impl ResourceDef {
@@ -108,6 +121,7 @@ impl ResourceDef {
             printer_columns: Vec::new(),
             age_column: true,
             delete_returns_object: false,
+            storage_version_hash: storage_version_hash(group, version, kind),
         }
     }
 
@@ -128,6 +142,11 @@ impl ResourceDef {
 
     fn all(mut self) -> Self {
         self.categories = vec!["all".into()];
+        self
+    }
+
+    fn stored_as(mut self, group: &str, version: &str) -> Self {
+        self.storage_version_hash = storage_version_hash(group, version, &self.kind);
         self
     }
 
@@ -223,6 +242,7 @@ pub fn builtins() -> Vec<ResourceDef> {
             .short(&["ev"])
             .fields(&event_fields),
         d("events.k8s.io", "v1", "Event", "events", true)
+            .stored_as("", "v1")
             .short(&["ev"])
             .fields(&["reason", "type", "regarding.kind", "regarding.name"]),
         d("apps", "v1", "Deployment", "deployments", true)
@@ -398,6 +418,16 @@ mod tests {
         assert!(groups.contains(&"events.k8s.io".to_string()));
         assert!(groups.contains(&"apiextensions.k8s.io".to_string()));
         assert!(!groups.contains(&String::new()));
+    }
+
+    #[test]
+    fn storage_version_hashes_match_the_real_servers() {
+        // As listed by a real kube-apiserver's discovery.
+        assert_eq!(storage_version_hash("", "v1", "ConfigMap"), "qFsyl6wFWjQ=");
+        assert_eq!(
+            storage_version_hash("apps", "v1", "Deployment"),
+            "8aSe+NMegvE="
+        );
     }
 
     #[test]

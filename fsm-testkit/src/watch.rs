@@ -159,6 +159,16 @@ impl Watch {
             EventType::Deleted if before || now => EventType::Deleted,
             _ => return None,
         };
+        if e.kind == EventType::Modified
+            && kind == EventType::Deleted
+            && let Some(previous) = &e.previous
+        {
+            // Leaving the selection: the real server sends the last state
+            // that matched, at the revision of the change.
+            let mut last = (**previous).clone();
+            last["metadata"]["resourceVersion"] = json!(e.revision.to_string());
+            return Some(line(kind.as_str(), self.object(&last)));
+        }
         let stored_as_presented = self.req.table.is_none()
             && e.object.get("apiVersion").and_then(Value::as_str)
                 == Some(self.req.def.api_version().as_str());
@@ -297,6 +307,14 @@ mod tests {
         assert_eq!(
             second["type"], "DELETED",
             "leaving the selection reads as DELETED"
+        );
+        assert_eq!(
+            second["object"]["metadata"]["labels"]["app"], "web",
+            "with the last state that matched"
+        );
+        assert_eq!(
+            second["object"]["metadata"]["resourceVersion"],
+            c.store.revision().to_string()
         );
     }
 

@@ -613,8 +613,22 @@ async fn namespaces_take_their_objects_with_them() {
     cms.create(&PostParams::default(), &cm("a", &[]))
         .await
         .unwrap();
-    nss.delete("team", &DeleteParams::default()).await.unwrap();
-    assert!(nss.get_opt("team").await.unwrap().is_none());
+    let terminating = nss
+        .delete("team", &DeleteParams::default())
+        .await
+        .unwrap()
+        .left()
+        .expect("a namespace is answered while it terminates");
+    assert_eq!(
+        terminating.status.unwrap().phase.as_deref(),
+        Some("Terminating")
+    );
+    within(5, async {
+        while nss.get_opt("team").await.unwrap().is_some() {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await;
     let e = status(cms.get("a").await.unwrap_err());
     assert_eq!(e.code, 404);
 }

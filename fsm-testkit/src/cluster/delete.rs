@@ -102,8 +102,13 @@ impl Cluster {
         current: &Value,
         now: jiff::Timestamp,
     ) -> (Value, bool) {
-        self.delete_content(def, current, now);
-        if finalizers(current).is_empty() && !self.has_content(def, current) {
+        let is_namespace = def.group_resource() == namespaces();
+        // A namespace is emptied later by the namespace controller
+        // (`finalize_namespaces`); a CRD's objects go at once.
+        if !is_namespace {
+            self.delete_content(def, current, now);
+        }
+        if !is_namespace && finalizers(current).is_empty() && !self.has_content(def, current) {
             let gone = self.remove_object(def, ns, name, current.clone());
             return (present(def, &gone), true);
         }
@@ -122,6 +127,37 @@ impl Cluster {
         }
         let stored = self.store.put(&def.group_resource(), ns, name, marked);
         (present(def, &stored), false)
+    }
+
+    /// The namespace controller: empties every terminating namespace and
+    /// removes those left with no content and no finalizers. Returns the
+    /// namespaces removed. The server runs it after each namespace deletion,
+    /// as the real controller does shortly after.
+    pub fn finalize_namespaces(&mut self, now: jiff::Timestamp) -> Vec<String> {
+        let Some(def) = self.registry.preferred(&namespaces()) else {
+            return Vec::new();
+        };
+        let terminating: Vec<Arc<Value>> = self
+            .store
+            .list(&namespaces(), Some(""))
+            .into_iter()
+            .filter(|n| n["metadata"].get("deletionTimestamp").is_some())
+            .collect();
+        let mut removed = Vec::new();
+        for ns in terminating {
+            self.delete_content(&def, &ns, now);
+            let name = str_at(&ns, "name").to_string();
+            // Emptying may already have removed it (`finish_if_done`).
+            let Some(current) = self.store.get(&namespaces(), "", &name) else {
+                removed.push(name);
+                continue;
+            };
+            if finalizers(&current).is_empty() && !self.has_content(&def, &current) {
+                self.remove_object(&def, "", &name, (*current).clone());
+                removed.push(name);
+            }
+        }
+        removed
     }
 
     /// Objects a namespace or a CRD contains are deleted with it.
@@ -285,6 +321,15 @@ mod tests {
             .unwrap();
         assert!(!gone);
         assert_eq!(o["status"]["phase"], "Terminating");
+        assert!(
+            c.get(&cm, "t", "a").is_ok(),
+            "content goes with the controller"
+        );
+        assert!(
+            c.finalize_namespaces(now()).is_empty(),
+            "held by a finalizer"
+        );
+        assert!(c.get(&cm, "t", "a").unwrap()["metadata"]["deletionTimestamp"].is_string());
         let e = c
             .create(
                 &cm,
@@ -303,6 +348,27 @@ mod tests {
             c.get(&ns, "", "t").is_err(),
             "namespace goes with its last object"
         );
+    }
+
+    #[test]
+    fn empty_namespaces_go_when_the_controller_runs() {
+        let mut c = cluster();
+        let ns = def(&c, "", "namespaces");
+        c.create(
+            &ns,
+            "",
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "e"}}),
+            false,
+            now(),
+        )
+        .unwrap();
+        let (o, gone) = c
+            .delete(&ns, "", "e", &DeleteOptions::default(), now())
+            .unwrap();
+        assert!(!gone);
+        assert_eq!(o["status"]["phase"], "Terminating");
+        assert_eq!(c.finalize_namespaces(now()), vec!["e".to_string()]);
+        assert!(c.get(&ns, "", "e").is_err());
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! delete, deletecollection, on objects and their `status` subresource.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -173,9 +174,20 @@ async fn read_object(parts: &Parts, body: Body) -> Result<Value, ApiError> {
     })
 }
 
+/// Runs the namespace controller soon, after the current response, as the
+/// real one empties a terminating namespace asynchronously.
+fn run_namespace_controller(shared: &Arc<Shared>) {
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        tokio::task::yield_now().await;
+        let removed = shared.cluster().finalize_namespaces(jiff::Timestamp::now());
+        tracing::debug!(?removed, "namespace controller ran");
+    });
+}
+
 /// Serves a request on a resource path.
 pub async fn handle(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     parts: &Parts,
     body: Body,
     path: ResourcePath,
@@ -324,6 +336,9 @@ pub async fn handle(
             let mut opts = DeleteOptions::from_body(&read_body(body).await?)?;
             opts.dry_run |= dry_run;
             let (obj, gone) = shared.cluster().delete(&def, &ns, &name, &opts, now)?;
+            if def.group.is_empty() && def.kind == "Namespace" && !opts.dry_run {
+                run_namespace_controller(shared);
+            }
             if gone && !def.delete_returns_object {
                 let uid = obj["metadata"]["uid"].as_str().unwrap_or_default();
                 return ok(
