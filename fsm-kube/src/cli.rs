@@ -150,7 +150,7 @@ pub enum Error {
 
 /// The command line of an operator binary.
 #[derive(Clone, Debug, PartialEq, Eq, Parser)]
-#[command(version, about = "A Kubernetes operator built with operator-fsm")]
+#[command(about = "A Kubernetes operator built with operator-fsm")]
 pub struct Cli {
     /// The subcommand.
     #[command(subcommand)]
@@ -327,6 +327,7 @@ impl RunContext {
 /// controller. Every subcommand but `run` only prints.
 pub struct Operator<F> {
     name: String,
+    version: Option<String>,
     store: StoreKind,
     rules: Vec<Rule>,
     machine: PhantomData<fn() -> F>,
@@ -353,10 +354,43 @@ where
     pub fn new(name: impl Into<String>, store: StoreKind) -> Self {
         Operator {
             name: name.into(),
+            version: None,
             store,
             rules: Vec::new(),
             machine: PhantomData,
         }
+    }
+
+    /// The version `--version` prints, usually `env!("CARGO_PKG_VERSION")`
+    /// of the operator's crate.
+    #[must_use]
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.version = Some(version.into());
+        self
+    }
+
+    /// The command line, named after the operator.
+    pub fn command(&self) -> clap::Command {
+        use clap::CommandFactory;
+        let command = Cli::command().name(self.name.clone());
+        match &self.version {
+            Some(version) => command.version(version.clone()),
+            None => command.disable_version_flag(true),
+        }
+    }
+
+    /// Parses `args` (the first is the program's name).
+    ///
+    /// # Errors
+    /// clap's usage error (or its `--help`/`--version` output).
+    pub fn parse_from<I, T>(&self, args: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        use clap::FromArgMatches;
+        let matches = self.command().try_get_matches_from(args)?;
+        Cli::from_arg_matches(&matches)
     }
 
     /// Declares a permission the handlers need (for `rbac`).
@@ -390,7 +424,7 @@ where
         R: FnMut(RunContext) -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        let cli = match Cli::try_parse() {
+        let cli = match self.parse_from(std::env::args_os()) {
             Ok(cli) => cli,
             Err(e) => {
                 let _ = e.print();

@@ -901,3 +901,27 @@ async fn run_fails_when_the_metrics_address_is_taken() {
     .expect("a metrics endpoint that cannot bind stops run");
     assert!(matches!(result, Err(Error::Metrics { .. })), "{result:?}");
 }
+
+#[test]
+fn the_command_line_is_named_after_the_operator() {
+    let op = operator(StoreKind::Status).version("1.2.3");
+    let mut command = op.command();
+    let help = command.render_help().to_string();
+    assert!(help.contains("Usage: widget-operator <COMMAND>"), "{help}");
+    for line in [
+        "run      Run the operator's controller(s)",
+        "crd      Print the CustomResourceDefinition of the operator's resource (YAML)",
+        "rbac     Print the least ClusterRole (or Role) the operator needs (YAML)",
+        "diagram  Print the state machine's diagram",
+        "status   Show an object's current state, attempt, last error and history",
+    ] {
+        assert!(help.contains(line), "{line}\n{help}");
+    }
+    let version = op.parse_from(["widget-operator", "--version"]).unwrap_err();
+    assert_eq!(version.kind(), clap::error::ErrorKind::DisplayVersion);
+    assert_eq!(version.to_string(), "widget-operator 1.2.3\n");
+    assert_eq!(
+        op.parse_from(["widget-operator", "crd"]).unwrap().command,
+        Command::Crd
+    );
+}
