@@ -13,3 +13,9 @@ pub mod concepts {}
 
 #[doc = include_str!("../../docs/stores.md")]
 pub mod stores {}
+
+#[doc = include_str!("../../docs/observability.md")]
+pub mod observability {}
+
+#[doc = include_str!("../../docs/deploying.md")]
+pub mod deploying {}
