@@ -19,3 +19,9 @@ pub mod observability {}
 
 #[doc = include_str!("../../docs/deploying.md")]
 pub mod deploying {}
+
+#[doc = include_str!("../../docs/comparison.md")]
+pub mod comparison {}
+
+#[doc = include_str!("../../docs/README.md")]
+pub mod index {}
