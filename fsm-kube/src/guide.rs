@@ -25,3 +25,9 @@ pub mod comparison {}
 
 #[doc = include_str!("../../docs/README.md")]
 pub mod index {}
+
+#[doc = include_str!("../../docs/testing.md")]
+pub mod testing {}
+
+#[doc = include_str!("../../docs/semantics.md")]
+pub mod semantics {}
