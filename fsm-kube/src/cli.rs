@@ -494,7 +494,16 @@ where
             }),
         };
         let objects = rbac::manifests(&description, &scope)?;
-        rbac::to_yaml(&objects).map_err(Error::Yaml)
+        let yaml = rbac::to_yaml(&objects).map_err(Error::Yaml)?;
+        let watches_all_namespaces = matches!(self.store, StoreKind::ConfigMap | StoreKind::Secret);
+        Ok(match &args.namespace {
+            Some(_) if watches_all_namespaces => format!(
+                "# Caveat: the {:?} store watches its record objects in all namespaces,\n\
+                 # which a Role does not allow; use a ClusterRole (no --namespace) with it.\n{yaml}",
+                self.store
+            ),
+            _ => yaml,
+        })
     }
 
     /// What `status` prints for `args` (text or JSON), read through

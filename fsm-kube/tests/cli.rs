@@ -925,3 +925,63 @@ fn the_command_line_is_named_after_the_operator() {
         Command::Crd
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_reads_what_the_runtime_wrote() {
+    let server = server().await;
+    let client = server.client();
+    for (store, name) in [
+        (StoreKind::Status, "live"),
+        (StoreKind::ConfigMap, "live-cm"),
+    ] {
+        let controller = match store {
+            StoreKind::Status => {
+                run_controller(&client, fsm_kube::StatusStore::new(), ctx(&client))
+            }
+            _ => run_controller(
+                &client,
+                fsm_kube::ConfigMapStore::new(client.clone()),
+                ctx(&client),
+            ),
+        };
+        create_widget(&client, name, spec()).await;
+        let op = operator(store);
+        let text = eventually(&format!("{name} Ready through status"), || {
+            let (op, client) = (&op, &client);
+            async move {
+                let text = op
+                    .status(client, &status_args(name, OutputFormat::Text))
+                    .await
+                    .ok()?;
+                text.contains("\nState:        Ready ").then_some(text)
+            }
+        })
+        .await;
+        assert!(text.contains("Pending → Configuring"), "{store:?}: {text}");
+        assert!(text.contains("Configuring → Ready"), "{store:?}: {text}");
+        assert!(text.contains("\nAttempt:      0\n"), "{store:?}: {text}");
+        controller.abort();
+    }
+}
+
+#[tokio::test]
+async fn a_role_for_an_object_store_warns_about_its_cluster_wide_watch() {
+    let args = parse(&["rbac", "-n", "shop"]);
+    let cm = execute(&operator(StoreKind::ConfigMap), args.clone(), no_run)
+        .await
+        .unwrap();
+    assert!(
+        cm.starts_with("# Caveat: the ConfigMap store watches"),
+        "{cm}"
+    );
+    let documents: Vec<serde_json::Value> = cm
+        .split("---\n")
+        .filter(|d| !d.trim().is_empty() && !d.trim_start().starts_with('#'))
+        .map(|d| serde_yaml_ng::from_str(d).unwrap())
+        .collect();
+    assert_eq!(documents[0]["kind"], "Role");
+    let status = execute(&operator(StoreKind::Status), args, no_run)
+        .await
+        .unwrap();
+    assert!(status.starts_with("---\n"), "{status}");
+}
