@@ -472,7 +472,9 @@ where
                 self.status(&client, &args).await?
             }
         };
-        out.write_all(text.as_bytes()).map_err(Error::Output)
+        out.write_all(text.as_bytes())
+            .and_then(|()| out.flush())
+            .map_err(Error::Output)
     }
 
     /// What `rbac` prints.
