@@ -99,6 +99,14 @@ pub mod known {
         storage version also gets a status.storedVersions cause; the embedded server writes \
         the bare kind and one cause. (1.20 prints the invalid versions as a Go struct dump: \
         that wording is version-specific)";
+    /// Defaults in a CRD's schema.
+    pub const CRD_DEFAULT_VALIDATION: &str = "a CRD whose schema has default: null for a \
+        string that is not nullable is refused with 422 Invalid ('spec.validation.\
+        openAPIV3Schema.properties[spec].properties[seed].default: Invalid value: \"null\": \
+        in body must be of type string'), and with nullable: true it is accepted but the \
+        default: null is dropped (Go cannot tell it from no default); the embedded server \
+        accepts the first and keeps the null. The examples' Database CRD has exactly the \
+        first and cannot be installed on a real cluster";
     /// Discovery of a CRD's resources.
     pub const DISCOVERY_DETAILS: &str = "a CRD's APIResourceList lists the verbs as delete, \
         deletecollection, get, list, patch, create, update, watch and carries \
@@ -180,6 +188,7 @@ scenarios! {
     custom::finalizers_hold_deletion,
     custom::invalid_crds_are_refused,
     custom::discovery_through_kube,
+    custom::crd_schema_defaults_are_validated,
     gaps::server_side_apply,
     gaps::json_patch,
     gaps::strategic_merge_patch,
