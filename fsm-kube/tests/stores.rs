@@ -80,7 +80,11 @@ async fn the_configmap_store_keeps_an_owned_labelled_record() {
 async fn the_secret_store_keeps_the_record_out_of_the_status() {
     let server = server().await;
     let client = server.client();
-    let controller = run_controller(&client, SecretStore::new(client.clone()), ctx(&client));
+    let controller = run_controller(
+        &client,
+        SecretStore::namespaced(client.clone(), "default"),
+        ctx(&client),
+    );
     create_widget(
         &client,
         "sec",

@@ -93,6 +93,7 @@ impl RecordObject for Secret {
 /// and delete `O` in that namespace.
 pub struct ObjectStore<O: RecordObject> {
     client: Client,
+    namespace: Option<String>,
     cache: OnceCell<Store<O>>,
     written: WrittenCache,
     kind: PhantomData<fn() -> O>,
@@ -110,9 +111,31 @@ impl<O: RecordObject> ObjectStore<O> {
     pub fn new(client: Client) -> Self {
         ObjectStore {
             client,
+            namespace: None,
             cache: OnceCell::new(),
             written: WrittenCache::default(),
             kind: PhantomData,
+        }
+    }
+
+    /// A store for an operator that watches one namespace only: it watches
+    /// record objects in `namespace` alone, so a namespaced Role suffices.
+    /// Objects of other namespaces are refused with an error.
+    pub fn namespaced(client: Client, namespace: impl Into<String>) -> Self {
+        ObjectStore {
+            namespace: Some(namespace.into()),
+            ..Self::new(client)
+        }
+    }
+
+    /// Checks that the store may hold records in `namespace`.
+    fn covers(&self, namespace: &str) -> Result<(), StoreError> {
+        match &self.namespace {
+            Some(own) if own != namespace => Err(StoreError::Backend(
+                format!("this store watches namespace {own} only; the object is in {namespace}")
+                    .into(),
+            )),
+            _ => Ok(()),
         }
     }
 
@@ -128,7 +151,10 @@ impl<O: RecordObject> ObjectStore<O> {
                 let (reader, writer) = reflector::store();
                 let selector = format!("{}={}", MANAGED_BY_LABEL.0, MANAGED_BY_LABEL.1);
                 let stream = watcher(
-                    Api::<O>::all(self.client.clone()),
+                    match &self.namespace {
+                        Some(ns) => Api::<O>::namespaced(self.client.clone(), ns),
+                        None => Api::<O>::all(self.client.clone()),
+                    },
                     watcher::Config::default().labels(&selector),
                 )
                 .default_backoff()
@@ -172,6 +198,7 @@ impl<K: KubeResource, O: RecordObject> KubeStore<K> for ObjectStore<O> {
     fn load<'a>(&'a self, target: &'a Target<K>) -> BoxFuture<'a, Result<Loaded, StoreError>> {
         Box::pin(async move {
             let namespace = namespace_of(target.object.as_ref())?;
+            self.covers(&namespace)?;
             let name = Self::object_name(&target.object.name_any());
             let cached = self
                 .cache()
@@ -210,6 +237,7 @@ impl<K: KubeResource, O: RecordObject> KubeStore<K> for ObjectStore<O> {
     ) -> BoxFuture<'a, Result<Version, StoreError>> {
         Box::pin(async move {
             let namespace = namespace_of(target.object.as_ref())?;
+            self.covers(&namespace)?;
             let owner = target.object.name_any();
             let text = serde_json::to_string(record).map_err(StoreError::Encode)?;
             let metadata = ObjectMeta {
