@@ -18,6 +18,12 @@
 //!     .await;
 //! # }
 //! ```
+//!
+//! The guide lives in the repository's `docs/` (tutorial, attribute
+//! reference, semantics, stores, testing, observability, deploying); its
+//! overview follows.
+//!
+#![doc = include_str!("../../docs/concepts.md")]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 mod cache;
