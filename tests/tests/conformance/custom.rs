@@ -110,11 +110,7 @@ pub async fn crd_registration_and_discovery(s: &mut Scene) -> Fallible {
             verbs.sort_by_key(|v| v.as_str().unwrap_or_default().to_owned());
         }
     }
-    s.record_known(
-        "verbs in order, storageVersionHash",
-        &details,
-        known::DISCOVERY_DETAILS,
-    );
+    s.record("verbs in order, storageVersionHash", &details);
     let names: Vec<&Value> = resources.body["resources"]
         .as_array()
         .into_iter()
@@ -147,11 +143,7 @@ pub async fn custom_resource_crud(s: &mut Scene) -> Fallible {
             &list.body["items"],
         ),
     );
-    s.record_known(
-        "list metadata",
-        &list.body["metadata"],
-        known::CR_LIST_CONTINUE,
-    );
+    s.record("list metadata", &list.body["metadata"]);
     let patched = s
         .merge(&item, json!({"spec": {"color": "blue"}}))
         .await?
@@ -173,7 +165,7 @@ pub async fn custom_resource_crud(s: &mut Scene) -> Fallible {
         s.get(&format!("{path}/nope")).await?.expect(404)?,
     );
     let deleted = s.delete(&item).await?.expect(200)?;
-    s.record_known("delete", &deleted, known::DELETE_ANSWER);
+    s.record("delete", &deleted);
     s.record("get after delete", s.get(&item).await?.expect(404)?);
     Ok(())
 }
@@ -260,30 +252,19 @@ pub async fn generation_without_status_subresource(s: &mut Scene) -> Fallible {
         "status change",
         (&status.body["spec"], &status.body["status"]),
     );
-    s.record_known(
-        "generation after a status change",
-        generation(&status),
-        known::CR_GENERATION_WITHOUT_STATUS,
-    );
+    assert_eq!(generation(&status), 2, "a status change is a change");
+    s.record("generation after a status change", generation(&status));
     let spec = s
         .merge(&item, json!({"spec": {"size": 2}}))
         .await?
         .expect(200)?;
-    s.record_known(
-        "generation after a spec change",
-        generation(&spec),
-        known::CR_GENERATION_WITHOUT_STATUS,
-    );
+    s.record("generation after a spec change", generation(&spec));
     let no_status = s
         .merge(&format!("{item}/status"), json!({"status": {}}))
         .await?
         .expect(404)?;
     s.record("no /status", (no_status.code, no_status.reason()));
-    s.record_known(
-        "no /status: Status",
-        &no_status,
-        known::NO_STATUS_SUBRESOURCE,
-    );
+    s.record("no /status: Status", &no_status);
     Ok(())
 }
 
@@ -298,19 +279,17 @@ pub async fn finalizers_hold_deletion(s: &mut Scene) -> Fallible {
     body["metadata"]["finalizers"] = json!(["example.com/hold"]);
     s.post(&path, body).await?.expect(201)?;
 
-    let deleting = s.delete(&item).await?;
+    // Held by a finalizer: 200 with the object (202 is only for
+    // orphanDependents=false).
+    let deleting = s.delete(&item).await?.expect(200)?;
     assert!(deleting.body["metadata"]["deletionTimestamp"].is_string());
     s.record("delete answer", &deleting.body);
-    s.record_known("delete code", deleting.code, known::FINALIZER_DELETE_CODE);
+    s.record("delete code", deleting.code);
     let still = s.get(&item).await?.expect(200)?;
     s.record("get while deleting", &still);
     let again = s.delete(&item).await?;
     s.record("delete again", &again.body);
-    s.record_known(
-        "delete again: code",
-        again.code,
-        known::FINALIZER_DELETE_CODE,
-    );
+    s.record("delete again: code", again.code);
     let more = s
         .merge(
             &item,
@@ -433,50 +412,54 @@ pub async fn discovery_through_kube(s: &mut Scene) -> Fallible {
     Ok(())
 }
 
-/// A CRD schema's `default` must validate against its own schema: `null`
-/// for a string that is not `nullable` is refused (schemars emits exactly
-/// that for an `Option<String>` with `#[serde(default)]`), with
-/// `nullable: true` it is accepted.
-pub async fn crd_schema_defaults_are_validated(s: &mut Scene) -> Fallible {
+/// Defaults in a CRD's schema: a valid one is kept; `default: null` (for
+/// a string that is not nullable) and `default: ""` are where the servers
+/// part.
+///
+/// Version difference: 1.20 refuses `default: ""` for a string (422, "in
+/// body must be of type string: \"null\"": it reads the empty string as
+/// null), which later versions accept. kube-derive emits exactly that for a
+/// `String` field with `#[serde(default)]`, so the examples' Database CRD
+/// does not install on 1.20.
+pub async fn crd_schema_defaults(s: &mut Scene) -> Fallible {
     let group = s.group();
     let path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let name = format!("widgets.{group}");
     let with_seed = |seed: Value| {
         let mut c = crd("Widget", true);
         c["apiVersion"] = json!("apiextensions.k8s.io/v1");
         c["kind"] = json!("CustomResourceDefinition");
-        c["metadata"]["name"] = json!(format!("widgets.{group}"));
+        c["metadata"]["name"] = json!(name);
         c["spec"]["group"] = json!(group);
         c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
             ["seed"] = seed;
         c
     };
-    let refused = s
-        .post(path, with_seed(json!({"type": "string", "default": null})))
-        .await?;
-    if refused.code == 201 {
-        // Do not keep it: the next step creates the same name.
-        s.delete(&format!("{path}/widgets.{group}")).await?;
-        eventually("the refused-by-Kubernetes CRD to be gone", 30, async || {
-            let r = s.get(&format!("{path}/widgets.{group}")).await?;
-            Ok((r.code == 404).then_some(()))
-        })
-        .await?;
-    }
-    s.record_known(
-        "default: null, not nullable",
-        &refused,
-        known::CRD_DEFAULT_VALIDATION,
-    );
-    let accepted = s
-        .install_crd(with_seed(
-            json!({"type": "string", "nullable": true, "default": null}),
-        ))
-        .await?;
-    s.record_known(
-        "default: null, nullable",
-        &accepted["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
-            ["properties"]["seed"],
-        known::CRD_DEFAULT_VALIDATION,
-    );
+    // Each try is removed before the next, which reuses the name.
+    let try_seed = async |seed: Value| -> Fallible<(u16, Value)> {
+        let reply = s.post(path, with_seed(seed)).await?;
+        let stored = reply.body["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
+            ["spec"]["properties"]["seed"]
+            .clone();
+        if reply.code == 201 {
+            s.delete(&format!("{path}/{name}")).await?.expect(200)?;
+            eventually("the CRD to be gone", 30, async || {
+                let r = s.get(&format!("{path}/{name}")).await?;
+                Ok((r.code == 404).then_some(()))
+            })
+            .await?;
+            Ok((reply.code, stored))
+        } else {
+            Ok((reply.code, reply.body))
+        }
+    };
+    let valid = try_seed(json!({"type": "string", "default": "x"})).await?;
+    let null = try_seed(json!({"type": "string", "default": null})).await?;
+    let empty = try_seed(json!({"type": "string", "default": ""})).await?;
+    assert_eq!(valid, (201, json!({"type": "string", "default": "x"})));
+    assert_eq!(null.0, 201);
+    s.record("default: \"x\"", &valid);
+    s.record_known("default: null", &null, known::CRD_NULL_DEFAULT);
+    s.record_known("default: \"\"", &empty, known::VERSION_CRD_EMPTY_DEFAULT);
     Ok(())
 }
