@@ -10,7 +10,8 @@ use examples::database::cloud::{CloudConfig, CloudService};
 use examples::database::{self, Database, DatabaseSpec, DbContext};
 use examples::demo::observe::Kind;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, DeleteParams, PostParams};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 
 const GOOD: &str = "CREATE TABLE t (id int); INSERT INTO t VALUES (1);";
 const BAD: &str = "CREATE TABLE t (id int); INSRT INTO t VALUES (1);";
@@ -45,7 +46,7 @@ async fn create(env: &Env, name: &str, seed: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_database_is_created_exactly_once_through_a_flaky_api() {
-    let (env, cloud) = start(0.3).await;
+    let (env, cloud) = start(0.2).await;
     let names = ["inventory", "orders", "users"];
     for name in names {
         create(&env, name, GOOD).await;
@@ -93,6 +94,18 @@ async fn each_database_is_created_exactly_once_through_a_flaky_api() {
     assert!(
         !object.contains(&password),
         "the password leaked into the Database"
+    );
+    // Nor into events (`Credentials` is `sensitive`), which do tell the story.
+    let events: Api<Event> = Api::namespaced(env.client.clone(), NS);
+    let events = events.list(&ListParams::default()).await.unwrap().items;
+    let text = serde_json::to_string(&events).unwrap();
+    assert!(
+        text.contains("Transitioned"),
+        "no transition events: {text}"
+    );
+    assert!(
+        !text.contains(&password),
+        "the password leaked into an event"
     );
 }
 

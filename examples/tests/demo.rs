@@ -95,3 +95,38 @@ fn a_demo_cut_short_exits_one() {
     assert!(stdout.contains("Timed out after 300ms"), "{stdout}");
     assert!(stdout.contains("Demo FAILED"), "{stdout}");
 }
+
+/// `--kubeconfig` wiring, against the embedded server over loopback HTTP
+/// (which, like `fsm-apiserver`, runs no controllers: `--simulate`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_operators_run_through_a_kubeconfig() {
+    let server = fsm_testkit::ApiServer::new();
+    let http = server.serve_http().await.unwrap();
+    let options = DemoOptions {
+        timeout: Duration::from_secs(60),
+        kubeconfig: Some(http.kubeconfig().to_path_buf()),
+        simulate: true,
+        namespace: "over-http".into(),
+        ..DemoOptions::default()
+    };
+    let mut out = Vec::new();
+    let report = run(&options, &mut out).await.unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(report.success(), "{text}");
+    assert!(
+        text.contains(&format!(
+            "Using the cluster of {}",
+            http.kubeconfig().display()
+        )),
+        "{text}"
+    );
+    // The objects are in the server, as the in-process client sees them.
+    let keycloaks: kube::Api<examples::mutable_jar::Keycloak> =
+        kube::Api::namespaced(server.client(), "over-http");
+    let sso = keycloaks.get("sso").await.unwrap();
+    let state = sso
+        .status
+        .and_then(|s| s.fsm)
+        .map(|f| f.state_name().map(str::to_owned));
+    assert_eq!(state, Some(Some("Done".to_owned())));
+}

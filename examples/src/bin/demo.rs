@@ -28,6 +28,11 @@ struct Args {
     /// Run the operators against this kubeconfig's cluster instead.
     #[arg(long, value_name = "PATH")]
     kubeconfig: Option<PathBuf>,
+    /// With --kubeconfig: simulate Job and Deployment controllers there too,
+    /// for an API server that runs none (fsm-apiserver); never on a real
+    /// cluster.
+    #[arg(long, requires = "kubeconfig")]
+    simulate: bool,
     /// The namespace of the demo's objects.
     #[arg(long, default_value = "fsm-demo")]
     namespace: String,
@@ -61,6 +66,7 @@ fn main() -> ExitCode {
         timeout: args.timeout,
         kubeconfig: args.kubeconfig,
         serve: args.serve,
+        simulate: args.simulate,
         namespace: args.namespace,
         live: stdout.is_terminal() && !args.plain,
         ..DemoOptions::default()

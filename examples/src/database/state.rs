@@ -40,7 +40,7 @@ use super::{Database, DbContext, DbError};
 /// put in events) and the operator keeps its records in Secrets.
 #[derive(OperatorFsm, Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[fsm(resource = Database, context = DbContext, error = DbError, on_delete = compensate)]
-#[fsm(retry(max_attempts = 8, initial = "100ms", factor = 2.0, max = "2s"))]
+#[fsm(retry(max_attempts = 10, initial = "100ms", factor = 2.0, max = "2s"))]
 pub enum DbState {
     /// Check the spec against what the cloud offers.
     #[fsm(initial, handler = validate, next(Provisioning))]
@@ -64,7 +64,7 @@ pub enum DbState {
         instance_id: String,
     },
     /// Run the seed SQL, then issue credentials.
-    #[fsm(handler = seed, retry(max_attempts = 3), next(Credentials))]
+    #[fsm(handler = seed, next(Credentials))]
     Seeding {
         /// The instance.
         instance_id: String,

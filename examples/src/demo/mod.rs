@@ -46,6 +46,10 @@ pub struct DemoOptions {
     pub serve: bool,
     /// The namespace of the demo's objects.
     pub namespace: String,
+    /// With `kubeconfig`: simulate the Job and Deployment controllers there
+    /// too (for an API server that runs none, such as `fsm-apiserver`; never
+    /// on a real cluster, whose controllers it would contradict).
+    pub simulate: bool,
     /// Redraw the progress table in place (a terminal) instead of printing
     /// a line per change.
     pub live: bool,
@@ -59,6 +63,7 @@ impl Default for DemoOptions {
             timeout: Duration::from_secs(120),
             kubeconfig: None,
             serve: false,
+            simulate: false,
             namespace: "fsm-demo".to_owned(),
             live: false,
             refresh: Duration::from_millis(250),
@@ -134,24 +139,38 @@ async fn connect(options: &DemoOptions, out: &mut impl Write) -> Result<Cluster,
             path.display(),
             config.cluster_url
         )?;
-        writeln!(
-            out,
-            "Nothing simulates workloads there: Jobs and Deployments must really run."
-        )?;
+        let client = Client::try_from(config)?;
+        let simulator = if options.simulate {
+            writeln!(
+                out,
+                "Simulating Job and Deployment controllers there (--simulate)."
+            )?;
+            Some(WorkloadSimulator::new(client.clone(), scenario::simulator_config()).spawn())
+        } else {
+            writeln!(
+                out,
+                "Jobs and Deployments must really run there (--simulate fakes them on an API server without controllers)."
+            )?;
+            None
+        };
         return Ok(Cluster {
-            client: Client::try_from(config)?,
+            client,
             _server: None,
             http: None,
-            simulator: None,
+            simulator,
         });
     }
     let server = ApiServer::new();
     let client = server.client();
+    writeln!(
+        out,
+        "Embedded API server started in-process, with simulated Job and Deployment controllers."
+    )?;
     let http = if options.serve {
         let http = server.serve_http().await?;
         writeln!(
             out,
-            "Embedded API server on {}; try:  kubectl --kubeconfig {} get keycloaks,integrations,databases -A",
+            "Serving it on {}; try:  kubectl --kubeconfig {} get keycloaks,integrations,databases -A",
             http.url(),
             http.kubeconfig().display()
         )?;
@@ -160,10 +179,6 @@ async fn connect(options: &DemoOptions, out: &mut impl Write) -> Result<Cluster,
         None
     };
     let simulator = WorkloadSimulator::new(client.clone(), scenario::simulator_config()).spawn();
-    writeln!(
-        out,
-        "Embedded API server started in-process, with simulated Job and Deployment controllers."
-    )?;
     Ok(Cluster {
         client,
         _server: Some(server),

@@ -97,8 +97,9 @@ where
     }
 }
 
-/// Waits until `name` rests in `state` (not compensating, no retry due) and
-/// the record satisfies `also`.
+/// Waits (at most 30 s) until `name` rests in `state` (not compensating, no
+/// retry due) and the record satisfies `also`; panics with the last record
+/// seen.
 pub async fn wait_for(
     client: &Client,
     kind: Kind,
@@ -106,13 +107,24 @@ pub async fn wait_for(
     state: &str,
     also: impl Fn(&StateRecord) -> bool,
 ) -> StateRecord {
-    eventually(&format!("{} {name} in {state}", kind.name()), || async {
-        let record = read_record(client, NS, kind, name).await.ok()??;
-        let rests = record.state == state
-            && !record.is_unwinding()
-            && record.next_attempt_at.is_none()
-            && also(&record);
-        rests.then_some(record)
-    })
-    .await
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut last = None;
+    loop {
+        if let Ok(Some(record)) = read_record(client, NS, kind, name).await {
+            if record.state == state
+                && !record.is_unwinding()
+                && record.next_attempt_at.is_none()
+                && also(&record)
+            {
+                return record;
+            }
+            last = Some(record);
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {} {name} in {state}; last record: {last:#?}",
+            kind.name()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
