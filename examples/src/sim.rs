@@ -206,3 +206,118 @@ impl WorkloadSimulator {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::batch::v1::JobSpec;
+    use kube::api::{ObjectMeta, PostParams};
+
+    use super::*;
+    use crate::support::{JobPhase, job_phase, rolled_out};
+    use crate::testing::{NS, server};
+
+    fn job(name: &str) -> Job {
+        Job {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(JobSpec::default()),
+            status: None,
+        }
+    }
+
+    fn instant() -> SimulatorConfig {
+        SimulatorConfig {
+            job_duration: Duration::ZERO,
+            rollout_duration: Duration::ZERO,
+            ..SimulatorConfig::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn jobs_finish_as_the_rules_say() {
+        let (_server, client) = server().await;
+        let jobs: Api<Job> = Api::namespaced(client.clone(), NS);
+        for name in ["flaky-1", "flaky-2", "stuck-1", "plain-1"] {
+            jobs.create(&PostParams::default(), &job(name))
+                .await
+                .unwrap();
+        }
+        let mut config = instant();
+        config.job_rules = vec![
+            JobRule {
+                name_prefix: "flaky-".into(),
+                outcome: JobOutcome::Fail,
+                times: 1,
+            },
+            JobRule {
+                name_prefix: "stuck-".into(),
+                outcome: JobOutcome::Hang,
+                times: 1,
+            },
+        ];
+        let mut simulator = WorkloadSimulator::new(client.clone(), config);
+        simulator.tick().await.unwrap();
+        simulator.tick().await.unwrap();
+
+        let phase = |name: &'static str| {
+            let jobs = jobs.clone();
+            async move { job_phase(&jobs.get(name).await.unwrap()) }
+        };
+        let mut flaky = [phase("flaky-1").await, phase("flaky-2").await];
+        flaky.sort_by_key(|p| format!("{p:?}"));
+        assert_eq!(
+            flaky,
+            [JobPhase::Failed, JobPhase::Succeeded],
+            "one flaky job fails"
+        );
+        assert_eq!(phase("stuck-1").await, JobPhase::Running);
+        assert_eq!(phase("plain-1").await, JobPhase::Succeeded);
+    }
+
+    #[tokio::test]
+    async fn each_new_generation_of_a_deployment_rolls_out() {
+        let (_server, client) = server().await;
+        let deployments: Api<Deployment> = Api::namespaced(client.clone(), NS);
+        let kc = crate::testing::create(
+            &client,
+            crate::mutable_jar::Keycloak::new(
+                "sso",
+                crate::mutable_jar::KeycloakSpec {
+                    image: "keycloak".into(),
+                    extensions: vec![],
+                    replicas: 2,
+                },
+            ),
+        )
+        .await;
+        let created = deployments
+            .create(
+                &PostParams::default(),
+                &crate::mutable_jar::deployment(&kc, "a"),
+            )
+            .await
+            .unwrap();
+        assert!(!rolled_out(&created));
+        let mut simulator = WorkloadSimulator::new(client.clone(), instant());
+        simulator.tick().await.unwrap();
+        let ready = deployments.get("sso").await.unwrap();
+        assert!(rolled_out(&ready), "{:?}", ready.status);
+        assert_eq!(ready.status.as_ref().unwrap().ready_replicas, Some(2));
+
+        let edit = json!({"spec": {"replicas": 3}});
+        let edited = deployments
+            .patch("sso", &PatchParams::default(), &Patch::Merge(&edit))
+            .await
+            .unwrap();
+        assert!(
+            !rolled_out(&edited),
+            "a new generation is not rolled out yet"
+        );
+        simulator.tick().await.unwrap();
+        let ready = deployments.get("sso").await.unwrap();
+        assert!(rolled_out(&ready), "{:?}", ready.status);
+        assert_eq!(ready.status.as_ref().unwrap().ready_replicas, Some(3));
+    }
+}
