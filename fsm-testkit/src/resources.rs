@@ -20,7 +20,9 @@ pub enum NameRule {
 pub struct PrinterColumn {
     /// Column header.
     pub name: String,
-    /// OpenAPI type: `string`, `integer`, `number`, `boolean` or `date`.
+    /// OpenAPI type: `string`, `integer`, `number`, `boolean` or `date`;
+    /// built-in kinds also use `count`: an integer counting the entries of
+    /// the maps or lists at `json_path` (comma-separated paths).
     pub type_: String,
     /// A simple JSONPath (`.spec.replicas`) into the object.
     pub json_path: String,
@@ -225,10 +227,13 @@ pub fn builtins() -> Vec<ResourceDef> {
     ];
     vec![
         namespace,
-        d("", "v1", "ConfigMap", "configmaps", true).short(&["cm"]),
+        d("", "v1", "ConfigMap", "configmaps", true)
+            .short(&["cm"])
+            .column("Data", "count", ".data,.binaryData"),
         d("", "v1", "Secret", "secrets", true)
             .fields(&["type"])
-            .column("Type", "string", ".type"),
+            .column("Type", "string", ".type")
+            .column("Data", "count", ".data"),
         service,
         d("", "v1", "Pod", "pods", true)
             .returns_deleted()

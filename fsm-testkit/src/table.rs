@@ -55,8 +55,13 @@ pub fn render(
         "description": "Name must be unique within a namespace.", "priority": 0
     })];
     for c in &def.printer_columns {
+        let type_ = if c.type_ == "count" {
+            "integer"
+        } else {
+            &c.type_
+        };
         columns.push(json!({
-            "name": c.name, "type": c.type_, "format": "", "description": "", "priority": 0
+            "name": c.name, "type": type_, "format": "", "description": "", "priority": 0
         }));
     }
     if def.age_column {
@@ -71,11 +76,12 @@ pub fn render(
         .map(|o| {
             let mut cells = vec![o["metadata"]["name"].clone()];
             for c in &def.printer_columns {
-                let v = lookup(o, &c.json_path);
-                cells.push(if c.type_ == "date" {
-                    v.as_str().map_or(Value::Null, |t| json!(age(t, now)))
-                } else {
-                    v
+                cells.push(match c.type_.as_str() {
+                    "date" => lookup(o, &c.json_path)
+                        .as_str()
+                        .map_or(Value::Null, |t| json!(age(t, now))),
+                    "count" => json!(count(o, &c.json_path)),
+                    _ => lookup(o, &c.json_path),
                 });
             }
             if def.age_column {
@@ -142,6 +148,19 @@ pub fn lookup(object: &Value, path: &str) -> Value {
     cur.clone()
 }
 
+/// The number of entries of the maps or lists at the comma-separated `paths`.
+#[must_use]
+pub fn count(object: &Value, paths: &str) -> usize {
+    paths
+        .split(',')
+        .map(|p| match lookup(object, p.trim()) {
+            Value::Object(m) => m.len(),
+            Value::Array(a) => a.len(),
+            _ => 0,
+        })
+        .sum()
+}
+
 /// A Kubernetes-style short age (`45s`, `5m`, `3h`, `2d`) of an RFC 3339 time.
 #[must_use]
 pub fn age(created: &str, now: jiff::Timestamp) -> String {
@@ -192,6 +211,20 @@ mod tests {
         assert_eq!(t["rows"][0]["cells"], json!(["web", 1, 3, "5m"]));
         assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
         assert_eq!(t["metadata"]["resourceVersion"], "9");
+    }
+
+    #[test]
+    fn configmaps_count_their_data() {
+        let r = Registry::with_builtins();
+        let def = r.get("", "v1", "configmaps").unwrap();
+        let now = jiff::Timestamp::from_second(1_000_000).unwrap();
+        let o = json!({"metadata": {"name": "c", "creationTimestamp": "1970-01-12T13:46:40Z"},
+                       "data": {"a": "1", "b": "2"}, "binaryData": {"c": "AA=="}});
+        let t = render(&def, &[o], None, IncludeObject::None, now);
+        assert_eq!(t["columnDefinitions"][1]["name"], "Data");
+        assert_eq!(t["columnDefinitions"][1]["type"], "integer");
+        assert_eq!(t["rows"][0]["cells"], json!(["c", 3, "0s"]));
+        assert!(t["rows"][0].get("object").is_none());
     }
 
     #[test]

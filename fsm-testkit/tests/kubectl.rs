@@ -322,10 +322,10 @@ async fn get_watch_prints_changes_until_killed() {
     child.kill().await.unwrap();
     assert_eq!(
         table(&printed[0].clone())[0],
-        ["NAME", "AGE"],
+        ["NAME", "DATA", "AGE"],
         "{printed:?}"
     );
-    assert_eq!(table(printed.last().unwrap())[0][0], "watched");
+    assert_eq!(table(printed.last().unwrap())[0][..2], ["watched", "0"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
