@@ -32,9 +32,16 @@
 //!   server-side apply answer `415` (so `kubectl apply` of a changed
 //!   built-in object, which uses strategic merge, fails; custom resources
 //!   re-apply fine).
-//! - No schema validation or pruning, no conversion between versions, no
-//!   garbage collection of owned objects, no controllers (Deployments never
-//!   become ready), no authentication.
+//! - No schema validation or pruning (`fieldValidation=Strict` is accepted
+//!   but unknown fields are kept), no conversion between versions, no
+//!   garbage collection of owned objects (`propagationPolicy` is ignored),
+//!   no workload controllers (Deployments never become ready), no
+//!   authentication.
+//! - The only controllers are the namespace controller (a deleted namespace
+//!   is `Terminating`, then emptied and removed right after the response)
+//!   and the CRD controller (a CRD is established at once; deleting it
+//!   deletes its objects at once).
+//! - Pods are deleted without a grace period (no kubelet).
 //! - Core `v1` and `events.k8s.io/v1` Events are stored separately.
 //!
 //! ```no_run
