@@ -103,6 +103,9 @@ pub struct Ledger {
     pub deleted: Vec<String>,
     /// Calls answered with an injected failure.
     pub injected_failures: u32,
+    /// Creates that succeeded but answered `500`: the caller paid without
+    /// hearing of it.
+    pub lost_answers: u32,
 }
 
 impl Ledger {
@@ -279,6 +282,7 @@ async fn create(State(shared): State<Shared>, Json(body): Json<CreateInstance>) 
     );
     if failure == Some(false) {
         // Created and charged, but the caller never hears of it.
+        inner.ledger.lost_answers += 1;
         return error(StatusCode::INTERNAL_SERVER_ERROR, "connection reset");
     }
     (StatusCode::CREATED, Json(instance)).into_response()

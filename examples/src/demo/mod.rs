@@ -290,10 +290,11 @@ pub async fn run(options: &DemoOptions, out: &mut impl Write) -> Result<DemoRepo
     writeln!(out)?;
     writeln!(
         out,
-        "Cloud API ledger: {} instance(s) created, {} deleted, {} injected failures survived.",
+        "Cloud API ledger: {} instance(s) created, {} deleted; {} injected failures survived, {} of them creates whose answer was lost.",
         ledger.charges.len(),
         ledger.deleted.len(),
-        ledger.injected_failures
+        ledger.injected_failures,
+        ledger.lost_answers
     )?;
     for t in tracked.iter().filter(|t| t.kind == observe::Kind::Database) {
         writeln!(
