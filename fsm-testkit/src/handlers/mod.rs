@@ -1,10 +1,11 @@
 //! HTTP: the request pipeline from an axum request to a response.
 //!
-//! Every request goes through [`handle`]: the path is parsed into a
-//! [`route::Route`], the verb decided, the request served by the module for
-//! its kind (discovery here, objects in [`objects`]), and the outcome
-//! recorded in the request log. Faults and admission steps added later slot
-//! in between the parse and the serve.
+//! Every request goes through one handler: the path is parsed into a
+//! [`route::Route`], the request described ([`describe`]: verb, resource,
+//! namespace, name), served by the module for its kind (discovery here,
+//! objects in [`objects`]), and recorded with its outcome in the request
+//! log. Steps that act on the description alone (fault injection, latency)
+//! slot in between the description and the serve.
 
 pub mod objects;
 pub mod route;
