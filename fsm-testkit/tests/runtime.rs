@@ -181,6 +181,32 @@ async fn watcher_and_reflector_follow_changes() {
 }
 
 #[tokio::test]
+async fn watcher_with_streaming_lists() {
+    let server = ApiServer::new();
+    let cms: Api<ConfigMap> = Api::default_namespaced(server.client());
+    cms.create(&PostParams::default(), &cm("early"))
+        .await
+        .unwrap();
+    let mut stream = watcher(cms.clone(), watcher::Config::default().streaming_lists())
+        .applied_objects()
+        .boxed();
+    assert_eq!(
+        within(5, stream.next()).await.unwrap().unwrap().name_any(),
+        "early"
+    );
+    cms.create(&PostParams::default(), &cm("late"))
+        .await
+        .unwrap();
+    assert_eq!(
+        within(5, stream.next()).await.unwrap().unwrap().name_any(),
+        "late"
+    );
+    // The initial state came from the watch itself: no list request.
+    assert_eq!(server.request_log().count("list", "configmaps"), 0);
+    assert!(server.request_log().count("watch", "configmaps") >= 1);
+}
+
+#[tokio::test]
 async fn watcher_over_http() {
     let server = ApiServer::new();
     let http = server.serve_http().await.unwrap();
