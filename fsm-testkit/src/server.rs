@@ -190,9 +190,21 @@ impl ApiServer {
             ),
         };
         kubeconfig::write(&path, addr, "default").map_err(ServeError::Kubeconfig)?;
-        let router = self.router();
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let router = self
+            .router()
+            .layer(axum::middleware::map_response(end_watches_on(
+                stopped.clone(),
+            )));
+        let mut serve_stopped = stopped;
         let task = tokio::spawn(async move {
-            if let Err(e) = axum::serve(listener, router).await {
+            let shutdown = async move {
+                let _ = serve_stopped.wait_for(|s| *s).await;
+            };
+            if let Err(e) = axum::serve(listener, router)
+                .with_graceful_shutdown(shutdown)
+                .await
+            {
                 tracing::error!(error = %e, "HTTP server stopped");
             }
         });
@@ -201,6 +213,7 @@ impl ApiServer {
             addr,
             kubeconfig: path,
             temporary,
+            stop,
             task,
         })
     }
@@ -223,13 +236,43 @@ pub enum ServeError {
     Client(#[source] kube::Error),
 }
 
-/// A running HTTP listener; stops listening when dropped.
+/// A running HTTP listener. Dropping it stops listening, ends the watches
+/// it serves and closes its connections; the [`ApiServer`] and its state
+/// live on.
 #[derive(Debug)]
 pub struct HttpServer {
     addr: SocketAddr,
     kubeconfig: PathBuf,
     temporary: bool,
+    stop: tokio::sync::watch::Sender<bool>,
     task: JoinHandle<()>,
+}
+
+/// A response mapper that ends watch streams when `stopped` turns true, so
+/// that dropping an [`HttpServer`] closes its watches as a server going
+/// away would.
+fn end_watches_on(
+    stopped: tokio::sync::watch::Receiver<bool>,
+) -> impl Fn(axum::response::Response) -> std::future::Ready<axum::response::Response> + Clone {
+    move |response: axum::response::Response| {
+        if response
+            .extensions()
+            .get::<handlers::objects::WatchResponse>()
+            .is_none()
+        {
+            return std::future::ready(response);
+        }
+        let mut stopped = stopped.clone();
+        let (parts, body) = response.into_parts();
+        let until_stopped = async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        };
+        let stream = futures::StreamExt::take_until(body.into_data_stream(), until_stopped);
+        std::future::ready(axum::response::Response::from_parts(
+            parts,
+            axum::body::Body::from_stream(stream),
+        ))
+    }
 }
 
 impl HttpServer {
@@ -268,7 +311,11 @@ impl HttpServer {
 
 impl Drop for HttpServer {
     fn drop(&mut self) {
-        self.task.abort();
+        // Ends open watches and stops accepting; connections then close.
+        let _ = self.stop.send(true);
+        if self.task.is_finished() {
+            tracing::debug!("HTTP listener already stopped");
+        }
         if self.temporary {
             // The directory was created for this listener alone.
             if let Some(dir) = self.kubeconfig.parent() {

@@ -207,6 +207,36 @@ async fn watcher_with_streaming_lists() {
 }
 
 #[tokio::test]
+async fn dropping_the_listener_ends_its_watches() {
+    let server = ApiServer::new();
+    let http = server.serve_http().await.unwrap();
+    let cms: Api<ConfigMap> = Api::default_namespaced(http.kube_client().await.unwrap());
+    let mut stream = cms
+        .watch(&WatchParams::default().timeout(290), "0")
+        .await
+        .unwrap()
+        .boxed();
+    cms.create(&PostParams::default(), &cm("seen"))
+        .await
+        .unwrap();
+    assert!(matches!(
+        within(5, stream.next()).await,
+        Some(Ok(WatchEvent::Added(_)))
+    ));
+    drop(http);
+    if let Some(Ok(e)) = within(5, stream.next()).await {
+        panic!("no event after the listener is gone: {e:?}");
+    }
+    assert!(
+        within(5, cms.get("seen")).await.is_err(),
+        "nothing listens any more"
+    );
+    // The server itself lives on.
+    let local: Api<ConfigMap> = Api::default_namespaced(server.client());
+    assert!(local.get("seen").await.is_ok());
+}
+
+#[tokio::test]
 async fn watcher_over_http() {
     let server = ApiServer::new();
     let http = server.serve_http().await.unwrap();

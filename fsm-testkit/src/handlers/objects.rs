@@ -21,6 +21,11 @@ use crate::status::{self, ApiError, Subject};
 use crate::table::{self, IncludeObject};
 use crate::watch::{Watch, WatchRequest};
 
+/// Marks the response of a watch (a long-lived stream), so that a listener
+/// going away can end it.
+#[derive(Debug, Clone, Copy)]
+pub struct WatchResponse;
+
 /// The largest request body accepted (the real server's limit is 3 MiB).
 const MAX_BODY: usize = 3 * 1024 * 1024;
 
@@ -305,12 +310,14 @@ pub async fn handle(
                 table,
             };
             let watch = Watch::start(&shared.cluster(), req)?;
-            Ok((
+            let mut response = (
                 StatusCode::OK,
                 [(header::CONTENT_TYPE, "application/json")],
                 Body::from_stream(watch.into_stream()),
             )
-                .into_response())
+                .into_response();
+            response.extensions_mut().insert(WatchResponse);
+            Ok(response)
         }
         Verb::Create => {
             let obj = read_object(parts, body).await?;
