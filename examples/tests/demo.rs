@@ -32,6 +32,20 @@ async fn every_object_rests_in_its_expected_state() {
     }
     // analytics was compensated: its instance is gone.
     assert_eq!(report.ledger.deleted.len(), 1, "{text}");
+    // Act two: sso's drift was repaired, billing rebuilt for its new routes.
+    let moved = |name: &str, from: &str, to: &str| {
+        let view = report
+            .views
+            .iter()
+            .find(|v| v.tracked.name == name)
+            .unwrap();
+        view.history()
+            .iter()
+            .any(|h| h.from.as_deref() == Some(from) && h.to == to)
+    };
+    assert!(moved("sso", "Done", "Unknown"), "{text}");
+    assert!(moved("billing", "Running", "Initialization"), "{text}");
+    assert!(text.contains("Change: deployment/sso"), "{text}");
     // orders' first kit build failed and was retried.
     let orders = report
         .views
@@ -39,6 +53,12 @@ async fn every_object_rests_in_its_expected_state() {
         .find(|v| v.tracked.name == "orders")
         .unwrap();
     assert_eq!(orders.state(), "Running");
+    assert!(
+        text.contains(
+            "integration/orders     BuildingKit · attempt 2 · last error: kit build orders-kit-"
+        ),
+        "{text}"
+    );
     assert!(report.elapsed < Duration::from_secs(60));
 }
 

@@ -234,6 +234,46 @@ fn settled(views: &[ObjectView]) -> bool {
     })
 }
 
+fn report_success(views: &[ObjectView]) -> bool {
+    views.iter().all(ObjectView::at_rest_as_expected)
+}
+
+/// What following the objects needs.
+struct FollowArgs<'a> {
+    client: &'a Client,
+    namespace: &'a str,
+    tracked: &'a [observe::Tracked],
+    refresh: Duration,
+    started: Instant,
+    deadline: Instant,
+}
+
+impl FollowArgs<'_> {
+    /// Shows progress until every object rests, and each object of
+    /// `baseline` (index, transitions) has moved since, or the deadline.
+    async fn until_settled(
+        &self,
+        out: &mut impl Write,
+        progress: &mut Progress,
+        baseline: &[(usize, u64)],
+    ) -> Result<Vec<ObjectView>, DemoError> {
+        loop {
+            let views = observe(self.client, self.namespace, self.tracked).await?;
+            progress.update(out, &views, self.started.elapsed(), jiff::Timestamp::now())?;
+            let moved = baseline.iter().all(|&(i, transitions)| {
+                views[i]
+                    .record
+                    .as_ref()
+                    .is_some_and(|r| r.transitions > transitions)
+            });
+            if (moved && settled(&views)) || Instant::now() >= self.deadline {
+                return Ok(views);
+            }
+            tokio::time::sleep(self.refresh).await;
+        }
+    }
+}
+
 /// Runs the demo, writing progress and the summary to `out`.
 ///
 /// # Errors
@@ -268,16 +308,37 @@ pub async fn run(options: &DemoOptions, out: &mut impl Write) -> Result<DemoRepo
 
     let mut progress = Progress::new(options.live, Duration::from_secs(5));
     let deadline = started + options.timeout;
-    let views = loop {
-        let views = observe(&client, &options.namespace, &tracked).await?;
-        progress.update(out, &views, started.elapsed(), jiff::Timestamp::now())?;
-        if settled(&views) || Instant::now() >= deadline {
-            break views;
-        }
-        tokio::time::sleep(options.refresh).await;
+    let follow = FollowArgs {
+        client: &client,
+        namespace: &options.namespace,
+        tracked: &tracked,
+        refresh: options.refresh,
+        started,
+        deadline,
     };
+    let mut views = follow.until_settled(out, &mut progress, &[]).await?;
+
+    // Act two: someone edits things behind the operators' backs.
+    if report_success(&views) {
+        let baseline: Vec<(usize, u64)> = scenario::CHANGED
+            .iter()
+            .filter_map(|(kind, name)| {
+                let i = views
+                    .iter()
+                    .position(|v| v.tracked.kind == *kind && v.tracked.name == *name)?;
+                Some((i, views[i].record.as_ref()?.transitions))
+            })
+            .collect();
+        progress.detach();
+        writeln!(out)?;
+        for line in scenario::make_changes(&client, &options.namespace).await? {
+            writeln!(out, "Change: {line}")?;
+        }
+        writeln!(out)?;
+        views = follow.until_settled(out, &mut progress, &baseline).await?;
+    }
     let elapsed = started.elapsed();
-    if !settled(&views) {
+    if Instant::now() >= deadline {
         writeln!(
             out,
             "\nTimed out after {} with objects still at work.",

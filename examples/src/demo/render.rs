@@ -46,6 +46,12 @@ impl Progress {
         }
     }
 
+    /// Forgets the table drawn last, so that text written after it stays
+    /// and the next table is drawn below.
+    pub fn detach(&mut self) {
+        self.drawn = 0;
+    }
+
     /// Shows `views` at `elapsed` since the start (`now` on the cluster's
     /// clock).
     ///

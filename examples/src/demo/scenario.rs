@@ -1,9 +1,11 @@
 //! The objects the demo creates, what each demonstrates, and where each
 //! must come to rest.
 
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
-use kube::api::{Api, ObjectMeta};
+use kube::api::{Api, ObjectMeta, Patch, PatchParams};
+use serde_json::json;
 
 use super::observe::{Kind, Tracked};
 use crate::database::{Database, DatabaseSpec};
@@ -25,7 +27,7 @@ pub fn tracked() -> Vec<Tracked> {
             Kind::Keycloak,
             "sso",
             "Done",
-            "image augmented by a build Job, then rolled out",
+            "image augmented by a build Job, rolled out; drift repaired without a rebuild",
         ),
         t(
             Kind::Integration,
@@ -37,7 +39,7 @@ pub fn tracked() -> Vec<Tracked> {
             Kind::Integration,
             "billing",
             "Running",
-            "kit built and deployed first time",
+            "kit built and deployed; new routes, new digest: rebuilt",
         ),
         t(
             Kind::Database,
@@ -163,4 +165,33 @@ pub async fn create_objects(client: &Client, namespace: &str) -> Result<(), kube
     )
     .await?;
     Ok(())
+}
+
+/// The objects the second act changes: they must move again.
+pub const CHANGED: [(Kind, &str); 2] = [(Kind::Keycloak, "sso"), (Kind::Integration, "billing")];
+
+/// The second act: someone sets the stock image on the Keycloak Deployment
+/// (drift, repaired from `Done`), and billing's routes change (a new kit
+/// digest: a rebuild). Returns what was done, for the log.
+///
+/// # Errors
+/// The API's error.
+pub async fn make_changes(client: &Client, namespace: &str) -> Result<Vec<String>, kube::Error> {
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+    let drift = json!({"spec": {"template": {"spec": {"containers": [
+        {"name": "keycloak", "image": "quay.io/keycloak/keycloak:26.0"}]}}}});
+    deployments
+        .patch("sso", &PatchParams::default(), &Patch::Merge(&drift))
+        .await?;
+    let integrations: Api<Integration> = Api::namespaced(client.clone(), namespace);
+    let routes = json!({"spec": {"source":
+        "- from:\n    uri: timer:invoices?period=30000\n    steps:\n      - to: http:billing.internal/run\n      - to: log:billing\n"}});
+    integrations
+        .patch("billing", &PatchParams::default(), &Patch::Merge(&routes))
+        .await?;
+    Ok(vec![
+        "deployment/sso set back to the stock image quay.io/keycloak/keycloak:26.0 (drift)"
+            .to_owned(),
+        "integration/billing routes edited (new kit digest: rebuild)".to_owned(),
+    ])
 }
