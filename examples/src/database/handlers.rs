@@ -185,16 +185,26 @@ pub(super) async fn publish_credentials(
 }
 
 /// `Ready`: provision again if the instance disappeared.
+///
+/// A cloud API that cannot answer right now is not a reason to leave
+/// `Ready`: were it a handler error, an outage longer than the retries
+/// would fail the workflow and compensate, deleting a healthy database. The
+/// handler looks again after the poll interval instead.
 pub(super) async fn check_instance(
     cx: &mut Step<'_, DbState>,
     instance_id: &str,
 ) -> Result<Transition<DbState>> {
-    Ok(match cx.context().cloud.get(instance_id).await? {
-        Some(_) => Transition::stay(),
-        None => {
+    Ok(match cx.context().cloud.get(instance_id).await {
+        Ok(Some(_)) => Transition::stay(),
+        Ok(None) => {
             tracing::warn!(instance = %instance_id, "the instance disappeared; provisioning again");
             Transition::next(DbState::Pending)
         }
+        Err(e) if e.is_retryable() => {
+            tracing::warn!(instance = %instance_id, error = %e, "cannot check the instance; looking again later");
+            Transition::stay()
+        }
+        Err(e) => return Err(e.into()),
     })
 }
 
@@ -405,6 +415,23 @@ mod tests {
             "{out:?}"
         );
         assert!(cloud.ledger().charges.is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_api_does_not_take_a_ready_database_down() {
+        let (_server, client) = server().await;
+        let db = database(&client, "inventory", GOOD_SEED).await;
+        let mut gone = ctx(&client, &cloud(0.0, None).await);
+        // Nothing listens there any more.
+        gone.cloud = crate::database::CloudClient::new("http://127.0.0.1:1");
+        let out = Harness::<DbState>::new(db, gone)
+            .in_state(DbState::Ready {
+                instance_id: "db-1".into(),
+            })
+            .run_handler()
+            .await
+            .unwrap();
+        assert_eq!(out, Transition::stay());
     }
 
     #[test]

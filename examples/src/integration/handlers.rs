@@ -121,10 +121,16 @@ pub(super) async fn monitor(
     let api: Api<Deployment> =
         Api::namespaced(cx.context().client.clone(), &namespace(integration)?);
     let image = kit_image(digest);
-    let healthy = api
-        .get_opt(&integration.name_any())
-        .await?
-        .is_some_and(|d| first_image(&d) == Some(image.as_str()));
+    // An API that cannot answer is no reason to fail a running
+    // integration: look again later.
+    let found = match api.get_opt(&integration.name_any()).await {
+        Ok(found) => found,
+        Err(e) => {
+            tracing::warn!(integration = %integration.name_any(), error = %e, "cannot check the deployment; looking again later");
+            return Ok(Transition::stay());
+        }
+    };
+    let healthy = found.is_some_and(|d| first_image(&d) == Some(image.as_str()));
     Ok(if healthy {
         Transition::stay()
     } else {

@@ -113,7 +113,16 @@ pub(super) async fn check_drift(
 ) -> Result<Transition<JarState>> {
     let keycloak = cx.resource();
     let api: Api<Deployment> = Api::namespaced(cx.context().client.clone(), &namespace(keycloak)?);
-    let drifted = match api.get_opt(&keycloak.name_any()).await? {
+    // An API that cannot answer is no drift, and no reason to fail a
+    // healthy Keycloak: look again later.
+    let found = match api.get_opt(&keycloak.name_any()).await {
+        Ok(found) => found,
+        Err(e) => {
+            tracing::warn!(keycloak = %keycloak.name_any(), error = %e, "cannot check for drift; looking again later");
+            return Ok(Transition::stay());
+        }
+    };
+    let drifted = match found {
         None => true,
         Some(current) => running_image(&current) != Some(image),
     };
