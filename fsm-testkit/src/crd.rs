@@ -152,6 +152,17 @@ pub fn definitions(crd: &Value) -> Result<(Vec<ResourceDef>, String), Vec<Cause>
 /// Fills the defaults the real server writes into a CRD's spec
 /// (`names.singular`, `names.listKind`, `conversion`).
 pub fn default_spec(crd: &mut Value) {
+    if let Some(versions) = crd
+        .get_mut("spec")
+        .and_then(|s| s.get_mut("versions"))
+        .and_then(Value::as_array_mut)
+    {
+        for v in versions {
+            if let Some(schema) = v.get_mut("schema") {
+                drop_null_defaults(schema);
+            }
+        }
+    }
     let Some(spec) = crd.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };
@@ -170,6 +181,20 @@ pub fn default_spec(crd: &mut Value) {
     }
     spec.entry("conversion")
         .or_insert_with(|| json!({"strategy": "None"}));
+}
+
+/// `default: null` in a schema is dropped (Go cannot tell it from no default).
+fn drop_null_defaults(schema: &mut Value) {
+    match schema {
+        Value::Object(m) => {
+            if m.get("default").is_some_and(Value::is_null) {
+                m.remove("default");
+            }
+            m.values_mut().for_each(drop_null_defaults);
+        }
+        Value::Array(a) => a.iter_mut().for_each(drop_null_defaults),
+        _ => {}
+    }
 }
 
 /// Sets the status the CRD controllers write once names are accepted:
@@ -275,8 +300,14 @@ mod tests {
     #[test]
     fn status_is_established_and_keeps_history() {
         let mut c = crd();
+        c["spec"]["versions"][0]["schema"] = json!({"openAPIV3Schema": {"type": "object",
+            "properties": {"a": {"type": "string", "default": null},
+                           "b": {"type": "string", "default": "x"}}}});
         default_spec(&mut c);
         assert_eq!(c["spec"]["names"]["listKind"], "WidgetList");
+        let props = &c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"];
+        assert!(props["a"].get("default").is_none());
+        assert_eq!(props["b"]["default"], "x");
         set_status(&mut c, "v1", "2026-01-01T00:00:00Z");
         set_status(&mut c, "v2", "2027-01-01T00:00:00Z");
         let conds = c["status"]["conditions"].as_array().unwrap();

@@ -38,7 +38,8 @@
 //!   no workload controllers (Deployments never become ready), no
 //!   authentication.
 //! - The only controllers are the namespace controller (a deleted namespace
-//!   is `Terminating`, then emptied and removed right after the response)
+//!   is `Terminating`, refusing new content, then emptied and removed after
+//!   [`ServerConfig::namespace_controller_delay`])
 //!   and the CRD controller (a CRD is established at once; deleting it
 //!   deletes its objects at once).
 //! - Pods are deleted without a grace period (no kubelet).

@@ -29,6 +29,10 @@ pub struct ServerConfig {
     pub request_log_size: usize,
     /// Seed of uids and generated names (fixed seeds give reproducible names).
     pub seed: u64,
+    /// How long after a namespace is deleted the namespace controller
+    /// empties and removes it (meanwhile it is `Terminating` and refuses new
+    /// content, as on a real cluster).
+    pub namespace_controller_delay: Duration,
 }
 
 impl Default for ServerConfig {
@@ -40,6 +44,7 @@ impl Default for ServerConfig {
             default_watch_timeout: Duration::from_secs(1800),
             request_log_size: 10_000,
             seed: jiff::Timestamp::now().as_nanosecond().unsigned_abs() as u64,
+            namespace_controller_delay: Duration::from_millis(500),
         }
     }
 }

@@ -100,7 +100,7 @@ pub enum ApiError {
     #[error("Operation cannot be fulfilled on {} {:?}: {}", .0.qualified(), .0.name, .1)]
     Conflict(Subject, String),
     /// 422: the object fails validation (`details.kind` is the kind).
-    #[error("{} {:?} is invalid: {}", .0.kind, .0.name, causes_text(.1))]
+    #[error("{} {:?} is invalid: {}", .0.qualified(), .0.name, causes_text(.1))]
     Invalid(Subject, Vec<Cause>),
     /// 400: the request itself is malformed.
     #[error("{0}")]
@@ -269,6 +269,19 @@ mod tests {
         );
         assert_eq!(s["details"]["causes"][0]["field"], "metadata.name");
         assert!(s["details"].get("group").is_none());
+    }
+
+    #[test]
+    fn invalid_names_the_kind_with_its_group() {
+        let e = ApiError::Invalid(
+            Subject::new("example.com", "Widget", "held"),
+            vec![Cause::forbidden("metadata.finalizers", "no")],
+        );
+        assert!(
+            e.to_string()
+                .starts_with(r#"Widget.example.com "held" is invalid"#)
+        );
+        assert_eq!(e.to_status()["details"]["kind"], "Widget");
     }
 
     #[test]

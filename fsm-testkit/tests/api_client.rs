@@ -623,6 +623,21 @@ async fn namespaces_take_their_objects_with_them() {
         terminating.status.unwrap().phase.as_deref(),
         Some("Terminating")
     );
+    assert_eq!(terminating.metadata.deletion_grace_period_seconds, None);
+    // Until the namespace controller has run, new content is refused.
+    let e = status(
+        cms.create(&PostParams::default(), &cm("late", &[]))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((e.code, e.reason.as_str()), (403, "Forbidden"));
+    assert!(
+        e.message.contains(
+            "unable to create new content in namespace team because it is being terminated"
+        ),
+        "{}",
+        e.message
+    );
     within(5, async {
         while nss.get_opt("team").await.unwrap().is_some() {
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;

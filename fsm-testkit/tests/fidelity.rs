@@ -213,6 +213,21 @@ async fn list_shapes() {
         "unknowable under a selector"
     );
 
+    let deleted = raw(
+        &server,
+        "DELETE",
+        "/api/v1/namespaces/default/configmaps?labelSelector=x",
+    )
+    .await
+    .unwrap();
+    assert_eq!(deleted["kind"], "ConfigMapList");
+    assert_eq!(deleted["items"].as_array().unwrap().len(), 0);
+    let deleted = raw(&server, "DELETE", "/api/v1/namespaces/default/configmaps")
+        .await
+        .unwrap();
+    assert_eq!(deleted["items"].as_array().unwrap().len(), 3);
+    assert!(deleted["items"][0].get("kind").is_none(), "{deleted}");
+
     install::<Widget>(&client).await;
     let widgets: Api<Widget> = Api::default_namespaced(client);
     widgets

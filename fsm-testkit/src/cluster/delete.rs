@@ -84,7 +84,7 @@ impl Cluster {
             for item in items {
                 let (ns, name) = (str_at(item, "namespace"), str_at(item, "name"));
                 match self.delete(def, ns, name, opts, now) {
-                    Ok((obj, _)) => deleted.push(obj),
+                    Ok((obj, _)) => deleted.push(super::list_item(def, &obj)),
                     Err(ApiError::NotFound(_)) => {}
                     Err(e) => return Err(e),
                 }
@@ -117,7 +117,9 @@ impl Cluster {
         }
         let mut marked = current.clone();
         marked["metadata"]["deletionTimestamp"] = json!(timestamp(now));
-        marked["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+        if !is_namespace {
+            marked["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+        }
         if def.generation {
             let g = marked["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
             marked["metadata"]["generation"] = json!(g);

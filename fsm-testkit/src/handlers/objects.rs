@@ -179,12 +179,12 @@ async fn read_object(parts: &Parts, body: Body) -> Result<Value, ApiError> {
     })
 }
 
-/// Runs the namespace controller soon, after the current response, as the
-/// real one empties a terminating namespace asynchronously.
+/// Runs the namespace controller after the configured delay, as the real
+/// one empties a terminating namespace asynchronously.
 fn run_namespace_controller(shared: &Arc<Shared>) {
     let shared = shared.clone();
     tokio::spawn(async move {
-        tokio::task::yield_now().await;
+        tokio::time::sleep(shared.config.namespace_controller_delay).await;
         let removed = shared.cluster().finalize_namespaces(jiff::Timestamp::now());
         tracing::debug!(?removed, "namespace controller ran");
     });
