@@ -6,12 +6,17 @@ use kube::runtime::events::{Event, EventType};
 
 /// The event for an effect, or `None` for effects not worth an event.
 /// Notes carry state names and error messages, never state data.
+///
+/// kube's `Recorder` folds events with the same type, reason and action
+/// into one series (keeping the first note), so the action names the state
+/// the event is about: `Enter Ready`, `Retry Seeding`, … Repeats of the same
+/// thing still fold; different transitions stay apart.
 pub fn for_effect(effect: &Effect) -> Option<Event> {
     let (type_, reason, action, note) = match effect {
         Effect::Entered { from, to, reason } => (
             EventType::Normal,
             "Transitioned",
-            "Transition",
+            format!("Enter {to}"),
             match (from, reason) {
                 (Some(from), Some(why)) => format!("{from} → {to}: {why}"),
                 (Some(from), None) => format!("{from} → {to}"),
@@ -26,55 +31,55 @@ pub fn for_effect(effect: &Effect) -> Option<Event> {
         } => (
             EventType::Warning,
             "HandlerFailed",
-            "Retry",
+            format!("Retry {state}"),
             format!("{state}: attempt {attempt} failed ({error}); retrying in {delay:?}"),
         ),
         Effect::RetriesExhausted { state, error } => (
             EventType::Warning,
             "RetriesExhausted",
-            "Retry",
+            format!("Retry {state}"),
             format!("{state}: retries exhausted: {error}"),
         ),
         Effect::Failed { state, reason } => (
             EventType::Warning,
             "Failed",
-            "Fail",
+            format!("Fail {state}"),
             format!("{state}: {reason}"),
         ),
         Effect::TimedOut { state } => (
             EventType::Warning,
             "TimedOut",
-            "Timeout",
+            format!("Timeout {state}"),
             format!("{state} timed out"),
         ),
         Effect::UndeclaredTransition { from, to } => (
             EventType::Warning,
             "UndeclaredTransition",
-            "Transition",
+            format!("Enter {to}"),
             format!("the handler of {from} asked for {to}, which {from} does not declare"),
         ),
         Effect::CompensationStarted { reason } => (
             EventType::Warning,
             "Compensating",
-            "Compensate",
+            "Compensate".to_owned(),
             format!("compensating: {reason}"),
         ),
         Effect::Compensated { state } => (
             EventType::Normal,
             "Compensated",
-            "Compensate",
+            format!("Compensate {state}"),
             format!("compensated {state}"),
         ),
         Effect::CompensationFailed { step, error } => (
             EventType::Warning,
             "CompensationFailed",
-            "Compensate",
+            format!("Compensate {step}"),
             format!("compensation of {step} failed for good: {error}"),
         ),
         Effect::CompensationFinished { failures } => (
             EventType::Normal,
             "CompensationFinished",
-            "Compensate",
+            "Compensate".to_owned(),
             format!("compensation finished with {failures} failed step(s)"),
         ),
         Effect::SpecChanged { .. } | Effect::Checkpointed { .. } | Effect::Released => return None,
@@ -83,7 +88,7 @@ pub fn for_effect(effect: &Effect) -> Option<Event> {
         type_,
         reason: reason.to_owned(),
         note: Some(truncate(note)),
-        action: action.to_owned(),
+        action,
         secondary: None,
     })
 }
@@ -129,6 +134,7 @@ mod tests {
         .unwrap();
         assert_eq!(entered.type_, EventType::Normal);
         assert_eq!(entered.note.as_deref(), Some("A → B"));
+        assert_eq!(entered.action, "Enter B");
         let timed_out = for_effect(&Effect::TimedOut { state: "A".into() }).unwrap();
         assert_eq!(timed_out.type_, EventType::Warning);
         assert!(for_effect(&Effect::Released).is_none());

@@ -82,6 +82,27 @@ async fn a_workflow_completes_with_one_write_per_transition() {
         cms.get("w1-config").await.unwrap().data.unwrap()["color"],
         "blue"
     );
+    // One event per transition, each with its own note.
+    let events: Api<k8s_openapi::api::events::v1::Event> =
+        Api::namespaced(client.clone(), "default");
+    let mut notes: Vec<String> = events
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("Transitioned"))
+        .filter_map(|e| e.note)
+        .collect();
+    notes.sort();
+    assert_eq!(
+        notes,
+        [
+            "Configuring → Ready",
+            "Pending → Configuring",
+            "started in Pending"
+        ]
+    );
     // The finalizer is there because the machine has a cleanup.
     assert!(
         widget
