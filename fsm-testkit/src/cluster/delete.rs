@@ -62,7 +62,8 @@ impl Cluster {
         if opts.dry_run {
             return Ok((present(def, &current), finalizers(&current).is_empty()));
         }
-        Ok(self.delete_object(def, ns, name, &current, now))
+        let policy = opts.propagation.unwrap_or_default();
+        Ok(self.delete_with_policy(def, ns, name, &current, policy, now))
     }
 
     /// Deletes every object of `def` in `ns` matching `q`; returns the list
@@ -230,6 +231,7 @@ impl Cluster {
             .store
             .remove(&gr, ns, name, last.clone())
             .unwrap_or_else(|| Arc::new(last));
+        self.collect_garbage(&gone, jiff::Timestamp::now());
         if gr == crds() {
             if let Some((g, p)) = name.split_once('.').map(|(p, g)| (g, p)) {
                 self.registry.remove(&GroupResource {

@@ -6,6 +6,7 @@
 //! verb is atomic; HTTP lives in `handlers`.
 
 mod delete;
+mod gc;
 mod ids;
 mod meta;
 mod paging;
@@ -28,6 +29,8 @@ use meta::{
     check_namespace_field, check_type, copy_field, finalizers, metadata_mut, spec_changed, str_at,
 };
 use paging::{decode_continue, encode_continue};
+
+pub use gc::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Propagation};
 
 /// Which part of an object a write targets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +63,9 @@ pub struct DeleteOptions {
     pub resource_version: Option<String>,
     /// `dryRun: ["All"]`.
     pub dry_run: bool,
+    /// `propagationPolicy` (or the deprecated `orphanDependents: true`);
+    /// `None` is the default, background.
+    pub propagation: Option<Propagation>,
 }
 
 impl DeleteOptions {
@@ -80,6 +86,15 @@ impl DeleteOptions {
             dry_run: v["dryRun"]
                 .as_array()
                 .is_some_and(|a| a.iter().any(|x| x == "All")),
+            propagation: match v["propagationPolicy"].as_str() {
+                Some(p) => Some(Propagation::parse(p).ok_or_else(|| {
+                    ApiError::BadRequest(format!(
+                        "DeleteOptions.propagationPolicy: Unsupported value: {p:?}: supported values: \"Background\", \"Foreground\", \"Orphan\""
+                    ))
+                })?),
+                None if v["orphanDependents"] == json!(true) => Some(Propagation::Orphan),
+                None => None,
+            },
         })
     }
 }

@@ -1,0 +1,262 @@
+//! The garbage collector: owner references and the three propagation
+//! policies of a delete.
+//!
+//! - `Background` (the default): the owner goes as it would without
+//!   dependents; once it is removed from the store, every object whose
+//!   owner references now all name absent owners is deleted in turn (a
+//!   dependent with another owner left only loses the reference to the gone
+//!   one).
+//! - `Foreground`: an owner with dependents gets `deletionTimestamp` and the
+//!   `foregroundDeletion` finalizer; its dependents are deleted (in the
+//!   foreground too); the finalizer is removed, and the owner with it, once
+//!   no dependent with `blockOwnerDeletion: true` is left.
+//! - `Orphan`: the owner's dependents lose their reference to it, and the
+//!   owner goes.
+//!
+//! # Caveats
+//! The real garbage collector runs asynchronously; here it runs within the
+//! request that removes the owner, so a client sees the dependents' `DELETED`
+//! events right after the owner's. Dependents whose owner never existed (a
+//! dangling reference at creation) are not collected.
+
+use serde_json::{Value, json};
+
+use super::meta::{finalizers, str_at};
+use super::{Cluster, present};
+use crate::resources::{GroupResource, ResourceDef};
+
+/// The finalizer that holds an owner deleted in the foreground.
+pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
+/// The finalizer that asks the garbage collector to orphan dependents.
+pub const ORPHAN_FINALIZER: &str = "orphan";
+
+/// `DeleteOptions.propagationPolicy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Propagation {
+    /// Dependents are deleted after the owner is gone (the default).
+    #[default]
+    Background,
+    /// The owner waits, terminating, until its blocking dependents are gone.
+    Foreground,
+    /// Dependents keep living, without their reference to the owner.
+    Orphan,
+}
+
+impl Propagation {
+    /// The policy named `name` (`Background`, `Foreground`, `Orphan`).
+    #[must_use]
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "Background" => Some(Self::Background),
+            "Foreground" => Some(Self::Foreground),
+            "Orphan" => Some(Self::Orphan),
+            _ => None,
+        }
+    }
+}
+
+/// A stored object's identity: resource, namespace, name.
+type Key = (GroupResource, String, String);
+
+/// The owner uids of `object`'s `ownerReferences`, with whether each blocks
+/// the owner's foreground deletion.
+fn owner_refs(object: &Value) -> Vec<(String, bool)> {
+    object["metadata"]["ownerReferences"]
+        .as_array()
+        .map(|refs| {
+            refs.iter()
+                .filter_map(|r| {
+                    let uid = r["uid"].as_str()?;
+                    Some((uid.to_string(), r["blockOwnerDeletion"] == json!(true)))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl Cluster {
+    /// Every object with an owner reference to `uid`, with whether that
+    /// reference blocks the owner's deletion.
+    fn dependents_of(&self, uid: &str) -> Vec<(Key, Value, bool)> {
+        let mut out = Vec::new();
+        if uid.is_empty() {
+            return out;
+        }
+        for gr in self.store.resources() {
+            for o in self.store.list(&gr, None) {
+                if let Some((_, block)) = owner_refs(&o).into_iter().find(|(u, _)| u == uid) {
+                    let key = (
+                        gr.clone(),
+                        str_at(&o, "namespace").to_string(),
+                        str_at(&o, "name").to_string(),
+                    );
+                    out.push((key, (*o).clone(), block));
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether an object with this uid is stored (owners are looked up by
+    /// uid in every resource, as an owner reference names no namespace).
+    fn uid_exists(&self, uid: &str) -> bool {
+        self.store.resources().iter().any(|gr| {
+            self.store
+                .list(gr, None)
+                .iter()
+                .any(|o| str_at(o, "uid") == uid)
+        })
+    }
+
+    /// Deletes `current` with `policy`. Returns the object as answered and
+    /// whether it is gone.
+    pub(super) fn delete_with_policy(
+        &mut self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        current: &serde_json::Value,
+        policy: Propagation,
+        now: jiff::Timestamp,
+    ) -> (Value, bool) {
+        let uid = str_at(current, "uid").to_string();
+        let mut current = current.clone();
+        if policy == Propagation::Orphan
+            || finalizers(&current).iter().any(|f| f == ORPHAN_FINALIZER)
+        {
+            self.orphan_dependents(&uid);
+            if let Some(list) = current["metadata"]["finalizers"].as_array_mut() {
+                list.retain(|f| f != ORPHAN_FINALIZER);
+            }
+        }
+        let contains =
+            def.group_resource() == super::namespaces() || def.group_resource() == super::crds();
+        if policy != Propagation::Foreground || contains {
+            return self.delete_object(def, ns, name, &current, now);
+        }
+        // Foreground: hold the owner, then delete its dependents.
+        let mut held = current.clone();
+        let mut list = finalizers(&held);
+        if !list.iter().any(|f| f == FOREGROUND_FINALIZER) {
+            list.push(FOREGROUND_FINALIZER.into());
+        }
+        held["metadata"]["finalizers"] = json!(list);
+        if held["metadata"].get("deletionTimestamp").is_none() {
+            held["metadata"]["deletionTimestamp"] = json!(super::timestamp(now));
+            held["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+            if def.generation {
+                let g = held["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
+                held["metadata"]["generation"] = json!(g);
+            }
+        }
+        let gr = def.group_resource();
+        // The answer is the held owner, as the real server's (its collector
+        // runs afterwards).
+        let answer = present(def, &self.store.put(&gr, ns, name, held));
+        for ((dgr, dns, dname), dependent, _) in self.dependents_of(&uid) {
+            let Some(ddef) = self.registry.preferred(&dgr) else {
+                continue;
+            };
+            self.delete_with_policy(
+                &ddef,
+                &dns,
+                &dname,
+                &dependent,
+                Propagation::Foreground,
+                now,
+            );
+        }
+        self.release_foreground(&uid);
+        (answer, false)
+    }
+
+    /// Removes the owner reference to `uid` from every dependent.
+    fn orphan_dependents(&mut self, uid: &str) {
+        for ((gr, ns, name), mut dependent, _) in self.dependents_of(uid) {
+            if let Some(refs) = dependent["metadata"]["ownerReferences"].as_array_mut() {
+                refs.retain(|r| r["uid"].as_str() != Some(uid));
+                if refs.is_empty()
+                    && let Some(meta) = dependent["metadata"].as_object_mut()
+                {
+                    meta.remove("ownerReferences");
+                }
+            }
+            self.store.put(&gr, &ns, &name, dependent);
+        }
+    }
+
+    /// After `removed` was removed from the store: collects its dependents
+    /// (background), and releases owners of it deleted in the foreground.
+    pub(super) fn collect_garbage(&mut self, removed: &Value, now: jiff::Timestamp) {
+        let uid = str_at(removed, "uid").to_string();
+        for ((gr, ns, name), dependent, _) in self.dependents_of(&uid) {
+            let others: Vec<String> = owner_refs(&dependent)
+                .into_iter()
+                .map(|(u, _)| u)
+                .filter(|u| *u != uid && self.uid_exists(u))
+                .collect();
+            if others.is_empty() {
+                if let Some(def) = self.registry.preferred(&gr) {
+                    // May already be gone when it depended twice on the same owner.
+                    if let Some(current) = self.store.get(&gr, &ns, &name) {
+                        self.delete_object(&def, &ns, &name, &current, now);
+                    }
+                }
+            } else {
+                let mut kept = dependent;
+                if let Some(refs) = kept["metadata"]["ownerReferences"].as_array_mut() {
+                    refs.retain(|r| r["uid"].as_str() != Some(uid.as_str()));
+                }
+                self.store.put(&gr, &ns, &name, kept);
+            }
+        }
+        for (owner, _) in owner_refs(removed) {
+            self.release_foreground(&owner);
+        }
+    }
+
+    /// Removes the `foregroundDeletion` finalizer of the owner `uid` (and
+    /// the owner, when nothing else holds it) once none of its dependents
+    /// blocks it.
+    fn release_foreground(&mut self, uid: &str) {
+        let Some((gr, owner)) = self.store.resources().into_iter().find_map(|gr| {
+            self.store
+                .list(&gr, None)
+                .into_iter()
+                .find(|o| str_at(o, "uid") == uid)
+                .map(|o| (gr, o))
+        }) else {
+            return;
+        };
+        if owner["metadata"].get("deletionTimestamp").is_none()
+            || !finalizers(&owner).iter().any(|f| f == FOREGROUND_FINALIZER)
+            || self.dependents_of(uid).iter().any(|(_, _, block)| *block)
+        {
+            return;
+        }
+        let Some(def) = self.registry.preferred(&gr) else {
+            return;
+        };
+        let (ns, name) = (
+            str_at(&owner, "namespace").to_string(),
+            str_at(&owner, "name").to_string(),
+        );
+        let mut released = (*owner).clone();
+        let left: Vec<String> = finalizers(&owner)
+            .into_iter()
+            .filter(|f| f != FOREGROUND_FINALIZER)
+            .collect();
+        if left.is_empty() {
+            if let Some(meta) = released["metadata"].as_object_mut() {
+                meta.remove("finalizers");
+            }
+            if !self.has_content(&def, &released) {
+                self.remove_object(&def, &ns, &name, released);
+                return;
+            }
+        } else {
+            released["metadata"]["finalizers"] = json!(left);
+        }
+        self.store.put(&gr, &ns, &name, released);
+    }
+}
