@@ -28,10 +28,11 @@
 //!
 //! - Bodies are JSON only: `kubectl create configmap …` and other
 //!   generator subcommands send protobuf and get `415`; use `-f` files.
-//! - Patches: merge patch only; JSON patch, strategic merge patch and
-//!   server-side apply answer `415` (so `kubectl apply` of a changed
-//!   built-in object, which uses strategic merge, fails; custom resources
-//!   re-apply fine).
+//! - Patches: merge, JSON (with `test`), strategic merge (built-in kinds;
+//!   the lists merged by key are listed in [`patch::strategic`]) and
+//!   server-side apply with `managedFields` and conflicts; apply
+//!   configurations must be JSON (as kube and kubectl send them), and
+//!   custom resources' lists are atomic under apply (see [`patch::apply`]).
 //! - No schema validation or pruning (`fieldValidation=Strict` is accepted
 //!   but unknown fields are kept), no conversion between versions, no
 //!   garbage collection of owned objects (`propagationPolicy` is ignored),

@@ -117,6 +117,14 @@ pub enum ApiError {
     /// 415: a content type (e.g. a patch type) this server does not accept.
     #[error("{0}")]
     UnsupportedMediaType(String),
+    /// 422 (reason `Invalid`, no subject): a patch that cannot be applied,
+    /// e.g. a JSON patch whose `test` fails.
+    #[error("{0}")]
+    Unprocessable(String),
+    /// 409 (reason `Conflict`): a server-side apply that would change fields
+    /// other managers own; the causes name them (`FieldManagerConflict`).
+    #[error("{0}")]
+    ApplyConflict(String, Vec<Cause>),
     /// 500: a bug in the server.
     #[error("Internal error occurred: {0}")]
     Internal(String),
@@ -140,8 +148,10 @@ impl ApiError {
     pub fn code(&self) -> StatusCode {
         match self {
             Self::NotFound(_) | Self::UnknownResource => StatusCode::NOT_FOUND,
-            Self::AlreadyExists(_) | Self::Conflict(..) => StatusCode::CONFLICT,
-            Self::Invalid(..) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::AlreadyExists(_) | Self::Conflict(..) | Self::ApplyConflict(..) => {
+                StatusCode::CONFLICT
+            }
+            Self::Invalid(..) | Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Forbidden(..) => StatusCode::FORBIDDEN,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -157,8 +167,8 @@ impl ApiError {
         match self {
             Self::NotFound(_) | Self::UnknownResource => "NotFound",
             Self::AlreadyExists(_) => "AlreadyExists",
-            Self::Conflict(..) => "Conflict",
-            Self::Invalid(..) => "Invalid",
+            Self::Conflict(..) | Self::ApplyConflict(..) => "Conflict",
+            Self::Invalid(..) | Self::Unprocessable(_) => "Invalid",
             Self::BadRequest(_) => "BadRequest",
             Self::Forbidden(..) => "Forbidden",
             Self::MethodNotAllowed => "MethodNotAllowed",
@@ -193,6 +203,12 @@ impl ApiError {
                     .collect();
                 Some(d)
             }
+            Self::ApplyConflict(_, causes) => Some(json!({
+                "causes": causes
+                    .iter()
+                    .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                    .collect::<Vec<_>>(),
+            })),
             Self::UnknownResource => Some(json!({})),
             _ => None,
         };

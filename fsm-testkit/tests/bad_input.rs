@@ -198,24 +198,34 @@ async fn mismatched_names_methods_and_patch_types() {
     let s = send(&server, "PUT", CM_PATH, "application/json", "{}").await;
     assert_eq!(s.code, 405);
 
-    // Patch types other than merge patch are refused (until they are implemented).
-    for ct in [
-        "application/json-patch+json",
-        "application/strategic-merge-patch+json",
-        "application/apply-patch+yaml",
+    // Each patch type refuses a body of the wrong shape; an unknown
+    // content type is refused naming the patch types accepted.
+    for (ct, body, want) in [
+        ("application/json-patch+json", "{}", (400, "BadRequest")),
+        (
+            "application/strategic-merge-patch+json",
+            "[]",
+            (400, "BadRequest"),
+        ),
+        ("application/apply-patch+yaml", "{}", (422, "Invalid")),
+        ("application/x-patch", "{}", (415, "UnsupportedMediaType")),
     ] {
-        let s = send(&server, "PATCH", &format!("{CM_PATH}/a"), ct, "[]").await;
-        assert_eq!(
-            (s.code, s.reason.as_str()),
-            (415, "UnsupportedMediaType"),
-            "{ct}"
-        );
-        assert!(
-            s.message.contains("application/merge-patch+json"),
-            "{}",
-            s.message
-        );
+        let s = send(&server, "PATCH", &format!("{CM_PATH}/a"), ct, body).await;
+        assert_eq!((s.code, s.reason.as_str()), want, "{ct}: {}", s.message);
     }
+    let s = send(
+        &server,
+        "PATCH",
+        &format!("{CM_PATH}/a"),
+        "text/plain",
+        "{}",
+    )
+    .await;
+    assert!(
+        s.message.contains("application/merge-patch+json"),
+        "{}",
+        s.message
+    );
     // Merge patches through kube work, with the same path.
     cms.patch(
         "a",

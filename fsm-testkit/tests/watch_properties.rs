@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use fsm_testkit::cluster::{Cluster, DeleteOptions, ListQuery, Part};
+use fsm_testkit::cluster::{Cluster, DeleteOptions, ListQuery, Part, PatchOptions};
 use fsm_testkit::selectors::{FieldSelector, LabelSelector};
 use fsm_testkit::watch::{Watch, WatchRequest};
 use futures::StreamExt;
@@ -72,6 +72,7 @@ fn apply(c: &mut Cluster, op: &Op) {
                     .to_string()
                     .as_bytes(),
                 Part::Main,
+                &PatchOptions::default(),
                 false,
                 now,
             )
@@ -87,6 +88,7 @@ fn apply(c: &mut Cluster, op: &Op) {
                 fsm_testkit::patch::PatchType::Merge,
                 br#"{"metadata": {"finalizers": ["f"]}}"#,
                 Part::Main,
+                &PatchOptions::default(),
                 false,
                 now,
             )
@@ -99,6 +101,7 @@ fn apply(c: &mut Cluster, op: &Op) {
                 fsm_testkit::patch::PatchType::Merge,
                 br#"{"metadata": {"finalizers": null}}"#,
                 Part::Main,
+                &PatchOptions::default(),
                 false,
                 now,
             )

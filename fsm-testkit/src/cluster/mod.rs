@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 
 use crate::crd;
 use crate::kinds;
+use crate::patch::managed_fields::{self, Operation, Scope, Writer};
 use crate::patch::{self, PatchType};
 use crate::resources::{GroupResource, Registry, ResourceDef};
 use crate::selectors::{FieldSelector, LabelSelector};
@@ -97,6 +98,28 @@ impl DeleteOptions {
             },
         })
     }
+}
+
+/// How a write records field ownership in `metadata.managedFields`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ownership<'a> {
+    /// A write of the server itself: no manager; fields it removes leave
+    /// every entry.
+    Internal,
+    /// A create, update or patch by this field manager (operation `Update`).
+    Update(&'a str),
+    /// A server-side apply: the `managedFields` it computed.
+    Applied(Value),
+}
+
+/// How a request patches: its field manager and `force`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PatchOptions {
+    /// `fieldManager` (required for server-side apply), else the client's
+    /// User-Agent up to its first `/`.
+    pub field_manager: Option<String>,
+    /// `force`: take the fields other managers own (server-side apply).
+    pub force: bool,
 }
 
 /// The registry and the store, with the API's write semantics.
@@ -242,9 +265,25 @@ impl Cluster {
         &mut self,
         def: &ResourceDef,
         ns: &str,
+        body: Value,
+        dry_run: bool,
+        now: jiff::Timestamp,
+    ) -> Result<Value, ApiError> {
+        self.create_as(def, ns, body, dry_run, now, &Ownership::Internal)
+    }
+
+    /// [`Cluster::create`], recording field ownership as `owner` says.
+    ///
+    /// # Errors
+    /// As [`Cluster::create`].
+    pub fn create_as(
+        &mut self,
+        def: &ResourceDef,
+        ns: &str,
         mut body: Value,
         dry_run: bool,
         now: jiff::Timestamp,
+        owner: &Ownership<'_>,
     ) -> Result<Value, ApiError> {
         check_type(def, &body)?;
         let meta = metadata_mut(&mut body)?;
@@ -310,6 +349,7 @@ impl Cluster {
         }
         self.sequence += 1;
         kinds::on_create(def, &mut body, self.sequence);
+        record_ownership(def, &json!({}), &mut body, Part::Main, owner, now);
         let crd_storage = self.crd_prepare(def, &mut body, now)?;
         if dry_run {
             return Ok(present(def, &body));
@@ -333,10 +373,38 @@ impl Cluster {
         def: &ResourceDef,
         ns: &str,
         name: &str,
+        body: Value,
+        part: Part,
+        dry_run: bool,
+        now: jiff::Timestamp,
+    ) -> Result<Value, ApiError> {
+        self.update_as(
+            def,
+            ns,
+            name,
+            body,
+            part,
+            dry_run,
+            now,
+            &Ownership::Internal,
+        )
+    }
+
+    /// [`Cluster::update`], recording field ownership as `owner` says.
+    ///
+    /// # Errors
+    /// As [`Cluster::update`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn update_as(
+        &mut self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
         mut body: Value,
         part: Part,
         dry_run: bool,
         now: jiff::Timestamp,
+        owner: &Ownership<'_>,
     ) -> Result<Value, ApiError> {
         check_type(def, &body)?;
         let meta = metadata_mut(&mut body)?;
@@ -432,6 +500,7 @@ impl Cluster {
             check_labels(def, name, meta)?;
         }
         kinds::on_write(def, &mut new);
+        record_ownership(def, &current, &mut new, part, owner, now);
         let crd_storage = self.crd_prepare(def, &mut new, now)?;
         set_type(def, &mut new, &current);
         if new == *current {
@@ -454,11 +523,16 @@ impl Cluster {
         Ok(present(def, &stored))
     }
 
-    /// Patches an object (or its status).
+    /// Patches an object (or its status); a server-side apply creates an
+    /// absent object. Returns the object and whether it was created.
     ///
     /// # Errors
-    /// As [`Cluster::update`], plus `BadRequest` for a malformed patch and
-    /// `UnsupportedMediaType` for patch types not implemented.
+    /// As [`Cluster::update`] (and [`Cluster::create`] for an apply), plus
+    /// `BadRequest` for a malformed patch, `Invalid` for a JSON patch that
+    /// cannot be applied or an apply without a field manager,
+    /// `UnsupportedMediaType` for a strategic merge patch of a custom
+    /// resource, and `Conflict` (with the conflicting fields) for an apply
+    /// that would change fields other managers own.
     #[allow(clippy::too_many_arguments)]
     pub fn patch(
         &mut self,
@@ -468,16 +542,91 @@ impl Cluster {
         kind: PatchType,
         patch_body: &[u8],
         part: Part,
+        opts: &PatchOptions,
         dry_run: bool,
         now: jiff::Timestamp,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<(Value, bool), ApiError> {
+        if kind == PatchType::Apply {
+            return self.server_side_apply(def, ns, name, patch_body, part, opts, dry_run, now);
+        }
         let current = self
             .store
             .get(&def.group_resource(), ns, name)
             .ok_or_else(|| not_found(def, name))?;
         let mut target = present(def, &current);
-        patch::apply(kind, &mut target, patch_body)?;
-        self.update(def, ns, name, target, part, dry_run, now)
+        patch::apply_patch(kind, &mut target, patch_body, def.custom)?;
+        let manager = opts.field_manager.as_deref().unwrap_or("unknown");
+        let owner = Ownership::Update(manager);
+        self.update_as(def, ns, name, target, part, dry_run, now, &owner)
+            .map(|o| (o, false))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn server_side_apply(
+        &mut self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        body: &[u8],
+        part: Part,
+        opts: &PatchOptions,
+        dry_run: bool,
+        now: jiff::Timestamp,
+    ) -> Result<(Value, bool), ApiError> {
+        let Some(manager) = opts.field_manager.as_deref().filter(|m| !m.is_empty()) else {
+            return Err(ApiError::Invalid(
+                Subject::new("meta.k8s.io", "PatchOptions", ""),
+                vec![Cause::required(
+                    "fieldManager",
+                    "is required for apply patch",
+                )],
+            ));
+        };
+        let mut config: Value = serde_json::from_slice(body).map_err(|e| {
+            ApiError::BadRequest(format!(
+                "error decoding YAML: only JSON apply configurations are understood here: {e}"
+            ))
+        })?;
+        check_type(def, &config)?;
+        let meta = metadata_mut(&mut config)?;
+        match meta.get("name").and_then(Value::as_str) {
+            Some(n) if n != name => {
+                return Err(ApiError::BadRequest(format!(
+                    "the name of the object ({n}) does not match the name on the URL ({name})"
+                )));
+            }
+            Some(_) => {}
+            None => {
+                meta.insert("name".into(), json!(name));
+            }
+        }
+        let time = timestamp(now);
+        let writer = Writer {
+            manager,
+            operation: Operation::Apply,
+            api_version: &def.api_version(),
+            subresource: (part == Part::Status).then_some("status"),
+            time: &time,
+        };
+        let scope = ownership_scope(def, part);
+        let live = self
+            .store
+            .get(&def.group_resource(), ns, name)
+            .map(|o| present(def, &o));
+        let Some(live) = live else {
+            if part == Part::Status {
+                return Err(not_found(def, name));
+            }
+            let object = patch::apply::apply(None, &config, &writer, opts.force, scope)?;
+            let owner = Ownership::Applied(object["metadata"]["managedFields"].clone());
+            return self
+                .create_as(def, ns, object, dry_run, now, &owner)
+                .map(|o| (o, true));
+        };
+        let object = patch::apply::apply(Some(&live), &config, &writer, opts.force, scope)?;
+        let owner = Ownership::Applied(object["metadata"]["managedFields"].clone());
+        self.update_as(def, ns, name, object, part, dry_run, now, &owner)
+            .map(|o| (o, false))
     }
 
     fn check_namespace_open(&self, ns: &str) -> Result<(), ApiError> {
@@ -567,6 +716,51 @@ pub fn list_item(def: &ResourceDef, object: &Value) -> Value {
         m.remove("kind");
     }
     o
+}
+
+/// Which fields a write to `part` of `def`'s objects can own.
+fn ownership_scope(def: &ResourceDef, part: Part) -> Scope {
+    Scope {
+        associative: !def.custom,
+        status_only: part == Part::Status,
+        without_status: part == Part::Main && def.status_subresource,
+    }
+}
+
+/// Sets `new`'s `managedFields` for a write from `old` (`{}` for a create).
+fn record_ownership(
+    def: &ResourceDef,
+    old: &Value,
+    new: &mut Value,
+    part: Part,
+    owner: &Ownership<'_>,
+    now: jiff::Timestamp,
+) {
+    let scope = ownership_scope(def, part);
+    match owner {
+        Ownership::Applied(fields) => {
+            if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) {
+                if fields.is_array() {
+                    meta.insert("managedFields".into(), fields.clone());
+                } else {
+                    meta.remove("managedFields");
+                }
+            }
+        }
+        Ownership::Internal => managed_fields::record_update(old, new, scope, None),
+        Ownership::Update(manager) => {
+            let time = timestamp(now);
+            let api_version = def.api_version();
+            let writer = Writer {
+                manager,
+                operation: Operation::Update,
+                api_version: &api_version,
+                subresource: (part == Part::Status).then_some("status"),
+                time: &time,
+            };
+            managed_fields::record_update(old, new, scope, Some(&writer));
+        }
+    }
 }
 
 fn set_type(def: &ResourceDef, new: &mut Value, current: &Value) {

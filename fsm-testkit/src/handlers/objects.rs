@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::json;
 use super::route::ResourcePath;
-use crate::cluster::{DeleteOptions, ListQuery, Part};
+use crate::cluster::{DeleteOptions, ListQuery, Ownership, Part, PatchOptions};
 use crate::patch::PatchType;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::server::Shared;
@@ -142,6 +142,19 @@ fn header_str(parts: &Parts, name: header::HeaderName) -> &str {
         .get(name)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
+}
+
+/// The field manager of a write: `fieldManager`, else the User-Agent up to
+/// its first `/`, as the real server names it.
+fn field_manager(q: &HashMap<String, String>, parts: &Parts) -> String {
+    if let Some(m) = q.get("fieldManager").filter(|m| !m.is_empty()) {
+        return m.clone();
+    }
+    let agent = header_str(parts, header::USER_AGENT);
+    match agent.split('/').next().filter(|a| !a.is_empty()) {
+        Some(a) => a.to_string(),
+        None => "unknown".into(),
+    }
 }
 
 fn list_query(q: &HashMap<String, String>) -> Result<ListQuery, ApiError> {
@@ -321,23 +334,42 @@ pub async fn handle(
         }
         Verb::Create => {
             let obj = read_object(parts, body).await?;
-            let created = shared.cluster().create(&def, &ns, obj, dry_run, now)?;
+            let manager = field_manager(&q, parts);
+            let owner = Ownership::Update(&manager);
+            let created = shared
+                .cluster()
+                .create_as(&def, &ns, obj, dry_run, now, &owner)?;
             ok(StatusCode::CREATED, created)
         }
         Verb::Update => {
             let obj = read_object(parts, body).await?;
+            let manager = field_manager(&q, parts);
+            let owner = Ownership::Update(&manager);
             let updated = shared
                 .cluster()
-                .update(&def, &ns, &name, obj, part, dry_run, now)?;
+                .update_as(&def, &ns, &name, obj, part, dry_run, now, &owner)?;
             ok(StatusCode::OK, updated)
         }
         Verb::Patch => {
             let kind = PatchType::from_content_type(header_str(parts, header::CONTENT_TYPE))?;
             let patch = read_body(body).await?;
-            let patched = shared
+            let opts = PatchOptions {
+                field_manager: match q.get("fieldManager") {
+                    Some(m) => Some(m.clone()),
+                    None if kind == PatchType::Apply => None,
+                    None => Some(field_manager(&q, parts)),
+                },
+                force: flag(&q, "force"),
+            };
+            let (patched, created) = shared
                 .cluster()
-                .patch(&def, &ns, &name, kind, &patch, part, dry_run, now)?;
-            ok(StatusCode::OK, patched)
+                .patch(&def, &ns, &name, kind, &patch, part, &opts, dry_run, now)?;
+            let code = if created {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
+            ok(code, patched)
         }
         Verb::Delete => {
             let mut opts = DeleteOptions::from_body(&read_body(body).await?)?;

@@ -1,9 +1,20 @@
 //! Patch types and their application.
 //!
-//! Only JSON merge patch (RFC 7386) is applied here; the other types the
-//! real server accepts are recognised so that they are refused with
-//! `415 UnsupportedMediaType` naming what is accepted, and so that a later
-//! version can add them in [`apply`] without touching the handlers.
+//! - JSON merge patch (RFC 7386): [`merge`].
+//! - JSON patch (RFC 6902, with `test`): [`json`].
+//! - Strategic merge patch for the built-in kinds: [`strategic`] (which
+//!   lists merge by which key); custom resources answer `415`, as on a real
+//!   server.
+//! - Server-side apply (`application/apply-patch+yaml`, with a JSON body):
+//!   [`apply`], with field ownership in `metadata.managedFields`
+//!   ([`managed_fields`]). Applying is not a function of the object alone
+//!   (it creates absent objects and needs the field manager), so the
+//!   cluster runs it, not [`apply_patch`].
+
+pub mod apply;
+pub mod json;
+pub mod managed_fields;
+pub mod strategic;
 
 use serde_json::{Map, Value};
 
@@ -22,8 +33,9 @@ pub enum PatchType {
     Apply,
 }
 
-/// The patch content types this server applies.
-pub const SUPPORTED: &str = "application/merge-patch+json";
+/// The patch content types this server applies (to every kind).
+pub const SUPPORTED: &str =
+    "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml";
 
 impl PatchType {
     /// The patch type of a `Content-Type` header value.
@@ -53,26 +65,45 @@ fn unsupported(what: &str) -> ApiError {
     ))
 }
 
-/// Applies `patch` of type `kind` to `target`.
+/// Applies `patch` of type `kind` to `target`, an object of a built-in
+/// kind unless `custom`.
 ///
 /// # Errors
 /// [`ApiError::BadRequest`] when the patch is not valid JSON for its type;
-/// [`ApiError::UnsupportedMediaType`] for patch types not implemented yet.
-pub fn apply(kind: PatchType, target: &mut Value, patch: &[u8]) -> Result<(), ApiError> {
+/// [`ApiError::Unprocessable`] when a JSON patch operation cannot be
+/// applied; [`ApiError::UnsupportedMediaType`] for a strategic merge patch
+/// of a custom resource, and for server-side apply (which the cluster runs
+/// itself).
+pub fn apply_patch(
+    kind: PatchType,
+    target: &mut Value,
+    patch: &[u8],
+    custom: bool,
+) -> Result<(), ApiError> {
+    let object = || -> Result<Value, ApiError> {
+        let patch: Value = serde_json::from_slice(patch)
+            .map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))?;
+        if patch.is_object() {
+            Ok(patch)
+        } else {
+            Err(ApiError::BadRequest(
+                "error decoding patch: the patch must be a JSON object".into(),
+            ))
+        }
+    };
     match kind {
         PatchType::Merge => {
-            let patch: Value = serde_json::from_slice(patch)
-                .map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))?;
-            if !patch.is_object() {
-                return Err(ApiError::BadRequest(
-                    "error decoding patch: a merge patch must be a JSON object".into(),
-                ));
-            }
-            merge(target, &patch);
+            merge(target, &object()?);
             Ok(())
         }
-        PatchType::Json => Err(unsupported("application/json-patch+json")),
-        PatchType::StrategicMerge => Err(unsupported("application/strategic-merge-patch+json")),
+        PatchType::Json => json::apply(target, patch),
+        PatchType::StrategicMerge if custom => {
+            Err(unsupported("application/strategic-merge-patch+json"))
+        }
+        PatchType::StrategicMerge => {
+            strategic::apply(target, &object()?);
+            Ok(())
+        }
         PatchType::Apply => Err(unsupported("application/apply-patch+yaml")),
     }
 }
@@ -149,9 +180,12 @@ mod tests {
         );
         assert!(PatchType::from_content_type("text/plain").is_err());
         let mut v = json!({});
-        let e = apply(PatchType::Json, &mut v, b"[]").unwrap_err();
+        let e = apply_patch(PatchType::StrategicMerge, &mut v, b"{}", true).unwrap_err();
         assert_eq!(e.reason(), "UnsupportedMediaType");
-        assert!(apply(PatchType::Merge, &mut v, b"{not json").is_err());
-        assert!(apply(PatchType::Merge, &mut v, b"[1]").is_err());
+        apply_patch(PatchType::StrategicMerge, &mut v, b"{}", false).unwrap();
+        apply_patch(PatchType::Json, &mut v, b"[]", true).unwrap();
+        assert!(apply_patch(PatchType::Merge, &mut v, b"{not json", false).is_err());
+        assert!(apply_patch(PatchType::Merge, &mut v, b"[1]", false).is_err());
+        assert!(apply_patch(PatchType::StrategicMerge, &mut v, b"[1]", false).is_err());
     }
 }

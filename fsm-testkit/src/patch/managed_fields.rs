@@ -1,0 +1,447 @@
+//! Field ownership: `metadata.managedFields` and its `fieldsV1` sets.
+//!
+//! A field set is the set of paths to the leaves a manager owns, written
+//! as the real server writes them: `f:<field>` for an object field,
+//! `k:{"name":"app"}` for an element of a list merged by key (the merge keys
+//! of [`super::strategic::merge_key`], built-in kinds only), and `.` for the
+//! element itself. Scalars, empty objects and lists not merged by key
+//! (custom resources' lists, `args`, …) are leaves, owned whole.
+//!
+//! Writes other than an apply (create, update, patch) are recorded as
+//! operation `Update` of their field manager (`fieldManager`, else the
+//! User-Agent up to its first `/`): the fields they change move to that
+//! manager. Fields a write removes leave every set. A client cannot write
+//! `managedFields` itself here: what a body carries is ignored.
+//!
+//! Not tracked: `apiVersion`, `kind`, the identity and system fields of
+//! `metadata` (`name`, `namespace`, `uid`, `resourceVersion`, `generation`,
+//! `creationTimestamp`, `deletionTimestamp`, `managedFields`), and `status`
+//! for writes to the main resource when the status subresource exists.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Map, Value, json};
+
+use super::strategic::merge_key;
+
+/// A path to a leaf: `fieldsV1` keys (`f:spec`, `k:{"name":"a"}`, `.`).
+pub type FieldPath = Vec<String>;
+
+/// The leaves of an object, each with its value (`null` for `.`).
+pub type Leaves = BTreeMap<FieldPath, Value>;
+
+const SYSTEM_METADATA: [&str; 10] = [
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+    "selfLink",
+];
+
+/// Which fields of an object a write can own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scope {
+    /// Lists with a known merge key are merged by key (built-in kinds).
+    pub associative: bool,
+    /// The write targets the `status` subresource (only `status` counts).
+    pub status_only: bool,
+    /// `status` does not count (main resource with a status subresource).
+    pub without_status: bool,
+}
+
+/// The owned-field leaves of `object` in `scope`.
+#[must_use]
+pub fn leaves(object: &Value, scope: Scope) -> Leaves {
+    let mut out = Leaves::new();
+    let Some(top) = object.as_object() else {
+        return out;
+    };
+    for (k, v) in top {
+        let skip = match k.as_str() {
+            "apiVersion" | "kind" => true,
+            "status" => scope.without_status,
+            _ => scope.status_only,
+        };
+        if skip {
+            continue;
+        }
+        let mut path = vec![format!("f:{k}")];
+        if k == "metadata" {
+            if let Some(m) = v.as_object() {
+                for (mk, mv) in m {
+                    if SYSTEM_METADATA.contains(&mk.as_str()) {
+                        continue;
+                    }
+                    path.push(format!("f:{mk}"));
+                    walk(mv, &mut path, &mut vec!["metadata", mk], scope, &mut out);
+                    path.pop();
+                }
+            }
+            continue;
+        }
+        walk(v, &mut path, &mut vec![k.as_str()], scope, &mut out);
+    }
+    out
+}
+
+/// The `k:` key of a list element, if the list at `names` merges by key.
+fn element_key(names: &[&str], item: &Value, scope: Scope) -> Option<String> {
+    if !scope.associative {
+        return None;
+    }
+    let key = merge_key(names)?;
+    let id = item.get(key)?;
+    Some(format!("k:{}", json!({ key: id })))
+}
+
+fn walk<'a>(
+    v: &'a Value,
+    path: &mut FieldPath,
+    names: &mut Vec<&'a str>,
+    scope: Scope,
+    out: &mut Leaves,
+) {
+    match v {
+        Value::Object(m) if !m.is_empty() => {
+            for (k, child) in m {
+                path.push(format!("f:{k}"));
+                names.push(k);
+                walk(child, path, names, scope, out);
+                names.pop();
+                path.pop();
+            }
+        }
+        Value::Array(items)
+            if !items.is_empty()
+                && items.iter().all(|i| element_key(names, i, scope).is_some()) =>
+        {
+            for item in items {
+                let Some(k) = element_key(names, item, scope) else {
+                    continue;
+                };
+                path.push(k);
+                path.push(".".into());
+                out.insert(path.clone(), Value::Null);
+                path.pop();
+                if let Some(m) = item.as_object() {
+                    for (ik, iv) in m {
+                        path.push(format!("f:{ik}"));
+                        names.push(ik);
+                        walk(iv, path, names, scope, out);
+                        names.pop();
+                        path.pop();
+                    }
+                }
+                path.pop();
+            }
+        }
+        other => {
+            out.insert(path.clone(), other.clone());
+        }
+    }
+}
+
+/// A `fieldsV1` tree of a set of paths.
+#[must_use]
+pub fn to_fields_v1<'a>(paths: impl IntoIterator<Item = &'a FieldPath>) -> Value {
+    let mut root = Map::new();
+    for p in paths {
+        let mut node = &mut root;
+        for step in p {
+            let next = node
+                .entry(step.clone())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !next.is_object() {
+                *next = Value::Object(Map::new());
+            }
+            let Value::Object(m) = next else {
+                break;
+            };
+            node = m;
+        }
+    }
+    Value::Object(root)
+}
+
+/// The paths of a `fieldsV1` tree (paths to its empty objects).
+#[must_use]
+pub fn from_fields_v1(tree: &Value) -> BTreeSet<FieldPath> {
+    fn go(v: &Value, path: &mut FieldPath, out: &mut BTreeSet<FieldPath>) {
+        match v.as_object() {
+            Some(m) if !m.is_empty() => {
+                for (k, child) in m {
+                    path.push(k.clone());
+                    go(child, path, out);
+                    path.pop();
+                }
+            }
+            _ => {
+                if !path.is_empty() {
+                    out.insert(path.clone());
+                }
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    go(tree, &mut Vec::new(), &mut out);
+    out
+}
+
+/// A path as the real server prints it in conflicts: `.spec.replicas`,
+/// `.spec.containers[name="app"].image`.
+#[must_use]
+pub fn display(path: &FieldPath) -> String {
+    let mut out = String::new();
+    for step in path {
+        if let Some(f) = step.strip_prefix("f:") {
+            out.push('.');
+            out.push_str(f);
+        } else if let Some(k) = step.strip_prefix("k:") {
+            let fields: Vec<String> = serde_json::from_str::<Map<String, Value>>(k)
+                .map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect())
+                .unwrap_or_else(|_| vec![k.to_string()]);
+            out.push_str(&format!("[{}]", fields.join(",")));
+        }
+    }
+    out
+}
+
+/// Whether an entry records an apply or another write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    /// Server-side apply.
+    Apply,
+    /// Create, update or patch.
+    Update,
+}
+
+impl Operation {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Apply => "Apply",
+            Self::Update => "Update",
+        }
+    }
+}
+
+/// One entry of `metadata.managedFields`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The field manager.
+    pub manager: String,
+    /// Apply or Update.
+    pub operation: Operation,
+    /// The group/version the write used.
+    pub api_version: String,
+    /// When the entry last changed (RFC 3339).
+    pub time: String,
+    /// `status` for writes to the status subresource.
+    pub subresource: Option<String>,
+    /// The owned fields.
+    pub fields: BTreeSet<FieldPath>,
+}
+
+impl Entry {
+    fn same_owner(&self, manager: &str, operation: Operation, subresource: Option<&str>) -> bool {
+        self.manager == manager
+            && self.operation == operation
+            && self.subresource.as_deref() == subresource
+    }
+
+    /// The entry as JSON.
+    #[must_use]
+    pub fn to_json(&self) -> Value {
+        let mut v = json!({
+            "manager": self.manager,
+            "operation": self.operation.as_str(),
+            "apiVersion": self.api_version,
+            "time": self.time,
+            "fieldsType": "FieldsV1",
+            "fieldsV1": to_fields_v1(&self.fields),
+        });
+        if let Some(s) = &self.subresource {
+            v["subresource"] = json!(s);
+        }
+        v
+    }
+
+    fn from_json(v: &Value) -> Option<Self> {
+        let s = |k: &str| v.get(k).and_then(Value::as_str).map(String::from);
+        Some(Self {
+            manager: s("manager")?,
+            operation: match v.get("operation").and_then(Value::as_str)? {
+                "Apply" => Operation::Apply,
+                _ => Operation::Update,
+            },
+            api_version: s("apiVersion").unwrap_or_default(),
+            time: s("time").unwrap_or_default(),
+            subresource: s("subresource"),
+            fields: v.get("fieldsV1").map(from_fields_v1).unwrap_or_default(),
+        })
+    }
+}
+
+/// The entries of `object`'s `metadata.managedFields`.
+#[must_use]
+pub fn entries(object: &Value) -> Vec<Entry> {
+    object["metadata"]["managedFields"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Entry::from_json).collect())
+        .unwrap_or_default()
+}
+
+/// Writes `entries` (without empty ones) into `object`'s metadata.
+pub fn set_entries(object: &mut Value, entries: &[Entry]) {
+    let list: Vec<Value> = entries
+        .iter()
+        .filter(|e| !e.fields.is_empty())
+        .map(Entry::to_json)
+        .collect();
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        if list.is_empty() {
+            meta.remove("managedFields");
+        } else {
+            meta.insert("managedFields".into(), Value::Array(list));
+        }
+    }
+}
+
+/// Who writes: the field manager and the identity of its entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Writer<'a> {
+    /// The field manager.
+    pub manager: &'a str,
+    /// Apply or Update.
+    pub operation: Operation,
+    /// The group/version of the request.
+    pub api_version: &'a str,
+    /// `status` for the status subresource.
+    pub subresource: Option<&'a str>,
+    /// The time of the write (RFC 3339).
+    pub time: &'a str,
+}
+
+/// Records a write other than an apply, from `old` to `new`: the fields it
+/// changed move to `writer` (when there is one: internal writes of the
+/// server have none), the fields it removed leave every entry. `new`'s
+/// `managedFields` are those of `old`, updated.
+pub fn record_update(old: &Value, new: &mut Value, scope: Scope, writer: Option<&Writer<'_>>) {
+    let before = leaves(old, scope);
+    let after = leaves(new, scope);
+    let mut list = entries(old);
+    let changed: BTreeSet<&FieldPath> = after
+        .iter()
+        .filter(|(p, v)| before.get(*p) != Some(*v))
+        .map(|(p, _)| p)
+        .collect();
+    for e in &mut list {
+        // Entries of the other scope (status vs main) keep what they own
+        // outside this write's scope.
+        let mine = writer.is_some_and(|w| e.same_owner(w.manager, w.operation, w.subresource));
+        e.fields.retain(|p| {
+            !p_in_scope(p, scope) || (after.contains_key(p) && (mine || !changed.contains(p)))
+        });
+    }
+    if let Some(w) = writer
+        && !changed.is_empty()
+    {
+        match list
+            .iter_mut()
+            .find(|e| e.same_owner(w.manager, w.operation, w.subresource))
+        {
+            Some(e) => {
+                e.fields.extend(changed.iter().map(|p| (*p).clone()));
+                e.time = w.time.to_string();
+                e.api_version = w.api_version.to_string();
+            }
+            None => list.push(Entry {
+                manager: w.manager.to_string(),
+                operation: w.operation,
+                api_version: w.api_version.to_string(),
+                time: w.time.to_string(),
+                subresource: w.subresource.map(String::from),
+                fields: changed.iter().map(|p| (*p).clone()).collect(),
+            }),
+        }
+    }
+    set_entries(new, &list);
+}
+
+/// Whether `path` is one a write in `scope` could touch.
+fn p_in_scope(path: &FieldPath, scope: Scope) -> bool {
+    let is_status = path.first().is_some_and(|f| f == "f:status");
+    if scope.status_only {
+        is_status
+    } else {
+        !(is_status && scope.without_status)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BUILTIN: Scope = Scope {
+        associative: true,
+        status_only: false,
+        without_status: true,
+    };
+
+    #[test]
+    fn leaves_and_fields_v1() {
+        let d = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "labels": {"app": "web"}},
+            "spec": {"replicas": 2, "template": {"spec": {"containers": [
+                {"name": "app", "image": "a:1", "args": ["x"]}]}}},
+            "status": {"replicas": 1}});
+        let l = leaves(&d, BUILTIN);
+        let fields = to_fields_v1(l.keys());
+        assert_eq!(
+            fields,
+            json!({"f:metadata": {"f:labels": {"f:app": {}}},
+                   "f:spec": {"f:replicas": {}, "f:template": {"f:spec": {"f:containers": {
+                       "k:{\"name\":\"app\"}": {".": {}, "f:name": {}, "f:image": {}, "f:args": {}}}}}}})
+        );
+        assert_eq!(from_fields_v1(&fields), l.keys().cloned().collect());
+        let image = l
+            .keys()
+            .find(|p| p.last().is_some_and(|s| s == "f:image"))
+            .unwrap();
+        assert_eq!(
+            display(image),
+            ".spec.template.spec.containers[name=\"app\"].image"
+        );
+    }
+
+    #[test]
+    fn updates_move_changed_fields() {
+        let old = json!({"metadata": {"managedFields": [
+            {"manager": "a", "operation": "Apply", "apiVersion": "v1", "time": "t", "fieldsType": "FieldsV1",
+             "fieldsV1": {"f:data": {"f:x": {}, "f:y": {}, "f:z": {}}}}]},
+            "data": {"x": "1", "y": "2", "z": "3"}});
+        let mut new = json!({"metadata": {}, "data": {"x": "1", "y": "changed", "w": "new"}});
+        let w = Writer {
+            manager: "b",
+            operation: Operation::Update,
+            api_version: "v1",
+            subresource: None,
+            time: "t2",
+        };
+        record_update(&old, &mut new, BUILTIN, Some(&w));
+        let e = entries(&new);
+        assert_eq!(e.len(), 2);
+        assert_eq!(e[0].manager, "a");
+        assert_eq!(e[0].to_json()["fieldsV1"], json!({"f:data": {"f:x": {}}}));
+        assert_eq!(e[1].manager, "b");
+        assert_eq!(e[1].operation, Operation::Update);
+        assert_eq!(
+            e[1].to_json()["fieldsV1"],
+            json!({"f:data": {"f:y": {}, "f:w": {}}})
+        );
+    }
+}
