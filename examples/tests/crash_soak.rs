@@ -37,7 +37,9 @@ use examples::database::{Database, DatabaseSpec};
 use examples::demo::observe::{Kind, read_record};
 use examples::support::install_crd;
 use fsm_core::StateRecord;
-use kube::api::{Api, PostParams};
+use fsm_kube::store::RecordObject;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, ListParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config, CustomResourceExt};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -245,6 +247,25 @@ async fn create(client: &Client, i: usize) {
         .expect("the Database is created");
 }
 
+/// How many of the first `created` Databases are mid-workflow: no record
+/// yet, or a record not resting in a final state. Read while no operator
+/// runs, this is the number of workflows a kill interrupted.
+async fn in_flight(client: &Client, created: usize) -> usize {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    let listed = secrets
+        .list(&ListParams::default())
+        .await
+        .expect("the Secrets");
+    let resting = listed
+        .items
+        .iter()
+        .filter_map(|s| s.record_text()?.ok())
+        .filter_map(|text| serde_json::from_str::<StateRecord>(&text).ok())
+        .filter(|r| rests_in(r, "Ready") || rests_in(r, "Failed"))
+        .count();
+    created.saturating_sub(resting)
+}
+
 /// Whether the record rests in `state`: not compensating, no retry due.
 fn rests_in(record: &StateRecord, state: &str) -> bool {
     record.state == state && !record.is_unwinding() && record.next_attempt_at.is_none()
@@ -314,6 +335,7 @@ async fn killed_operators_lose_nothing_and_pay_once() {
     let waves = knobs.kills + 1;
     let mut created = 0;
     let mut lifetimes = Vec::with_capacity(knobs.kills);
+    let mut interrupted = Vec::with_capacity(knobs.kills);
     for wave in 0..waves {
         let until = knobs.objects * (wave + 1) / waves;
         while created < until {
@@ -328,6 +350,7 @@ async fn killed_operators_lose_nothing_and_pay_once() {
         tokio::time::sleep(Duration::from_millis(lifetime)).await;
         running.kill();
         lifetimes.push(lifetime);
+        interrupted.push(in_flight(&client, created).await);
     }
     let kill_phase = started.elapsed();
 
@@ -394,10 +417,19 @@ async fn killed_operators_lose_nothing_and_pay_once() {
         "an operator process panicked:\n{log}"
     );
 
+    // A soak whose kills all land between workflows proves nothing.
+    let hits = interrupted.iter().filter(|n| **n > 0).count();
+    assert!(
+        knobs.kills == 0 || hits * 2 >= knobs.kills,
+        "only {hits} of {} kills interrupted a workflow: {interrupted:?}",
+        knobs.kills
+    );
+
     let rejected_count = (0..knobs.objects).filter(|i| rejected(*i)).count();
     println!(
         "crash soak: seed {}, {} objects ({} rejected seeds), {} SIGKILLs \
-         (operator lifetimes {}..{} ms, mean {} ms), kill phase {:.1}s, total {:.1}s; \
+         (operator lifetimes {}..{} ms, mean {} ms; {} kills interrupted workflows, \
+         {} workflows interrupted in all, at most {} at once), kill phase {:.1}s, total {:.1}s; \
          creates per database {:?}; cloud: {} charges, {} deletes, {} injected failures, \
          {} lost answers",
         knobs.seed,
@@ -407,6 +439,9 @@ async fn killed_operators_lose_nothing_and_pay_once() {
         knobs.min_ms,
         knobs.max_ms,
         lifetimes.iter().sum::<u64>() / lifetimes.len().max(1) as u64,
+        hits,
+        interrupted.iter().sum::<usize>(),
+        interrupted.iter().max().copied().unwrap_or(0),
         kill_phase.as_secs_f64(),
         total.as_secs_f64(),
         per_database,
