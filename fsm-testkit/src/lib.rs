@@ -69,6 +69,7 @@ pub mod log;
 pub mod openapi;
 pub mod patch;
 pub mod resources;
+pub mod schema;
 pub mod selectors;
 pub mod server;
 pub mod status;

@@ -349,6 +349,7 @@ impl Cluster {
         }
         self.sequence += 1;
         kinds::on_create(def, &mut body, self.sequence);
+        crate::schema::enforce(&self.store, def, &mut body)?;
         record_ownership(def, &json!({}), &mut body, Part::Main, owner, now);
         let crd_storage = self.crd_prepare(def, &mut body, now)?;
         if dry_run {
@@ -500,6 +501,7 @@ impl Cluster {
             check_labels(def, name, meta)?;
         }
         kinds::on_write(def, &mut new);
+        crate::schema::enforce(&self.store, def, &mut new)?;
         record_ownership(def, &current, &mut new, part, owner, now);
         let crd_storage = self.crd_prepare(def, &mut new, now)?;
         set_type(def, &mut new, &current);

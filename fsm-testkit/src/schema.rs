@@ -1,0 +1,394 @@
+//! Custom resources checked against their CRD's structural
+//! `openAPIV3Schema`, as the real server does on every write (create,
+//! update, patch, and the status subresource):
+//!
+//! 1. **Pruning**: fields the schema does not declare are dropped, unless
+//!    the object (or an ancestor) carries
+//!    `x-kubernetes-preserve-unknown-fields: true`; an object with
+//!    `additionalProperties` keeps every key. `null` is dropped where the
+//!    schema is not `nullable`. `apiVersion`, `kind` and `metadata` are kept
+//!    at the root and under `x-kubernetes-embedded-resource`.
+//! 2. **Validation**: `type` (with `x-kubernetes-int-or-string`), `enum`,
+//!    `required`, `minimum`/`maximum` (and their `exclusive` forms),
+//!    `minItems`/`maxItems`, `minLength`/`maxLength`. Each violation is a
+//!    cause of a `422 Invalid` naming the field, worded as the real server
+//!    words it (`spec.size: Invalid value: "string": spec.size in body must
+//!    be of type integer: "string"`).
+//!
+//! # Caveats
+//! Not checked: `pattern`, `format`, `allOf`/`anyOf`/`oneOf`/`not`,
+//! `x-kubernetes-validations` (CEL), list-type and map-type uniqueness.
+//! Defaults (`default`) are not applied. `metadata` is not pruned to
+//! `ObjectMeta`'s fields.
+
+use serde_json::{Map, Value};
+
+use crate::resources::{GroupResource, ResourceDef};
+use crate::status::{ApiError, Cause, Subject};
+use crate::store::Store;
+
+/// The `openAPIV3Schema` of `def`'s version, from its CRD in `store`;
+/// `None` for built-in resources and versions without a schema.
+#[must_use]
+pub fn of(store: &Store, def: &ResourceDef) -> Option<Value> {
+    if !def.custom {
+        return None;
+    }
+    let crds = GroupResource {
+        group: "apiextensions.k8s.io".into(),
+        resource: "customresourcedefinitions".into(),
+    };
+    let crd = store.get(&crds, "", &format!("{}.{}", def.plural, def.group))?;
+    crd["spec"]["versions"]
+        .as_array()?
+        .iter()
+        .find(|v| v["name"] == def.version.as_str())
+        .map(|v| v["schema"]["openAPIV3Schema"].clone())
+        .filter(Value::is_object)
+}
+
+/// Prunes and validates `object`, a custom resource of `def`, against its
+/// CRD's schema in `store` (nothing happens without one).
+///
+/// # Errors
+/// [`ApiError::Invalid`] with a cause per violation.
+pub fn enforce(store: &Store, def: &ResourceDef, object: &mut Value) -> Result<(), ApiError> {
+    let Some(schema) = of(store, def) else {
+        return Ok(());
+    };
+    let causes = prune_and_validate(&schema, object);
+    if causes.is_empty() {
+        return Ok(());
+    }
+    let name = object["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    Err(ApiError::Invalid(
+        Subject::new(&def.group, &def.kind, &name),
+        causes,
+    ))
+}
+
+/// Prunes `object` (a whole resource: `apiVersion`, `kind` and `metadata`
+/// are kept) by `schema` and returns the validation failures.
+#[must_use]
+pub fn prune_and_validate(schema: &Value, object: &mut Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    walk(schema, object, "", true, &mut causes);
+    causes
+}
+
+/// The JSON type of `v` as the real server names it in messages.
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_f64() => "number",
+        Value::Number(_) => "integer",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn has_type(v: &Value, ty: &str) -> bool {
+    match ty {
+        "object" => v.is_object(),
+        "array" => v.is_array(),
+        "string" => v.is_string(),
+        "boolean" => v.is_boolean(),
+        "number" => v.is_number(),
+        "integer" => v.is_i64() || v.is_u64() || v.as_f64().is_some_and(|f| f.fract() == 0.0),
+        _ => true,
+    }
+}
+
+fn flag(schema: &Value, key: &str) -> bool {
+    schema.get(key).and_then(Value::as_bool) == Some(true)
+}
+
+fn child(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// A value as the real server quotes it in `Invalid value: …` (Go's `%#v`).
+fn quoted(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("{s:?}"),
+        other => other.to_string(),
+    }
+}
+
+fn invalid(path: &str, value: &Value, detail: &str) -> Cause {
+    Cause {
+        reason: "FieldValueInvalid".into(),
+        message: format!("Invalid value: {}: {detail}", quoted(value)),
+        field: path.into(),
+    }
+}
+
+fn walk(schema: &Value, value: &mut Value, path: &str, root: bool, causes: &mut Vec<Cause>) {
+    if value.is_null() && flag(schema, "nullable") {
+        return;
+    }
+    if let Some(ty) = schema.get("type").and_then(Value::as_str) {
+        let int_or_string = flag(schema, "x-kubernetes-int-or-string");
+        let ok = if int_or_string {
+            has_type(value, "integer") || value.is_string()
+        } else {
+            has_type(value, ty)
+        };
+        if !ok {
+            let given = type_name(value);
+            let expected = if int_or_string { "integer,string" } else { ty };
+            causes.push(Cause {
+                reason: "FieldValueTypeInvalid".into(),
+                message: format!(
+                    "Invalid value: {given:?}: {path} in body must be of type {expected}: {given:?}"
+                ),
+                field: path.into(),
+            });
+            return;
+        }
+    } else if flag(schema, "x-kubernetes-int-or-string")
+        && !(has_type(value, "integer") || value.is_string())
+    {
+        let given = type_name(value);
+        causes.push(Cause {
+            reason: "FieldValueTypeInvalid".into(),
+            message: format!(
+                "Invalid value: {given:?}: {path} in body must be of type integer,string: {given:?}"
+            ),
+            field: path.into(),
+        });
+        return;
+    }
+    if let Some(options) = schema.get("enum").and_then(Value::as_array)
+        && !options.contains(value)
+    {
+        let supported: Vec<String> = options.iter().map(quoted).collect();
+        causes.push(Cause {
+            reason: "FieldValueNotSupported".into(),
+            message: format!(
+                "Unsupported value: {}: supported values: {}",
+                quoted(value),
+                supported.join(", ")
+            ),
+            field: path.into(),
+        });
+    }
+    bounds(schema, value, path, causes);
+    match value {
+        Value::Object(map) => object(schema, map, path, root, causes),
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items").filter(|s| s.is_object()) {
+                for (i, item) in items.iter_mut().enumerate() {
+                    walk(item_schema, item, &format!("{path}[{i}]"), false, causes);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn bounds(schema: &Value, value: &Value, path: &str, causes: &mut Vec<Cause>) {
+    let num = |k: &str| schema.get(k).and_then(Value::as_f64);
+    if let Some(x) = value.as_f64().filter(|_| value.is_number()) {
+        if let Some(min) = num("minimum") {
+            let exclusive = flag(schema, "exclusiveMinimum");
+            if x < min || (exclusive && x == min) {
+                let op = if exclusive {
+                    "greater than"
+                } else {
+                    "greater than or equal to"
+                };
+                let detail = format!("{path} in body should be {op} {}", schema["minimum"]);
+                causes.push(invalid(path, value, &detail));
+            }
+        }
+        if let Some(max) = num("maximum") {
+            let exclusive = flag(schema, "exclusiveMaximum");
+            if x > max || (exclusive && x == max) {
+                let op = if exclusive {
+                    "less than"
+                } else {
+                    "less than or equal to"
+                };
+                let detail = format!("{path} in body should be {op} {}", schema["maximum"]);
+                causes.push(invalid(path, value, &detail));
+            }
+        }
+    }
+    let count = match value {
+        Value::Array(a) => Some((a.len(), "minItems", "maxItems", "items")),
+        Value::String(s) => Some((s.chars().count(), "minLength", "maxLength", "chars")),
+        _ => None,
+    };
+    if let Some((n, min_key, max_key, unit)) = count {
+        let limit = |k: &str| schema.get(k).and_then(Value::as_u64);
+        if let Some(min) = limit(min_key).filter(|m| (n as u64) < *m) {
+            causes.push(invalid(
+                path,
+                value,
+                &format!("{path} in body should have at least {min} {unit}"),
+            ));
+        }
+        if let Some(max) = limit(max_key).filter(|m| (n as u64) > *m) {
+            causes.push(Cause {
+                reason: "FieldValueTooLong".into(),
+                message: format!("Too long: may not be more than {max} {unit}"),
+                field: path.into(),
+            });
+        }
+    }
+}
+
+fn object(
+    schema: &Value,
+    map: &mut Map<String, Value>,
+    path: &str,
+    root: bool,
+    causes: &mut Vec<Cause>,
+) {
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let additional = schema.get("additionalProperties");
+    let preserve = flag(schema, "x-kubernetes-preserve-unknown-fields");
+    let embedded = root || flag(schema, "x-kubernetes-embedded-resource");
+    let keys: Vec<String> = map.keys().cloned().collect();
+    for key in keys {
+        if embedded && matches!(key.as_str(), "apiVersion" | "kind" | "metadata") {
+            continue;
+        }
+        let declared = properties
+            .and_then(|p| p.get(&key))
+            .or_else(|| additional.filter(|a| a.is_object()));
+        let Some(sub) = declared else {
+            if !(preserve || additional == Some(&Value::Bool(true))) {
+                map.remove(&key);
+            }
+            continue;
+        };
+        let Some(v) = map.get_mut(&key) else {
+            continue;
+        };
+        if v.is_null() && !flag(sub, "nullable") {
+            map.remove(&key);
+            continue;
+        }
+        walk(sub, v, &child(path, &key), false, causes);
+    }
+    if let Some(required) = schema.get("required").and_then(Value::as_array) {
+        for key in required.iter().filter_map(Value::as_str) {
+            if !map.contains_key(key) {
+                causes.push(Cause {
+                    reason: "FieldValueRequired".into(),
+                    message: "Required value".into(),
+                    field: child(path, key),
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema() -> Value {
+        json!({"type": "object", "properties": {
+            "spec": {"type": "object", "required": ["size"], "properties": {
+                "size": {"type": "integer", "minimum": 1},
+                "mode": {"type": "string", "enum": ["a", "b"]},
+                "port": {"x-kubernetes-int-or-string": true},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                         "properties": {"n": {"type": "integer"}}},
+                "maybe": {"type": "string", "nullable": true},
+                "gone": {"type": "string"}
+            }},
+            "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}}
+        }})
+    }
+
+    #[test]
+    fn unknown_fields_are_pruned_except_where_preserved() {
+        let mut o = json!({"apiVersion": "x/v1", "kind": "W", "metadata": {"name": "a"},
+            "top": 1,
+            "spec": {"size": 2, "extra": true, "free": {"anything": {"deep": 1}, "n": 3},
+                     "labels": {"k": "v"}, "maybe": null, "gone": null, "port": "http"},
+            "status": {"ready": true, "undeclared": "x"}});
+        assert_eq!(prune_and_validate(&schema(), &mut o), vec![]);
+        assert_eq!(
+            o,
+            json!({"apiVersion": "x/v1", "kind": "W", "metadata": {"name": "a"},
+                "spec": {"size": 2, "free": {"anything": {"deep": 1}, "n": 3},
+                         "labels": {"k": "v"}, "maybe": null, "port": "http"},
+                "status": {"ready": true}})
+        );
+    }
+
+    #[test]
+    fn violations_name_their_fields_as_the_real_server() {
+        let mut o = json!({"spec": {"size": "big", "mode": "c", "tags": ["x", 1],
+            "labels": {"k": 2}, "port": true, "free": {"n": "x"}}});
+        let causes = prune_and_validate(&schema(), &mut o);
+        let text: Vec<String> = causes
+            .iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect();
+        assert!(text.contains(&r#"spec.size: Invalid value: "string": spec.size in body must be of type integer: "string""#.to_string()), "{text:?}");
+        assert!(
+            text.contains(
+                &r#"spec.mode: Unsupported value: "c": supported values: "a", "b""#.to_string()
+            ),
+            "{text:?}"
+        );
+        assert!(text.contains(&r#"spec.tags[1]: Invalid value: "integer": spec.tags[1] in body must be of type string: "integer""#.to_string()), "{text:?}");
+        assert!(
+            text.iter().any(|t| t.starts_with("spec.labels.k: ")),
+            "{text:?}"
+        );
+        assert!(
+            text.iter()
+                .any(|t| t.starts_with("spec.port: ") && t.contains("integer,string")),
+            "{text:?}"
+        );
+        assert!(
+            text.iter().any(|t| t.starts_with("spec.free.n: ")),
+            "{text:?}"
+        );
+        assert_eq!(causes[0].reason, "FieldValueTypeInvalid");
+    }
+
+    #[test]
+    fn required_and_bounds() {
+        let mut o = json!({"spec": {}});
+        let causes = prune_and_validate(&schema(), &mut o);
+        assert_eq!(causes.len(), 1);
+        assert_eq!(causes[0].field, "spec.size");
+        assert_eq!(causes[0].message, "Required value");
+        let mut low = json!({"spec": {"size": 0}});
+        let causes = prune_and_validate(&schema(), &mut low);
+        assert_eq!(
+            causes[0].message,
+            "Invalid value: 0: spec.size in body should be greater than or equal to 1"
+        );
+    }
+
+    #[test]
+    fn an_object_without_properties_keeps_nothing_unless_preserved() {
+        let s = json!({"type": "object", "properties": {
+            "a": {"type": "object"},
+            "b": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}});
+        let mut o = json!({"a": {"x": 1}, "b": {"y": 2}});
+        assert!(prune_and_validate(&s, &mut o).is_empty());
+        assert_eq!(o, json!({"a": {}, "b": {"y": 2}}));
+    }
+}
