@@ -62,6 +62,7 @@
 pub mod cluster;
 pub mod crd;
 pub mod discovery;
+pub mod faults;
 pub mod handlers;
 pub mod kinds;
 pub mod kubeconfig;

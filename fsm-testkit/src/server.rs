@@ -57,6 +57,8 @@ pub struct Shared {
     pub log: RequestLog,
     /// The settings.
     pub config: ServerConfig,
+    /// Injected faults.
+    pub faults: crate::faults::Faults,
 }
 
 impl Shared {
@@ -127,6 +129,7 @@ impl ApiServer {
             shared: Arc::new(Shared {
                 cluster: Mutex::new(cluster),
                 log: RequestLog::new(config.request_log_size),
+                faults: crate::faults::Faults::new(config.seed),
                 config,
             }),
         }
@@ -148,6 +151,13 @@ impl ApiServer {
     #[must_use]
     pub fn request_log(&self) -> &RequestLog {
         &self.shared.log
+    }
+
+    /// The injected faults: add, remove, drop watches (see
+    /// [`faults`](crate::faults)).
+    #[must_use]
+    pub fn faults(&self) -> &crate::faults::Faults {
+        &self.shared.faults
     }
 
     /// The newest `resourceVersion`.

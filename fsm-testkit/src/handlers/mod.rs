@@ -19,6 +19,7 @@ use http::{StatusCode, header};
 use serde_json::Value;
 
 use crate::discovery;
+use crate::faults;
 use crate::log::RequestRecord;
 use crate::openapi;
 use crate::server::Shared;
@@ -41,14 +42,22 @@ pub fn json(code: StatusCode, body: &Value) -> Response {
 }
 
 async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    if request.uri().path().starts_with(faults::HTTP_PREFIX) {
+        return faults::serve_http(&shared.faults, request).await;
+    }
     let (parts, body) = request.into_parts();
     let route = route::parse(parts.uri.path());
     // 1. What is asked: verb, resource, namespace, name.
     let mut record = describe(&parts, &route);
-    // 2. Steps that act on the description alone (fault injection, latency)
-    //    belong here, before the request is served.
+    // 2. Steps that act on the description alone: fault injection, latency.
+    let injection = shared.faults.intercept(&record);
+    if !injection.latency.is_zero() {
+        tokio::time::sleep(injection.latency).await;
+    }
     // 3. Serve.
     let result = match route {
+        // A fault answers instead (below).
+        _ if injection.answer.is_some() => Ok(Response::default()),
         Route::Resource(rp) => objects::handle(&shared, &parts, body, rp).await,
         _ if parts.method != http::Method::GET => Err(match route {
             Route::Unknown => ApiError::UnknownResource,
@@ -56,7 +65,17 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         }),
         other => serve_discovery(&shared, &parts, other),
     };
-    let response = result.unwrap_or_else(IntoResponse::into_response);
+    let mut response = match injection.answer {
+        Some(answer) => answer,
+        None => result.unwrap_or_else(IntoResponse::into_response),
+    };
+    if response
+        .extensions()
+        .get::<objects::WatchResponse>()
+        .is_some()
+    {
+        response = shared.faults.guard_watch(&record.resource, response);
+    }
     // 4. Record the outcome.
     record.code = response.status().as_u16();
     tracing::debug!(
