@@ -369,3 +369,86 @@ async fn the_binary_serves_kubectl() {
     server.kill().await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_side_apply_and_strategic_merge_from_kubectl() {
+    let server = ApiServer::new();
+    let http = server.serve_http().await.unwrap();
+    let k = Kubectl::new(&http);
+    let dir = http.kubeconfig().parent().unwrap().to_path_buf();
+    let crd = write(&dir, "crd.yaml", CRD);
+    let cr = write(&dir, "widget.yaml", WIDGET);
+
+    // Server-side apply of a CRD and of a custom resource: created, then changed.
+    let out = k.ok(&["apply", "--server-side", "-f", &crd]).await;
+    assert_eq!(
+        out.trim(),
+        "customresourcedefinition.apiextensions.k8s.io/widgets.example.com serverside-applied"
+    );
+    let out = k.ok(&["apply", "--server-side", "-f", &cr]).await;
+    assert_eq!(out.trim(), "widget.example.com/w1 serverside-applied");
+    write(&dir, "widget.yaml", &WIDGET.replace("size: 3", "size: 4"));
+    k.ok(&["apply", "--server-side", "-f", &cr]).await;
+    let shown = k
+        .ok(&["get", "widget", "w1", "-o", "json", "--show-managed-fields"])
+        .await;
+    let obj: Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(obj["spec"]["size"], 4);
+    let managers: Vec<&str> = obj["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["manager"].as_str())
+        .collect();
+    assert_eq!(managers, ["kubectl"]);
+
+    // Another manager changes the field: re-applying conflicts, as kubectl
+    // reports it, until --force-conflicts.
+    k.ok(&[
+        "patch",
+        "widget",
+        "w1",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"size":9}}"#,
+    ])
+    .await;
+    let conflict = k.run(&["apply", "--server-side", "-f", &cr]).await;
+    assert_ne!(conflict.code, 0);
+    assert!(
+        conflict.stderr.contains("conflict with \"kubectl-patch\"")
+            && conflict.stderr.contains(".spec.size"),
+        "{}",
+        conflict.stderr
+    );
+    k.ok(&["apply", "--server-side", "--force-conflicts", "-f", &cr])
+        .await;
+    let size = k
+        .ok(&["get", "widget", "w1", "-o", "jsonpath={.spec.size}"])
+        .await;
+    assert_eq!(size.trim(), "4");
+
+    // Client-side apply of a changed built-in object sends a strategic
+    // merge patch.
+    let cm = |v: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  mode: {v}\n"
+        )
+    };
+    let file = write(&dir, "cm.yaml", &cm("a"));
+    k.ok(&["apply", "-f", &file]).await;
+    write(&dir, "cm.yaml", &cm("b"));
+    let out = k.ok(&["apply", "-f", &file]).await;
+    assert_eq!(out.trim(), "configmap/settings configured");
+    let mode = k
+        .ok(&[
+            "get",
+            "configmap",
+            "settings",
+            "-o",
+            "jsonpath={.data.mode}",
+        ])
+        .await;
+    assert_eq!(mode.trim(), "b");
+}
