@@ -35,11 +35,13 @@ where
         .with_namespace(namespace)
         .with_identity(identity)
         .with_duration(lease_duration.as_secs().max(2))
-        .with_grace(lease_duration.as_secs().max(2) / 3)
+        .with_grace((lease_duration.as_secs().max(2) / 3).max(1))
         .build()
         .await?;
     let (mut channel, task) = manager.watch().await;
-    let mut running: Option<tokio::task::JoinHandle<()>> = None;
+    // Aborted when dropped, so that cancelling this future (or the task it
+    // runs in) stops the controller too.
+    let mut running: Option<AbortOnDrop> = None;
     loop {
         let leading = *channel.borrow_and_update();
         match (leading, running.is_some()) {
@@ -49,7 +51,7 @@ where
                     identity,
                     "leading: starting the controller"
                 );
-                running = Some(tokio::spawn(controller()));
+                running = Some(AbortOnDrop(tokio::spawn(controller())));
             }
             (false, true) => {
                 tracing::warn!(
@@ -57,9 +59,7 @@ where
                     identity,
                     "lease lost: stopping the controller"
                 );
-                if let Some(handle) = running.take() {
-                    handle.abort();
-                }
+                running = None;
             }
             _ => {}
         }
@@ -67,9 +67,7 @@ where
             break;
         }
     }
-    if let Some(handle) = running.take() {
-        handle.abort();
-    }
+    drop(running);
     drop(channel);
     match task.await {
         Ok(result) => result.map(|_| ()),
@@ -77,5 +75,14 @@ where
             tracing::error!(error = %join, "lease manager task failed");
             Ok(())
         }
+    }
+}
+
+/// A spawned task that is aborted when this handle is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }

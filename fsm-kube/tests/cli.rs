@@ -804,7 +804,7 @@ async fn run_serves_the_machines_metrics_while_the_controller_runs() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn run_with_leader_election_asks_for_the_configured_lease() {
+async fn run_with_leader_election_takes_the_configured_lease_then_runs() {
     // The embedded server does not implement server-side apply yet, which
     // kube-lease-manager uses to take the Lease; so this proves the wiring
     // (which Lease, where, as whom) up to the server, and that no
@@ -866,7 +866,17 @@ async fn run_with_leader_election_asks_for_the_configured_lease() {
             "{request:?}"
         );
     }
-    assert!(rx.try_recv().is_err(), "no controller without the Lease");
+    // The server grants the Lease (server-side apply), so the controller
+    // starts, as this replica holds it.
+    tokio::time::timeout(Duration::from_secs(10), rx.recv())
+        .await
+        .expect("the controller started once the Lease was held")
+        .expect("the run function reported");
+    let lease = leases.get("widgets").await.unwrap();
+    assert_eq!(
+        lease.spec.and_then(|s| s.holder_identity).as_deref(),
+        Some("replica-1")
+    );
     operator_task.abort();
 }
 

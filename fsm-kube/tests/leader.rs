@@ -1,0 +1,119 @@
+//! Two replicas with leader election against the embedded API server: only
+//! the leader reconciles; when it stops, the other takes over, and no
+//! transition is committed twice.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use fsm_kube::StatusStore;
+use fsm_kube::leader::run_while_leader;
+use futures::StreamExt;
+use kube::Client;
+use kube::api::Api;
+use kube::runtime::{Controller, watcher};
+
+/// One replica: a controller for widgets, run only while it holds the lease.
+fn replica(client: &Client, identity: &'static str, ctx: Arc<Ctx>) -> tokio::task::JoinHandle<()> {
+    let client = client.clone();
+    tokio::spawn(async move {
+        let controller_client = client.clone();
+        let result = run_while_leader(
+            client,
+            "default",
+            "widget-operator",
+            identity,
+            Duration::from_secs(2),
+            move || {
+                let fsm = fsm_kube::FsmReconciler::<WidgetState>::new(
+                    controller_client.clone(),
+                    StatusStore::new(),
+                );
+                let widgets: Api<Widget> = Api::all(controller_client.clone());
+                let ctx = ctx.clone();
+                async move {
+                    Controller::new(widgets, watcher::Config::default())
+                        .run(fsm.reconcile(), fsm.error_policy(), ctx)
+                        .for_each(|_| async {})
+                        .await;
+                }
+            },
+        )
+        .await;
+        if let Err(error) = result {
+            panic!("{identity}: lease manager failed: {error}");
+        }
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_leader_reconciles_and_the_other_takes_over() {
+    let server = server().await;
+    let client = server.client();
+    let (ctx_a, ctx_b) = (ctx(&client), ctx(&client));
+    let a = replica(&client, "a", ctx_a.clone());
+    let b = replica(&client, "b", ctx_b.clone());
+
+    create_widget(
+        &client,
+        "first",
+        WidgetSpec {
+            color: "blue".into(),
+            fail: false,
+            conflict_once: false,
+        },
+    )
+    .await;
+    wait_for_status_state(&client, "first", "Ready").await;
+    let (leader, follower, leader_ctx, follower_ctx) = if ctx_a.log().is_empty() {
+        (b, a, ctx_b, ctx_a)
+    } else {
+        (a, b, ctx_a, ctx_b)
+    };
+    assert!(
+        follower_ctx.log().is_empty(),
+        "the follower reconciled: {:?}",
+        follower_ctx.log()
+    );
+
+    // The leader stops (its lease is no longer renewed); the follower takes
+    // over after the lease expires and finishes the new work.
+    leader.abort();
+    let _ = leader.await;
+    let before = leader_ctx.log().len();
+    create_widget(
+        &client,
+        "second",
+        WidgetSpec {
+            color: "red".into(),
+            fail: false,
+            conflict_once: false,
+        },
+    )
+    .await;
+    let second = wait_for_status_state(&client, "second", "Ready").await;
+    follower.abort();
+
+    assert_eq!(
+        leader_ctx.log().len(),
+        before,
+        "the stopped leader did no more work"
+    );
+    assert!(follower_ctx.log().contains(&"start:second".to_owned()));
+    for widget in [
+        wait_for_status_state(&client, "first", "Ready").await,
+        second,
+    ] {
+        let record = widget
+            .status
+            .unwrap()
+            .fsm
+            .unwrap()
+            .record::<WidgetState>()
+            .unwrap();
+        let seqs: Vec<u64> = record.history.iter().map(|h| h.seq).collect();
+        assert_eq!(seqs, [1, 2, 3], "each transition committed once");
+    }
+}
