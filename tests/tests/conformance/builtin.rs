@@ -525,11 +525,7 @@ pub async fn delete_collection(s: &mut Scene) -> Fallible {
         "deleted",
         (answer.code, &answer.body["kind"], names(&answer.body)),
     );
-    s.record_known(
-        "delete collection answer",
-        &answer,
-        known::LIST_ITEM_TYPE_META,
-    );
+    s.record("delete collection answer", &answer);
     let left = s
         .get(&format!("{path}?labelSelector=doomed"))
         .await?
@@ -558,7 +554,7 @@ pub async fn namespace_lifecycle(s: &mut Scene) -> Fallible {
         .expect(201)?;
 
     let deleting = s.delete(&ns_path).await?.expect(200)?;
-    s.record_known("delete", &deleting, known::NAMESPACE_TERMINATING);
+    s.record("delete", &deleting);
     let refused = s
         .post(&cms, configmap("late", json!({}), json!({})))
         .await?;
