@@ -73,6 +73,7 @@ pub mod resources;
 pub mod schema;
 pub mod selectors;
 pub mod server;
+pub mod simulation;
 pub mod status;
 pub mod store;
 pub mod table;

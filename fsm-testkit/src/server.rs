@@ -160,6 +160,21 @@ impl ApiServer {
         &self.shared.faults
     }
 
+    /// Starts the simulated workload controllers (see
+    /// [`simulation`](crate::simulation)): Deployments and StatefulSets
+    /// become ready and Jobs finish after a delay. Off unless called; runs
+    /// until [`Simulation::stop`](crate::simulation::Simulation::stop) or
+    /// until the server is dropped.
+    ///
+    /// # Panics
+    /// Outside a Tokio runtime (it spawns a task).
+    pub fn simulate(
+        &self,
+        config: crate::simulation::SimulationConfig,
+    ) -> crate::simulation::Simulation {
+        crate::simulation::start(&self.shared, config)
+    }
+
     /// The newest `resourceVersion`.
     #[must_use]
     pub fn revision(&self) -> u64 {
