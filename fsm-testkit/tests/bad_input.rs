@@ -213,6 +213,22 @@ async fn mismatched_names_methods_and_patch_types() {
         let s = send(&server, "PATCH", &format!("{CM_PATH}/a"), ct, body).await;
         assert_eq!((s.code, s.reason.as_str()), want, "{ct}: {}", s.message);
     }
+    // `force` belongs to server-side apply only.
+    let s = send(
+        &server,
+        "PATCH",
+        &format!("{CM_PATH}/a?force=true"),
+        "application/merge-patch+json",
+        "{}",
+    )
+    .await;
+    assert_eq!(
+        (s.code, s.reason.as_str()),
+        (422, "Invalid"),
+        "{}",
+        s.message
+    );
+    assert_eq!(s.details.unwrap().causes[0].field, "force");
     let s = send(
         &server,
         "PATCH",

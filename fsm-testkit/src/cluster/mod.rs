@@ -551,6 +551,15 @@ impl Cluster {
         if kind == PatchType::Apply {
             return self.server_side_apply(def, ns, name, patch_body, part, opts, dry_run, now);
         }
+        if opts.force {
+            return Err(ApiError::Invalid(
+                Subject::new("meta.k8s.io", "PatchOptions", ""),
+                vec![Cause::forbidden(
+                    "force",
+                    "may not be specified for non-apply patch",
+                )],
+            ));
+        }
         let current = self
             .store
             .get(&def.group_resource(), ns, name)
