@@ -4,7 +4,7 @@
 //! built-in kinds operators touch (Namespace, ConfigMap, Secret, Service,
 //! Pod, Event, Deployment, StatefulSet, Job, Lease), custom resources
 //! registered by creating a `CustomResourceDefinition`, get/list/watch with
-//! selectors, paging and bookmarks, create/update/merge-patch/delete with the
+//! selectors, paging and bookmarks, create/update/patch/delete with the
 //! real server's rules (resourceVersion conflicts, the status subresource,
 //! `generation`, finalizers), and errors as `Status` objects.
 //!

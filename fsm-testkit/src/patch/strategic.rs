@@ -23,7 +23,7 @@
 //! replaced as a whole, as in a merge patch.
 //!
 //! Directives: `$patch: delete` in a list element removes the element with
-//! its merge key; `$patch: replace` in an object or list element replaces
+//! its merge key, and in an object removes the object; `$patch: replace` in an object or list element replaces
 //! the object or the whole list; `$deleteFromPrimitiveList/<list>` removes
 //! strings from a merged string list; `$setElementOrder/<list>` and
 //! `$retainKeys` are accepted and ignored (element order is that of the
@@ -100,7 +100,7 @@ fn merge_object<'a>(target: &mut Value, patch: &'a Value, path: &mut Vec<&'a str
         if k.starts_with('$') {
             continue;
         }
-        if v.is_null() {
+        if v.is_null() || v.get("$patch").and_then(Value::as_str) == Some("delete") {
             t.remove(k);
             continue;
         }
@@ -249,8 +249,9 @@ mod tests {
             json!({"metadata": {"finalizers": ["a", "b"], "labels": {"y": "2"}},
                    "spec": {"args": ["3"], "ports": [{"port": 443}]}})
         );
-        let d = json!({"metadata": {"finalizers": ["a", "b"]}, "spec": {"selector": {"a": "1"}}});
+        let d = json!({"metadata": {"finalizers": ["a", "b"]}, "spec": {"selector": {"a": "1"}}, "status": {"x": 1}});
         let p = json!({"$setElementOrder/x": [], "metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]},
+                       "status": {"$patch": "delete"},
                        "spec": {"selector": {"$patch": "replace", "b": "2"}}});
         assert_eq!(
             patched(d, p),
