@@ -33,16 +33,22 @@
 //!   server-side apply with `managedFields` and conflicts; apply
 //!   configurations must be JSON (as kube and kubectl send them), and
 //!   custom resources' lists are atomic under apply (see [`patch::apply`]).
-//! - No schema validation or pruning (`fieldValidation=Strict` is accepted
-//!   but unknown fields are kept), no conversion between versions, no
-//!   garbage collection of owned objects (`propagationPolicy` is ignored),
-//!   no workload controllers (Deployments never become ready), no
+//! - Custom resources are pruned and validated by their CRD's structural
+//!   schema ([`schema`]: types, `enum`, `required`, bounds; not `pattern`,
+//!   `format`, CEL or defaults); `fieldValidation=Strict` is accepted but
+//!   unknown fields are pruned silently. No conversion between versions, no
 //!   authentication.
-//! - The only controllers are the namespace controller (a deleted namespace
-//!   is `Terminating`, refusing new content, then emptied and removed after
-//!   [`ServerConfig::namespace_controller_delay`])
-//!   and the CRD controller (a CRD is established at once; deleting it
-//!   deletes its objects at once).
+//! - Controllers: the namespace controller (a deleted namespace is
+//!   `Terminating`, refusing new content, then emptied and removed after
+//!   [`ServerConfig::namespace_controller_delay`]), the CRD controller (a
+//!   CRD is established at once; deleting it deletes its objects at once),
+//!   and the garbage collector (owner references, `propagationPolicy`
+//!   `Background`, `Foreground`, `Orphan`; it runs within the request that
+//!   removes an owner). Workload controllers only when asked
+//!   ([`ApiServer::simulate`], see [`simulation`]).
+//! - Faults (errors, latency, dropped watches, `410 Gone`) can be injected
+//!   at run time with [`ApiServer::faults`], or over HTTP under
+//!   `/testkit/faults` (see [`faults`]).
 //! - Pods are deleted without a grace period (no kubelet).
 //! - Core `v1` and `events.k8s.io/v1` Events are stored separately.
 //!

@@ -98,9 +98,9 @@ impl Shared {
 /// version exactly once, in order, or `410 Expired`.
 ///
 /// # Caveats
-/// No authentication, admission webhooks, schema validation or pruning,
-/// conversion between versions (versions of a custom resource share one
-/// schema), garbage collection, or patch types other than merge patch.
+/// No authentication, admission webhooks, or conversion between versions
+/// (versions of a custom resource share one schema); see the crate docs for
+/// what schema validation, garbage collection and patches cover.
 /// Core `v1` and `events.k8s.io/v1` Events are stored separately.
 #[derive(Debug, Clone)]
 pub struct ApiServer {
