@@ -168,7 +168,11 @@ async fn orphan_deletion_strips_the_owner_reference() {
         .create(&pp, &owned_deployment("w-app", &owner))
         .await
         .unwrap();
-    widgets.delete("w", &DeleteParams::orphan()).await.unwrap();
+    let answer = widgets.delete("w", &DeleteParams::orphan()).await.unwrap();
+    let held = answer
+        .left()
+        .expect("the owner, held by the orphan finalizer");
+    assert_eq!(held.finalizers(), ["orphan"]);
     assert!(widgets.get_opt("w").await.unwrap().is_none());
     let cm = cms.get("w-config").await.unwrap();
     assert!(cm.metadata.owner_references.is_none(), "{cm:?}");

@@ -120,39 +120,25 @@ impl Cluster {
         now: jiff::Timestamp,
     ) -> (Value, bool) {
         let uid = str_at(current, "uid").to_string();
-        let mut current = current.clone();
-        if policy == Propagation::Orphan
-            || finalizers(&current).iter().any(|f| f == ORPHAN_FINALIZER)
-        {
-            self.orphan_dependents(&uid);
-            if let Some(list) = current["metadata"]["finalizers"].as_array_mut() {
-                list.retain(|f| f != ORPHAN_FINALIZER);
-            }
-        }
         let contains =
             def.group_resource() == super::namespaces() || def.group_resource() == super::crds();
-        if policy != Propagation::Foreground || contains {
-            return self.delete_object(def, ns, name, &current, now);
+        let orphan = policy == Propagation::Orphan
+            || finalizers(current).iter().any(|f| f == ORPHAN_FINALIZER);
+        if contains || !(orphan || policy == Propagation::Foreground) {
+            return self.delete_object(def, ns, name, current, now);
         }
-        // Foreground: hold the owner, then delete its dependents.
-        let mut held = current.clone();
-        let mut list = finalizers(&held);
-        if !list.iter().any(|f| f == FOREGROUND_FINALIZER) {
-            list.push(FOREGROUND_FINALIZER.into());
+        if orphan {
+            // As the real server: the owner is answered held by the `orphan`
+            // finalizer, the collector strips the references, then lets go.
+            let answer = self.hold(def, ns, name, current, ORPHAN_FINALIZER, now);
+            self.orphan_dependents(&uid);
+            self.release(def, ns, name, ORPHAN_FINALIZER);
+            return (answer, false);
         }
-        held["metadata"]["finalizers"] = json!(list);
-        if held["metadata"].get("deletionTimestamp").is_none() {
-            held["metadata"]["deletionTimestamp"] = json!(super::timestamp(now));
-            held["metadata"]["deletionGracePeriodSeconds"] = json!(0);
-            if def.generation {
-                let g = held["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
-                held["metadata"]["generation"] = json!(g);
-            }
-        }
-        let gr = def.group_resource();
-        // The answer is the held owner, as the real server's (its collector
-        // runs afterwards).
-        let answer = present(def, &self.store.put(&gr, ns, name, held));
+        // Foreground: hold the owner, then delete its dependents. The answer
+        // is the held owner, as the real server's (its collector runs
+        // afterwards).
+        let answer = self.hold(def, ns, name, current, FOREGROUND_FINALIZER, now);
         for ((dgr, dns, dname), dependent, _) in self.dependents_of(&uid) {
             let Some(ddef) = self.registry.preferred(&dgr) else {
                 continue;
@@ -168,6 +154,60 @@ impl Cluster {
         }
         self.release_foreground(&uid);
         (answer, false)
+    }
+
+    /// Stores `current` as being deleted, held by `finalizer`; returns it
+    /// as answered.
+    fn hold(
+        &mut self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        current: &Value,
+        finalizer: &str,
+        now: jiff::Timestamp,
+    ) -> Value {
+        let mut held = current.clone();
+        let mut list = finalizers(&held);
+        if !list.iter().any(|f| f == finalizer) {
+            list.push(finalizer.into());
+        }
+        held["metadata"]["finalizers"] = json!(list);
+        if held["metadata"].get("deletionTimestamp").is_none() {
+            held["metadata"]["deletionTimestamp"] = json!(super::timestamp(now));
+            held["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+            if def.generation {
+                let g = held["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
+                held["metadata"]["generation"] = json!(g);
+            }
+        }
+        present(def, &self.store.put(&def.group_resource(), ns, name, held))
+    }
+
+    /// Removes `finalizer` from a held object, and the object with it when
+    /// nothing else holds it.
+    fn release(&mut self, def: &ResourceDef, ns: &str, name: &str, finalizer: &str) {
+        let gr = def.group_resource();
+        let Some(held) = self.store.get(&gr, ns, name) else {
+            return;
+        };
+        let mut released = (*held).clone();
+        let left: Vec<String> = finalizers(&held)
+            .into_iter()
+            .filter(|f| f != finalizer)
+            .collect();
+        if left.is_empty() {
+            if let Some(meta) = released["metadata"].as_object_mut() {
+                meta.remove("finalizers");
+            }
+            if !self.has_content(def, &released) {
+                self.remove_object(def, ns, name, released);
+                return;
+            }
+        } else {
+            released["metadata"]["finalizers"] = json!(left);
+        }
+        self.store.put(&gr, ns, name, released);
     }
 
     /// Removes the owner reference to `uid` from every dependent.
@@ -241,22 +281,6 @@ impl Cluster {
             str_at(&owner, "namespace").to_string(),
             str_at(&owner, "name").to_string(),
         );
-        let mut released = (*owner).clone();
-        let left: Vec<String> = finalizers(&owner)
-            .into_iter()
-            .filter(|f| f != FOREGROUND_FINALIZER)
-            .collect();
-        if left.is_empty() {
-            if let Some(meta) = released["metadata"].as_object_mut() {
-                meta.remove("finalizers");
-            }
-            if !self.has_content(&def, &released) {
-                self.remove_object(&def, &ns, &name, released);
-                return;
-            }
-        } else {
-            released["metadata"]["finalizers"] = json!(left);
-        }
-        self.store.put(&gr, &ns, &name, released);
+        self.release(&def, &ns, &name, FOREGROUND_FINALIZER);
     }
 }
