@@ -477,3 +477,68 @@ async fn kube_runtime_finalizer_helper_end_to_end() {
     assert!(widgets.get_opt("f").await.unwrap().is_none());
     assert_eq!(*seen.lock().unwrap(), ["apply", "cleanup"]);
 }
+
+#[tokio::test]
+async fn server_side_apply_merges_a_crd_list_map_by_its_keys() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+
+    let server = ApiServer::new();
+    let client = server.client();
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "metadata": {"name": "routers.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "routers", "singular": "router", "kind": "Router"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {
+                        "routes": {"type": "array", "x-kubernetes-list-type": "map",
+                            "x-kubernetes-list-map-keys": ["host"],
+                            "items": {"type": "object", "properties": {
+                                "host": {"type": "string"}, "to": {"type": "string"}}}},
+                        "tags": {"type": "array", "items": {"type": "string"}}}}}}}}]}
+    }))
+    .unwrap();
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.create(&PostParams::default(), &crd).await.unwrap();
+    let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("example.com", "v1", "Router"));
+    let routers: Api<DynamicObject> = Api::default_namespaced_with(client, &ar);
+    let config = |routes: Value, tags: Value| {
+        Patch::Apply(json!({"apiVersion": "example.com/v1", "kind": "Router",
+            "metadata": {"name": "r"}, "spec": {"routes": routes, "tags": tags}}))
+    };
+    routers
+        .patch(
+            "r",
+            &PatchParams::apply("team-a"),
+            &config(json!([{"host": "a", "to": "x"}]), json!(["a"])),
+        )
+        .await
+        .unwrap();
+    let r = routers
+        .patch(
+            "r",
+            &PatchParams::apply("team-b"),
+            &config(json!([{"host": "b", "to": "y"}]), json!(["a"])),
+        )
+        .await
+        .unwrap();
+    // The list-map merges by host; the plain list is atomic and shared
+    // (same value).
+    assert_eq!(
+        r.data["spec"],
+        json!({"routes": [{"host": "a", "to": "x"}, {"host": "b", "to": "y"}], "tags": ["a"]})
+    );
+    let e = routers
+        .patch(
+            "r",
+            &PatchParams::apply("team-b"),
+            &config(json!([{"host": "a", "to": "z"}]), json!(["a"])),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        status(e).message,
+        "Apply failed with 1 conflict: conflict with \"team-a\": .spec.routes[host=\"a\"].to"
+    );
+}

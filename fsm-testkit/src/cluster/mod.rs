@@ -350,7 +350,9 @@ impl Cluster {
         self.sequence += 1;
         kinds::on_create(def, &mut body, self.sequence);
         crate::schema::enforce(&self.store, def, &mut body)?;
-        record_ownership(def, &json!({}), &mut body, Part::Main, owner, now);
+        let schema = self.crd_schema(def);
+        let scope = ownership_scope(def, Part::Main, schema.as_ref());
+        record_ownership(def, &json!({}), &mut body, scope, owner, now);
         let crd_storage = self.crd_prepare(def, &mut body, now)?;
         if dry_run {
             return Ok(present(def, &body));
@@ -502,7 +504,9 @@ impl Cluster {
         }
         kinds::on_write(def, &mut new);
         crate::schema::enforce(&self.store, def, &mut new)?;
-        record_ownership(def, &current, &mut new, part, owner, now);
+        let schema = self.crd_schema(def);
+        let scope = ownership_scope(def, part, schema.as_ref());
+        record_ownership(def, &current, &mut new, scope, owner, now);
         let crd_storage = self.crd_prepare(def, &mut new, now)?;
         set_type(def, &mut new, &current);
         if new == *current {
@@ -619,7 +623,8 @@ impl Cluster {
             subresource: (part == Part::Status).then_some("status"),
             time: &time,
         };
-        let scope = ownership_scope(def, part);
+        let schema = self.crd_schema(def);
+        let scope = ownership_scope(def, part, schema.as_ref());
         let live = self
             .store
             .get(&def.group_resource(), ns, name)
@@ -692,6 +697,22 @@ impl Cluster {
         }
     }
 
+    /// The `openAPIV3Schema` of a custom resource's version, from its CRD.
+    fn crd_schema(&self, def: &ResourceDef) -> Option<Value> {
+        if !def.custom {
+            return None;
+        }
+        let crd = self
+            .store
+            .get(&crds(), "", &format!("{}.{}", def.plural, def.group))?;
+        crd["spec"]["versions"]
+            .as_array()?
+            .iter()
+            .find(|v| v["name"] == def.version.as_str())
+            .and_then(|v| v["schema"].get("openAPIV3Schema"))
+            .cloned()
+    }
+
     fn generate_name(&mut self, def: &ResourceDef, ns: &str, prefix: &str) -> String {
         let gr = def.group_resource();
         loop {
@@ -729,10 +750,12 @@ pub fn list_item(def: &ResourceDef, object: &Value) -> Value {
     o
 }
 
-/// Which fields a write to `part` of `def`'s objects can own.
-fn ownership_scope(def: &ResourceDef, part: Part) -> Scope {
+/// Which fields a write to `part` of `def`'s objects can own (`schema`:
+/// a custom resource's `openAPIV3Schema`).
+fn ownership_scope<'a>(def: &ResourceDef, part: Part, schema: Option<&'a Value>) -> Scope<'a> {
     Scope {
         associative: !def.custom,
+        schema,
         status_only: part == Part::Status,
         without_status: part == Part::Main && def.status_subresource,
     }
@@ -743,11 +766,10 @@ fn record_ownership(
     def: &ResourceDef,
     old: &Value,
     new: &mut Value,
-    part: Part,
+    scope: Scope<'_>,
     owner: &Ownership<'_>,
     now: jiff::Timestamp,
 ) {
-    let scope = ownership_scope(def, part);
     match owner {
         Ownership::Applied(fields) => {
             if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -766,7 +788,7 @@ fn record_ownership(
                 manager,
                 operation: Operation::Update,
                 api_version: &api_version,
-                subresource: (part == Part::Status).then_some("status"),
+                subresource: scope.status_only.then_some("status"),
                 time: &time,
             };
             managed_fields::record_update(old, new, scope, Some(&writer));

@@ -10,14 +10,17 @@
 //!   owner, unless `force`, which takes the field from its owner. A leaf
 //!   applied with the value it already has is shared: both managers own it.
 //! - Objects merge field by field; lists with a known merge key (built-in
-//!   kinds) merge element by element; other lists and scalars are replaced.
+//!   kinds) or list-map keys (CRDs) merge element by element; other lists
+//!   and scalars are replaced.
 //! - Leaves the manager applied before and omits now are removed from the
 //!   object, unless another manager owns them too.
 //!
 //! # Caveats
 //!
-//! - Custom resources' lists are atomic: `x-kubernetes-list-type: map` /
-//!   `set` in a CRD schema are not read.
+//! - Custom resources' lists are atomic unless their CRD schema marks them
+//!   `x-kubernetes-list-type: map` (then keyed by
+//!   `x-kubernetes-list-map-keys`, as on a real server); `set` lists are
+//!   atomic here.
 //! - Ownership is by leaf: owning a map or an element of a list (`.`) is
 //!   recorded for elements of keyed lists only, and removing an applied
 //!   element removes it with its fields even if another manager owns
@@ -32,7 +35,6 @@ use serde_json::{Map, Value, json};
 use super::managed_fields::{
     self, Entry, FieldPath, Operation, Scope, Writer, display, entries, leaves,
 };
-use super::strategic::merge_key;
 use crate::status::{ApiError, Cause};
 
 /// The object after `writer` applies `config` onto `live` (`None` when the
@@ -45,7 +47,7 @@ pub fn apply(
     config: &Value,
     writer: &Writer<'_>,
     force: bool,
-    scope: Scope,
+    scope: Scope<'_>,
 ) -> Result<Value, ApiError> {
     let empty = json!({});
     let live = live.unwrap_or(&empty);
@@ -126,7 +128,7 @@ pub fn apply(
 }
 
 /// The part of `config` a write in `scope` applies.
-fn scoped(config: &Value, scope: Scope) -> Value {
+fn scoped(config: &Value, scope: Scope<'_>) -> Value {
     let Some(top) = config.as_object() else {
         return config.clone();
     };
@@ -153,7 +155,7 @@ fn scoped(config: &Value, scope: Scope) -> Value {
     Value::Object(kept)
 }
 
-fn merge<'a>(target: &mut Value, config: &'a Value, names: &mut Vec<&'a str>, scope: Scope) {
+fn merge<'a>(target: &mut Value, config: &'a Value, names: &mut Vec<&'a str>, scope: Scope<'_>) {
     match config {
         Value::Object(c) => {
             if !target.is_object() {
@@ -168,12 +170,16 @@ fn merge<'a>(target: &mut Value, config: &'a Value, names: &mut Vec<&'a str>, sc
             }
         }
         Value::Array(items) => {
-            let key = merge_key(names)
-                .filter(|k| scope.associative && items.iter().all(|i| i.get(*k).is_some()));
-            match (key, target.as_array_mut()) {
-                (Some(key), Some(t)) => {
+            let keys = managed_fields::list_keys(names, scope).filter(|keys| {
+                items
+                    .iter()
+                    .all(|i| keys.iter().all(|k| i.get(k).is_some()))
+            });
+            match (keys, target.as_array_mut()) {
+                (Some(keys), Some(t)) => {
                     for item in items {
-                        match t.iter_mut().find(|e| e.get(key) == item.get(key)) {
+                        let same = |e: &Value| keys.iter().all(|k| e.get(k) == item.get(k));
+                        match t.iter_mut().find(|e| same(e)) {
                             Some(slot) => merge(slot, item, names, scope),
                             None => t.push(item.clone()),
                         }
@@ -287,13 +293,15 @@ fn conflict_error(list: &[Entry], conflicts: &[(usize, FieldPath)]) -> ApiError 
 mod tests {
     use super::*;
 
-    const CR: Scope = Scope {
+    const CR: Scope<'static> = Scope {
         associative: false,
+        schema: None,
         status_only: false,
         without_status: true,
     };
-    const BUILTIN: Scope = Scope {
+    const BUILTIN: Scope<'static> = Scope {
         associative: true,
+        schema: None,
         status_only: false,
         without_status: true,
     };
@@ -343,6 +351,37 @@ mod tests {
         let a2 = json!({"metadata": {"name": "x"}, "data": {}});
         let o = apply(Some(&o), &a2, &writer("a"), false, CR).unwrap();
         assert_eq!(o["data"], json!({"k": "2"}));
+    }
+
+    #[test]
+    fn custom_resource_lists_keyed_by_their_schema() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "routes": {"type": "array", "x-kubernetes-list-type": "map",
+                       "x-kubernetes-list-map-keys": ["host", "port"],
+                       "items": {"type": "object", "properties": {"tags": {"type": "array"}}}},
+            "plain": {"type": "array"}}}}});
+        let scope = Scope {
+            schema: Some(&schema),
+            ..CR
+        };
+        let a = json!({"spec": {"routes": [{"host": "a", "port": 1, "to": "x"}], "plain": [1]}});
+        let o = apply(None, &a, &writer("a"), false, scope).unwrap();
+        assert_eq!(
+            o["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"],
+            json!({"f:plain": {}, "f:routes": {"k:{\"host\":\"a\",\"port\":1}":
+                {".": {}, "f:host": {}, "f:port": {}, "f:to": {}}}})
+        );
+        // Another manager's element merges in; its plain list would replace.
+        let b = json!({"spec": {"routes": [{"host": "b", "port": 1, "to": "y"}]}});
+        let o = apply(Some(&o), &b, &writer("b"), false, scope).unwrap();
+        assert_eq!(o["spec"]["routes"].as_array().unwrap().len(), 2);
+        let b2 = json!({"spec": {"routes": [{"host": "a", "port": 1, "to": "z"}]}});
+        let e = apply(Some(&o), &b2, &writer("b"), false, scope).unwrap_err();
+        assert!(
+            e.to_string()
+                .ends_with(".spec.routes[host=\"a\",port=1].to"),
+            "{e}"
+        );
     }
 
     #[test]

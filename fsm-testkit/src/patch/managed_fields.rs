@@ -3,9 +3,11 @@
 //! A field set is the set of paths to the leaves a manager owns, written
 //! as the real server writes them: `f:<field>` for an object field,
 //! `k:{"name":"app"}` for an element of a list merged by key (the merge keys
-//! of [`super::strategic::merge_key`], built-in kinds only), and `.` for the
-//! element itself. Scalars, empty objects and lists not merged by key
-//! (custom resources' lists, `args`, …) are leaves, owned whole.
+//! of [`super::strategic::merge_key`] for built-in kinds, a CRD's
+//! `x-kubernetes-list-map-keys` for custom resources: see [`list_keys`]),
+//! and `.` for the element itself. Scalars, empty objects and lists not
+//! merged by key (`args`, custom resources' other lists, …) are leaves,
+//! owned whole.
 //!
 //! Writes other than an apply (create, update, patch) are recorded as
 //! operation `Update` of their field manager (`fieldManager`, else the
@@ -45,9 +47,13 @@ const SYSTEM_METADATA: [&str; 10] = [
 
 /// Which fields of an object a write can own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Scope {
+pub struct Scope<'a> {
     /// Lists with a known merge key are merged by key (built-in kinds).
     pub associative: bool,
+    /// A custom resource's `openAPIV3Schema`: its lists marked
+    /// `x-kubernetes-list-type: map` are keyed by their
+    /// `x-kubernetes-list-map-keys`.
+    pub schema: Option<&'a Value>,
     /// The write targets the `status` subresource (only `status` counts).
     pub status_only: bool,
     /// `status` does not count (main resource with a status subresource).
@@ -56,7 +62,7 @@ pub struct Scope {
 
 /// The owned-field leaves of `object` in `scope`.
 #[must_use]
-pub fn leaves(object: &Value, scope: Scope) -> Leaves {
+pub fn leaves(object: &Value, scope: Scope<'_>) -> Leaves {
     let mut out = Leaves::new();
     let Some(top) = object.as_object() else {
         return out;
@@ -89,21 +95,50 @@ pub fn leaves(object: &Value, scope: Scope) -> Leaves {
     out
 }
 
-/// The `k:` key of a list element, if the list at `names` merges by key.
-fn element_key(names: &[&str], item: &Value, scope: Scope) -> Option<String> {
-    if !scope.associative {
+/// The key fields of the list at `names` (object keys from the root), if
+/// its elements are merged and owned by key: the merge key of a built-in
+/// kind's list, or a CRD's `x-kubernetes-list-map-keys`.
+#[must_use]
+pub fn list_keys(names: &[&str], scope: Scope<'_>) -> Option<Vec<String>> {
+    if scope.associative {
+        return merge_key(names).map(|k| vec![k.to_string()]);
+    }
+    let mut node = scope.schema?;
+    for name in names {
+        if node.get("type").and_then(Value::as_str) == Some("array") {
+            node = node.get("items")?;
+        }
+        node = node.get("properties")?.get(*name)?;
+    }
+    if node.get("x-kubernetes-list-type").and_then(Value::as_str) != Some("map") {
         return None;
     }
-    let key = merge_key(names)?;
-    let id = item.get(key)?;
-    Some(format!("k:{}", json!({ key: id })))
+    let keys: Vec<String> = node
+        .get("x-kubernetes-list-map-keys")?
+        .as_array()?
+        .iter()
+        .filter_map(Value::as_str)
+        .map(String::from)
+        .collect();
+    (!keys.is_empty()).then_some(keys)
+}
+
+/// The `k:` key of a list element, if the list at `names` merges by key.
+fn element_key(names: &[&str], item: &Value, scope: Scope<'_>) -> Option<String> {
+    let keys = list_keys(names, scope)?;
+    let mut id = Map::new();
+    for k in keys {
+        let v = item.get(&k)?;
+        id.insert(k, v.clone());
+    }
+    Some(format!("k:{}", Value::Object(id)))
 }
 
 fn walk<'a>(
     v: &'a Value,
     path: &mut FieldPath,
     names: &mut Vec<&'a str>,
-    scope: Scope,
+    scope: Scope<'_>,
     out: &mut Leaves,
 ) {
     match v {
@@ -330,7 +365,7 @@ pub struct Writer<'a> {
 /// changed move to `writer` (when there is one: internal writes of the
 /// server have none), the fields it removed leave every entry. `new`'s
 /// `managedFields` are those of `old`, updated.
-pub fn record_update(old: &Value, new: &mut Value, scope: Scope, writer: Option<&Writer<'_>>) {
+pub fn record_update(old: &Value, new: &mut Value, scope: Scope<'_>, writer: Option<&Writer<'_>>) {
     let before = leaves(old, scope);
     let after = leaves(new, scope);
     let mut list = entries(old);
@@ -373,7 +408,7 @@ pub fn record_update(old: &Value, new: &mut Value, scope: Scope, writer: Option<
 }
 
 /// Whether `path` is one a write in `scope` could touch.
-fn p_in_scope(path: &FieldPath, scope: Scope) -> bool {
+fn p_in_scope(path: &FieldPath, scope: Scope<'_>) -> bool {
     let is_status = path.first().is_some_and(|f| f == "f:status");
     if scope.status_only {
         is_status
@@ -386,8 +421,9 @@ fn p_in_scope(path: &FieldPath, scope: Scope) -> bool {
 mod tests {
     use super::*;
 
-    const BUILTIN: Scope = Scope {
+    const BUILTIN: Scope<'static> = Scope {
         associative: true,
+        schema: None,
         status_only: false,
         without_status: true,
     };
