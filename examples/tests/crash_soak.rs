@@ -18,6 +18,7 @@
 //! | `SOAK_OBJECTS` | 30 | Databases |
 //! | `SOAK_KILLS` | 10 | SIGKILLs of the operator |
 //! | `SOAK_SEED` | 1 | the seed of the kill moments (and of the cloud's failures) |
+//! | `SOAK_FAILURE_PERCENT` | 20 | the share of cloud calls that fail |
 //! | `SOAK_MIN_MS` / `SOAK_MAX_MS` | 150 / 1200 | the operator's lifetime before each kill |
 //! | `SOAK_SETTLE_SECS` | 60 | how long the last operator gets to finish |
 //! | `FSM_APISERVER` | next to this test's binary | the `fsm-apiserver` binary |
@@ -68,6 +69,7 @@ struct Knobs {
     objects: usize,
     kills: usize,
     seed: u64,
+    failure_percent: u64,
     min_ms: u64,
     max_ms: u64,
     settle: Duration,
@@ -88,11 +90,12 @@ impl Knobs {
             objects: knob("SOAK_OBJECTS", 30) as usize,
             kills: knob("SOAK_KILLS", 10) as usize,
             seed: knob("SOAK_SEED", 1),
+            failure_percent: knob("SOAK_FAILURE_PERCENT", 20),
             min_ms: knob("SOAK_MIN_MS", 150),
             max_ms: knob("SOAK_MAX_MS", 1200),
             settle: Duration::from_secs(knob("SOAK_SETTLE_SECS", 60)),
         };
-        assert!(knobs.objects > 0 && knobs.min_ms <= knobs.max_ms);
+        assert!(knobs.objects > 0 && knobs.min_ms <= knobs.max_ms && knobs.failure_percent <= 100);
         knobs
     }
 }
@@ -325,7 +328,9 @@ async fn killed_operators_lose_nothing_and_pay_once() {
     apiserver.line_after("serving the Kubernetes API on", Duration::from_secs(20));
     let mut cloud = Proc::spawn(
         Command::new(env!("CARGO_BIN_EXE_fake-cloud"))
-            .args(["--failure-rate", "0.2", "--ready-after", "200ms", "--seed"])
+            .arg("--failure-rate")
+            .arg((knobs.failure_percent as f64 / 100.0).to_string())
+            .args(["--ready-after", "200ms", "--seed"])
             .arg(knobs.seed.to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
