@@ -32,8 +32,7 @@
 //!   the lists merged by key are listed in [`patch::strategic`]) and
 //!   server-side apply with `managedFields` and conflicts; apply
 //!   configurations must be JSON (as kube and kubectl send them), and
-//!   custom resources' lists merge by key under apply only when their CRD
-//!   says `x-kubernetes-list-type: map` (see [`patch::apply`]).
+//!   custom resources' lists are atomic under apply (see [`patch::apply`]).
 //! - Custom resources are pruned and validated by their CRD's structural
 //!   schema ([`schema`]: types, `enum`, `required`, bounds; not `pattern`,
 //!   `format`, CEL or defaults); `fieldValidation=Strict` is accepted but
@@ -68,6 +67,7 @@
 
 pub mod cluster;
 pub mod crd;
+pub mod debug;
 pub mod discovery;
 pub mod faults;
 pub mod handlers;

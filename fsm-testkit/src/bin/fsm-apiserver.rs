@@ -1,12 +1,14 @@
 //! Runs the embedded API server standalone, for poking at it with `kubectl`.
 //!
 //! ```text
-//! fsm-apiserver [--port PORT] [--kubeconfig PATH]
+//! fsm-apiserver [--port PORT] [--kubeconfig PATH] [--debug-port PORT]
 //! ```
 //!
 //! Listens on `127.0.0.1:PORT` (default: a free port), writes a kubeconfig to
 //! `PATH` (default: `./fsm-testkit.kubeconfig`), prints both, and serves
-//! until interrupted.
+//! until interrupted. With `--debug-port` (0 for a free port) it also serves
+//! the request log as JSON on a second listener, at
+//! `http://127.0.0.1:PORT/debug/requests` (see `fsm_testkit::debug`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -18,14 +20,16 @@ use fsm_testkit::ApiServer;
 struct Args {
     port: u16,
     kubeconfig: PathBuf,
+    debug_port: Option<u16>,
 }
 
-const USAGE: &str = "usage: fsm-apiserver [--port PORT] [--kubeconfig PATH]";
+const USAGE: &str = "usage: fsm-apiserver [--port PORT] [--kubeconfig PATH] [--debug-port PORT]";
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     let mut parsed = Args {
         port: 0,
         kubeconfig: PathBuf::from("fsm-testkit.kubeconfig"),
+        debug_port: None,
     };
     while let Some(arg) = args.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -46,6 +50,13 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                     .map_err(|_| format!("--port: not a port number: {v:?}\n{USAGE}"))?;
             }
             "--kubeconfig" => parsed.kubeconfig = PathBuf::from(value()?),
+            "--debug-port" => {
+                let v = value()?;
+                parsed.debug_port = Some(
+                    v.parse()
+                        .map_err(|_| format!("--debug-port: not a port number: {v:?}\n{USAGE}"))?,
+                );
+            }
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
@@ -99,6 +110,21 @@ async fn main() -> ExitCode {
         "try: kubectl --kubeconfig {} get namespaces",
         http.kubeconfig().display()
     );
+    if let Some(port) = args.debug_port {
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let listener = match tokio::net::TcpListener::bind(addr).await {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("fsm-apiserver: --debug-port: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        if let Ok(addr) = listener.local_addr() {
+            println!("request log on http://{addr}/debug/requests");
+        }
+        let router = fsm_testkit::debug::router(server.clone());
+        tokio::spawn(axum::serve(listener, router).into_future());
+    }
     shutdown_signal().await;
     println!("stopping after {} requests", server.request_log().total());
     ExitCode::SUCCESS
@@ -119,6 +145,8 @@ mod tests {
         assert_eq!(a.kubeconfig, PathBuf::from("/tmp/kc"));
         let d = parse(&[]).unwrap();
         assert_eq!(d.port, 0);
+        assert_eq!(d.debug_port, None);
+        assert_eq!(parse(&["--debug-port", "0"]).unwrap().debug_port, Some(0));
         assert!(parse(&["--port", "x"]).unwrap_err().contains("not a port"));
         assert!(parse(&["--port"]).unwrap_err().contains("needs a value"));
         assert!(
