@@ -58,7 +58,10 @@ async fn each_database_is_created_exactly_once_through_a_flaky_api() {
     }
     let failed = wait_for(&env.client, Kind::Database, "analytics", "Failed", |_| true).await;
     let last_error = failed.last_error.clone().unwrap_or_default();
-    assert!(last_error.contains("INSRT"), "analytics failed for another reason: {failed:?}");
+    assert!(
+        last_error.contains("INSRT"),
+        "analytics failed for another reason: {failed:?}"
+    );
 
     let ledger = cloud.ledger();
     assert!(
