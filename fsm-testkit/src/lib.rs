@@ -32,7 +32,8 @@
 //!   the lists merged by key are listed in [`patch::strategic`]) and
 //!   server-side apply with `managedFields` and conflicts; apply
 //!   configurations must be JSON (as kube and kubectl send them), and
-//!   custom resources' lists are atomic under apply (see [`patch::apply`]).
+//!   custom resources' lists merge by key under apply only when their CRD
+//!   says `x-kubernetes-list-type: map` (see [`patch::apply`]).
 //! - Custom resources are pruned and validated by their CRD's structural
 //!   schema ([`schema`]: types, `enum`, `required`, bounds; not `pattern`,
 //!   `format`, CEL or defaults); `fieldValidation=Strict` is accepted but
