@@ -1,0 +1,223 @@
+//! The results of the runs and the table the driver prints: pure code,
+//! tested without a server.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use crate::requests::Counts;
+
+/// What one run of one implementation at one N measured.
+#[derive(Clone, Debug, Default)]
+pub struct RunResult {
+    /// The implementation's label.
+    pub implementation: String,
+    /// Objects created.
+    pub n: u64,
+    /// Objects ready by the end of the run (`n` unless it timed out).
+    pub ready: u64,
+    /// From the first create to the last object ready.
+    pub wall: Duration,
+    /// Committed transitions (the workflow's phase changes of ready objects).
+    pub transitions: u64,
+    /// The operator's requests (the server's log less the driver's and the
+    /// simulator's).
+    pub requests: Counts,
+    /// Peak resident set of the operator process, KiB.
+    pub peak_rss_kib: u64,
+    /// User + system CPU time of the operator process.
+    pub cpu: Duration,
+    /// Records the server's log dropped before the driver read them (the
+    /// counts are then too low).
+    pub dropped: usize,
+}
+
+impl RunResult {
+    /// Transitions per second of wall time.
+    #[must_use]
+    pub fn throughput(&self) -> f64 {
+        per(self.transitions as f64, self.wall.as_secs_f64())
+    }
+
+    /// Writes to the custom resource (its status or its metadata): where
+    /// the operators keep their state.
+    #[must_use]
+    pub fn state_writes(&self) -> u64 {
+        self.requests
+            .sum(|v, r, _| matches!(v, "create" | "update" | "patch") && r.starts_with("benchapps"))
+    }
+}
+
+fn per(a: f64, b: f64) -> f64 {
+    if b > 0.0 { a / b } else { f64::NAN }
+}
+
+/// `value / base`, for the ratios to operator-fsm.
+#[must_use]
+pub fn ratio(value: f64, base: f64) -> f64 {
+    per(value, base)
+}
+
+const VERBS: [&str; 7] = [
+    "get", "list", "watch", "create", "update", "patch", "delete",
+];
+
+/// The table of `results`, with ratios to the run labelled `baseline` at
+/// the same N.
+#[must_use]
+pub fn table(results: &[RunResult], baseline: &str) -> String {
+    let mut header = vec!["implementation", "N", "ready", "wall s", "trans/s"];
+    header.extend(VERBS);
+    header.extend([
+        "req/trans",
+        "CR writes/trans",
+        "409 conflict",
+        "409 exists",
+        "peak RSS MiB",
+        "CPU s",
+        "wall ×",
+        "trans/s ×",
+        "CPU ×",
+        "RSS ×",
+    ]);
+    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| (*s).to_owned()).collect()];
+    for r in results {
+        let base = results
+            .iter()
+            .find(|b| b.implementation == baseline && b.n == r.n);
+        let t = r.transitions as f64;
+        let mut row = vec![
+            r.implementation.clone(),
+            r.n.to_string(),
+            r.ready.to_string(),
+            format!("{:.2}", r.wall.as_secs_f64()),
+            format!("{:.0}", r.throughput()),
+        ];
+        row.extend(VERBS.iter().map(|v| r.requests.verb(v).to_string()));
+        let rss = r.peak_rss_kib as f64 / 1024.0;
+        let cpu = r.cpu.as_secs_f64();
+        row.extend([
+            format!("{:.2}", per(r.requests.sum(|_, _, _| true) as f64, t)),
+            format!("{:.2}", per(r.state_writes() as f64, t)),
+            r.requests.conflicts().to_string(),
+            r.requests.already_exists().to_string(),
+            format!("{rss:.1}"),
+            format!("{cpu:.2}"),
+        ]);
+        let ratios = match base {
+            Some(b) => [
+                ratio(r.wall.as_secs_f64(), b.wall.as_secs_f64()),
+                ratio(r.throughput(), b.throughput()),
+                ratio(cpu, b.cpu.as_secs_f64()),
+                ratio(rss, b.peak_rss_kib as f64 / 1024.0),
+            ]
+            .map(|x| format!("{x:.2}")),
+            None => [
+                "-".to_owned(),
+                "-".to_owned(),
+                "-".to_owned(),
+                "-".to_owned(),
+            ],
+        };
+        row.extend(ratios);
+        rows.push(row);
+    }
+    markdown(&rows)
+}
+
+/// A Markdown table, columns padded to their widest cell.
+#[must_use]
+pub fn markdown(rows: &[Vec<String>]) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for (i, row) in rows.iter().enumerate() {
+        out.push('|');
+        for (c, width) in widths.iter().enumerate() {
+            let cell = row.get(c).map_or("", String::as_str);
+            let pad = width - cell.chars().count();
+            let _ = write!(out, " {cell}{} |", " ".repeat(pad));
+        }
+        out.push('\n');
+        if i == 0 {
+            out.push('|');
+            for width in &widths {
+                let _ = write!(out, " {} |", "-".repeat(*width));
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(name: &str, n: u64, wall_ms: u64, cpu_ms: u64) -> RunResult {
+        let mut requests = Counts::default();
+        for _ in 0..n * 4 {
+            requests.add("patch", "benchapps", Some("status"), 200);
+        }
+        requests.add("patch", "benchapps", Some("status"), 409);
+        requests.add("create", "configmaps", None, 409);
+        RunResult {
+            implementation: name.into(),
+            n,
+            ready: n,
+            wall: Duration::from_millis(wall_ms),
+            transitions: n * 4,
+            requests,
+            peak_rss_kib: 2048,
+            cpu: Duration::from_millis(cpu_ms),
+            dropped: 0,
+        }
+    }
+
+    #[test]
+    fn ratios_to_the_baseline_at_the_same_n() {
+        let results = [
+            run("fsm", 10, 1000, 500),
+            run("hand", 10, 2000, 250),
+            run("hand", 20, 2000, 250),
+        ];
+        assert!((results[0].throughput() - 40.0).abs() < 1e-9);
+        assert_eq!(results[0].state_writes(), 41);
+        let table = table(&results, "fsm");
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines.len(), 5, "{table}");
+        assert!(lines[1].starts_with("| ---"));
+        let cells =
+            |line: &str| -> Vec<String> { line.split('|').map(|c| c.trim().to_owned()).collect() };
+        let hand = cells(lines[3]);
+        let header = cells(lines[0]);
+        let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+        assert_eq!(hand[col("wall ×")], "2.00");
+        assert_eq!(hand[col("trans/s ×")], "0.50");
+        assert_eq!(hand[col("CPU ×")], "0.50");
+        assert_eq!(hand[col("409 conflict")], "1");
+        assert_eq!(hand[col("409 exists")], "1");
+        assert_eq!(hand[col("CR writes/trans")], "1.02");
+        assert_eq!(cells(lines[4])[col("wall ×")], "-", "no baseline at N=20");
+    }
+
+    #[test]
+    fn columns_line_up() {
+        let rows = vec![
+            vec!["a".to_owned(), "bb".to_owned()],
+            vec!["ccc".to_owned(), "d".to_owned()],
+        ];
+        assert_eq!(
+            markdown(&rows),
+            "| a   | bb |\n| --- | -- |\n| ccc | d  |\n"
+        );
+        assert!(ratio(1.0, 0.0).is_nan());
+    }
+}
