@@ -56,12 +56,6 @@ pub mod known {
 /// Scenarios the embedded server does not pass yet, and why.
 pub const EMBEDDED_GAPS: &[(&str, &str)] = &[
     (
-        "garbage_collection_foreground_and_orphan",
-        "issue 5: orphan deletion (the real server answers 200 with the owner held by the \
-         `orphan` finalizer until the collector has stripped the owner references; the \
-         embedded one deletes it at once)",
-    ),
-    (
         "schema_pruning_and_validation",
         "issue 5: schema validation's Status (1.20's cause reason is FieldValueInvalid, \
          the message names Widget.<group>)",
