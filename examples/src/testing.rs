@@ -3,7 +3,8 @@
 //! a uid, as the handlers expect).
 
 use fsm_testkit::ApiServer;
-use kube::api::{Api, PostParams};
+use k8s_openapi::api::batch::v1::Job;
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::{Client, CustomResourceExt, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -37,4 +38,16 @@ where
 {
     let api: Api<K> = Api::namespaced(client.clone(), NS);
     api.create(&PostParams::default(), &object).await.unwrap()
+}
+
+/// Writes a Job's status, as the Job controller would.
+pub async fn set_job_status(client: &Client, job: &str, status: serde_json::Value) {
+    let jobs: Api<Job> = Api::namespaced(client.clone(), NS);
+    jobs.patch_status(
+        job,
+        &PatchParams::default(),
+        &Patch::Merge(&serde_json::json!({ "status": status })),
+    )
+    .await
+    .unwrap();
 }

@@ -150,7 +150,7 @@ mod tests {
 
     use super::*;
     use crate::integration::IntegrationContext;
-    use crate::testing::{NS, create, server};
+    use crate::testing::{NS, create, server, set_job_status};
 
     fn spec(source: &str) -> IntegrationSpec {
         IntegrationSpec {
@@ -165,17 +165,6 @@ mod tests {
             poll: Duration::from_secs(5),
             ..IntegrationContext::new(client.clone())
         }
-    }
-
-    async fn finish(client: &Client, job: &str, status: serde_json::Value) {
-        let jobs: Api<Job> = Api::namespaced(client.clone(), NS);
-        jobs.patch_status(
-            job,
-            &PatchParams::default(),
-            &Patch::Merge(&json!({ "status": status })),
-        )
-        .await
-        .unwrap();
     }
 
     #[test]
@@ -221,7 +210,7 @@ mod tests {
             Transition::wait(Duration::from_secs(5))
         );
         let job0 = kit_job_name(&it, &digest, 0);
-        finish(&client, &job0, json!({"failed": 1})).await;
+        set_job_status(&client, &job0, json!({"failed": 1})).await;
         let err = first.run_handler().await.unwrap_err();
         assert!(
             matches!(&err, IntegrationError::BuildFailed { job } if *job == job0),
@@ -238,7 +227,7 @@ mod tests {
             Transition::wait(Duration::from_secs(5))
         );
         let job1 = kit_job_name(&it, &digest, 1);
-        finish(&client, &job1, json!({"succeeded": 1})).await;
+        set_job_status(&client, &job1, json!({"succeeded": 1})).await;
         assert_eq!(
             second.run_handler().await.unwrap(),
             Transition::next(IntegrationPhase::Deploying { digest })
@@ -254,7 +243,7 @@ mod tests {
         jobs.create(&PostParams::default(), &kit_job(&it, &digest, 2))
             .await
             .unwrap();
-        finish(
+        set_job_status(
             &client,
             &kit_job_name(&it, &digest, 2),
             json!({"succeeded": 1}),

@@ -145,7 +145,7 @@ mod tests {
 
     use super::*;
     use crate::mutable_jar::{JarContext, KeycloakSpec};
-    use crate::testing::{NS, create, server};
+    use crate::testing::{NS, create, server, set_job_status};
 
     async fn keycloak(client: &Client) -> Keycloak {
         let spec = KeycloakSpec {
@@ -161,17 +161,6 @@ mod tests {
             poll: Duration::from_secs(30),
             ..JarContext::new(client.clone())
         }
-    }
-
-    async fn set_job_status(client: &Client, job: &str, status: serde_json::Value) {
-        let jobs: Api<Job> = Api::namespaced(client.clone(), NS);
-        jobs.patch_status(
-            job,
-            &PatchParams::default(),
-            &Patch::Merge(&json!({ "status": status })),
-        )
-        .await
-        .unwrap();
     }
 
     #[tokio::test]
