@@ -74,6 +74,7 @@ pub mod faults;
 pub mod handlers;
 pub mod kinds;
 pub mod kubeconfig;
+pub mod limits;
 pub mod log;
 pub mod openapi;
 pub mod patch;

@@ -128,6 +128,14 @@ pub enum ApiError {
     /// 500: a bug in the server.
     #[error("Internal error occurred: {0}")]
     Internal(String),
+    /// 413 (reason `RequestEntityTooLarge`): the request body is over the
+    /// limit (see [`crate::limits`]).
+    #[error("{0}")]
+    RequestEntityTooLarge(String),
+    /// 500 with no reason, as the real server passes on a storage error
+    /// (etcd refusing an object too large; see [`crate::limits`]).
+    #[error("{0}")]
+    Storage(String),
 }
 
 fn causes_text(causes: &[Cause]) -> String {
@@ -157,11 +165,13 @@ impl ApiError {
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::Gone(_) => StatusCode::GONE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::Internal(_) | Self::Storage(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::RequestEntityTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
         }
     }
 
-    /// The `reason` field of the Status (`NotFound`, `Conflict`, `Expired`, …).
+    /// The `reason` field of the Status (`NotFound`, `Conflict`, `Expired`,
+    /// …); empty for a storage error, whose Status has none.
     #[must_use]
     pub fn reason(&self) -> &'static str {
         match self {
@@ -175,6 +185,8 @@ impl ApiError {
             Self::Gone(_) => "Expired",
             Self::UnsupportedMediaType(_) => "UnsupportedMediaType",
             Self::Internal(_) => "InternalError",
+            Self::RequestEntityTooLarge(_) => "RequestEntityTooLarge",
+            Self::Storage(_) => "",
         }
     }
 
@@ -190,6 +202,11 @@ impl ApiError {
             "reason": self.reason(),
             "code": self.code().as_u16(),
         });
+        if self.reason().is_empty()
+            && let Some(o) = status.as_object_mut()
+        {
+            o.remove("reason");
+        }
         let details = match self {
             Self::NotFound(s)
             | Self::AlreadyExists(s)

@@ -354,9 +354,11 @@ impl Cluster {
         let scope = ownership_scope(def, Part::Main, schema.as_ref());
         record_ownership(def, &json!({}), &mut body, scope, owner, now);
         let crd_storage = self.crd_prepare(def, &mut body, now)?;
+        crate::limits::check_data_size(def, &name, &body)?;
         if dry_run {
             return Ok(present(def, &body));
         }
+        crate::limits::check_storable(&gr, ns, &name, &body)?;
         let stored = self.store.put(&gr, ns, &name, body);
         if let Some(storage) = crd_storage {
             self.crd_register(&stored, &storage);
@@ -512,6 +514,7 @@ impl Cluster {
         if new == *current {
             return Ok(present(def, &current));
         }
+        crate::limits::check_data_size(def, name, &new)?;
         if dry_run {
             return Ok(present(def, &new));
         }
@@ -522,6 +525,7 @@ impl Cluster {
             let gone = self.remove_object(def, ns, name, new);
             return Ok(present(def, &gone));
         }
+        crate::limits::check_storable(&gr, ns, name, &new)?;
         let stored = self.store.put(&gr, ns, name, new);
         if let Some(storage) = crd_storage {
             self.crd_register(&stored, &storage);

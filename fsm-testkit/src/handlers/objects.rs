@@ -14,6 +14,7 @@ use serde_json::Value;
 use super::json;
 use super::route::ResourcePath;
 use crate::cluster::{DeleteOptions, ListQuery, Ownership, Part, PatchOptions};
+use crate::limits;
 use crate::patch::PatchType;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::server::Shared;
@@ -25,9 +26,6 @@ use crate::watch::{Watch, WatchRequest};
 /// going away can end it.
 #[derive(Debug, Clone, Copy)]
 pub struct WatchResponse;
-
-/// The largest request body accepted (the real server's limit is 3 MiB).
-const MAX_BODY: usize = 3 * 1024 * 1024;
 
 /// A resource verb.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -172,10 +170,21 @@ fn list_query(q: &HashMap<String, String>) -> Result<ListQuery, ApiError> {
     })
 }
 
+/// Reads a request body of at most [`limits::MAX_REQUEST_BODY`] bytes; a
+/// longer one is `413`, as on the real server (which stops reading there).
 async fn read_body(body: Body) -> Result<bytes::Bytes, ApiError> {
-    axum::body::to_bytes(body, MAX_BODY)
-        .await
-        .map_err(|e| ApiError::BadRequest(format!("reading the request body: {e}")))
+    use futures::StreamExt;
+    let mut stream = body.into_data_stream();
+    let mut buffer = bytes::BytesMut::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk =
+            chunk.map_err(|e| ApiError::BadRequest(format!("reading the request body: {e}")))?;
+        if buffer.len() + chunk.len() > limits::MAX_REQUEST_BODY {
+            return Err(limits::body_too_large());
+        }
+        buffer.extend_from_slice(&chunk);
+    }
+    Ok(buffer.freeze())
 }
 
 async fn read_object(parts: &Parts, body: Body) -> Result<Value, ApiError> {
