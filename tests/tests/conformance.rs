@@ -19,6 +19,7 @@ mod conformance {
     pub mod builtin;
     pub mod custom;
     pub mod gaps;
+    pub mod limits;
     pub mod watch;
 }
 
@@ -126,4 +127,7 @@ scenarios! {
     gaps::garbage_collection_foreground_and_orphan,
     gaps::schema_pruning_and_validation,
     gaps::managed_fields_bookkeeping,
+    limits::configmap_and_secret_data_limit,
+    limits::request_body_limit,
+    limits::objects_too_large_for_etcd,
 }
