@@ -1,0 +1,541 @@
+//! The soaks' process harness, shared by `crash_soak.rs`, `fault_soak.rs`
+//! and `failover.rs`: the API server (`fsm-apiserver`) and the cloud API
+//! (`fake-cloud`) as processes of their own, `database-operator` processes
+//! to kill, the Databases' workflows and the checks made at the end of
+//! every soak (each transition once, every object in its expected state,
+//! one create per Database in the cloud's ledger, no panic).
+
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use examples::database::cloud::Ledger;
+use examples::database::{Database, DatabaseSpec};
+use examples::demo::observe::{Kind, read_record};
+use examples::support::install_crd;
+use fsm_core::StateRecord;
+use fsm_kube::store::RecordObject;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, ListParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config, CustomResourceExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+pub const NS: &str = "default";
+const GOOD: &str = "CREATE TABLE t (id int); INSERT INTO t VALUES (1);";
+const BAD: &str = "CREATE TABLE t (id int); INSRT INTO t VALUES (1);";
+/// One Database in this many has seed SQL the cloud rejects.
+const BAD_EVERY: usize = 7;
+
+pub const HAPPY: [(&str, &str); 5] = [
+    ("Pending", "Provisioning"),
+    ("Provisioning", "WaitingReady"),
+    ("WaitingReady", "Seeding"),
+    ("Seeding", "Credentials"),
+    ("Credentials", "Ready"),
+];
+pub const REJECTED: [(&str, &str); 4] = [
+    ("Pending", "Provisioning"),
+    ("Provisioning", "WaitingReady"),
+    ("WaitingReady", "Seeding"),
+    ("Seeding", "Failed"),
+];
+
+/// A numeric knob from the environment.
+pub fn knob(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Ok(v) => v
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={v:?} is not a number")),
+        Err(_) => default,
+    }
+}
+
+/// splitmix64, seeded: the kill moments are the same for the same seed.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    pub fn between(&mut self, min: u64, max: u64) -> u64 {
+        min + self.next() % (max - min + 1)
+    }
+}
+
+/// A child process, killed (SIGKILL) and reaped when dropped, so that a
+/// failing assertion leaves nothing running.
+pub struct Proc {
+    child: Child,
+}
+
+impl Proc {
+    pub fn spawn(command: &mut Command) -> Proc {
+        let child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
+        Proc { child }
+    }
+
+    /// The process id (for `/proc/<pid>/status`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGKILL, then reap.
+    pub fn kill(mut self) {
+        self.stop();
+    }
+
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Whether the process has exited (reaping it if so).
+    pub fn exited(&mut self) -> bool {
+        !matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Waits (bounded) for a stdout line starting with `prefix`; returns
+    /// the rest of the line.
+    pub fn line_after(&mut self, prefix: &'static str, timeout: Duration) -> String {
+        let stdout = self.child.stdout.take().expect("stdout is piped");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                if let Some(rest) = line.strip_prefix(prefix) {
+                    let _ = tx.send(rest.trim().to_owned());
+                }
+                // Keep draining, so the child never blocks on a full pipe.
+            }
+        });
+        rx.recv_timeout(timeout)
+            .unwrap_or_else(|_| panic!("no line {prefix:?} within {timeout:?}"))
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The resident set size of process `pid` in KiB (`VmRSS` in
+/// `/proc/<pid>/status`); `None` once it has exited.
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// The run's scratch directory (kubeconfig, operator log), removed when
+/// dropped, failed assertions included.
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    pub fn new(prefix: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("{prefix}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a scratch directory");
+        Scratch(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn apiserver_binary() -> PathBuf {
+    if let Ok(path) = std::env::var("FSM_APISERVER") {
+        return PathBuf::from(path);
+    }
+    // target/<profile>/deps/<test>-HASH → target/<profile>/fsm-apiserver
+    let exe = std::env::current_exe().expect("the test's path");
+    let path = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|dir| dir.join("fsm-apiserver"))
+        .expect("the target directory");
+    assert!(
+        path.exists(),
+        "{} is missing: build it with `cargo build -p fsm-testkit --bin fsm-apiserver` \
+         (cargo test --workspace does) or point FSM_APISERVER at it",
+        path.display()
+    );
+    path
+}
+
+/// The processes that survive every kill, a client of the API server, and
+/// the scratch directory. Fields drop in order: the processes stop before
+/// the directory goes.
+pub struct Stack {
+    pub apiserver: Proc,
+    pub cloud: Proc,
+    /// `http://127.0.0.1:PORT` of the API server (the fault API included).
+    pub api_url: String,
+    pub cloud_url: String,
+    pub client: Client,
+    pub kubeconfig: PathBuf,
+    pub operator_log: PathBuf,
+    pub scratch: Scratch,
+}
+
+impl Stack {
+    /// Starts `fsm-apiserver` and `fake-cloud` (failing `failure_percent`
+    /// of its calls, seeded) and installs the Database CRD.
+    pub async fn start(prefix: &str, seed: u64, failure_percent: u64) -> Stack {
+        let scratch = Scratch::new(prefix);
+        let kubeconfig = scratch.0.join("kubeconfig");
+        let operator_log = scratch.0.join("operator.log");
+        let mut apiserver = Proc::spawn(
+            Command::new(apiserver_binary())
+                .args(["--port", "0", "--kubeconfig"])
+                .arg(&kubeconfig)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null()),
+        );
+        let api_url =
+            apiserver.line_after("serving the Kubernetes API on", Duration::from_secs(20));
+        let mut cloud = Proc::spawn(
+            Command::new(env!("CARGO_BIN_EXE_fake-cloud"))
+                .arg("--failure-rate")
+                .arg((failure_percent as f64 / 100.0).to_string())
+                .args(["--ready-after", "200ms", "--seed"])
+                .arg(seed.to_string())
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null()),
+        );
+        let cloud_url = cloud.line_after("listening on", Duration::from_secs(20));
+        let client = client(&kubeconfig).await;
+        install_crd(&client, &Database::crd())
+            .await
+            .expect("the CRD is installed");
+        Stack {
+            apiserver,
+            cloud,
+            api_url,
+            cloud_url,
+            client,
+            kubeconfig,
+            operator_log,
+            scratch,
+        }
+    }
+
+    /// A `database-operator run` process with `extra` arguments, its
+    /// stderr appended to the operator log.
+    pub fn operator(&self, extra: &[&str]) -> Proc {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.operator_log)
+            .expect("the operator's log file");
+        Proc::spawn(
+            Command::new(env!("CARGO_BIN_EXE_database-operator"))
+                .args(["run", "--kubeconfig"])
+                .arg(&self.kubeconfig)
+                .args(extra)
+                .env("DATABASE_CLOUD_URL", &self.cloud_url)
+                .env("RUST_LOG", "warn")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(log),
+        )
+    }
+
+    /// The cloud's ledger.
+    pub async fn ledger(&self) -> Ledger {
+        let (code, body) = http(&self.cloud_url, "GET", "/v1/ledger", None).await;
+        assert_eq!(code, 200, "GET /v1/ledger: {body}");
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("not a ledger ({e}): {body}"))
+    }
+
+    /// Fails the test if any operator process printed a panic.
+    pub fn assert_no_panic(&self) {
+        let log = std::fs::read_to_string(&self.operator_log).unwrap_or_default();
+        assert!(
+            !log.contains("panicked"),
+            "an operator process panicked:\n{log}"
+        );
+    }
+
+    /// Stops the API server and the cloud.
+    pub fn stop(&mut self) {
+        self.cloud.stop();
+        self.apiserver.stop();
+    }
+}
+
+async fn client(kubeconfig: &Path) -> Client {
+    let kubeconfig = Kubeconfig::read_from(kubeconfig).expect("the kubeconfig");
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("a client configuration");
+    Client::try_from(config).expect("a client")
+}
+
+/// One HTTP/1.1 request to `base` (`http://host:port`), over a plain
+/// connection; the answer's status code and body.
+pub async fn http(base: &str, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
+    let addr = base.trim_start_matches("http://").trim_end_matches('/');
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect to {addr}: {e}"));
+    let body = body.unwrap_or_default();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.expect("a write");
+    let mut response = String::new();
+    stream
+        .read_to_string(&mut response)
+        .await
+        .expect("an answer");
+    let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP answer");
+    let code = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {head}"));
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        dechunk(body)
+    } else {
+        body.to_owned()
+    };
+    (code, body)
+}
+
+/// The body of a chunked HTTP/1.1 answer.
+fn dechunk(mut rest: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, tail)) = rest.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if size == 0 || tail.len() < size {
+            break;
+        }
+        out.push_str(&tail[..size]);
+        rest = tail[size..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+pub fn name(i: usize) -> String {
+    format!("db-{i:04}")
+}
+
+pub fn rejected(i: usize) -> bool {
+    i % BAD_EVERY == BAD_EVERY - 1
+}
+
+/// The state Database `i` must rest in.
+pub fn expected(i: usize) -> &'static str {
+    if rejected(i) { "Failed" } else { "Ready" }
+}
+
+/// Creates Database `i`; retries an injected `500` and takes a `409`
+/// (the create served, its answer lost) as done.
+pub async fn create(client: &Client, i: usize) {
+    let api: Api<Database> = Api::namespaced(client.clone(), NS);
+    let spec = DatabaseSpec {
+        engine: "postgres".into(),
+        size: "small".into(),
+        seed: if rejected(i) { BAD } else { GOOD }.into(),
+    };
+    let database = Database::new(&name(i), spec);
+    for _ in 0..50 {
+        match api.create(&PostParams::default(), &database).await {
+            Ok(_) => return,
+            Err(kube::Error::Api(s)) if s.code == 409 => return,
+            Err(kube::Error::Api(s)) if s.code >= 500 => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(e) => panic!("creating {}: {e}", name(i)),
+        }
+    }
+    panic!("{} could not be created in 50 attempts", name(i));
+}
+
+/// How many of the first `created` Databases are mid-workflow: no record
+/// yet, or a record not resting in a final state. Read while no operator
+/// runs, this is the number of workflows a kill interrupted.
+pub async fn in_flight(client: &Client, created: usize) -> usize {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    let listed = secrets
+        .list(&ListParams::default())
+        .await
+        .expect("the Secrets");
+    let resting = listed
+        .items
+        .iter()
+        .filter_map(|s| s.record_text()?.ok())
+        .filter_map(|text| serde_json::from_str::<StateRecord>(&text).ok())
+        .filter(|r| rests_in(r, "Ready") || rests_in(r, "Failed"))
+        .count();
+    created.saturating_sub(resting)
+}
+
+/// Whether the record rests in `state`: not compensating, no retry due.
+pub fn rests_in(record: &StateRecord, state: &str) -> bool {
+    record.state == state && !record.is_unwinding() && record.next_attempt_at.is_none()
+}
+
+/// `seq` contiguous, each from → to once.
+pub fn check_no_repeats(name: &str, record: &StateRecord) {
+    let history = &record.history;
+    let seqs: Vec<u64> = history.iter().map(|h| h.seq).collect();
+    let contiguous: Vec<u64> = (1..=history.len() as u64).collect();
+    assert_eq!(seqs, contiguous, "{name}: seq not contiguous: {history:#?}");
+    let mut seen = BTreeSet::new();
+    for h in history {
+        let pair = (h.from.clone(), h.to.clone());
+        assert!(
+            seen.insert(pair),
+            "{name}: transition {:?} → {} twice: {history:#?}",
+            h.from,
+            h.to
+        );
+    }
+}
+
+/// The workflow's exact path, each transition once.
+pub fn check_history(name: &str, record: &StateRecord, path: &[(&str, &str)]) {
+    check_no_repeats(name, record);
+    let history = &record.history;
+    let mut expected = vec![(None, "Pending".to_owned())];
+    expected.extend(
+        path.iter()
+            .map(|(from, to)| (Some((*from).to_owned()), (*to).to_owned())),
+    );
+    let actual: Vec<_> = history
+        .iter()
+        .map(|h| (h.from.clone(), h.to.clone()))
+        .collect();
+    assert_eq!(actual, expected, "{name}: unexpected path");
+}
+
+/// The records of the `objects` Databases, read every half second until
+/// all rest in their expected state or `settle` has passed.
+pub async fn settle(client: &Client, objects: usize, settle: Duration) -> Vec<Option<StateRecord>> {
+    let deadline = Instant::now() + settle;
+    loop {
+        let mut records = Vec::with_capacity(objects);
+        for i in 0..objects {
+            records.push(
+                read_record(client, NS, Kind::Database, &name(i))
+                    .await
+                    .ok()
+                    .flatten(),
+            );
+        }
+        let settled = records
+            .iter()
+            .enumerate()
+            .all(|(i, r)| r.as_ref().is_some_and(|r| rests_in(r, expected(i))));
+        if settled || Instant::now() >= deadline {
+            return records;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// The end checks of every soak: for every object, settled or not, no
+/// transition twice; every object in its expected state along the exact
+/// path of its workflow; at most one create per Database in the ledger,
+/// exactly one for each that got an instance, none for an unknown name;
+/// the rejected ones' instances deleted. `context` goes into the failure
+/// message. Returns how many Databases saw how many creates.
+pub fn check_outcome(
+    records: &[Option<StateRecord>],
+    ledger: &Ledger,
+    context: &str,
+) -> BTreeMap<usize, usize> {
+    let mut stragglers = Vec::new();
+    for (i, record) in records.iter().enumerate() {
+        let Some(record) = record else {
+            stragglers.push(format!("{}: no record", name(i)));
+            continue;
+        };
+        check_no_repeats(&name(i), record);
+        if rests_in(record, expected(i)) {
+            let path: &[_] = if rejected(i) { &REJECTED } else { &HAPPY };
+            check_history(&name(i), record, path);
+        } else {
+            stragglers.push(format!(
+                "{}: {} (expected {}), last error {:?}, path {:?}",
+                name(i),
+                record.state,
+                expected(i),
+                record.last_error,
+                record
+                    .history
+                    .iter()
+                    .map(|h| h.to.as_str())
+                    .collect::<Vec<_>>()
+            ));
+        }
+    }
+    let mut per_database = BTreeMap::<usize, usize>::new();
+    for (i, record) in records.iter().enumerate() {
+        let creates = ledger.creates_for(&name(i));
+        *per_database.entry(creates).or_default() += 1;
+        assert!(creates <= 1, "{} was created {creates} times", name(i));
+        let got_an_instance = record
+            .as_ref()
+            .is_some_and(|r| r.history.iter().any(|h| h.to == "WaitingReady"));
+        if got_an_instance {
+            assert_eq!(creates, 1, "{} has an instance but no charge", name(i));
+        }
+        if rejected(i) && record.as_ref().is_some_and(|r| rests_in(r, "Failed")) {
+            let charge = ledger
+                .charges
+                .iter()
+                .find(|c| c.name == name(i))
+                .expect("a charge");
+            assert!(
+                ledger.deleted.contains(&charge.instance_id),
+                "{}'s instance {} was not deleted by the compensation",
+                name(i),
+                charge.instance_id
+            );
+        }
+    }
+    let charged: usize = per_database.get(&1).copied().unwrap_or(0);
+    assert_eq!(ledger.charges.len(), charged, "creates for no Database");
+    assert!(
+        stragglers.is_empty(),
+        "{} of {} objects not in their expected state ({context}):\n{}",
+        stragglers.len(),
+        records.len(),
+        stragglers.join("\n")
+    );
+    per_database
+}
+
+/// How many of `objects` Databases have seed SQL the cloud rejects.
+pub fn rejected_count(objects: usize) -> usize {
+    (0..objects).filter(|i| rejected(*i)).count()
+}
