@@ -1,0 +1,281 @@
+//! Failover: three `database-operator run --leader-elect` replicas share
+//! a Lease; the one holding it is killed with SIGKILL again and again while
+//! the Databases run their workflows, and a fresh replica (a new identity)
+//! takes the dead one's place each time. The API server (`fsm-apiserver`)
+//! and the cloud API (`fake-cloud`) are processes of their own.
+//!
+//! At the end, the crash soak's checks (`crash_soak.rs`): every Database
+//! rests in its expected state along the exact path of its workflow, no
+//! transition twice, one create per Database in the cloud's ledger, no
+//! panic. Each kill is followed by a handover: the Lease names another,
+//! live replica within `SOAK_HANDOVER_SECS`.
+//!
+//! The failover gap of a kill is the time from the SIGKILL to the next
+//! transition committed (the first history entry `at` after the kill, from
+//! the records at the end); printed with the Lease's handover time.
+//!
+//! | variable | default | what |
+//! | --- | --- | --- |
+//! | `SOAK_OBJECTS` | 30 | Databases |
+//! | `SOAK_KILLS` | 6 | SIGKILLs of the leader |
+//! | `SOAK_SEED` | 1 | the seed of the kill moments (and of the cloud's failures) |
+//! | `SOAK_FAILURE_PERCENT` | 20 | the share of cloud calls that fail |
+//! | `SOAK_LEASE_SECS` | 2 | the Lease's duration (`--lease-duration`; its renewal grace is a third) |
+//! | `SOAK_MIN_MS` / `SOAK_MAX_MS` | 200 / 1000 | how long a leader leads before it is killed |
+//! | `SOAK_HANDOVER_SECS` | 30 | the bound on each handover |
+//! | `SOAK_SETTLE_SECS` | 60 | how long the replicas get to finish after the last kill |
+//! | `FSM_APISERVER` | next to this test's binary | the `fsm-apiserver` binary |
+
+mod soak;
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
+use soak::{NS, Proc, Rng, Stack, check_outcome, create, in_flight, knob, rejected_count, settle};
+
+const LEASE: &str = "database-operator-leader";
+const REPLICAS: usize = 3;
+
+struct Knobs {
+    objects: usize,
+    kills: usize,
+    seed: u64,
+    failure_percent: u64,
+    lease_secs: u64,
+    min_ms: u64,
+    max_ms: u64,
+    handover: Duration,
+    settle: Duration,
+}
+
+impl Knobs {
+    fn from_env() -> Knobs {
+        let knobs = Knobs {
+            objects: knob("SOAK_OBJECTS", 30) as usize,
+            kills: knob("SOAK_KILLS", 6) as usize,
+            seed: knob("SOAK_SEED", 1),
+            failure_percent: knob("SOAK_FAILURE_PERCENT", 20),
+            lease_secs: knob("SOAK_LEASE_SECS", 2).max(2),
+            min_ms: knob("SOAK_MIN_MS", 200),
+            max_ms: knob("SOAK_MAX_MS", 1000),
+            handover: Duration::from_secs(knob("SOAK_HANDOVER_SECS", 30)),
+            settle: Duration::from_secs(knob("SOAK_SETTLE_SECS", 60)),
+        };
+        assert!(knobs.objects > 0 && knobs.min_ms <= knobs.max_ms && knobs.failure_percent <= 100);
+        knobs
+    }
+}
+
+/// The replicas, by identity.
+struct Replicas {
+    running: Vec<(String, Proc)>,
+    started: usize,
+    lease_secs: String,
+}
+
+impl Replicas {
+    fn start_one(&mut self, stack: &Stack) {
+        self.started += 1;
+        let identity = format!("replica-{}", self.started);
+        let process = stack.operator(&[
+            "--leader-elect",
+            "--lease-namespace",
+            NS,
+            "--lease-duration",
+            &self.lease_secs,
+            "--identity",
+            &identity,
+        ]);
+        self.running.push((identity, process));
+    }
+
+    /// SIGKILLs the replica `identity`; `false` if it is not running.
+    fn kill(&mut self, identity: &str) -> bool {
+        let Some(at) = self.running.iter().position(|(id, _)| id == identity) else {
+            return false;
+        };
+        let (_, process) = self.running.remove(at);
+        process.kill();
+        true
+    }
+
+    fn is_running(&self, identity: &str) -> bool {
+        self.running.iter().any(|(id, _)| id == identity)
+    }
+}
+
+/// The Lease's holder, if any.
+async fn holder(leases: &Api<Lease>) -> Option<String> {
+    leases
+        .get_opt(LEASE)
+        .await
+        .ok()
+        .flatten()
+        .and_then(|l| l.spec?.holder_identity)
+}
+
+/// Waits (bounded) until a running replica other than `not` holds the
+/// Lease; its identity.
+async fn wait_for_leader(
+    leases: &Api<Lease>,
+    replicas: &Replicas,
+    not: Option<&str>,
+    bound: Duration,
+) -> String {
+    let deadline = Instant::now() + bound;
+    loop {
+        if let Some(id) = holder(leases).await
+            && Some(id.as_str()) != not
+            && replicas.is_running(&id)
+        {
+            return id;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no live replica took the Lease within {bound:?} (holder: {:?})",
+            holder(leases).await
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn stats(values: &mut [f64]) -> String {
+    if values.is_empty() {
+        return "none".into();
+    }
+    values.sort_by(f64::total_cmp);
+    let mean = values.iter().sum::<f64>() / values.len() as f64;
+    format!(
+        "min {:.2}s, median {:.2}s, mean {:.2}s, max {:.2}s (n = {})",
+        values[0],
+        values[values.len() / 2],
+        mean,
+        values[values.len() - 1],
+        values.len()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_leaders_hand_over_and_nothing_commits_twice() {
+    let knobs = Knobs::from_env();
+    let started = Instant::now();
+    let mut stack = Stack::start("failover", knobs.seed, knobs.failure_percent).await;
+    let client = stack.client.clone();
+    let leases: Api<Lease> = Api::namespaced(client.clone(), NS);
+    let mut replicas = Replicas {
+        running: Vec::new(),
+        started: 0,
+        lease_secs: knobs.lease_secs.to_string(),
+    };
+    for _ in 0..REPLICAS {
+        replicas.start_one(&stack);
+    }
+
+    let mut rng = Rng(knobs.seed);
+    let waves = knobs.kills + 1;
+    let mut created = 0;
+    // (when killed, wall clock; handover time)
+    let mut kills: Vec<(jiff::Timestamp, f64)> = Vec::with_capacity(knobs.kills);
+    let mut interrupted = Vec::with_capacity(knobs.kills);
+    let mut leader = wait_for_leader(&leases, &replicas, None, knobs.handover).await;
+    for wave in 0..waves {
+        let until = knobs.objects * (wave + 1) / waves;
+        while created < until {
+            create(&client, created).await;
+            created += 1;
+        }
+        if wave == knobs.kills {
+            break;
+        }
+        let lifetime = rng.between(knobs.min_ms, knobs.max_ms);
+        tokio::time::sleep(Duration::from_millis(lifetime)).await;
+        let killed_at = jiff::Timestamp::now();
+        let killed_instant = Instant::now();
+        assert!(replicas.kill(&leader), "the leader {leader} is not running");
+        // Read before the Lease can expire: the workflows the kill cut.
+        interrupted.push(in_flight(&client, created).await);
+        replicas.start_one(&stack);
+        let next = wait_for_leader(&leases, &replicas, Some(&leader), knobs.handover).await;
+        kills.push((killed_at, killed_instant.elapsed().as_secs_f64()));
+        leader = next;
+    }
+    let kill_phase = started.elapsed();
+
+    let records = settle(&client, knobs.objects, knobs.settle).await;
+    let total = started.elapsed();
+    let ledger = stack.ledger().await;
+    let last_holder = holder(&leases).await;
+    for (_, process) in replicas.running.drain(..) {
+        process.kill();
+    }
+    stack.stop();
+
+    let per_database = check_outcome(
+        &records,
+        &ledger,
+        &format!(
+            "after {:?} (kill phase {:.1}s, {} leaders killed, holder now {last_holder:?})",
+            knobs.settle,
+            kill_phase.as_secs_f64(),
+            kills.len()
+        ),
+    );
+    stack.assert_no_panic();
+
+    // The failover gap: from each kill to the first transition committed
+    // after it (by whichever replica leads next).
+    let commits: Vec<jiff::Timestamp> = records
+        .iter()
+        .flatten()
+        .flat_map(|r| r.history.iter().map(|h| h.at))
+        .collect();
+    let mut gaps = Vec::new();
+    for (k, (killed_at, _)) in kills.iter().enumerate() {
+        let next_kill = kills.get(k + 1).map(|(at, _)| *at);
+        let first = commits
+            .iter()
+            .filter(|at| *at > killed_at && next_kill.is_none_or(|n| **at < n))
+            .min();
+        if let Some(first) = first {
+            let gap = first.duration_since(*killed_at);
+            gaps.push(gap.as_secs_f64());
+        }
+    }
+    let mut handovers: Vec<f64> = kills.iter().map(|(_, h)| *h).collect();
+    let hits = interrupted.iter().filter(|n| **n > 0).count();
+    assert!(
+        knobs.kills == 0 || hits * 3 >= knobs.kills,
+        "only {hits} of {} kills interrupted a workflow: {interrupted:?}",
+        knobs.kills
+    );
+    assert!(
+        gaps.len() * 2 >= kills.len(),
+        "a commit followed only {} of {} kills before the next one",
+        gaps.len(),
+        kills.len()
+    );
+    println!(
+        "failover: seed {}, {} objects ({} rejected seeds), {} replicas, {} leaders killed \
+         (lease {}s; {} kills interrupted workflows, {} workflows interrupted in all), \
+         kill phase {:.1}s, total {:.1}s; handover (kill → another replica holds the Lease): {}; \
+         failover gap (kill → next transition committed): {}; creates per database {:?}; \
+         cloud: {} charges, {} injected failures, {} lost answers",
+        knobs.seed,
+        knobs.objects,
+        rejected_count(knobs.objects),
+        REPLICAS,
+        kills.len(),
+        knobs.lease_secs,
+        hits,
+        interrupted.iter().sum::<usize>(),
+        kill_phase.as_secs_f64(),
+        total.as_secs_f64(),
+        stats(&mut handovers),
+        stats(&mut gaps),
+        per_database,
+        ledger.charges.len(),
+        ledger.injected_failures,
+        ledger.lost_answers,
+    );
+}
