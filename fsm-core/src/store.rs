@@ -76,6 +76,18 @@ pub enum StoreError {
     /// The backend failed (API error, I/O).
     #[error("the state store failed")]
     Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The record does not fit: written, it would make `what` `size` bytes,
+    /// over the backend's `limit`. Nothing was written; the stored record
+    /// is as it was. Retrying the same write cannot succeed.
+    #[error("the record would make {what} {size} bytes, over the limit of {limit} bytes")]
+    TooLarge {
+        /// What the limit applies to, e.g. `the ConfigMap's data`.
+        what: String,
+        /// The size the write would have reached, in bytes.
+        size: usize,
+        /// The limit, in bytes.
+        limit: usize,
+    },
 }
 
 /// Persists records with optimistic concurrency.
