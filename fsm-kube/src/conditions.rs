@@ -131,6 +131,28 @@ pub fn corrupt(
     merge(previous, [degraded], generation, now)
 }
 
+/// The reason of the `Degraded` condition of an object whose record would
+/// not fit.
+pub const TOO_LARGE_REASON: &str = "RecordTooLarge";
+
+/// The conditions for an object whose next record would exceed a size
+/// limit: `Degraded` with reason [`TOO_LARGE_REASON`]; the others are left
+/// as they were.
+pub fn too_large(
+    error: &fsm_core::StoreError,
+    generation: Option<i64>,
+    previous: &[Condition],
+    now: Timestamp,
+) -> Vec<Condition> {
+    let degraded = Wanted {
+        type_: "Degraded",
+        status: true,
+        reason: TOO_LARGE_REASON.into(),
+        message: format!("{error}; nothing was written, the last committed record is kept"),
+    };
+    merge(previous, [degraded], generation, now)
+}
+
 fn merge<const N: usize>(
     previous: &[Condition],
     wanted: [Wanted; N],

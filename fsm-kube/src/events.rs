@@ -106,6 +106,20 @@ pub fn for_corrupt(error: &DecodeError) -> Event {
     }
 }
 
+/// The event for a record that would exceed a size limit (the error names
+/// the size and the limit).
+pub fn for_too_large(error: &fsm_core::StoreError) -> Event {
+    Event {
+        type_: EventType::Warning,
+        reason: crate::conditions::TOO_LARGE_REASON.to_owned(),
+        note: Some(truncate(format!(
+            "{error}; nothing was written, the last committed record is kept"
+        ))),
+        action: "Commit".to_owned(),
+        secondary: None,
+    }
+}
+
 /// Event notes are limited to 1 KiB by the API server.
 fn truncate(mut note: String) -> String {
     const LIMIT: usize = 1024;

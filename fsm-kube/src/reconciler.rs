@@ -48,6 +48,28 @@ impl From<ReconcileError> for Error {
     }
 }
 
+/// The object's `status` (`Null` when absent) and, when `with_spec`, its
+/// `spec`, from one serialisation of the object.
+fn status_and_spec<K: serde::Serialize>(
+    object: &K,
+    with_spec: bool,
+) -> (serde_json::Value, Option<serde_json::Value>) {
+    match serde_json::to_value(object) {
+        Ok(serde_json::Value::Object(mut fields)) => {
+            let spec = if with_spec {
+                fields.remove("spec")
+            } else {
+                None
+            };
+            (
+                fields.remove("status").unwrap_or(serde_json::Value::Null),
+                spec,
+            )
+        }
+        _ => (serde_json::Value::Null, None),
+    }
+}
+
 /// The future of one reconcile.
 pub type ReconcileFuture = fsm_core::BoxFuture<'static, Result<Action, Error>>;
 
@@ -127,7 +149,9 @@ where
 ///
 /// # Errors
 /// A corrupt record is not an error: the object gets a `Degraded`
-/// condition and a `CorruptRecord` event, and waits for a change. Conflicts
+/// condition and a `CorruptRecord` event, and waits for a change. Nor is a
+/// record too large to commit: `RecordTooLarge`, the last committed record
+/// kept, looked at again after the poll interval or on a change. Conflicts
 /// requeue at once; other errors after `error_requeue`.
 pub struct FsmReconciler<F: Fsm>
 where
@@ -301,14 +325,15 @@ where
                 })?;
             object = Arc::new(updated);
         }
-        let target = self.target(api.clone(), object.clone())?;
+        // One serialisation of the object per reconcile: the stores read
+        // the status, the machine the spec only when it snapshots it.
+        let (status, spec) = status_and_spec(object.as_ref(), machine.snapshots_spec());
+        let target = self.target(api.clone(), object.clone(), status);
         let observed = Observed {
             key: target.key.clone(),
             generation: target.generation,
             deleting,
-            spec: serde_json::to_value(object.as_ref())
-                .ok()
-                .and_then(|v| v.get("spec").cloned()),
+            spec,
         };
         let store = Bound {
             store: inner.store.as_ref(),
@@ -332,6 +357,9 @@ where
                 }
                 return Ok(Action::await_change());
             }
+            Err(ReconcileError::Store(error @ StoreError::TooLarge { .. })) => {
+                return self.report_too_large(&target, &error).await;
+            }
             Err(other) => return Err(other.into()),
         };
         self.after(&target, &report).await;
@@ -351,22 +379,35 @@ where
         })
     }
 
+    /// A record too large to commit: retrying at once cannot help, so the
+    /// object says so (condition and event, once) and is looked at again
+    /// after the poll interval or when it changes.
+    async fn report_too_large(
+        &self,
+        target: &Target<F::Resource>,
+        error: &StoreError,
+    ) -> Result<Action, Error> {
+        tracing::error!(error = %error, "the record does not fit; the last committed record is kept");
+        if target.report_too_large(error).await.map_err(Error::Store)? {
+            self.publish(target.object.as_ref(), events::for_too_large(error))
+                .await;
+        }
+        Ok(Action::requeue(self.inner.options.poll_interval))
+    }
+
     fn target(
         &self,
         api: Api<DynamicObject>,
         object: Arc<F::Resource>,
-    ) -> Result<Target<F::Resource>, Error> {
+        status: serde_json::Value,
+    ) -> Target<F::Resource> {
         let meta = object.meta();
         let name = object.name_any();
         let key = match meta.namespace.clone() {
             Some(ns) => ObjectKey::namespaced(ns, name),
             None => ObjectKey::cluster(name),
         };
-        let status = serde_json::to_value(object.as_ref())
-            .ok()
-            .and_then(|mut v| v.get_mut("status").map(serde_json::Value::take))
-            .unwrap_or(serde_json::Value::Null);
-        Ok(Target {
+        Target {
             uid: meta.uid.clone().unwrap_or_else(|| key.to_string()),
             resource_version: meta.resource_version.clone().unwrap_or_default(),
             generation: meta.generation,
@@ -377,7 +418,7 @@ where
             machine: F::machine(),
             field_manager: self.inner.options.field_manager.clone(),
             conditions: self.inner.options.conditions,
-        })
+        }
     }
 
     /// Logs, events and metrics for what a reconcile did.

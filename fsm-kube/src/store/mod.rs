@@ -3,6 +3,7 @@
 
 mod ephemeral;
 mod object;
+pub mod size;
 mod status;
 
 use std::sync::Arc;
@@ -89,6 +90,24 @@ impl<K: KubeResource> Target<K> {
             .await
             .map_err(store_error)?;
         Ok(true)
+    }
+
+    /// Reports on the object that its next record would exceed a size
+    /// limit (the `Degraded` condition, reason `RecordTooLarge`), without
+    /// touching the record. Returns whether it wrote: not when the object
+    /// already says so (whatever size it named), so that a record whose
+    /// size varies cannot make each reconcile write and wake the next.
+    pub(crate) async fn report_too_large(&self, error: &StoreError) -> Result<bool, StoreError> {
+        let current = self.current_conditions();
+        let reported = current.iter().any(|c| {
+            c.type_ == "Degraded" && c.status == "True" && c.reason == conditions::TOO_LARGE_REASON
+        });
+        if reported {
+            return Ok(false);
+        }
+        let wanted =
+            conditions::too_large(error, self.generation, &current, jiff::Timestamp::now());
+        self.write_conditions(&current, &wanted).await
     }
 
     /// Writes the conditions for `record` (stores that keep the record

@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::OnceCell;
 
-use super::{KubeStore, Target, namespace_of, report_corrupt_conditions, store_error};
+use super::{KubeStore, Target, namespace_of, report_corrupt_conditions, size, store_error};
 use crate::KubeResource;
 use crate::cache::{ABSENT, WrittenCache};
 
@@ -240,6 +240,8 @@ impl<K: KubeResource, O: RecordObject> KubeStore<K> for ObjectStore<O> {
             self.covers(&namespace)?;
             let owner = target.object.name_any();
             let text = serde_json::to_string(record).map_err(StoreError::Encode)?;
+            let what = format!("the {}'s data", O::kind(&()));
+            size::check(&what, text.len(), size::DATA_LIMIT)?;
             let metadata = ObjectMeta {
                 name: Some(Self::object_name(&owner)),
                 namespace: Some(namespace.clone()),
@@ -264,7 +266,7 @@ impl<K: KubeResource, O: RecordObject> KubeStore<K> for ObjectStore<O> {
                         .await
                 }
             }
-            .map_err(store_error)?;
+            .map_err(|e| size::refused(e, &what, text.len(), size::DATA_LIMIT))?;
             let version = Version(written.meta().resource_version.clone().unwrap_or_default());
             self.written.remember(
                 &target.uid,

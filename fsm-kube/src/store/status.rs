@@ -6,7 +6,7 @@ use kube::ResourceExt;
 use kube::api::Patch;
 use serde_json::{Value, json};
 
-use super::{KubeStore, Target, report_corrupt_conditions, store_error};
+use super::{KubeStore, Target, report_corrupt_conditions, size};
 use crate::KubeResource;
 use crate::cache::WrittenCache;
 use crate::{conditions, merge_patch};
@@ -81,6 +81,8 @@ impl<K: KubeResource> KubeStore<K> for StatusStore {
                 };
             let raw = record.to_raw().map_err(StoreError::Encode)?;
             let value = raw.as_json();
+            let object_size = size::object_with_record(target.object.as_ref(), &value);
+            size::check("the object", object_size, size::OBJECT_LIMIT)?;
             let mut status = json!({ "fsm": merge_patch::diff(&stored, &value) });
             let conditions = target.conditions.then(|| {
                 conditions::from_record(
@@ -106,7 +108,10 @@ impl<K: KubeResource> KubeStore<K> for StatusStore {
                     &Patch::Merge(&patch),
                 )
                 .await
-                .map_err(store_error)?;
+                .map_err(|e| {
+                    let whole = size::whole_object_with_record(target.object.as_ref(), &value);
+                    size::refused(e, "the object", whole.max(object_size), size::OBJECT_LIMIT)
+                })?;
             let version = Version(
                 written
                     .metadata
