@@ -48,28 +48,6 @@ impl From<ReconcileError> for Error {
     }
 }
 
-/// The object's `status` (`Null` when absent) and, when `with_spec`, its
-/// `spec`, from one serialisation of the object.
-fn status_and_spec<K: serde::Serialize>(
-    object: &K,
-    with_spec: bool,
-) -> (serde_json::Value, Option<serde_json::Value>) {
-    match serde_json::to_value(object) {
-        Ok(serde_json::Value::Object(mut fields)) => {
-            let spec = if with_spec {
-                fields.remove("spec")
-            } else {
-                None
-            };
-            (
-                fields.remove("status").unwrap_or(serde_json::Value::Null),
-                spec,
-            )
-        }
-        _ => (serde_json::Value::Null, None),
-    }
-}
-
 /// The future of one reconcile.
 pub type ReconcileFuture = fsm_core::BoxFuture<'static, Result<Action, Error>>;
 
@@ -325,15 +303,14 @@ where
                 })?;
             object = Arc::new(updated);
         }
-        // One serialisation of the object per reconcile: the stores read
-        // the status, the machine the spec only when it snapshots it.
-        let (status, spec) = status_and_spec(object.as_ref(), machine.snapshots_spec());
-        let target = self.target(api.clone(), object.clone(), status);
+        let target = self.target(api.clone(), object.clone())?;
         let observed = Observed {
             key: target.key.clone(),
             generation: target.generation,
             deleting,
-            spec,
+            spec: serde_json::to_value(object.as_ref())
+                .ok()
+                .and_then(|v| v.get("spec").cloned()),
         };
         let store = Bound {
             store: inner.store.as_ref(),
@@ -399,15 +376,18 @@ where
         &self,
         api: Api<DynamicObject>,
         object: Arc<F::Resource>,
-        status: serde_json::Value,
-    ) -> Target<F::Resource> {
+    ) -> Result<Target<F::Resource>, Error> {
         let meta = object.meta();
         let name = object.name_any();
         let key = match meta.namespace.clone() {
             Some(ns) => ObjectKey::namespaced(ns, name),
             None => ObjectKey::cluster(name),
         };
-        Target {
+        let status = serde_json::to_value(object.as_ref())
+            .ok()
+            .and_then(|mut v| v.get_mut("status").map(serde_json::Value::take))
+            .unwrap_or(serde_json::Value::Null);
+        Ok(Target {
             uid: meta.uid.clone().unwrap_or_else(|| key.to_string()),
             resource_version: meta.resource_version.clone().unwrap_or_default(),
             generation: meta.generation,
@@ -418,7 +398,7 @@ where
             machine: F::machine(),
             field_manager: self.inner.options.field_manager.clone(),
             conditions: self.inner.options.conditions,
-        }
+        })
     }
 
     /// Logs, events and metrics for what a reconcile did.
