@@ -86,9 +86,11 @@ pub mod simulation;
 pub mod status;
 pub mod store;
 pub mod table;
+pub mod test_cluster;
 pub mod validation;
 pub mod watch;
 
 pub use log::{RequestLog, RequestRecord};
 pub use server::{ApiServer, HttpServer, ServeError, ServerConfig};
 pub use status::ApiError;
+pub use test_cluster::{Backend, ClusterError, REAL_APISERVER_ENV, TestCluster};
