@@ -19,6 +19,8 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
+
+use crate::support::scoped_api;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -77,6 +79,8 @@ pub struct WorkloadSimulator {
     rollouts: HashMap<String, (i64, Instant)>,
     /// How many Jobs each rule has been applied to.
     applied: Vec<u32>,
+    /// The only namespace it acts in (`None`: every namespace).
+    namespace: Option<String>,
 }
 
 impl WorkloadSimulator {
@@ -89,7 +93,16 @@ impl WorkloadSimulator {
             jobs: HashMap::new(),
             rollouts: HashMap::new(),
             applied,
+            namespace: None,
         }
+    }
+
+    /// Acts on the Jobs and Deployments of `namespace` only, leaving other
+    /// namespaces of a shared server alone.
+    #[must_use]
+    pub fn in_namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = Some(namespace.into());
+        self
     }
 
     /// Runs the simulator until the returned task is aborted.
@@ -124,7 +137,7 @@ impl WorkloadSimulator {
     }
 
     async fn jobs_pass(&mut self) -> Result<(), kube::Error> {
-        let api: Api<Job> = Api::all(self.client.clone());
+        let api: Api<Job> = scoped_api(self.client.clone(), self.namespace.as_deref());
         for job in api.list(&ListParams::default()).await? {
             let status = job.status.clone().unwrap_or_default();
             if status.succeeded.unwrap_or(0) > 0 || status.failed.unwrap_or(0) > 0 {
@@ -163,7 +176,7 @@ impl WorkloadSimulator {
     }
 
     async fn deployments_pass(&mut self) -> Result<(), kube::Error> {
-        let api: Api<Deployment> = Api::all(self.client.clone());
+        let api: Api<Deployment> = scoped_api(self.client.clone(), self.namespace.as_deref());
         for deployment in api.list(&ListParams::default()).await? {
             let generation = deployment.metadata.generation.unwrap_or(1);
             let replicas = deployment

@@ -17,12 +17,12 @@ mod state;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::scoped_api;
 use fsm_core::CheckpointError;
 use fsm_kube::prelude::*;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
-use kube::api::Api;
 use kube::runtime::{Controller, watcher};
 
 pub use client::{CloudClient, CloudError};
@@ -89,13 +89,27 @@ impl Classify for DbError {
 /// Runs the operator: a `Controller` for Databases, records in Secrets,
 /// until the future is dropped.
 pub async fn run(client: Client, ctx: DbContext, options: ReconcilerOptions) {
+    run_in(client, None, ctx, options).await;
+}
+
+/// Runs the operator as [`run`] does, for the Databases of `namespace` only
+/// (every namespace when `None`).
+pub async fn run_in(
+    client: Client,
+    namespace: Option<String>,
+    ctx: DbContext,
+    options: ReconcilerOptions,
+) {
     let store = SecretStore::new(client.clone());
     let fsm = FsmReconciler::<DbState>::with_options(client.clone(), store, options);
     Controller::new(
-        Api::<Database>::all(client.clone()),
+        scoped_api::<Database>(client.clone(), namespace.as_deref()),
         watcher::Config::default(),
     )
-    .owns(Api::<Secret>::all(client), watcher::Config::default())
+    .owns(
+        scoped_api::<Secret>(client, namespace.as_deref()),
+        watcher::Config::default(),
+    )
     .run(fsm.reconcile(), fsm.error_policy(), Arc::new(ctx))
     .for_each(|_| async {})
     .await;

@@ -145,7 +145,11 @@ async fn connect(options: &DemoOptions, out: &mut impl Write) -> Result<Cluster,
                 out,
                 "Simulating Job and Deployment controllers there (--simulate)."
             )?;
-            Some(WorkloadSimulator::new(client.clone(), scenario::simulator_config()).spawn())
+            Some(
+                WorkloadSimulator::new(client.clone(), scenario::simulator_config())
+                    .in_namespace(&options.namespace)
+                    .spawn(),
+            )
         } else {
             writeln!(
                 out,
@@ -195,21 +199,26 @@ fn reconciler_options() -> ReconcilerOptions {
     }
 }
 
-/// Starts the three operators.
-fn start_operators(client: &Client, cloud_url: &str) -> Vec<JoinHandle<()>> {
+/// Starts the three operators, for the demo's namespace only: on a shared
+/// cluster, objects elsewhere are none of the demo's business.
+fn start_operators(client: &Client, namespace: &str, cloud_url: &str) -> Vec<JoinHandle<()>> {
+    let scope = || Some(namespace.to_owned());
     vec![
-        tokio::spawn(mutable_jar::run(
+        tokio::spawn(mutable_jar::run_in(
             client.clone(),
+            scope(),
             JarContext::new(client.clone()),
             reconciler_options(),
         )),
-        tokio::spawn(integration::run(
+        tokio::spawn(integration::run_in(
             client.clone(),
+            scope(),
             IntegrationContext::new(client.clone()),
             reconciler_options(),
         )),
-        tokio::spawn(database::run(
+        tokio::spawn(database::run_in(
             client.clone(),
+            scope(),
             DbContext::new(client.clone(), cloud_url),
             reconciler_options(),
         )),
@@ -293,7 +302,7 @@ pub async fn run(options: &DemoOptions, out: &mut impl Write) -> Result<DemoRepo
         "Cloud database API (non-idempotent, fails ~20% of calls) on {}.",
         cloud.url()
     )?;
-    let mut tasks = Tasks(start_operators(&client, &cloud.url()));
+    let mut tasks = Tasks(start_operators(&client, &options.namespace, &cloud.url()));
     if let Some(simulator) = cluster.simulator {
         tasks.0.push(simulator);
     }

@@ -17,12 +17,12 @@ mod state;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::scoped_api;
 use fsm_kube::prelude::*;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use kube::Client;
-use kube::api::Api;
 use kube::runtime::{Controller, watcher};
 
 pub use crd::{
@@ -86,17 +86,34 @@ impl Classify for IntegrationError {
 /// Runs the operator: a `Controller` for Integrations that also watches the
 /// Jobs and Deployments they own, until the future is dropped.
 pub async fn run(client: Client, ctx: IntegrationContext, options: ReconcilerOptions) {
+    run_in(client, None, ctx, options).await;
+}
+
+/// Runs the operator as [`run`] does, for the Integrations of `namespace` only
+/// (every namespace when `None`).
+pub async fn run_in(
+    client: Client,
+    namespace: Option<String>,
+    ctx: IntegrationContext,
+    options: ReconcilerOptions,
+) {
     let fsm = FsmReconciler::<IntegrationPhase>::with_options(
         client.clone(),
         StatusStore::new(),
         options,
     );
     Controller::new(
-        Api::<Integration>::all(client.clone()),
+        scoped_api::<Integration>(client.clone(), namespace.as_deref()),
         watcher::Config::default(),
     )
-    .owns(Api::<Job>::all(client.clone()), watcher::Config::default())
-    .owns(Api::<Deployment>::all(client), watcher::Config::default())
+    .owns(
+        scoped_api::<Job>(client.clone(), namespace.as_deref()),
+        watcher::Config::default(),
+    )
+    .owns(
+        scoped_api::<Deployment>(client, namespace.as_deref()),
+        watcher::Config::default(),
+    )
     .run(fsm.reconcile(), fsm.error_policy(), Arc::new(ctx))
     .for_each(|_| async {})
     .await;
