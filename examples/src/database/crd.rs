@@ -27,7 +27,16 @@ pub struct DatabaseSpec {
     pub size: String,
     /// SQL run once the instance is available.
     #[serde(default)]
+    #[schemars(transform = without_default)]
     pub seed: String,
+}
+
+/// Drops the `default: ""` schemars derives from `#[serde(default)]`:
+/// Kubernetes 1.20 refuses an empty-string default in a CRD schema (it reads
+/// it as null), later versions accept it. Nothing is lost: the field stays
+/// optional, and an absent seed reads as empty all the same.
+fn without_default(schema: &mut schemars::Schema) {
+    schema.remove("default");
 }
 
 /// The conditions. The machine's record is not here: this operator keeps
