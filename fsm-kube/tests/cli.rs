@@ -1,6 +1,7 @@
 //! The operator CLI: parsing of every subcommand, the RBAC it derives, the
 //! CRD and diagram it prints, and `status` and `run` against the embedded
-//! API server.
+//! API server, or the real kube-apiserver named by
+//! `FSM_REAL_APISERVER_KUBECONFIG`.
 
 mod common;
 
@@ -20,8 +21,8 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use k8s_openapi::api::rbac::v1::PolicyRule;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::CustomResourceExt;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
-use kube::{Client, CustomResourceExt};
 
 fn parse(args: &[&str]) -> Command {
     Cli::try_parse_from(std::iter::once("widget-operator").chain(args.iter().copied()))
@@ -505,10 +506,10 @@ History:
     );
 }
 
-fn status_args(name: &str, output: OutputFormat) -> StatusArgs {
+fn status_args(env: &Env, name: &str, output: OutputFormat) -> StatusArgs {
     StatusArgs {
         name: name.into(),
-        namespace: Some("default".into()),
+        namespace: Some(env.ns.clone()),
         output,
         connect: ConnectArgs::default(),
     }
@@ -522,8 +523,23 @@ fn spec() -> WidgetSpec {
     }
 }
 
-async fn put_status_record(client: &Client, name: &str, fsm: serde_json::Value) {
-    let api: Api<Widget> = Api::namespaced(client.clone(), "default");
+/// A kubeconfig for `env`'s server: the real server's own, or one written
+/// for the embedded server served over loopback HTTP (up while the
+/// returned server lives).
+async fn kubeconfig_of(env: &Env) -> (Option<fsm_testkit::HttpServer>, String) {
+    match (env.embedded(), env.cluster.kubeconfig()) {
+        (Some(server), _) => {
+            let http = server.serve_http().await.unwrap();
+            let path = http.kubeconfig().to_str().unwrap().to_owned();
+            (Some(http), path)
+        }
+        (None, Some(path)) => (None, path.to_str().unwrap().to_owned()),
+        (None, None) => panic!("a real cluster without a kubeconfig"),
+    }
+}
+
+async fn put_status_record(env: &Env, name: &str, fsm: serde_json::Value) {
+    let api: Api<Widget> = Api::namespaced(env.client.clone(), &env.ns);
     api.patch_status(
         name,
         &PatchParams::default(),
@@ -533,8 +549,8 @@ async fn put_status_record(client: &Client, name: &str, fsm: serde_json::Value) 
     .unwrap();
 }
 
-async fn put_configmap_record(client: &Client, name: &str, text: &str) {
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+async fn put_configmap_record(env: &Env, name: &str, text: &str) {
+    let api: Api<ConfigMap> = Api::namespaced(env.client.clone(), &env.ns);
     let cm = ConfigMap {
         metadata: ObjectMeta {
             name: Some(format!("{name}-fsm")),
@@ -548,27 +564,28 @@ async fn put_configmap_record(client: &Client, name: &str, text: &str) {
 
 #[tokio::test]
 async fn status_reads_the_status_store() {
-    let server = server().await;
-    let client = server.client();
+    let env = env().await;
+    let client = env.client.clone();
     let op = operator(StoreKind::Status);
-    create_widget(&client, "w1", spec()).await;
+    create_widget(&env, "w1", spec()).await;
 
     let missing = op
-        .status(&client, &status_args("w1", OutputFormat::Text))
+        .status(&client, &status_args(&env, "w1", OutputFormat::Text))
         .await;
     assert!(matches!(missing, Err(Error::NoRecord(_))), "{missing:?}");
     let absent = op
-        .status(&client, &status_args("nope", OutputFormat::Text))
+        .status(&client, &status_args(&env, "nope", OutputFormat::Text))
         .await;
     assert!(matches!(absent, Err(Error::NotFound(_))), "{absent:?}");
 
-    put_status_record(&client, "w1", serde_json::to_value(record()).unwrap()).await;
+    put_status_record(&env, "w1", serde_json::to_value(record()).unwrap()).await;
     let text = op
-        .status(&client, &status_args("w1", OutputFormat::Text))
+        .status(&client, &status_args(&env, "w1", OutputFormat::Text))
         .await
         .unwrap();
+    let ns = &env.ns;
     assert!(
-        text.starts_with("Widget default/w1 (record in .status.fsm)\nState:        Configuring {\"config_map\":\"w1-config\"}\nEntered:      2026-01-01T00:00:10Z ("),
+        text.starts_with(&format!("Widget {ns}/w1 (record in .status.fsm)\nState:        Configuring {{\"config_map\":\"w1-config\"}}\nEntered:      2026-01-01T00:00:10Z (")),
         "{text}"
     );
     assert!(
@@ -581,7 +598,7 @@ async fn status_reads_the_status_store() {
     );
 
     let json = op
-        .status(&client, &status_args("w1", OutputFormat::Json))
+        .status(&client, &status_args(&env, "w1", OutputFormat::Json))
         .await
         .unwrap();
     let read: StateRecord = serde_json::from_str(&json).unwrap();
@@ -590,16 +607,23 @@ async fn status_reads_the_status_store() {
 
 #[tokio::test]
 async fn status_reads_the_configmap_store_through_the_command_line() {
-    let server = server().await;
-    let http = server.serve_http().await.unwrap();
-    let client = server.client();
-    create_widget(&client, "w2", spec()).await;
-    put_configmap_record(&client, "w2", &serde_json::to_string(&record()).unwrap()).await;
+    let env = env().await;
+    let (_http, kubeconfig) = kubeconfig_of(&env).await;
+    create_widget(&env, "w2", spec()).await;
+    put_configmap_record(&env, "w2", &serde_json::to_string(&record()).unwrap()).await;
 
-    let kubeconfig = http.kubeconfig().to_str().unwrap().to_owned();
     let out = execute(
         &operator(StoreKind::ConfigMap),
-        parse(&["status", "w2", "--kubeconfig", &kubeconfig, "-o", "json"]),
+        parse(&[
+            "status",
+            "w2",
+            "--kubeconfig",
+            &kubeconfig,
+            "-n",
+            &env.ns,
+            "-o",
+            "json",
+        ]),
         no_run,
     )
     .await
@@ -609,25 +633,26 @@ async fn status_reads_the_configmap_store_through_the_command_line() {
 
     let text = execute(
         &operator(StoreKind::ConfigMap),
-        parse(&["status", "w2", "-n", "default", "--kubeconfig", &kubeconfig]),
+        parse(&["status", "w2", "-n", &env.ns, "--kubeconfig", &kubeconfig]),
         no_run,
     )
     .await
     .unwrap();
+    let ns = &env.ns;
     assert!(
-        text.starts_with(
-            "Widget default/w2 (record in ConfigMap default/w2-fsm)\nState:        Configuring"
-        ),
+        text.starts_with(&format!(
+            "Widget {ns}/w2 (record in ConfigMap {ns}/w2-fsm)\nState:        Configuring"
+        )),
         "{text}"
     );
 }
 
 #[tokio::test]
 async fn status_reads_the_secret_store() {
-    let server = server().await;
-    let client = server.client();
-    create_widget(&client, "w3", spec()).await;
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
+    let env = env().await;
+    let client = env.client.clone();
+    create_widget(&env, "w3", spec()).await;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &env.ns);
     let secret = Secret {
         metadata: ObjectMeta {
             name: Some("w3-fsm".into()),
@@ -644,7 +669,7 @@ async fn status_reads_the_secret_store() {
         .await
         .unwrap();
     let json = operator(StoreKind::Secret)
-        .status(&client, &status_args("w3", OutputFormat::Json))
+        .status(&client, &status_args(&env, "w3", OutputFormat::Json))
         .await
         .unwrap();
     assert_eq!(
@@ -654,20 +679,20 @@ async fn status_reads_the_secret_store() {
 
     // The ConfigMap store finds no record object for it.
     let none = operator(StoreKind::ConfigMap)
-        .status(&client, &status_args("w3", OutputFormat::Text))
+        .status(&client, &status_args(&env, "w3", OutputFormat::Text))
         .await;
     assert!(matches!(none, Err(Error::NoRecord(_))), "{none:?}");
 }
 
 #[tokio::test]
 async fn a_corrupt_record_is_an_error_naming_the_problem() {
-    let server = server().await;
-    let client = server.client();
+    let env = env().await;
+    let client = env.client.clone();
 
-    create_widget(&client, "bad-json", spec()).await;
-    put_configmap_record(&client, "bad-json", "{not json").await;
+    create_widget(&env, "bad-json", spec()).await;
+    put_configmap_record(&env, "bad-json", "{not json").await;
     let error = operator(StoreKind::ConfigMap)
-        .status(&client, &status_args("bad-json", OutputFormat::Text))
+        .status(&client, &status_args(&env, "bad-json", OutputFormat::Text))
         .await
         .unwrap_err();
     let Error::CorruptRecord {
@@ -677,7 +702,8 @@ async fn a_corrupt_record_is_an_error_naming_the_problem() {
     else {
         panic!("{error:?}");
     };
-    assert_eq!(location.record, "ConfigMap default/bad-json-fsm");
+    let ns = &env.ns;
+    assert_eq!(location.record, format!("ConfigMap {ns}/bad-json-fsm"));
     assert!(
         matches!(decode, fsm_kube::fsm_core::DecodeError::Malformed(_)),
         "{decode:?}"
@@ -685,16 +711,16 @@ async fn a_corrupt_record_is_an_error_naming_the_problem() {
     assert!(
         error
             .to_string()
-            .starts_with("Widget default/bad-json (record in ConfigMap default/bad-json-fsm): the record cannot be decoded: the stored record is malformed"),
+            .starts_with(&format!("Widget {ns}/bad-json (record in ConfigMap {ns}/bad-json-fsm): the record cannot be decoded: the stored record is malformed")),
         "{error}"
     );
 
-    create_widget(&client, "renamed", spec()).await;
+    create_widget(&env, "renamed", spec()).await;
     let mut stale = serde_json::to_value(record()).unwrap();
     stale["state"] = "Provisioning".into();
-    put_status_record(&client, "renamed", stale).await;
+    put_status_record(&env, "renamed", stale).await;
     let error = operator(StoreKind::Status)
-        .status(&client, &status_args("renamed", OutputFormat::Json))
+        .status(&client, &status_args(&env, "renamed", OutputFormat::Json))
         .await
         .unwrap_err();
     assert!(
@@ -710,11 +736,11 @@ async fn a_corrupt_record_is_an_error_naming_the_problem() {
 
 #[tokio::test]
 async fn the_ephemeral_store_has_nothing_to_read() {
-    let server = server().await;
-    let client = server.client();
-    create_widget(&client, "w4", spec()).await;
+    let env = env().await;
+    let client = env.client.clone();
+    create_widget(&env, "w4", spec()).await;
     let result = operator(StoreKind::Ephemeral)
-        .status(&client, &status_args("w4", OutputFormat::Text))
+        .status(&client, &status_args(&env, "w4", OutputFormat::Text))
         .await;
     assert!(matches!(result, Err(Error::MemoryStore)), "{result:?}");
 }
@@ -723,11 +749,10 @@ async fn the_ephemeral_store_has_nothing_to_read() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_hands_the_controller_a_client_and_returns_when_it_does() {
-    let server = server().await;
-    let http = server.serve_http().await.unwrap();
-    let kubeconfig = http.kubeconfig().to_str().unwrap().to_owned();
+    let env = env().await;
+    let (_http, kubeconfig) = kubeconfig_of(&env).await;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let command = parse(&["run", "--kubeconfig", &kubeconfig, "-n", "default"]);
+    let command = parse(&["run", "--kubeconfig", &kubeconfig, "-n", &env.ns]);
     let run = move |run: RunContext| {
         let tx = tx.clone();
         async move {
@@ -743,7 +768,7 @@ async fn run_hands_the_controller_a_client_and_returns_when_it_does() {
     .await
     .expect("run returns when the controller does")
     .unwrap();
-    assert_eq!(rx.recv().await, Some((Some("default".to_owned()), 0)));
+    assert_eq!(rx.recv().await, Some((Some(env.ns.clone()), 0)));
 }
 
 fn free_local_addr() -> String {
@@ -757,9 +782,8 @@ fn free_local_addr() -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_serves_the_machines_metrics_while_the_controller_runs() {
-    let server = server().await;
-    let http = server.serve_http().await.unwrap();
-    let kubeconfig = http.kubeconfig().to_str().unwrap().to_owned();
+    let env = env().await;
+    let (_http, kubeconfig) = kubeconfig_of(&env).await;
     let metrics_addr = free_local_addr();
     let command = parse(&[
         "run",
@@ -805,10 +829,8 @@ async fn run_serves_the_machines_metrics_while_the_controller_runs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_with_leader_election_takes_the_configured_lease_then_runs() {
-    // The embedded server does not implement server-side apply yet, which
-    // kube-lease-manager uses to take the Lease; so this proves the wiring
-    // (which Lease, where, as whom) up to the server, and that no
-    // controller starts without the Lease.
+    // Embedded server only: the request log shows which Lease requests the
+    // CLI made (where, as whom); a real server cannot say.
     let server = server().await;
     let http = server.serve_http().await.unwrap();
     let kubeconfig = http.kubeconfig().to_str().unwrap().to_owned();
@@ -896,9 +918,8 @@ fn http_get(addr: &str, path: &str) -> Option<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_fails_when_the_metrics_address_is_taken() {
-    let server = server().await;
-    let http = server.serve_http().await.unwrap();
-    let kubeconfig = http.kubeconfig().to_str().unwrap().to_owned();
+    let env = env().await;
+    let (_http, kubeconfig) = kubeconfig_of(&env).await;
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();
     let command = parse(&["run", "--kubeconfig", &kubeconfig, "--metrics-addr", &addr]);
@@ -938,29 +959,27 @@ fn the_command_line_is_named_after_the_operator() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_reads_what_the_runtime_wrote() {
-    let server = server().await;
-    let client = server.client();
+    let env = env().await;
+    let client = env.client.clone();
     for (store, name) in [
         (StoreKind::Status, "live"),
         (StoreKind::ConfigMap, "live-cm"),
     ] {
         let controller = match store {
-            StoreKind::Status => {
-                run_controller(&client, fsm_kube::StatusStore::new(), ctx(&client))
-            }
+            StoreKind::Status => run_controller(&env, fsm_kube::StatusStore::new(), ctx(&client)),
             _ => run_controller(
-                &client,
+                &env,
                 fsm_kube::ConfigMapStore::new(client.clone()),
                 ctx(&client),
             ),
         };
-        create_widget(&client, name, spec()).await;
+        create_widget(&env, name, spec()).await;
         let op = operator(store);
         let text = eventually(&format!("{name} Ready through status"), || {
-            let (op, client) = (&op, &client);
+            let (op, client, env) = (&op, &client, &env);
             async move {
                 let text = op
-                    .status(client, &status_args(name, OutputFormat::Text))
+                    .status(client, &status_args(env, name, OutputFormat::Text))
                     .await
                     .ok()?;
                 text.contains("\nState:        Ready ").then_some(text)

@@ -1,4 +1,5 @@
-//! Two replicas with leader election against the embedded API server: only
+//! Two replicas with leader election against the embedded API server (or
+//! the real kube-apiserver named by `FSM_REAL_APISERVER_KUBECONFIG`): only
 //! the leader reconciles; when it stops, the other takes over, and no
 //! transition is committed twice.
 
@@ -11,18 +12,20 @@ use common::*;
 use fsm_kube::StatusStore;
 use fsm_kube::leader::run_while_leader;
 use futures::StreamExt;
-use kube::Client;
 use kube::api::Api;
 use kube::runtime::{Controller, watcher};
 
-/// One replica: a controller for widgets, run only while it holds the lease.
-fn replica(client: &Client, identity: &'static str, ctx: Arc<Ctx>) -> tokio::task::JoinHandle<()> {
-    let client = client.clone();
+/// One replica: a controller for the test namespace's widgets, run only
+/// while it holds the lease (in that namespace too).
+fn replica(env: &Env, identity: &'static str, ctx: Arc<Ctx>) -> tokio::task::JoinHandle<()> {
+    let client = env.client.clone();
+    let ns = env.ns.clone();
     tokio::spawn(async move {
         let controller_client = client.clone();
+        let widgets: Api<Widget> = Api::namespaced(client.clone(), &ns);
         let result = run_while_leader(
             client,
-            "default",
+            &ns,
             "widget-operator",
             identity,
             Duration::from_secs(2),
@@ -31,7 +34,7 @@ fn replica(client: &Client, identity: &'static str, ctx: Arc<Ctx>) -> tokio::tas
                     controller_client.clone(),
                     StatusStore::new(),
                 );
-                let widgets: Api<Widget> = Api::all(controller_client.clone());
+                let widgets = widgets.clone();
                 let ctx = ctx.clone();
                 async move {
                     Controller::new(widgets, watcher::Config::default())
@@ -50,14 +53,14 @@ fn replica(client: &Client, identity: &'static str, ctx: Arc<Ctx>) -> tokio::tas
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_the_leader_reconciles_and_the_other_takes_over() {
-    let server = server().await;
-    let client = server.client();
+    let env = env().await;
+    let client = env.client.clone();
     let (ctx_a, ctx_b) = (ctx(&client), ctx(&client));
-    let a = replica(&client, "a", ctx_a.clone());
-    let b = replica(&client, "b", ctx_b.clone());
+    let a = replica(&env, "a", ctx_a.clone());
+    let b = replica(&env, "b", ctx_b.clone());
 
     create_widget(
-        &client,
+        &env,
         "first",
         WidgetSpec {
             color: "blue".into(),
@@ -66,7 +69,7 @@ async fn only_the_leader_reconciles_and_the_other_takes_over() {
         },
     )
     .await;
-    wait_for_status_state(&client, "first", "Ready").await;
+    wait_for_status_state(&env, "first", "Ready").await;
     let (leader, follower, leader_ctx, follower_ctx) = if ctx_a.log().is_empty() {
         (b, a, ctx_b, ctx_a)
     } else {
@@ -84,7 +87,7 @@ async fn only_the_leader_reconciles_and_the_other_takes_over() {
     let _ = leader.await;
     let before = leader_ctx.log().len();
     create_widget(
-        &client,
+        &env,
         "second",
         WidgetSpec {
             color: "red".into(),
@@ -93,7 +96,7 @@ async fn only_the_leader_reconciles_and_the_other_takes_over() {
         },
     )
     .await;
-    let second = wait_for_status_state(&client, "second", "Ready").await;
+    let second = wait_for_status_state(&env, "second", "Ready").await;
     follower.abort();
 
     assert_eq!(
@@ -102,10 +105,7 @@ async fn only_the_leader_reconciles_and_the_other_takes_over() {
         "the stopped leader did no more work"
     );
     assert!(follower_ctx.log().contains(&"start:second".to_owned()));
-    for widget in [
-        wait_for_status_state(&client, "first", "Ready").await,
-        second,
-    ] {
+    for widget in [wait_for_status_state(&env, "first", "Ready").await, second] {
         let record = widget
             .status
             .unwrap()

@@ -1,5 +1,7 @@
 //! A `sensitive` state's data never appears in logs, events, metrics,
-//! conditions or error messages: only in the Secret that stores it.
+//! conditions or error messages: only in the Secret that stores it. On the
+//! embedded API server, or the real kube-apiserver named by
+//! `FSM_REAL_APISERVER_KUBECONFIG`.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -7,10 +9,9 @@ use std::time::Duration;
 
 use fsm_kube::prelude::*;
 use fsm_kube::{FsmReconciler, SecretStore};
-use fsm_testkit::ApiServer;
+use fsm_testkit::TestCluster;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::{Controller, watcher};
@@ -110,12 +111,13 @@ async fn sensitive_data_stays_in_the_secret() {
         .try_init()
         .unwrap();
 
-    let server = ApiServer::new();
-    let client = server.client();
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    crds.create(&PostParams::default(), &Vault::crd())
+    let cluster = TestCluster::from_env().await.unwrap();
+    cluster.install_crd(&Vault::crd()).await.unwrap();
+    let ns = cluster
+        .create_namespace("fsm-kube-sensitive")
         .await
         .unwrap();
+    let client = cluster.client();
 
     let mut registry = Registry::default();
     let metrics = FsmMetrics::new(&mut registry);
@@ -126,13 +128,13 @@ async fn sensitive_data_stays_in_the_secret() {
     });
     let controller = tokio::spawn(
         Controller::new(
-            Api::<Vault>::all(client.clone()),
+            Api::<Vault>::namespaced(client.clone(), &ns),
             watcher::Config::default(),
         )
         .run(fsm.reconcile(), fsm.error_policy(), ctx)
         .for_each(|_| async {}),
     );
-    let vaults: Api<Vault> = Api::namespaced(client.clone(), "default");
+    let vaults: Api<Vault> = Api::namespaced(client.clone(), &ns);
     vaults
         .create(
             &PostParams::default(),
@@ -164,7 +166,7 @@ async fn sensitive_data_stays_in_the_secret() {
     assert!(vault.metadata.finalizers.as_ref().is_none_or(Vec::is_empty));
 
     // The Secret holds the data, as it should.
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
     let record = secrets.get("v-fsm").await.unwrap();
     let text = String::from_utf8(record.data.unwrap()["record"].0.clone()).unwrap();
     assert!(text.contains("\"state\":\"Open\""), "{text}");
@@ -178,8 +180,7 @@ async fn sensitive_data_stays_in_the_secret() {
     assert!(!logs.contains(PASSWORD), "a log line carries the password");
     let status = serde_json::to_string(&vault.status).unwrap();
     assert!(!status.contains(PASSWORD));
-    let events: Api<k8s_openapi::api::events::v1::Event> =
-        Api::namespaced(client.clone(), "default");
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), &ns);
     let events =
         serde_json::to_string(&events.list(&ListParams::default()).await.unwrap().items).unwrap();
     assert!(

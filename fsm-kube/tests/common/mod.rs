@@ -1,5 +1,10 @@
 //! A small operator for the integration tests: a `Widget` custom resource
 //! whose machine creates a ConfigMap, waits, and rests in `Ready`.
+//!
+//! Each test gets an [`Env`]: the embedded API server, or the real
+//! kube-apiserver named by `FSM_REAL_APISERVER_KUBECONFIG`
+//! (`fsm_testkit::TestCluster::from_env`), with the Widget CRD established
+//! and a namespace of the test's own, which its controller alone watches.
 
 #![allow(dead_code)]
 
@@ -8,10 +13,9 @@ use std::time::Duration;
 
 use fsm_kube::prelude::*;
 use fsm_kube::{FsmReconciler, KubeStore};
-use fsm_testkit::ApiServer;
+use fsm_testkit::{ApiServer, TestCluster};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::runtime::{Controller, watcher};
@@ -83,7 +87,8 @@ pub enum WidgetState {
 async fn start(cx: &mut Step<'_, WidgetState>) -> Result<Transition<WidgetState>, WidgetError> {
     let name = cx.resource().name_any();
     if cx.resource().spec.conflict_once && !cx.resource().labels().contains_key("touched") {
-        let api: Api<Widget> = Api::namespaced(cx.context().client.clone(), "default");
+        let ns = cx.resource().namespace().unwrap_or_default();
+        let api: Api<Widget> = Api::namespaced(cx.context().client.clone(), &ns);
         let patch = serde_json::json!({"metadata": {"labels": {"touched": "yes"}}});
         api.patch(
             &name,
@@ -155,18 +160,81 @@ async fn cleanup(cx: &mut Step<'_, WidgetState>) -> Result<(), WidgetError> {
     Ok(())
 }
 
-/// An embedded API server with the Widget CRD installed.
-pub async fn server() -> ApiServer {
+/// A test's server (embedded, or the real one when the environment names
+/// it), its client and the test's own namespace.
+pub struct Env {
+    pub cluster: TestCluster,
+    pub client: Client,
+    pub ns: String,
+}
+
+impl Env {
+    /// The embedded server, for checks only it can answer (its request
+    /// log); `None` on a real kube-apiserver.
+    pub fn embedded(&self) -> Option<&ApiServer> {
+        self.cluster.embedded_server()
+    }
+}
+
+/// Where a test's widgets live: an [`Env`]'s namespace, or `default` for a
+/// bare client of an embedded server (see [`server`]).
+pub trait Scope {
+    /// A client of the server.
+    fn client(&self) -> Client;
+    /// The namespace of the test's objects.
+    fn ns(&self) -> &str;
+}
+
+impl Scope for Env {
+    fn client(&self) -> Client {
+        self.client.clone()
+    }
+    fn ns(&self) -> &str {
+        &self.ns
+    }
+}
+
+impl Scope for Client {
+    fn client(&self) -> Client {
+        self.clone()
+    }
+    fn ns(&self) -> &str {
+        "default"
+    }
+}
+
+/// Logs to the test's output, filtered by `RUST_LOG`.
+pub fn init_tracing() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
-    let server = ApiServer::new();
-    let crds: Api<CustomResourceDefinition> = Api::all(server.client());
-    crds.create(&PostParams::default(), &Widget::crd())
-        .await
-        .unwrap();
-    server
+}
+
+/// An embedded API server with the Widget CRD installed, for the tests that
+/// need the embedded server's own features (they say which).
+pub async fn server() -> ApiServer {
+    init_tracing();
+    let cluster = TestCluster::embedded();
+    cluster.install_crd(&Widget::crd()).await.unwrap();
+    cluster
+        .embedded_server()
+        .cloned()
+        .expect("an embedded cluster has its server")
+}
+
+/// The server of `FSM_REAL_APISERVER_KUBECONFIG`, else a fresh embedded
+/// one, with the Widget CRD established and a new namespace.
+pub async fn env() -> Env {
+    init_tracing();
+    let cluster = TestCluster::from_env().await.unwrap();
+    cluster.install_crd(&Widget::crd()).await.unwrap();
+    let ns = cluster.create_namespace("fsm-kube").await.unwrap();
+    Env {
+        client: cluster.client(),
+        cluster,
+        ns,
+    }
 }
 
 pub fn ctx(client: &Client) -> Arc<Ctx> {
@@ -176,15 +244,15 @@ pub fn ctx(client: &Client) -> Arc<Ctx> {
     })
 }
 
-/// Runs a controller for widgets with `store` until the returned handle is
-/// aborted.
+/// Runs a controller for the widgets of the test's namespace with `store`
+/// until the returned handle is aborted.
 pub fn run_controller(
-    client: &Client,
+    env: &impl Scope,
     store: impl KubeStore<Widget>,
     ctx: Arc<Ctx>,
 ) -> tokio::task::JoinHandle<()> {
     let fsm = FsmReconciler::<WidgetState>::with_options(
-        client.clone(),
+        env.client(),
         store,
         ReconcilerOptions {
             poll_interval: Duration::from_secs(3600),
@@ -192,15 +260,15 @@ pub fn run_controller(
             ..ReconcilerOptions::default()
         },
     );
-    let widgets: Api<Widget> = Api::all(client.clone());
+    let widgets: Api<Widget> = Api::namespaced(env.client(), env.ns());
     let controller = Controller::new(widgets, watcher::Config::default())
         .run(fsm.reconcile(), fsm.error_policy(), ctx)
         .for_each(|_| async {});
     tokio::spawn(controller)
 }
 
-pub async fn create_widget(client: &Client, name: &str, spec: WidgetSpec) -> Widget {
-    let api: Api<Widget> = Api::namespaced(client.clone(), "default");
+pub async fn create_widget(env: &impl Scope, name: &str, spec: WidgetSpec) -> Widget {
+    let api: Api<Widget> = Api::namespaced(env.client(), env.ns());
     api.create(&PostParams::default(), &Widget::new(name, spec))
         .await
         .unwrap()
@@ -208,8 +276,8 @@ pub async fn create_widget(client: &Client, name: &str, spec: WidgetSpec) -> Wid
 
 /// Creates a widget whose `Configuring` state waits while it carries the
 /// `hold` annotation.
-pub async fn create_held_widget(client: &Client, name: &str) -> Widget {
-    let api: Api<Widget> = Api::namespaced(client.clone(), "default");
+pub async fn create_held_widget(env: &impl Scope, name: &str) -> Widget {
+    let api: Api<Widget> = Api::namespaced(env.client(), env.ns());
     let mut widget = Widget::new(
         name,
         WidgetSpec {
@@ -223,8 +291,8 @@ pub async fn create_held_widget(client: &Client, name: &str) -> Widget {
 }
 
 /// Removes the `hold` annotation.
-pub async fn release_hold(client: &Client, name: &str) {
-    let api: Api<Widget> = Api::namespaced(client.clone(), "default");
+pub async fn release_hold(env: &impl Scope, name: &str) {
+    let api: Api<Widget> = Api::namespaced(env.client(), env.ns());
     let patch = serde_json::json!({"metadata": {"annotations": {"hold": null}}});
     api.patch(
         name,
@@ -236,23 +304,25 @@ pub async fn release_hold(client: &Client, name: &str) {
 }
 
 /// The state of widget `name` as kept by a ConfigMap or Secret store.
-pub async fn object_store_state<O>(client: &Client, name: &str) -> Option<String>
+pub async fn object_store_state<O>(env: &impl Scope, name: &str) -> Option<String>
 where
     O: fsm_kube::store::RecordObject,
 {
-    let api: Api<O> = Api::namespaced(client.clone(), "default");
+    let api: Api<O> = Api::namespaced(env.client(), env.ns());
     let object = api.get_opt(&format!("{name}-fsm")).await.ok()??;
     let text = object.record_text()?.ok()?;
     let record: serde_json::Value = serde_json::from_str(&text).ok()?;
     record.get("state")?.as_str().map(str::to_owned)
 }
 
-/// Waits (bounded) until `probe` answers `Some`.
+/// Waits (bounded) until `probe` answers `Some`. The bound is generous:
+/// a real kube-apiserver on a busy machine, and its garbage collector,
+/// which notices a brand-new CRD's owners only after up to ~30 s.
 pub async fn eventually<T, Fut>(what: &str, mut probe: impl FnMut() -> Fut) -> T
 where
     Fut: std::future::Future<Output = Option<T>>,
 {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     loop {
         if let Some(value) = probe().await {
             return value;
@@ -266,8 +336,8 @@ where
 }
 
 /// Waits until widget `name` has a record in state `state` (status store).
-pub async fn wait_for_status_state(client: &Client, name: &str, state: &str) -> Widget {
-    let api: Api<Widget> = Api::namespaced(client.clone(), "default");
+pub async fn wait_for_status_state(env: &impl Scope, name: &str, state: &str) -> Widget {
+    let api: Api<Widget> = Api::namespaced(env.client(), env.ns());
     eventually(&format!("{name} in {state}"), || {
         let api = api.clone();
         async move {
