@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Env, NS, eventually, options, quick_simulator, wait_for};
+use common::{Env, eventually, options, quick_simulator, wait_for};
 use examples::database::cloud::{CloudConfig, CloudService};
 use examples::database::{self, Database, DatabaseSpec, DbContext};
 use examples::demo::observe::Kind;
@@ -28,12 +28,13 @@ async fn start(failure_rate: f64) -> (Env, CloudService) {
     let client = env.client.clone();
     let mut ctx = DbContext::new(client.clone(), cloud.url());
     ctx.poll = Duration::from_millis(100);
-    env.spawn(database::run(client, ctx, options()));
+    let scope = env.scope();
+    env.spawn(database::run_in(client, scope, ctx, options()));
     (env, cloud)
 }
 
 async fn create(env: &Env, name: &str, seed: &str) {
-    let api: Api<Database> = Api::namespaced(env.client.clone(), NS);
+    let api: Api<Database> = Api::namespaced(env.client.clone(), &env.ns);
     let spec = DatabaseSpec {
         engine: "postgres".into(),
         size: "small".into(),
@@ -54,9 +55,9 @@ async fn each_database_is_created_exactly_once_through_a_flaky_api() {
     create(&env, "analytics", BAD).await;
 
     for name in names {
-        wait_for(&env.client, Kind::Database, name, "Ready", |_| true).await;
+        wait_for(&env, Kind::Database, name, "Ready", |_| true).await;
     }
-    let failed = wait_for(&env.client, Kind::Database, "analytics", "Failed", |_| true).await;
+    let failed = wait_for(&env, Kind::Database, "analytics", "Failed", |_| true).await;
     let last_error = failed.last_error.clone().unwrap_or_default();
     assert!(
         last_error.contains("INSRT"),
@@ -83,7 +84,7 @@ async fn each_database_is_created_exactly_once_through_a_flaky_api() {
     assert_eq!(live, ["inventory", "orders", "users"]);
 
     // Credentials are published; the password lives in Secrets only.
-    let secrets: Api<Secret> = Api::namespaced(env.client.clone(), NS);
+    let secrets: Api<Secret> = Api::namespaced(env.client.clone(), &env.ns);
     let connection = secrets.get("inventory-connection").await.unwrap();
     let data = connection.data.unwrap_or_default();
     let password = String::from_utf8(data["password"].0.clone()).unwrap();
@@ -93,14 +94,14 @@ async fn each_database_is_created_exactly_once_through_a_flaky_api() {
         record.data.is_some(),
         "the record is kept in the Secret store"
     );
-    let databases: Api<Database> = Api::namespaced(env.client.clone(), NS);
+    let databases: Api<Database> = Api::namespaced(env.client.clone(), &env.ns);
     let object = serde_json::to_string(&databases.get("inventory").await.unwrap()).unwrap();
     assert!(
         !object.contains(&password),
         "the password leaked into the Database"
     );
     // Nor into events (`Credentials` is `sensitive`), which do tell the story.
-    let events: Api<Event> = Api::namespaced(env.client.clone(), NS);
+    let events: Api<Event> = Api::namespaced(env.client.clone(), &env.ns);
     let events = events.list(&ListParams::default()).await.unwrap().items;
     let text = serde_json::to_string(&events).unwrap();
     assert!(
@@ -117,10 +118,10 @@ async fn each_database_is_created_exactly_once_through_a_flaky_api() {
 async fn deleting_a_database_deletes_its_instance() {
     let (env, cloud) = start(0.0).await;
     create(&env, "scratch", GOOD).await;
-    wait_for(&env.client, Kind::Database, "scratch", "Ready", |_| true).await;
+    wait_for(&env, Kind::Database, "scratch", "Ready", |_| true).await;
     assert_eq!(cloud.instances().len(), 1);
 
-    let api: Api<Database> = Api::namespaced(env.client.clone(), NS);
+    let api: Api<Database> = Api::namespaced(env.client.clone(), &env.ns);
     api.delete("scratch", &DeleteParams::default())
         .await
         .unwrap();

@@ -7,6 +7,8 @@ use std::time::Duration;
 use examples::demo::observe::Kind;
 use examples::demo::{DemoOptions, run, scenario};
 
+// The demo's own mode, without --kubeconfig: it starts its own embedded
+// server (the_operators_pass_through_a_kubeconfig covers the real one).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_object_rests_in_its_expected_state() {
     let options = DemoOptions {
@@ -116,33 +118,60 @@ fn a_demo_cut_short_exits_one() {
     assert!(stdout.contains("Demo FAILED"), "{stdout}");
 }
 
-/// `--kubeconfig` wiring, against the embedded server over loopback HTTP
-/// (which, like `fsm-apiserver`, runs no controllers: `--simulate`).
+/// `--kubeconfig`, through the binary: against the real kube-apiserver
+/// named by `FSM_REAL_APISERVER_KUBECONFIG`, else the embedded server over
+/// loopback HTTP. Neither runs Job or Deployment controllers
+/// (scripts/real-apiserver/start starts only the garbage collector,
+/// namespace and service-account controllers): `--simulate`. A namespace of
+/// its own, as the real server may be shared.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_same_operators_run_through_a_kubeconfig() {
-    let server = fsm_testkit::ApiServer::new();
-    let http = server.serve_http().await.unwrap();
-    let options = DemoOptions {
-        timeout: Duration::from_secs(60),
-        kubeconfig: Some(http.kubeconfig().to_path_buf()),
-        simulate: true,
-        namespace: "over-http".into(),
-        ..DemoOptions::default()
+async fn the_operators_pass_through_a_kubeconfig() {
+    let cluster = fsm_testkit::TestCluster::from_env().await.unwrap();
+    let namespace = cluster.create_namespace("demo").await.unwrap();
+    let (_http, kubeconfig) = match (cluster.embedded_server(), cluster.kubeconfig()) {
+        (Some(server), _) => {
+            let http = server.serve_http().await.unwrap();
+            let path = http.kubeconfig().to_path_buf();
+            (Some(http), path)
+        }
+        (None, Some(path)) => (None, path.to_path_buf()),
+        (None, None) => panic!("a real cluster without a kubeconfig"),
     };
-    let mut out = Vec::new();
-    let report = run(&options, &mut out).await.unwrap();
-    let text = String::from_utf8(out).unwrap();
-    assert!(report.success(), "{text}");
+    let started = std::time::Instant::now();
+    let mut demo = Command::new(env!("CARGO_BIN_EXE_demo"));
+    demo.arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["--simulate", "--namespace", &namespace, "--timeout", "120s"])
+        .env_remove("RUST_LOG");
+    // The embedded server answers from this process's runtime meanwhile.
+    let output = tokio::task::spawn_blocking(move || demo.output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        text.contains(&format!(
-            "Using the cluster of {}",
-            http.kubeconfig().display()
-        )),
-        "{text}"
+        output.status.success(),
+        "exit {:?}\n{stdout}\n{stderr}",
+        output.status
     );
-    // The objects are in the server, as the in-process client sees them.
+    println!(
+        "demo on the {} server: {:.1} s",
+        cluster.backend(),
+        started.elapsed().as_secs_f64()
+    );
+    let using = format!("Using the cluster of {}", kubeconfig.display());
+    for line in [
+        using.as_str(),
+        "Summary: 5 of 5 objects rest in their expected state",
+        "Change: deployment/sso",
+        "Demo succeeded",
+    ] {
+        assert!(stdout.contains(line), "missing {line:?} in\n{stdout}");
+    }
+    // The objects are in the server, as another client sees them.
     let keycloaks: kube::Api<examples::mutable_jar::Keycloak> =
-        kube::Api::namespaced(server.client(), "over-http");
+        kube::Api::namespaced(cluster.client(), &namespace);
     let sso = keycloaks.get("sso").await.unwrap();
     let state = sso
         .status

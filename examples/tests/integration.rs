@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{Env, NS, options, quick_simulator, wait_for};
+use common::{Env, options, quick_simulator, wait_for};
 use examples::demo::observe::Kind;
 use examples::integration::{
     self, Integration, IntegrationContext, IntegrationSpec, KIT_DIGEST_LABEL,
@@ -43,8 +43,8 @@ fn digest_of(record: &StateRecord) -> Option<String> {
         .map(str::to_owned)
 }
 
-async fn jobs(client: &kube::Client) -> Vec<Job> {
-    let api: Api<Job> = Api::namespaced(client.clone(), NS);
+async fn jobs(env: &Env) -> Vec<Job> {
+    let api: Api<Job> = Api::namespaced(env.client.clone(), &env.ns);
     let mut jobs = api.list(&ListParams::default()).await.unwrap().items;
     jobs.sort_by_key(|j| j.name_any());
     jobs
@@ -54,12 +54,13 @@ async fn jobs(client: &kube::Client) -> Vec<Job> {
 async fn a_failed_build_is_retried_and_only_a_new_digest_rebuilds() {
     let mut env = failing_builds("orders-kit-", 1).await;
     let client = env.client.clone();
-    env.spawn(integration::run(
+    env.spawn(integration::run_in(
         client.clone(),
+        env.scope(),
         IntegrationContext::new(client.clone()),
         options(),
     ));
-    let api: Api<Integration> = Api::namespaced(client.clone(), NS);
+    let api: Api<Integration> = Api::namespaced(client.clone(), &env.ns);
     let first = spec("- from: {uri: kafka:orders, steps: [{to: log:info}]}");
     api.create(
         &PostParams::default(),
@@ -68,14 +69,14 @@ async fn a_failed_build_is_retried_and_only_a_new_digest_rebuilds() {
     .await
     .unwrap();
 
-    let running = wait_for(&client, Kind::Integration, "orders", "Running", |_| true).await;
+    let running = wait_for(&env, Kind::Integration, "orders", "Running", |_| true).await;
     assert_eq!(digest_of(&running), Some(first.kit_digest()));
     let path: Vec<&str> = running.history.iter().map(|h| h.to.as_str()).collect();
     assert_eq!(
         path,
         ["Initialization", "BuildingKit", "Deploying", "Running"]
     );
-    let phases: Vec<JobPhase> = jobs(&client).await.iter().map(job_phase).collect();
+    let phases: Vec<JobPhase> = jobs(&env).await.iter().map(job_phase).collect();
     assert_eq!(
         phases,
         [JobPhase::Failed, JobPhase::Succeeded],
@@ -88,19 +89,19 @@ async fn a_failed_build_is_retried_and_only_a_new_digest_rebuilds() {
     api.patch("orders", &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .unwrap();
-    let rebuilt = wait_for(&client, Kind::Integration, "orders", "Running", |r| {
+    let rebuilt = wait_for(&env, Kind::Integration, "orders", "Running", |r| {
         digest_of(r) == Some(second.kit_digest())
     })
     .await;
     assert_eq!(rebuilt.observed_generation, Some(2));
     let selector = format!("{KIT_DIGEST_LABEL}={}", second.kit_digest());
-    let kit_jobs: Api<Job> = Api::namespaced(client.clone(), NS);
+    let kit_jobs: Api<Job> = Api::namespaced(client.clone(), &env.ns);
     let new_kit = kit_jobs
         .list(&ListParams::default().labels(&selector))
         .await
         .unwrap();
     assert_eq!(new_kit.items.len(), 1);
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), NS);
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &env.ns);
     let image = |d: &Deployment| {
         d.spec
             .as_ref()
@@ -118,15 +119,11 @@ async fn a_failed_build_is_retried_and_only_a_new_digest_rebuilds() {
     api.patch("orders", &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .unwrap();
-    wait_for(&client, Kind::Integration, "orders", "Running", |r| {
+    wait_for(&env, Kind::Integration, "orders", "Running", |r| {
         r.observed_generation == Some(3)
     })
     .await;
-    assert_eq!(
-        jobs(&client).await.len(),
-        3,
-        "no build for a replicas change"
-    );
+    assert_eq!(jobs(&env).await.len(), 3, "no build for a replicas change");
     let deployment = deployments.get("orders").await.unwrap();
     assert_eq!(deployment.spec.and_then(|s| s.replicas), Some(3));
 }
@@ -135,12 +132,13 @@ async fn a_failed_build_is_retried_and_only_a_new_digest_rebuilds() {
 async fn the_build_gives_up_after_three_attempts() {
     let mut env = failing_builds("doomed-kit-", 10).await;
     let client = env.client.clone();
-    env.spawn(integration::run(
+    env.spawn(integration::run_in(
         client.clone(),
+        env.scope(),
         IntegrationContext::new(client.clone()),
         options(),
     ));
-    let api: Api<Integration> = Api::namespaced(client.clone(), NS);
+    let api: Api<Integration> = Api::namespaced(client.clone(), &env.ns);
     api.create(
         &PostParams::default(),
         &Integration::new("doomed", spec("- from: {uri: timer:x}")),
@@ -148,10 +146,10 @@ async fn the_build_gives_up_after_three_attempts() {
     .await
     .unwrap();
 
-    let error = wait_for(&client, Kind::Integration, "doomed", "Error", |_| true).await;
+    let error = wait_for(&env, Kind::Integration, "doomed", "Error", |_| true).await;
     let reason = error.last_error.unwrap_or_default();
     assert!(reason.contains("kit build doomed-kit-"), "{reason}");
-    let phases: Vec<JobPhase> = jobs(&client).await.iter().map(job_phase).collect();
+    let phases: Vec<JobPhase> = jobs(&env).await.iter().map(job_phase).collect();
     assert_eq!(phases, [JobPhase::Failed; 3]);
     let last = error.history.last().unwrap();
     assert_eq!(

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{Env, NS, options, quick_simulator, wait_for};
+use common::{Env, options, quick_simulator, wait_for};
 use examples::demo::observe::Kind;
 use examples::mutable_jar::{self, BuildPlan, JarContext, Keycloak, KeycloakSpec, running_image};
 use examples::sim::{JobOutcome, JobRule};
@@ -23,19 +23,20 @@ fn spec() -> KeycloakSpec {
 async fn the_image_is_built_rolled_out_and_restored_after_drift() {
     let mut env = Env::new(quick_simulator()).await;
     let client = env.client.clone();
-    env.spawn(mutable_jar::run(
+    env.spawn(mutable_jar::run_in(
         client.clone(),
+        env.scope(),
         JarContext::new(client.clone()),
         options(),
     ));
-    let keycloaks: Api<Keycloak> = Api::namespaced(client.clone(), NS);
+    let keycloaks: Api<Keycloak> = Api::namespaced(client.clone(), &env.ns);
     let kc = keycloaks
         .create(&PostParams::default(), &Keycloak::new("sso", spec()))
         .await
         .unwrap();
     let plan = BuildPlan::for_keycloak(&kc, &JarContext::new(client.clone()).registry);
 
-    let done = wait_for(&client, Kind::Keycloak, "sso", "Done", |_| true).await;
+    let done = wait_for(&env, Kind::Keycloak, "sso", "Done", |_| true).await;
     let path: Vec<&str> = done.history.iter().map(|h| h.to.as_str()).collect();
     assert_eq!(
         path,
@@ -46,7 +47,7 @@ async fn the_image_is_built_rolled_out_and_restored_after_drift() {
             "Done"
         ]
     );
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), NS);
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &env.ns);
     let deployment = deployments.get("sso").await.unwrap();
     assert_eq!(running_image(&deployment), Some(plan.image.as_str()));
 
@@ -57,7 +58,7 @@ async fn the_image_is_built_rolled_out_and_restored_after_drift() {
         .patch("sso", &PatchParams::default(), &Patch::Merge(&edit))
         .await
         .unwrap();
-    let repaired = wait_for(&client, Kind::Keycloak, "sso", "Done", |r| {
+    let repaired = wait_for(&env, Kind::Keycloak, "sso", "Done", |r| {
         r.transitions > done.transitions
     })
     .await;
@@ -69,7 +70,7 @@ async fn the_image_is_built_rolled_out_and_restored_after_drift() {
     let deployment = deployments.get("sso").await.unwrap();
     assert_eq!(running_image(&deployment), Some(plan.image.as_str()));
     // The image of an unchanged spec is not built twice.
-    let jobs: Api<Job> = Api::namespaced(client, NS);
+    let jobs: Api<Job> = Api::namespaced(client, &env.ns);
     assert_eq!(
         jobs.list(&ListParams::default()).await.unwrap().items.len(),
         1
@@ -86,21 +87,22 @@ async fn a_failed_build_rests_in_error_with_its_job_cancelled() {
     });
     let mut env = Env::new(simulator).await;
     let client = env.client.clone();
-    env.spawn(mutable_jar::run(
+    env.spawn(mutable_jar::run_in(
         client.clone(),
+        env.scope(),
         JarContext::new(client.clone()),
         options(),
     ));
-    let keycloaks: Api<Keycloak> = Api::namespaced(client.clone(), NS);
+    let keycloaks: Api<Keycloak> = Api::namespaced(client.clone(), &env.ns);
     keycloaks
         .create(&PostParams::default(), &Keycloak::new("broken", spec()))
         .await
         .unwrap();
 
-    let error = wait_for(&client, Kind::Keycloak, "broken", "Error", |_| true).await;
+    let error = wait_for(&env, Kind::Keycloak, "broken", "Error", |_| true).await;
     let reason = error.last_error.unwrap_or_default();
     assert!(reason.contains("build job broken-augment-"), "{reason}");
-    let jobs: Api<Job> = Api::namespaced(client.clone(), NS);
+    let jobs: Api<Job> = Api::namespaced(client.clone(), &env.ns);
     assert!(
         jobs.list(&ListParams::default())
             .await

@@ -1,5 +1,8 @@
-//! The examples' integration tests: the embedded API server, the workload
-//! simulator and real `Controller`s, polled with a bounded `eventually`.
+//! The examples' integration tests: the embedded API server (or the real
+//! kube-apiserver named by `FSM_REAL_APISERVER_KUBECONFIG`, see
+//! `fsm_testkit::TestCluster::from_env`), the workload simulator and real
+//! `Controller`s, polled with a bounded `eventually`. Each test works in a
+//! namespace of its own, to which its operators and simulator are scoped.
 
 #![allow(dead_code)]
 
@@ -7,20 +10,23 @@ use std::time::Duration;
 
 use examples::demo::observe::{Kind, read_record};
 use examples::sim::{SimulatorConfig, WorkloadSimulator};
-use examples::support::install_crd;
 use fsm_core::StateRecord;
 use fsm_kube::ReconcilerOptions;
-use fsm_testkit::ApiServer;
+use fsm_testkit::TestCluster;
 use kube::{Client, CustomResourceExt};
 use tokio::task::JoinHandle;
 
-pub const NS: &str = "default";
+/// How long a wait may take: generous, for a real kube-apiserver on a
+/// busy machine.
+const DEADLINE: Duration = Duration::from_secs(60);
 
-/// A server with the CRDs, a simulator and the operators started on it;
-/// everything stops when it is dropped.
+/// A server with the CRDs, a namespace of the test's own, a simulator and
+/// the operators started on it; everything stops when it is dropped.
 pub struct Env {
-    pub server: ApiServer,
+    pub cluster: TestCluster,
     pub client: Client,
+    /// The test's namespace.
+    pub ns: String,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -30,21 +36,32 @@ impl Env {
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_test_writer()
             .try_init();
-        let server = ApiServer::new();
-        let client = server.client();
+        let cluster = TestCluster::from_env().await.unwrap();
         for crd in [
             examples::mutable_jar::Keycloak::crd(),
             examples::integration::Integration::crd(),
             examples::database::Database::crd(),
         ] {
-            install_crd(&client, &crd).await.unwrap();
+            cluster.install_crd(&crd).await.unwrap();
         }
-        let simulator = WorkloadSimulator::new(client.clone(), simulator).spawn();
+        let ns = cluster.create_namespace("examples").await.unwrap();
+        let client = cluster.client();
+        // The real server here runs no Job or Deployment controllers either
+        // (scripts/real-apiserver/start), so the simulator plays them on both.
+        let simulator = WorkloadSimulator::new(client.clone(), simulator)
+            .in_namespace(&ns)
+            .spawn();
         Env {
-            server,
+            cluster,
             client,
+            ns,
             tasks: vec![simulator],
         }
+    }
+
+    /// The namespace, as operators' `run_in` take it.
+    pub fn scope(&self) -> Option<String> {
+        Some(self.ns.clone())
     }
 
     /// Runs `operator` until the environment is dropped.
@@ -79,12 +96,12 @@ pub fn options() -> ReconcilerOptions {
     }
 }
 
-/// Waits (at most 30 s) until `probe` answers `Some`.
+/// Waits (at most 60 s) until `probe` answers `Some`.
 pub async fn eventually<T, Fut>(what: &str, mut probe: impl FnMut() -> Fut) -> T
 where
     Fut: Future<Output = Option<T>>,
 {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let deadline = tokio::time::Instant::now() + DEADLINE;
     loop {
         if let Some(value) = probe().await {
             return value;
@@ -97,20 +114,20 @@ where
     }
 }
 
-/// Waits (at most 30 s) until `name` rests in `state` (not compensating, no
-/// retry due) and the record satisfies `also`; panics with the last record
-/// seen.
+/// Waits (at most 60 s) until `name` (in the test's namespace) rests in
+/// `state` (not compensating, no retry due) and the record satisfies
+/// `also`; panics with the last record seen.
 pub async fn wait_for(
-    client: &Client,
+    env: &Env,
     kind: Kind,
     name: &str,
     state: &str,
     also: impl Fn(&StateRecord) -> bool,
 ) -> StateRecord {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let deadline = tokio::time::Instant::now() + DEADLINE;
     let mut last = None;
     loop {
-        if let Ok(Some(record)) = read_record(client, NS, kind, name).await {
+        if let Ok(Some(record)) = read_record(&env.client, &env.ns, kind, name).await {
             if record.state == state
                 && !record.is_unwinding()
                 && record.next_attempt_at.is_none()
