@@ -9,6 +9,9 @@
 //! - [`Fault::error`]: the request is answered with that code and a proper
 //!   `Status` (`500 InternalError`, `503 ServiceUnavailable`, `429
 //!   TooManyRequests` with `Retry-After`, `409 Conflict`, …) and not served;
+//!   with [`Fault::after_serving`] it is served first and its answer lost
+//!   (a write that took effect though the client saw an error, as when the
+//!   real server times out after storage committed);
 //! - [`Fault::latency`]: the request is served after the delay (latencies of
 //!   several matching faults add up);
 //! - [`Fault::drop_watches`]: the open watches of the request's resource end
@@ -107,6 +110,9 @@ pub struct Fault {
     /// The seed of its random draws (the server's seed mixed with the
     /// fault's id when `None`).
     pub seed: Option<u64>,
+    /// An error fault: serve the request, then answer with the error
+    /// instead of the outcome.
+    pub after_serving: bool,
 }
 
 impl Fault {
@@ -120,6 +126,7 @@ impl Fault {
             times: None,
             probability: None,
             seed: None,
+            after_serving: false,
         }
     }
 
@@ -188,6 +195,13 @@ impl Fault {
     /// Seeds the random draws of [`Fault::probability`].
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
+        self
+    }
+
+    /// An error fault serves the request first, then answers with the
+    /// error: the effect happens, the answer is lost.
+    pub fn after_serving(mut self) -> Self {
+        self.after_serving = true;
         self
     }
 
@@ -282,6 +296,8 @@ pub struct Injection {
     pub latency: Duration,
     /// Answer with this instead of serving.
     pub answer: Option<Response>,
+    /// Serve first, then answer with [`Injection::answer`] all the same.
+    pub serve_first: bool,
 }
 
 /// splitmix64: a small, seedable generator (no dependency).
@@ -380,6 +396,7 @@ impl Faults {
                     FaultKind::DropWatches => drop = true,
                     FaultKind::Error { code, message } if injection.answer.is_none() => {
                         injection.answer = Some(error_response(*code, message.as_deref(), record));
+                        injection.serve_first = e.fault.after_serving;
                     }
                     FaultKind::Gone if injection.answer.is_none() => {
                         injection.answer = Some(gone_watch());
@@ -536,6 +553,9 @@ pub struct FaultSpec {
     /// [`Fault::seed`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// [`Fault::after_serving`].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub after_serving: bool,
 }
 
 impl FaultSpec {
@@ -567,6 +587,7 @@ impl FaultSpec {
         f.times = self.times;
         f.probability = self.probability.map(|p| p.clamp(0.0, 1.0));
         f.seed = self.seed;
+        f.after_serving = self.after_serving;
         Ok(f)
     }
 
@@ -581,6 +602,7 @@ impl FaultSpec {
             times: fault.times,
             probability: fault.probability,
             seed: fault.seed,
+            after_serving: fault.after_serving,
             ..Self::default()
         };
         match &fault.kind {
@@ -747,6 +769,29 @@ mod tests {
                 .verb("get")
                 .matches(&record("get", "pods", None))
         );
+    }
+
+    #[test]
+    fn after_serving_is_an_error_that_serves_first() {
+        let f = Faults::new(1);
+        f.add(Fault::error(500).verb("create").after_serving());
+        let injection = f.intercept(&record("create", "configmaps", None));
+        assert!(injection.serve_first);
+        assert_eq!(
+            injection.answer.map(|a| a.status()),
+            Some(StatusCode::INTERNAL_SERVER_ERROR)
+        );
+        let spec: FaultSpec = serde_json::from_value(json!({
+            "kind": "error", "code": 504, "verb": "patch", "afterServing": true
+        }))
+        .unwrap();
+        assert_eq!(
+            spec.to_fault().unwrap(),
+            Fault::error(504).verb("patch").after_serving()
+        );
+        assert_eq!(FaultSpec::of(&spec.to_fault().unwrap()), spec);
+        let plain = f.intercept(&record("update", "configmaps", None));
+        assert!(!plain.serve_first && plain.answer.is_none());
     }
 
     #[test]

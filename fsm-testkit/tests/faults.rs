@@ -85,6 +85,34 @@ async fn errors_are_statuses_kube_reports_as_api_errors() {
 }
 
 #[tokio::test]
+async fn an_error_after_serving_loses_the_answer_not_the_write() {
+    let server = ApiServer::new();
+    let cms: Api<ConfigMap> = Api::default_namespaced(server.client());
+    let h = server.faults().add(
+        Fault::error(500)
+            .verb("create")
+            .resource("configmaps")
+            .after_serving()
+            .times(1),
+    );
+    let s = status(
+        cms.create(&PostParams::default(), &cm("a"))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((s.code, s.reason.as_str()), (500, "InternalError"));
+    // The create took effect all the same: a retry finds it.
+    assert!(cms.get_opt("a").await.unwrap().is_some());
+    let s = status(
+        cms.create(&PostParams::default(), &cm("a"))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((s.code, s.reason.as_str()), (409, "AlreadyExists"));
+    assert_eq!(h.hits(), 1);
+}
+
+#[tokio::test]
 async fn probability_is_seeded_and_counted() {
     let run = |seed| async move {
         let server = ApiServer::new();

@@ -56,8 +56,9 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     }
     // 3. Serve.
     let result = match route {
-        // A fault answers instead (below).
-        _ if injection.answer.is_some() => Ok(Response::default()),
+        // A fault answers instead (below), unless it lets the request
+        // through first and loses its answer.
+        _ if injection.answer.is_some() && !injection.serve_first => Ok(Response::default()),
         Route::Resource(rp) => objects::handle(&shared, &parts, body, rp).await,
         _ if parts.method != http::Method::GET => Err(match route {
             Route::Unknown => ApiError::UnknownResource,
