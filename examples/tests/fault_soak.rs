@@ -2,7 +2,8 @@
 //! workflows while the API server (`fsm-apiserver`, its own process)
 //! answers writes with `500` and `409`, delays requests, drops every open
 //! watch every few seconds and answers one watch of each resource with
-//! `410 Gone` — all scripted over HTTP (`POST /testkit/faults`).
+//! `410 Gone`, and loses the answers of some writes it served — all
+//! scripted over HTTP (`POST /testkit/faults`).
 //!
 //! At the end, the same checks as the crash soak (`crash_soak.rs`): every
 //! Database rests in its expected state along the exact path of its
@@ -16,8 +17,12 @@
 //!
 //! | fault | matches | share |
 //! | --- | --- | --- |
-//! | `500 InternalError` | `create`, `update`, `patch`, `delete` of any resource | `SOAK_ERROR_PERCENT` (20) |
-//! | `409 Conflict` | `update`, `patch` (a `409` to a create would mean "already exists") | `SOAK_CONFLICT_PERCENT` (10) of all, drawn among those not answered `500` |
+//! | served, then answered `500` (the answer lost) | `create`, `update`, `patch`, `delete` of any resource | `SOAK_LOST_PERCENT` (5) |
+//! | `500 InternalError`, not served | the same | `SOAK_ERROR_PERCENT` (20) |
+//! | `409 Conflict` | `update`, `patch` (a `409` to a create would mean "already exists") | `SOAK_CONFLICT_PERCENT` (10) |
+//!
+//! The shares are of all matching requests: each fault draws among the
+//! requests the ones above it left.
 //! | latency | any request | 5 % delayed 300 ms, 1 % delayed 2 s |
 //! | dropped watches | every open watch | every `SOAK_DROP_MS` (3000) ms |
 //! | `410 Gone` | the next watch of `databases`, of `secrets` | once each, half-way through |
@@ -30,7 +35,7 @@
 //! | `SOAK_WAVE_MS` | 1000 | the pause between waves |
 //! | `SOAK_SEED` | 1 | the seed of the faults and of the cloud's failures |
 //! | `SOAK_FAILURE_PERCENT` | 20 | the share of cloud calls that fail |
-//! | `SOAK_ERROR_PERCENT` / `SOAK_CONFLICT_PERCENT` | 20 / 10 | see above |
+//! | `SOAK_LOST_PERCENT` / `SOAK_ERROR_PERCENT` / `SOAK_CONFLICT_PERCENT` | 5 / 20 / 10 | see above |
 //! | `SOAK_DROP_MS` | 3000 | the period of the watch drops |
 //! | `SOAK_IDLE_SECS` | 5 | how long the operator runs on, under the same faults, once all rest |
 //! | `SOAK_SETTLE_SECS` | 90 | how long the objects get to finish |
@@ -51,6 +56,7 @@ struct Knobs {
     wave: Duration,
     seed: u64,
     failure_percent: u64,
+    lost_percent: u64,
     error_percent: u64,
     conflict_percent: u64,
     drop_every: Duration,
@@ -68,6 +74,7 @@ impl Knobs {
             wave: Duration::from_millis(knob("SOAK_WAVE_MS", 1000)),
             seed: knob("SOAK_SEED", 1),
             failure_percent: knob("SOAK_FAILURE_PERCENT", 20),
+            lost_percent: knob("SOAK_LOST_PERCENT", 5),
             error_percent: knob("SOAK_ERROR_PERCENT", 20),
             conflict_percent: knob("SOAK_CONFLICT_PERCENT", 10),
             drop_every: Duration::from_millis(knob("SOAK_DROP_MS", 3000).max(100)),
@@ -78,9 +85,9 @@ impl Knobs {
         assert!(
             knobs.objects > 0
                 && knobs.failure_percent <= 100
-                && knobs.error_percent + knobs.conflict_percent < 100,
+                && knobs.lost_percent + knobs.error_percent + knobs.conflict_percent < 100,
             "SOAK_OBJECTS > 0, SOAK_FAILURE_PERCENT ≤ 100, \
-             SOAK_ERROR_PERCENT + SOAK_CONFLICT_PERCENT < 100"
+             SOAK_LOST_PERCENT + SOAK_ERROR_PERCENT + SOAK_CONFLICT_PERCENT < 100"
         );
         knobs
     }
@@ -142,10 +149,25 @@ async fn api_faults_lose_nothing_and_memory_stays_bounded() {
     let mut stack = Stack::start("fault-soak", knobs.seed, knobs.failure_percent).await;
     let client = stack.client.clone();
 
-    // 500s first: the 409 fault draws among the requests the 500 left, so
-    // that its share of all is `conflict_percent`.
-    let error_p = knobs.error_percent as f64 / 100.0;
-    let conflict_p = knobs.conflict_percent as f64 / 100.0 / (1.0 - error_p);
+    // The first answering fault that fires wins: each draws among the
+    // requests the ones before it left, so that its share of all is its
+    // knob's.
+    let lost_p = knobs.lost_percent as f64 / 100.0;
+    let error_p = knobs.error_percent as f64 / 100.0 / (1.0 - lost_p);
+    let conflict_p = knobs.conflict_percent as f64
+        / 100.0
+        / (1.0 - (knobs.lost_percent + knobs.error_percent) as f64 / 100.0);
+    let mut lost_ids = Vec::new();
+    for (k, verb) in ["create", "update", "patch", "delete"].iter().enumerate() {
+        lost_ids.push(
+            add_fault(
+                &stack,
+                json!({"kind": "error", "code": 500, "verb": verb, "afterServing": true,
+                       "probability": lost_p, "seed": knobs.seed * 100 + 30 + k as u64}),
+            )
+            .await,
+        );
+    }
     let mut error_ids = Vec::new();
     for (k, verb) in ["create", "update", "patch", "delete"].iter().enumerate() {
         error_ids.push(
@@ -246,7 +268,8 @@ async fn api_faults_lose_nothing_and_memory_stays_bounded() {
             .map(|(_, f)| f["hits"].as_u64().unwrap_or(0))
             .sum()
     };
-    let (errors, conflicts, gones) = (
+    let (lost, errors, conflicts, gones) = (
+        hits_of(&lost_ids),
         hits_of(&error_ids),
         hits_of(&conflict_ids),
         hits_of(&gone_ids),
@@ -261,7 +284,7 @@ async fn api_faults_lose_nothing_and_memory_stays_bounded() {
         &records,
         &ledger,
         &format!(
-            "after {:.1}s under API faults ({errors} × 500, {conflicts} × 409)",
+            "after {:.1}s under API faults ({lost} answers lost, {errors} × 500, {conflicts} × 409)",
             settled_at.as_secs_f64()
         ),
     );
@@ -269,7 +292,10 @@ async fn api_faults_lose_nothing_and_memory_stays_bounded() {
     assert!(!operator_exited, "the operator exited during the soak");
     // The soak must have faulted something: every kind fired.
     assert!(
-        errors > 0 && conflicts > 0 && short_delays + long_delays > 0,
+        (knobs.lost_percent == 0 || lost > 0)
+            && errors > 0
+            && conflicts > 0
+            && short_delays + long_delays > 0,
         "faults that never fired: {hits:#?}"
     );
     assert_eq!(
@@ -289,7 +315,7 @@ async fn api_faults_lose_nothing_and_memory_stays_bounded() {
     let overall = first_half.max(second_half);
     println!(
         "fault soak: seed {}, {} objects ({} rejected seeds) in {} waves over {:.1}s, \
-         all resting after {:.1}s, total {:.1}s; faults: {errors} × 500, {conflicts} × 409, \
+         all resting after {:.1}s, total {:.1}s; faults: {lost} writes served and answered 500, {errors} × 500, {conflicts} × 409, \
          {short_delays} × +300 ms, {long_delays} × +2 s, {drop_count} watch drops, {gones} × 410 Gone; \
          creates per database {per_database:?}; cloud: {} charges, {} injected failures, {} lost answers; \
          operator RSS: first-half peak {:.1} MiB, second-half peak {:.1} MiB, last {:.1} MiB \
