@@ -19,10 +19,13 @@
 //! | --- | --- | --- |
 //! | served, then answered `500` (the answer lost) | `create`, `update`, `patch`, `delete` of any resource | `SOAK_LOST_PERCENT` (5) |
 //! | `500 InternalError`, not served | the same | `SOAK_ERROR_PERCENT` (20) |
-//! | `409 Conflict` | `update`, `patch` (a `409` to a create would mean "already exists") | `SOAK_CONFLICT_PERCENT` (10) |
+//! | `409 Conflict` | `update` of any resource, `patch` of `databases` | `SOAK_CONFLICT_PERCENT` (10) |
 //!
 //! The shares are of all matching requests: each fault draws among the
-//! requests the ones above it left.
+//! requests the ones above it left. A real server answers `409` only to a
+//! write with a precondition: an update (its `resourceVersion`), a patch of
+//! the Database's finalizers or status; never to a create (that `409` means
+//! "already exists") nor to the merge patch of the connection Secret.
 //! | latency | any request | 5 % delayed 300 ms, 1 % delayed 2 s |
 //! | dropped watches | every open watch | every `SOAK_DROP_MS` (3000) ms |
 //! | `410 Gone` | the next watch of `databases`, of `secrets` | once each, half-way through |
@@ -180,11 +183,14 @@ async fn api_faults_lose_nothing_and_memory_stays_bounded() {
         );
     }
     let mut conflict_ids = Vec::new();
-    for (k, verb) in ["update", "patch"].iter().enumerate() {
+    for (k, (verb, resource)) in [("update", None), ("patch", Some("databases"))]
+        .into_iter()
+        .enumerate()
+    {
         conflict_ids.push(
             add_fault(
                 &stack,
-                json!({"kind": "error", "code": 409, "verb": verb,
+                json!({"kind": "error", "code": 409, "verb": verb, "resource": resource,
                        "probability": conflict_p, "seed": knobs.seed * 100 + 10 + k as u64}),
             )
             .await,
