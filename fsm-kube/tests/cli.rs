@@ -209,16 +209,12 @@ fn description(store: StoreKind, needs_finalizer: bool) -> OperatorDescription {
     }
 }
 
-const RECORD_VERBS: [&str; 6] = ["get", "list", "watch", "create", "update", "delete"];
+const RECORD_VERBS: [&str; 5] = ["list", "watch", "create", "update", "delete"];
 
 fn resource_rules() -> Vec<PolicyRule> {
     vec![
-        rule(
-            "example.io",
-            "databases",
-            &["get", "list", "watch", "patch"],
-        ),
-        rule("example.io", "databases/status", &["get", "patch"]),
+        rule("example.io", "databases", &["list", "watch", "patch"]),
+        rule("example.io", "databases/status", &["patch"]),
     ]
 }
 
@@ -303,9 +299,7 @@ fn declared_rules_come_after_and_merge() {
     expected.push(rule(
         "",
         "secrets",
-        &[
-            "get", "list", "watch", "create", "update", "patch", "delete",
-        ],
+        &["list", "watch", "create", "update", "patch", "delete"],
     ));
     expected.push(events_rule());
     expected.push(rule(
@@ -395,9 +389,9 @@ async fn rbac_prints_yaml_derived_from_the_machine() {
             rule(
                 "test.operator-fsm.io",
                 "widgets",
-                &["get", "list", "watch", "patch"]
+                &["list", "watch", "patch"]
             ),
-            rule("test.operator-fsm.io", "widgets/status", &["get", "patch"]),
+            rule("test.operator-fsm.io", "widgets/status", &["patch"]),
             rule("test.operator-fsm.io", "widgets/finalizers", &["update"]),
             rule("events.k8s.io", "events", &["create", "patch"]),
             rule("", "configmaps", &["get", "create", "delete"]),

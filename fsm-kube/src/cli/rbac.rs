@@ -195,22 +195,26 @@ impl RbacObject {
 /// The rules the operator's controller needs (without leader election,
 /// which [`leader_election_rules`] covers):
 ///
-/// 1. its resource: `get`, `list`, `watch` (the controller's watch) and
-///    `patch` (the finalizer, added and removed by a merge patch);
-/// 2. `<plural>/status`: `get`, `patch` (the record in the status store,
-///    and the conditions every store maintains);
+/// 1. its resource: `list`, `watch` (the controller's watch) and `patch`
+///    (the finalizer, added and removed by a merge patch); no `get`: the
+///    runtime reads objects from its watch;
+/// 2. `<plural>/status`: `patch` (the record in the status store, and the
+///    conditions every store maintains);
 /// 3. `<plural>/finalizers`: `update`, when the machine needs a finalizer
 ///    or the store creates a record object owned by the resource (the
 ///    ConfigMap and Secret stores set `blockOwnerDeletion`, which the
 ///    `OwnerReferencesPermissionEnforcement` admission plugin allows only to
 ///    whoever may update the owner's finalizers);
-/// 4. the store's kind, for the ConfigMap and Secret stores: `get`, `list`,
-///    `watch`, `create`, `update`, `delete`;
+/// 4. the store's kind, for the ConfigMap and Secret stores: `list`,
+///    `watch` (records are read from a watch cache, never with `get`),
+///    `create`, `update`, `delete`;
 /// 5. `events.k8s.io` events: `create`, `patch`;
 /// 6. the operator's declared rules, merged into the rules above when they
 ///    name the same group and resource.
 ///
 /// Verbs come in Kubernetes' documented order; there are no wildcards.
+/// `examples/tests/rbac.rs` checks these rules against the requests an
+/// operator makes through a whole workflow.
 ///
 /// # Errors
 /// A declared rule with a wildcard or without verbs.
@@ -220,12 +224,12 @@ pub fn rules(operator: &OperatorDescription) -> Result<Vec<PolicyRule>, InvalidR
     out.add(
         &resource.group,
         &resource.plural,
-        &["get", "list", "watch", "patch"],
+        &["list", "watch", "patch"],
     );
     out.add(
         &resource.group,
         &format!("{}/status", resource.plural),
-        &["get", "patch"],
+        &["patch"],
     );
     let owns_record_object = matches!(operator.store, StoreKind::ConfigMap | StoreKind::Secret);
     if operator.needs_finalizer || owns_record_object {
@@ -235,7 +239,7 @@ pub fn rules(operator: &OperatorDescription) -> Result<Vec<PolicyRule>, InvalidR
             &["update"],
         );
     }
-    let record_verbs = ["get", "list", "watch", "create", "update", "delete"];
+    let record_verbs = ["list", "watch", "create", "update", "delete"];
     match operator.store {
         StoreKind::ConfigMap => out.add("", "configmaps", &record_verbs),
         StoreKind::Secret => out.add("", "secrets", &record_verbs),
