@@ -49,7 +49,8 @@ async fn main() -> ExitCode {
                 error_requeue: Duration::from_millis(300),
                 ..ReconcilerOptions::default()
             };
-            database::run(run.client, ctx, options)
+            // `-n`: the Databases (and their records) of one namespace.
+            database::run_in(run.client, run.namespace, ctx, options)
         })
         .await
 }

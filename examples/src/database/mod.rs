@@ -100,7 +100,12 @@ pub async fn run_in(
     ctx: DbContext,
     options: ReconcilerOptions,
 ) {
-    let store = SecretStore::new(client.clone());
+    // Records of one namespace are watched in that namespace only, so a
+    // Role there is enough.
+    let store = match &namespace {
+        Some(ns) => SecretStore::namespaced(client.clone(), ns.clone()),
+        None => SecretStore::new(client.clone()),
+    };
     let fsm = FsmReconciler::<DbState>::with_options(client.clone(), store, options);
     Controller::new(
         scoped_api::<Database>(client.clone(), namespace.as_deref()),
