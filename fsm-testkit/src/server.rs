@@ -153,6 +153,14 @@ impl ApiServer {
         &self.shared.log
     }
 
+    /// The cluster itself, locked, for a test that acts on the server
+    /// without a request: nothing it does is in the request log and no
+    /// fault applies (watches still see its writes). Do not hold it across
+    /// an await.
+    pub fn cluster(&self) -> MutexGuard<'_, Cluster> {
+        self.shared.cluster()
+    }
+
     /// The injected faults: add, remove, drop watches (see
     /// [`faults`](crate::faults)).
     #[must_use]
