@@ -500,8 +500,9 @@ where
         let watches_all_namespaces = matches!(self.store, StoreKind::ConfigMap | StoreKind::Secret);
         Ok(match &args.namespace {
             Some(_) if watches_all_namespaces => format!(
-                "# Caveat: the {:?} store watches its record objects in all namespaces,\n\
-                 # which a Role does not allow; use a ClusterRole (no --namespace) with it.\n{yaml}",
+                "# Caveat: the {:?} store watches its record objects in all namespaces unless it\n\
+                 # is built with ObjectStore::namespaced(client, NS); built with ::new, it needs\n\
+                 # a ClusterRole (no --namespace), which a Role does not replace.\n{yaml}",
                 self.store
             ),
             _ => yaml,
