@@ -30,7 +30,9 @@ mod soak;
 
 use std::time::{Duration, Instant};
 
-use soak::{Rng, Stack, check_outcome, create, in_flight, knob, rejected_count, settle};
+use soak::{
+    Rng, Stack, check_outcome, create, in_flight, knob, longest_stay, rejected_count, settle,
+};
 
 struct Knobs {
     objects: usize,
@@ -118,12 +120,13 @@ async fn killed_operators_lose_nothing_and_pay_once() {
         knobs.kills
     );
 
+    let (stay, stay_object, stay_state) = longest_stay(&records);
     println!(
         "crash soak: seed {}, {} objects ({} rejected seeds), {} SIGKILLs \
          (operator lifetimes {}..{} ms, mean {} ms; {} kills interrupted workflows, \
          {} workflows interrupted in all, at most {} at once), kill phase {:.1}s, total {:.1}s; \
          creates per database {:?}; cloud: {} charges, {} deletes, {} injected failures, \
-         {} lost answers",
+         {} lost answers; longest stay in a state {stay:.1}s ({stay_object} in {stay_state})",
         knobs.seed,
         knobs.objects,
         rejected_count(knobs.objects),

@@ -32,7 +32,10 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
-use soak::{NS, Proc, Rng, Stack, check_outcome, create, in_flight, knob, rejected_count, settle};
+use soak::{
+    NS, Proc, Rng, Stack, check_outcome, create, in_flight, knob, longest_stay, rejected_count,
+    settle,
+};
 
 const LEASE: &str = "database-operator-leader";
 const REPLICAS: usize = 3;
@@ -255,12 +258,14 @@ async fn killed_leaders_hand_over_and_nothing_commits_twice() {
         gaps.len(),
         kills.len()
     );
+    let (stay, stay_object, stay_state) = longest_stay(&records);
     println!(
         "failover: seed {}, {} objects ({} rejected seeds), {} replicas, {} leaders killed \
          (lease {}s; {} kills interrupted workflows, {} workflows interrupted in all), \
          kill phase {:.1}s, total {:.1}s; handover (kill → another replica holds the Lease): {}; \
          failover gap (kill → next transition committed): {}; creates per database {:?}; \
-         cloud: {} charges, {} injected failures, {} lost answers",
+         cloud: {} charges, {} injected failures, {} lost answers; longest stay in a state {stay:.1}s \
+         ({stay_object} in {stay_state})",
         knobs.seed,
         knobs.objects,
         rejected_count(knobs.objects),

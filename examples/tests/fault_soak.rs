@@ -52,7 +52,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use soak::{Stack, check_outcome, create, http, knob, rejected_count, rss_kib, settle};
+use soak::{
+    Stack, check_outcome, create, http, knob, longest_stay, rejected_count, rss_kib, settle,
+};
 
 struct Knobs {
     objects: usize,
@@ -319,13 +321,14 @@ async fn api_faults_lose_nothing_and_memory_stays_bounded() {
     let second_half = peak(&mut samples.iter().filter(|(t, _)| *t > half));
     let last = samples.last().map_or(0, |(_, kib)| *kib);
     let overall = first_half.max(second_half);
+    let (stay, stay_object, stay_state) = longest_stay(&records);
     println!(
         "fault soak: seed {}, {} objects ({} rejected seeds) in {} waves over {:.1}s, \
          all resting after {:.1}s, total {:.1}s; faults: {lost} writes served and answered 500, {errors} × 500, {conflicts} × 409, \
          {short_delays} × +300 ms, {long_delays} × +2 s, {drop_count} watch drops, {gones} × 410 Gone; \
          creates per database {per_database:?}; cloud: {} charges, {} injected failures, {} lost answers; \
          operator RSS: first-half peak {:.1} MiB, second-half peak {:.1} MiB, last {:.1} MiB \
-         ({} samples)",
+         ({} samples); longest stay in a state {stay:.1}s ({stay_object} in {stay_state})",
         knobs.seed,
         knobs.objects,
         rejected_count(knobs.objects),

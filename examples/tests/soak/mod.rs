@@ -539,3 +539,21 @@ pub fn check_outcome(
 pub fn rejected_count(objects: usize) -> usize {
     (0..objects).filter(|i| rejected(*i)).count()
 }
+
+/// The longest any object stayed in one state before leaving it, from the
+/// histories' timestamps: (seconds, object, state). A crash-looping or
+/// faulted operator starves objects; this says how close a state's
+/// `timeout` came to firing.
+pub fn longest_stay(records: &[Option<StateRecord>]) -> (f64, String, String) {
+    let mut longest = (0.0, String::new(), String::new());
+    for (i, record) in records.iter().enumerate() {
+        let Some(record) = record else { continue };
+        for pair in record.history.windows(2) {
+            let secs = pair[1].at.duration_since(pair[0].at).as_secs_f64();
+            if secs > longest.0 {
+                longest = (secs, name(i), pair[0].to.clone());
+            }
+        }
+    }
+    longest
+}
