@@ -64,6 +64,8 @@ async fn every_object_rests_in_its_expected_state() {
     assert!(report.elapsed < Duration::from_secs(60));
 }
 
+// The binary's own embedded server (no --kubeconfig); the real server is
+// the_operators_pass_through_a_kubeconfig's.
 #[test]
 fn the_binary_exits_zero_with_a_readable_log() {
     let output = Command::new(env!("CARGO_BIN_EXE_demo"))
@@ -106,6 +108,7 @@ fn a_bad_flag_is_refused() {
     assert_eq!(output.status.code(), Some(2));
 }
 
+// Embedded only: the demo's own server, cut short before any object rests.
 #[test]
 fn a_demo_cut_short_exits_one() {
     let output = Command::new(env!("CARGO_BIN_EXE_demo"))
