@@ -187,6 +187,12 @@ impl Decider<'_> {
 
     /// No record yet: enter the initial state.
     ///
+    /// The entry is not a step of its own: the reconcile goes on to the
+    /// initial state's handler and commits the entry together with what
+    /// the handler decided (one write for the entry and the first
+    /// transition). A handler that leaves nothing to commit still gets the
+    /// entry committed, so its entry time (for `timeout`) is durable.
+    ///
     /// # Errors
     /// [`DecideError`] for a machine that cannot build its initial state.
     pub fn start<S: Fsm>(&self, observed: &Observed) -> Result<Decision, DecideError> {
@@ -204,7 +210,10 @@ impl Decider<'_> {
         }
         let (_, data) = initial.to_parts()?;
         let entered = self.enter(&mut record, name, data, None);
-        Ok(self.decision(record, Some(Duration::ZERO), vec![entered]))
+        Ok(Decision {
+            proceed: true,
+            ..self.decision(record, Some(Duration::ZERO), vec![entered])
+        })
     }
 
     /// The spec changed to `generation`: apply the machine's policy.

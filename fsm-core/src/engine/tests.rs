@@ -311,10 +311,11 @@ async fn a_workflow_commits_one_write_per_transition() {
     let seqs: Vec<u64> = record.history.iter().map(|h| h.seq).collect();
     assert_eq!(seqs, [1, 2, 3, 4]);
     assert_eq!(record.observed_generation, Some(1));
-    // 4 transitions, 4 saves: the version counter is the number of writes.
+    // 4 entries, 3 saves (the version counter is the number of writes): the
+    // initial entry is committed with the first transition.
     assert_eq!(
         store.load(&observed().key).await.unwrap().version,
-        Some(Version("4".into()))
+        Some(Version("3".into()))
     );
 }
 
@@ -325,7 +326,8 @@ async fn retries_back_off_geometrically_and_honour_retry_after() {
     let script = Script::with([Act::Go, Act::Retry, Act::Retry, Act::Go]);
     let engine = engine(&clock);
     let mut delays = Vec::new();
-    for _ in 0..5 {
+    // Start → Provision, two retries, → Wait.
+    for _ in 0..4 {
         let report = engine
             .reconcile(&store, &observed(), &(), &script)
             .await
@@ -345,12 +347,10 @@ async fn retries_back_off_geometrically_and_honour_retry_after() {
 
     let script = Script::with([Act::Go, Act::RetryAfter(Duration::from_secs(42))]);
     let store = EphemeralStore::new();
-    for _ in 0..2 {
-        engine
-            .reconcile(&store, &observed(), &(), &script)
-            .await
-            .unwrap();
-    }
+    engine
+        .reconcile(&store, &observed(), &(), &script)
+        .await
+        .unwrap();
     let report = engine
         .reconcile(&store, &observed(), &(), &script)
         .await
@@ -364,7 +364,8 @@ async fn a_scheduled_retry_runs_no_handler_before_its_time() {
     let store = EphemeralStore::new();
     let script = Script::with([Act::Go, Act::Retry]);
     let engine = engine(&clock);
-    for _ in 0..3 {
+    // Start → Provision, then a retry scheduled 1 s later.
+    for _ in 0..2 {
         engine
             .reconcile(&store, &observed(), &(), &script)
             .await
@@ -436,7 +437,8 @@ async fn state_timeout_survives_a_restart_and_compensates_in_reverse_order() {
     let store = EphemeralStore::new();
     let script = Script::with([Act::Go, Act::Go, Act::Stay]);
     let first = engine(&clock);
-    for _ in 0..3 {
+    // Start → Provision → Wait.
+    for _ in 0..2 {
         first
             .reconcile(&store, &observed(), &(), &script)
             .await
@@ -484,7 +486,8 @@ async fn attempt_timeout_drops_the_handler_and_retries() {
     let store = EphemeralStore::new();
     let script = Script::with([Act::Go, Act::Go, Act::Sleep(Duration::from_secs(3600))]);
     let engine = engine(&clock);
-    for _ in 0..3 {
+    // Start → Provision → Wait.
+    for _ in 0..2 {
         engine
             .reconcile(&store, &observed(), &(), &script)
             .await
@@ -519,7 +522,8 @@ async fn stay_and_wait_commit_nothing() {
         Act::WaitFor(Duration::from_secs(7)),
     ]);
     let engine = engine(&clock);
-    for _ in 0..4 {
+    // Start → Provision → Wait → Ready.
+    for _ in 0..3 {
         engine
             .reconcile(&store, &observed(), &(), &script)
             .await
@@ -546,18 +550,16 @@ async fn an_undeclared_transition_is_reported_and_counted_as_a_failure() {
     let store = EphemeralStore::new();
     let script = Script::with([Act::Goto(Flow::Ready { id: "x".into() })]);
     let engine = engine(&clock);
-    // The first reconcile enters the initial state; the second runs it.
-    engine
-        .reconcile(&store, &observed(), &(), &script)
-        .await
-        .unwrap();
+    // The first reconcile enters the initial state and runs its handler.
     let report = engine
         .reconcile(&store, &observed(), &(), &script)
         .await
         .unwrap();
     assert_eq!(report.state, "Start");
+    assert_eq!(report.commits, 1);
+    assert_eq!(entered(&report.effects), ["Start"]);
     assert_eq!(
-        report.effects[0],
+        report.effects[1],
         Effect::UndeclaredTransition {
             from: "Start".into(),
             to: "Ready".into()
@@ -577,7 +579,8 @@ async fn compensation_resumes_after_a_crash_mid_chain() {
     let store = EphemeralStore::new();
     let script = Script::with([Act::Go, Act::Go, Act::Fail]);
     let first = engine(&clock);
-    for _ in 0..5 {
+    // Start → Provision → Wait, fail, the first compensation.
+    for _ in 0..4 {
         first
             .reconcile(&store, &observed(), &(), &script)
             .await
@@ -835,7 +838,12 @@ async fn cheap_states_chain_within_one_reconcile_when_allowed() {
         .reconcile(&store, &observed(), &(), &script)
         .await
         .unwrap();
-    assert_eq!(entered(&report.effects), ["Start", "Provision", "Wait"]);
+    assert_eq!(
+        entered(&report.effects),
+        ["Start", "Provision", "Wait", "Ready"]
+    );
+    // Three transitions chained, three commits: the initial entry rides
+    // with the first.
     assert_eq!(report.commits, 3);
 }
 
@@ -953,7 +961,16 @@ proptest! {
                         from = h.to.clone();
                     }
                 } else {
-                    prop_assert_eq!(record.transitions, 1);
+                    // The first commit holds the initial entry, alone or
+                    // with the first transition.
+                    prop_assert!((1..=2).contains(&record.transitions));
+                    prop_assert_eq!(record.history[0].seq, 1);
+                    prop_assert_eq!(record.history[0].from.as_deref(), None);
+                    prop_assert_eq!(record.history[0].to.as_str(), "Start");
+                    for (i, h) in record.history.iter().enumerate().skip(1) {
+                        prop_assert_eq!(h.seq, 1 + i as u64);
+                        prop_assert_eq!(h.from.as_deref(), Some(record.history[i - 1].to.as_str()));
+                    }
                 }
                 last = Some(record);
             }
@@ -1023,12 +1040,10 @@ async fn a_spec_change_restart_is_a_single_write() {
     let store = EphemeralStore::new();
     let script = Script::with([]);
     let engine = engine(&clock);
-    for _ in 0..2 {
-        engine
-            .reconcile(&store, &observed(), &(), &script)
-            .await
-            .unwrap();
-    }
+    engine
+        .reconcile(&store, &observed(), &(), &script)
+        .await
+        .unwrap();
     let mut record = record_in(&store);
     assert_eq!(record.state, "Provision");
     record.observed_generation = Some(0);
