@@ -30,6 +30,7 @@ mod cache;
 pub mod cli;
 pub mod conditions;
 pub mod events;
+mod fields;
 pub mod finalizer;
 #[cfg(doctest)]
 mod guide;

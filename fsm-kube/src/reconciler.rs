@@ -303,14 +303,16 @@ where
                 })?;
             object = Arc::new(updated);
         }
-        let target = self.target(api.clone(), object.clone())?;
+        // One serialisation of the object per reconcile: the stores read
+        // the status, the machine the spec only when it snapshots it.
+        let (status, spec) =
+            crate::fields::status_and_spec(object.as_ref(), machine.snapshots_spec());
+        let target = self.target(api.clone(), object.clone(), status);
         let observed = Observed {
             key: target.key.clone(),
             generation: target.generation,
             deleting,
-            spec: serde_json::to_value(object.as_ref())
-                .ok()
-                .and_then(|v| v.get("spec").cloned()),
+            spec,
         };
         let store = Bound {
             store: inner.store.as_ref(),
@@ -376,18 +378,15 @@ where
         &self,
         api: Api<DynamicObject>,
         object: Arc<F::Resource>,
-    ) -> Result<Target<F::Resource>, Error> {
+        status: serde_json::Value,
+    ) -> Target<F::Resource> {
         let meta = object.meta();
         let name = object.name_any();
         let key = match meta.namespace.clone() {
             Some(ns) => ObjectKey::namespaced(ns, name),
             None => ObjectKey::cluster(name),
         };
-        let status = serde_json::to_value(object.as_ref())
-            .ok()
-            .and_then(|mut v| v.get_mut("status").map(serde_json::Value::take))
-            .unwrap_or(serde_json::Value::Null);
-        Ok(Target {
+        Target {
             uid: meta.uid.clone().unwrap_or_else(|| key.to_string()),
             resource_version: meta.resource_version.clone().unwrap_or_default(),
             generation: meta.generation,
@@ -398,7 +397,7 @@ where
             machine: F::machine(),
             field_manager: self.inner.options.field_manager.clone(),
             conditions: self.inner.options.conditions,
-        })
+        }
     }
 
     /// Logs, events and metrics for what a reconcile did.

@@ -16,6 +16,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::DynamicObject;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 pub use ephemeral::DerivingStore;
@@ -59,7 +60,7 @@ impl<K: KubeResource> Target<K> {
     pub fn current_conditions(&self) -> Vec<Condition> {
         self.status
             .get("conditions")
-            .and_then(|c| serde_json::from_value(c.clone()).ok())
+            .and_then(|c| Vec::<Condition>::deserialize(c).ok())
             .unwrap_or_default()
     }
 
