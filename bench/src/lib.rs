@@ -5,8 +5,8 @@
 //! [`workload::BenchApp`] (create a ConfigMap, create a Deployment, wait
 //! until it is ready, patch an annotation, rest in a ready state) as its own
 //! process, over HTTP, against the standalone `fsm-apiserver`. The driver
-//! (`cargo run -p bench --release`) starts the server, the workload
-//! simulator and each operator in turn, creates N objects, waits until all
+//! (`cargo run -p bench --release`) starts the server (which simulates the
+//! Deployments' rollouts itself) and each operator in turn, creates N objects, waits until all
 //! are ready and prints a table; see `docs/benchmarks.md`.
 
 pub mod counting;

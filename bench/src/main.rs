@@ -19,7 +19,6 @@ use bench::report::{RunResult, table};
 use bench::requests::{Counts, LogReader};
 use bench::workload::{self, BenchApp, BenchAppSpec};
 use clap::Parser;
-use examples::sim::{SimulatorConfig, WorkloadSimulator};
 use fsm_testkit::RequestLog;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -101,6 +100,9 @@ async fn main() -> Result<(), BoxError> {
     Ok(())
 }
 
+/// How long a simulated Deployment takes to roll out, in milliseconds.
+const ROLLOUT_MS: &str = "100";
+
 /// The standalone server of one run.
 struct Server {
     child: Child,
@@ -118,6 +120,10 @@ async fn start_server(dir: &Path) -> Result<Server, BoxError> {
     let mut child = Command::new(sibling("fsm-apiserver")?)
         .args(["--port", "0", "--debug-port", "0", "--kubeconfig"])
         .arg(&kubeconfig)
+        // Rollouts are simulated inside the server, driven by its change
+        // stream: the simulation costs the same at any N and makes no
+        // requests of its own.
+        .args(["--simulate-workloads", ROLLOUT_MS])
         .env("RUST_LOG", "error")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -207,7 +213,7 @@ async fn run(args: &Args, implementation: &str, n: u64) -> Result<RunResult, Box
     let mut server = start_server(&dir).await?;
     let mut reader = LogReader::new(server.debug);
 
-    // The driver's and the simulator's own requests, to subtract.
+    // The driver's own requests, to subtract.
     let mine = Arc::new(RequestLog::new(usize::MAX));
     let kubeconfig = kube::config::Kubeconfig::read_from(&server.kubeconfig)?;
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
@@ -245,17 +251,6 @@ async fn run(args: &Args, implementation: &str, n: u64) -> Result<RunResult, Box
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-
-    let simulator = WorkloadSimulator::new(
-        counted_client(config.clone(), mine.clone())?,
-        SimulatorConfig {
-            rollout_duration: Duration::ZERO,
-            job_duration: Duration::ZERO,
-            tick: Duration::from_millis(100),
-            job_rules: Vec::new(),
-        },
-    )
-    .spawn();
 
     // Watch readiness.
     let apps: Api<BenchApp> = Api::namespaced(client.clone(), workload::NAMESPACE);
@@ -324,7 +319,6 @@ async fn run(args: &Args, implementation: &str, n: u64) -> Result<RunResult, Box
     let (peak_rss_kib, cpu) = usage(pid)?;
     operator.start_kill()?;
     let _ = operator.wait().await;
-    simulator.abort();
     watch.abort();
     reader.poll().await?;
     let _ = server.child.start_kill();

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! fsm-apiserver [--port PORT] [--kubeconfig PATH] [--debug-port PORT]
+//!               [--simulate-workloads ROLLOUT_MS]
 //! ```
 //!
 //! Listens on `127.0.0.1:PORT` (default: a free port), writes a kubeconfig to
@@ -9,10 +10,15 @@
 //! until interrupted. With `--debug-port` (0 for a free port) it also serves
 //! the request log as JSON on a second listener, at
 //! `http://127.0.0.1:PORT/debug/requests` (see `fsm_testkit::debug`).
+//! With `--simulate-workloads` Deployments and StatefulSets roll out after
+//! `ROLLOUT_MS` milliseconds and Jobs succeed after the same delay, inside
+//! the server (see `fsm_testkit::simulation`): no client lists or patches
+//! them, so the simulation costs the same at any number of objects.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use fsm_testkit::ApiServer;
 
@@ -21,15 +27,17 @@ struct Args {
     port: u16,
     kubeconfig: PathBuf,
     debug_port: Option<u16>,
+    simulate: Option<Duration>,
 }
 
-const USAGE: &str = "usage: fsm-apiserver [--port PORT] [--kubeconfig PATH] [--debug-port PORT]";
+const USAGE: &str = "usage: fsm-apiserver [--port PORT] [--kubeconfig PATH] [--debug-port PORT] [--simulate-workloads ROLLOUT_MS]";
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     let mut parsed = Args {
         port: 0,
         kubeconfig: PathBuf::from("fsm-testkit.kubeconfig"),
         debug_port: None,
+        simulate: None,
     };
     while let Some(arg) = args.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -56,6 +64,13 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                     v.parse()
                         .map_err(|_| format!("--debug-port: not a port number: {v:?}\n{USAGE}"))?,
                 );
+            }
+            "--simulate-workloads" => {
+                let v = value()?;
+                let ms: u64 = v.parse().map_err(|_| {
+                    format!("--simulate-workloads: not a number of milliseconds: {v:?}\n{USAGE}")
+                })?;
+                parsed.simulate = Some(Duration::from_millis(ms));
             }
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
@@ -96,6 +111,14 @@ async fn main() -> ExitCode {
         }
     };
     let server = ApiServer::new();
+    // Runs until the server stops.
+    let _simulation = args.simulate.map(|delay| {
+        server.simulate(fsm_testkit::simulation::SimulationConfig {
+            rollout_delay: delay,
+            job_duration: delay,
+            job_rules: Vec::new(),
+        })
+    });
     let addr = SocketAddr::from(([127, 0, 0, 1], args.port));
     let http = match server.serve_http_on(addr, Some(args.kubeconfig)).await {
         Ok(h) => h,
@@ -147,6 +170,16 @@ mod tests {
         assert_eq!(d.port, 0);
         assert_eq!(d.debug_port, None);
         assert_eq!(parse(&["--debug-port", "0"]).unwrap().debug_port, Some(0));
+        assert_eq!(d.simulate, None);
+        assert_eq!(
+            parse(&["--simulate-workloads", "250"]).unwrap().simulate,
+            Some(Duration::from_millis(250))
+        );
+        assert!(
+            parse(&["--simulate-workloads", "soon"])
+                .unwrap_err()
+                .contains("milliseconds")
+        );
         assert!(parse(&["--port", "x"]).unwrap_err().contains("not a port"));
         assert!(parse(&["--port"]).unwrap_err().contains("needs a value"));
         assert!(
