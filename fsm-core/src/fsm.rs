@@ -136,14 +136,7 @@ pub trait Fsm: Sized + Clone + Send + Sync + Serialize + DeserializeOwned + 'sta
     /// # Errors
     /// The state's data could not be serialized.
     fn to_parts(&self) -> Result<(&'static str, Option<Value>), serde_json::Error> {
-        let name = self.state_name();
-        match serde_json::to_value(self)? {
-            Value::String(_) => Ok((name, None)),
-            Value::Object(mut map) if map.len() == 1 => Ok((name, map.remove(name))),
-            _ => Err(serde::ser::Error::custom(format!(
-                "state {name} is not encoded as an externally tagged enum variant"
-            ))),
-        }
+        Ok((self.state_name(), crate::parts::data_of(self)?))
     }
 
     /// Rebuilds a state from its variant name and data.
@@ -151,13 +144,6 @@ pub trait Fsm: Sized + Clone + Send + Sync + Serialize + DeserializeOwned + 'sta
     /// # Errors
     /// The data does not fit the variant.
     fn from_parts(name: &str, data: Option<&Value>) -> Result<Self, serde_json::Error> {
-        match data {
-            None => serde_json::from_value(Value::String(name.to_owned())),
-            Some(data) => {
-                let mut map = serde_json::Map::with_capacity(1);
-                map.insert(name.to_owned(), data.clone());
-                serde_json::from_value(Value::Object(map))
-            }
-        }
+        crate::parts::from_parts(name, data)
     }
 }

@@ -104,6 +104,7 @@ mod fsm;
 mod harness;
 mod machine;
 mod memory;
+mod parts;
 mod random;
 mod record;
 mod retry;
