@@ -141,18 +141,23 @@ impl Decider<'_> {
     ) -> Effect {
         // A fresh record (just created by `start`) has no state to come from.
         let fresh = record.transitions == 0 && record.history.is_empty() && record.state == to;
-        let from = (!fresh).then(|| record.state.clone());
+        let previous = std::mem::replace(&mut record.state, to.to_owned());
+        let from = (!fresh).then_some(previous);
         record.transitions += 1;
-        record.history.push(HistoryEntry {
-            seq: record.transitions,
-            from: from.clone(),
-            to: to.to_owned(),
-            at: self.now,
-            reason: reason.clone(),
-        });
-        let excess = record.history.len().saturating_sub(self.history_limit);
+        // Make room before adding, so that a full history (whose capacity
+        // is often exactly its length) is not reallocated.
+        let keep = self.history_limit.saturating_sub(1);
+        let excess = record.history.len().saturating_sub(keep);
         record.history.drain(..excess);
-        record.state = to.to_owned();
+        if self.history_limit > 0 {
+            record.history.push(HistoryEntry {
+                seq: record.transitions,
+                from: from.clone(),
+                to: to.to_owned(),
+                at: self.now,
+                reason: reason.clone(),
+            });
+        }
         record.data = data;
         record.entered_at = self.now;
         record.attempt = 0;
