@@ -5,7 +5,7 @@
 //! with it while the watched copy is one of those older versions.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use fsm_core::{RawRecord, Version};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
@@ -30,14 +30,15 @@ pub(crate) struct Written {
     superseded: Vec<String>,
 }
 
-/// Last commits, keyed by object UID.
+/// Last commits, keyed by object UID. Entries are shared, so that a
+/// look-up copies no record.
 #[derive(Debug, Default)]
 pub(crate) struct WrittenCache {
-    entries: Mutex<HashMap<String, Written>>,
+    entries: Mutex<HashMap<String, Arc<Written>>>,
 }
 
 impl WrittenCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Written>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Written>>> {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -55,8 +56,9 @@ impl WrittenCache {
         let mut superseded = entries
             .remove(uid)
             .map(|w| {
-                let mut s = w.superseded;
-                s.push(w.version.0);
+                // The versions only: a reconcile may still hold the entry.
+                let mut s = w.superseded.clone();
+                s.push(w.version.0.clone());
                 s
             })
             .unwrap_or_default();
@@ -65,19 +67,19 @@ impl WrittenCache {
         superseded.drain(..excess);
         entries.insert(
             uid.to_owned(),
-            Written {
+            Arc::new(Written {
                 version,
                 record,
                 conditions,
                 superseded,
-            },
+            }),
         );
     }
 
     /// The runtime's own last commit when the watched copy (at
     /// `observed_version`, `ABSENT` when not seen) is older than it; `None`
     /// when the watched copy is current or newer (the entry is then dropped).
-    pub(crate) fn resolve(&self, uid: &str, observed_version: &str) -> Option<Written> {
+    pub(crate) fn resolve(&self, uid: &str, observed_version: &str) -> Option<Arc<Written>> {
         let mut entries = self.lock();
         let stale = entries
             .get(uid)

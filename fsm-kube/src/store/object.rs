@@ -210,8 +210,8 @@ impl<K: KubeResource, O: RecordObject> KubeStore<K> for ObjectStore<O> {
                 .unwrap_or_else(|| ABSENT.to_owned());
             if let Some(written) = self.written.resolve(&target.uid, &seen_version) {
                 return Ok(Loaded {
-                    record: Some(written.record),
-                    version: Some(written.version),
+                    record: Some(written.record.clone()),
+                    version: Some(written.version.clone()),
                 });
             }
             let Some(object) = cached else {

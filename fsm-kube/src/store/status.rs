@@ -46,8 +46,8 @@ impl<K: KubeResource> KubeStore<K> for StatusStore {
     fn load<'a>(&'a self, target: &'a Target<K>) -> BoxFuture<'a, Result<Loaded, StoreError>> {
         let loaded = match self.written.resolve(&target.uid, &target.resource_version) {
             Some(written) => Loaded {
-                record: Some(written.record),
-                version: Some(written.version),
+                record: Some(written.record.clone()),
+                version: Some(written.version.clone()),
             },
             None => Loaded {
                 record: target
@@ -71,20 +71,20 @@ impl<K: KubeResource> KubeStore<K> for StatusStore {
         Box::pin(async move {
             // What the server holds now: our last commit while the watch
             // lags, else the watched object.
-            let (stored, previous) =
-                match self.written.resolve(&target.uid, &target.resource_version) {
-                    Some(written) => (
-                        Cow::Owned(match written.record {
-                            RawRecord::Json(value) => value,
-                            text @ RawRecord::Text(_) => text.as_json(),
-                        }),
-                        written.conditions.unwrap_or_default(),
-                    ),
-                    None => (
-                        Cow::Borrowed(target.status.get("fsm").unwrap_or(&Value::Null)),
-                        target.current_conditions(),
-                    ),
-                };
+            let written = self.written.resolve(&target.uid, &target.resource_version);
+            let (stored, previous) = match &written {
+                Some(written) => (
+                    match &written.record {
+                        RawRecord::Json(value) => Cow::Borrowed(value),
+                        text @ RawRecord::Text(_) => Cow::Owned(text.as_json()),
+                    },
+                    written.conditions.clone().unwrap_or_default(),
+                ),
+                None => (
+                    Cow::Borrowed(target.status.get("fsm").unwrap_or(&Value::Null)),
+                    target.current_conditions(),
+                ),
+            };
             let value = serde_json::to_value(record).map_err(StoreError::Encode)?;
             let object_size = size::object_with_record(target.object.as_ref(), &value);
             size::check("the object", object_size, size::OBJECT_LIMIT)?;
