@@ -317,6 +317,7 @@ async fn run(args: &Args, implementation: &str, n: u64) -> Result<RunResult, Box
     // Let trailing requests land (a steady run makes none), then measure.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let (peak_rss_kib, cpu) = usage(pid)?;
+    let (_, server_cpu) = usage(server.child.id().ok_or("the server exited")?)?;
     operator.start_kill()?;
     let _ = operator.wait().await;
     watch.abort();
@@ -334,6 +335,7 @@ async fn run(args: &Args, implementation: &str, n: u64) -> Result<RunResult, Box
         requests,
         peak_rss_kib,
         cpu,
+        server_cpu,
         dropped: reader.dropped,
     })
 }

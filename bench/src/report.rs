@@ -26,6 +26,10 @@ pub struct RunResult {
     pub peak_rss_kib: u64,
     /// User + system CPU time of the operator process.
     pub cpu: Duration,
+    /// User + system CPU time of the API server over the run (serving the
+    /// operator, the driver and the simulation): where the machine's other
+    /// core goes.
+    pub server_cpu: Duration,
     /// Records the server's log dropped before the driver read them (the
     /// counts are then too low).
     pub dropped: usize,
@@ -74,6 +78,7 @@ pub fn table(results: &[RunResult], baseline: &str) -> String {
         "409 exists",
         "peak RSS MiB",
         "CPU s",
+        "server CPU s",
         "wall ×",
         "trans/s ×",
         "CPU ×",
@@ -102,6 +107,7 @@ pub fn table(results: &[RunResult], baseline: &str) -> String {
             r.requests.already_exists().to_string(),
             format!("{rss:.1}"),
             format!("{cpu:.2}"),
+            format!("{:.2}", r.server_cpu.as_secs_f64()),
         ]);
         let ratios = match base {
             Some(b) => [
@@ -177,6 +183,7 @@ mod tests {
             requests,
             peak_rss_kib: 2048,
             cpu: Duration::from_millis(cpu_ms),
+            server_cpu: Duration::from_millis(cpu_ms * 2),
             dropped: 0,
         }
     }
@@ -202,6 +209,7 @@ mod tests {
         assert_eq!(hand[col("wall ×")], "2.00");
         assert_eq!(hand[col("trans/s ×")], "0.50");
         assert_eq!(hand[col("CPU ×")], "0.50");
+        assert_eq!(hand[col("server CPU s")], "0.50");
         assert_eq!(hand[col("409 conflict")], "1");
         assert_eq!(hand[col("409 exists")], "1");
         assert_eq!(hand[col("CR writes/trans")], "1.02");
