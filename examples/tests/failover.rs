@@ -103,6 +103,15 @@ impl Replicas {
         true
     }
 
+    /// The process id of the replica `identity`.
+    fn pid(&self, identity: &str) -> u32 {
+        self.running
+            .iter()
+            .find(|(id, _)| id == identity)
+            .map(|(_, process)| process.pid())
+            .unwrap_or_else(|| panic!("the replica {identity} is not running"))
+    }
+
     fn is_running(&self, identity: &str) -> bool {
         self.running.iter().any(|(id, _)| id == identity)
     }
@@ -161,6 +170,46 @@ fn stats(values: &mut [f64]) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_leaders_hand_over_and_nothing_commits_twice() {
+    run(false).await;
+}
+
+/// The leader is paused (SIGSTOP) instead, until another replica holds the
+/// Lease and has led for 50–600 ms, then resumed (SIGCONT): a zombie that
+/// still believes it leads, with requests in flight and stale caches, until
+/// its lease manager finds out.
+///
+/// It fails today: `SOAK_OBJECTS=150 SOAK_KILLS=40 SOAK_MIN_MS=50
+/// SOAK_MAX_MS=400 SOAK_SEED=2` (and 3) end with a Database created twice
+/// in the cloud, the histories intact. The Lease does not fence a resumed
+/// leader, and the create-pending pattern (checkpointed request id, look
+/// up, then create) is a check-then-act that two processes can interleave.
+/// Off unless `SOAK_ZOMBIES=1`, so that `cargo test --workspace` does not
+/// fail on a known, documented gap (`docs/reliability.md`, "Failover").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paused_leaders_resume_and_nothing_happens_twice() {
+    if knob("SOAK_ZOMBIES", 0) == 0 {
+        println!(
+            "failover with paused leaders: not run; SOAK_ZOMBIES=1 runs it \
+             (it fails today: see docs/reliability.md)"
+        );
+        return;
+    }
+    run(true).await;
+}
+
+/// Sends `signal` (`STOP`, `CONT`) to `pid`.
+fn signal(pid: u32, signal: &str) {
+    let status = std::process::Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status()
+        .expect("kill(1)");
+    assert!(status.success(), "kill -{signal} {pid}: {status}");
+}
+
+/// Kills (or, with `pause`, pauses and later resumes) the leader again and
+/// again; the end checks; the figures.
+async fn run(pause: bool) {
     let knobs = Knobs::from_env();
     let started = Instant::now();
     let mut stack = Stack::start("failover", knobs.seed, knobs.failure_percent).await;
@@ -195,6 +244,17 @@ async fn killed_leaders_hand_over_and_nothing_commits_twice() {
         tokio::time::sleep(Duration::from_millis(lifetime)).await;
         let killed_at = jiff::Timestamp::now();
         let killed_instant = Instant::now();
+        if pause {
+            let pid = replicas.pid(&leader);
+            signal(pid, "STOP");
+            interrupted.push(in_flight(&client, created).await);
+            let next = wait_for_leader(&leases, &replicas, Some(&leader), knobs.handover).await;
+            kills.push((killed_at, killed_instant.elapsed().as_secs_f64()));
+            tokio::time::sleep(Duration::from_millis(rng.between(50, 600))).await;
+            signal(pid, "CONT");
+            leader = next;
+            continue;
+        }
         assert!(replicas.kill(&leader), "the leader {leader} is not running");
         // Read before the Lease can expire: the workflows the kill cut.
         interrupted.push(in_flight(&client, created).await);
@@ -260,12 +320,17 @@ async fn killed_leaders_hand_over_and_nothing_commits_twice() {
     );
     let (stay, stay_object, stay_state) = longest_stay(&records);
     println!(
-        "failover: seed {}, {} objects ({} rejected seeds), {} replicas, {} leaders killed \
+        "failover ({}): seed {}, {} objects ({} rejected seeds), {} replicas, {} leaders killed \
          (lease {}s; {} kills interrupted workflows, {} workflows interrupted in all), \
          kill phase {:.1}s, total {:.1}s; handover (kill → another replica holds the Lease): {}; \
          failover gap (kill → next transition committed): {}; creates per database {:?}; \
          cloud: {} charges, {} injected failures, {} lost answers; longest stay in a state {stay:.1}s \
          ({stay_object} in {stay_state})",
+        if pause {
+            "leaders paused and resumed"
+        } else {
+            "leaders killed"
+        },
         knobs.seed,
         knobs.objects,
         rejected_count(knobs.objects),
