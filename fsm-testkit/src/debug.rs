@@ -54,16 +54,9 @@ async fn requests(State(server): State<ApiServer>, Query(q): Query<Since>) -> ax
 pub fn snapshot(log: &RequestLog, since: usize) -> Value {
     // `total` and `records` take the lock separately: retry until no request
     // landed in between, so that the records end exactly at `total`.
-    let (total, records) = loop {
-        let before = log.total();
-        let records = log.records();
-        if log.total() == before {
-            break (before, records);
-        }
-    };
-    let oldest = total - records.len();
-    let first = since.clamp(oldest, total);
-    let records: Vec<Value> = records[first - oldest..]
+    let (total, records) = log.records_since(since);
+    let first = total - records.len();
+    let records: Vec<Value> = records
         .iter()
         .map(|r| {
             json!({

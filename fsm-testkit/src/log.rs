@@ -107,6 +107,21 @@ impl RequestLog {
         self.lock().records.iter().cloned().collect()
     }
 
+    /// The total number of requests and the kept records from number
+    /// `since` on (counting from 0 at the first request ever logged),
+    /// oldest first. Records already dropped are skipped: the first
+    /// returned is then number `total - records.len()`.
+    #[must_use]
+    pub fn records_since(&self, since: usize) -> (usize, Vec<RequestRecord>) {
+        let inner = self.lock();
+        let oldest = inner.total - inner.records.len();
+        let skip = since.clamp(oldest, inner.total) - oldest;
+        (
+            inner.total,
+            inner.records.iter().skip(skip).cloned().collect(),
+        )
+    }
+
     /// Forgets everything.
     pub fn clear(&self) {
         *self.lock() = Inner::default();
@@ -116,6 +131,29 @@ impl RequestLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn records_since_returns_only_the_tail() {
+        let log = RequestLog::new(3);
+        for verb in ["a", "b", "c", "d", "e"] {
+            log.record(rec(verb, "pods"));
+        }
+        let verbs = |since| {
+            let (total, records) = log.records_since(since);
+            (
+                total,
+                records.into_iter().map(|r| r.verb).collect::<Vec<_>>(),
+            )
+        };
+        assert_eq!(verbs(4), (5, vec!["e".to_owned()]));
+        assert_eq!(verbs(5), (5, vec![]));
+        assert_eq!(verbs(99), (5, vec![]));
+        // 0 and 1 were dropped: the tail starts at the oldest kept.
+        assert_eq!(
+            verbs(0),
+            (5, vec!["c".to_owned(), "d".to_owned(), "e".to_owned()])
+        );
+    }
 
     fn rec(verb: &str, resource: &str) -> RequestRecord {
         RequestRecord {
