@@ -502,7 +502,17 @@ pub fn check_outcome(
     for (i, record) in records.iter().enumerate() {
         let creates = ledger.creates_for(&name(i));
         *per_database.entry(creates).or_default() += 1;
-        assert!(creates <= 1, "{} was created {creates} times", name(i));
+        assert!(
+            creates <= 1,
+            "{} was created {creates} times: {:?}; its history: {:?}",
+            name(i),
+            ledger
+                .charges
+                .iter()
+                .filter(|c| c.name == name(i))
+                .collect::<Vec<_>>(),
+            record.as_ref().map(|r| &r.history)
+        );
         let got_an_instance = record
             .as_ref()
             .is_some_and(|r| r.history.iter().any(|h| h.to == "WaitingReady"));
