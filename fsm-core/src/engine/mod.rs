@@ -426,7 +426,7 @@ impl<S: Fsm> Engine<S> {
             Err(limit) => Outcome::AttemptTimedOut(limit),
             Ok(Ok(transition)) => Outcome::Transition(transition),
             Ok(Err(error)) => Outcome::Error {
-                message: error.to_string(),
+                message: describe(&error),
                 class: error.class(),
             },
         })
@@ -502,10 +502,28 @@ fn step_result<E: std::error::Error + Classify>(result: Result<(), E>) -> StepRe
     match result {
         Ok(()) => StepResult::Done,
         Err(e) => StepResult::Error {
-            message: e.to_string(),
+            message: describe(&e),
             class: e.class(),
         },
     }
+}
+
+/// An error and its causes, `outer: inner: innermost`, for `lastError`,
+/// conditions and events: a handler's error often wraps the one that says
+/// what happened (`Kubernetes API call failed` around the API's own
+/// message). A cause whose text the error already shows is not repeated.
+fn describe(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !text.is_empty() && !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    message
 }
 
 /// Commits checkpoints of the current state through the store.

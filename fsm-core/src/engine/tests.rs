@@ -1115,3 +1115,32 @@ fn bad_data_of_a_sensitive_state_is_not_quoted_in_errors() {
     assert!(!error.contains("hunter2"), "{error}");
     assert!(error.contains("details withheld"), "{error}");
 }
+
+#[test]
+fn a_handler_error_is_described_with_its_causes() {
+    #[derive(Debug, thiserror::Error)]
+    #[error("the API answered 409: conflict")]
+    struct Api;
+    #[derive(Debug, thiserror::Error)]
+    enum Handler {
+        #[error("Kubernetes API call failed")]
+        Kube(#[source] Api),
+        #[error("call failed: {0}")]
+        Quoted(#[source] Api),
+        #[error(transparent)]
+        Transparent(Api),
+    }
+    assert_eq!(
+        super::describe(&Handler::Kube(Api)),
+        "Kubernetes API call failed: the API answered 409: conflict"
+    );
+    // A cause the message already quotes is not repeated.
+    assert_eq!(
+        super::describe(&Handler::Quoted(Api)),
+        "call failed: the API answered 409: conflict"
+    );
+    assert_eq!(
+        super::describe(&Handler::Transparent(Api)),
+        "the API answered 409: conflict"
+    );
+}
