@@ -45,6 +45,48 @@ where
     }
 }
 
+/// Runs machine `F` with a [`StatusStore`](fsm_kube::StatusStore) in a
+/// `Controller` that also watches the Jobs and Deployments its objects own,
+/// for `namespace` (every namespace when `None`), until the future is
+/// dropped: the shape of the `integration` and `mutable_jar` operators.
+pub async fn run_owning_workloads<F>(
+    client: Client,
+    namespace: Option<&str>,
+    ctx: F::Context,
+    options: fsm_kube::ReconcilerOptions,
+) where
+    F: fsm_kube::fsm_core::Fsm,
+    F::Resource: fsm_kube::KubeResource + Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+{
+    use futures::StreamExt;
+    use kube::runtime::{Controller, watcher};
+
+    let fsm = fsm_kube::FsmReconciler::<F>::with_options(
+        client.clone(),
+        fsm_kube::StatusStore::new(),
+        options,
+    );
+    Controller::new(
+        scoped_api::<F::Resource>(client.clone(), namespace),
+        watcher::Config::default(),
+    )
+    .owns(
+        scoped_api::<Job>(client.clone(), namespace),
+        watcher::Config::default(),
+    )
+    .owns(
+        scoped_api::<Deployment>(client, namespace),
+        watcher::Config::default(),
+    )
+    .run(
+        fsm.reconcile(),
+        fsm.error_policy(),
+        std::sync::Arc::new(ctx),
+    )
+    .for_each(|_| async {})
+    .await;
+}
+
 /// Installs `crd`, replacing an older definition of the same name.
 ///
 /// # Errors

@@ -14,16 +14,11 @@ mod crd;
 mod handlers;
 mod state;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use crate::support::scoped_api;
+use crate::support::run_owning_workloads;
 use fsm_kube::prelude::*;
-use futures::StreamExt;
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::batch::v1::Job;
 use kube::Client;
-use kube::runtime::{Controller, watcher};
 
 pub use crd::{
     Integration, IntegrationSpec, IntegrationStatus, KIT_DIGEST_LABEL, integration_deployment,
@@ -97,24 +92,5 @@ pub async fn run_in(
     ctx: IntegrationContext,
     options: ReconcilerOptions,
 ) {
-    let fsm = FsmReconciler::<IntegrationPhase>::with_options(
-        client.clone(),
-        StatusStore::new(),
-        options,
-    );
-    Controller::new(
-        scoped_api::<Integration>(client.clone(), namespace.as_deref()),
-        watcher::Config::default(),
-    )
-    .owns(
-        scoped_api::<Job>(client.clone(), namespace.as_deref()),
-        watcher::Config::default(),
-    )
-    .owns(
-        scoped_api::<Deployment>(client, namespace.as_deref()),
-        watcher::Config::default(),
-    )
-    .run(fsm.reconcile(), fsm.error_policy(), Arc::new(ctx))
-    .for_each(|_| async {})
-    .await;
+    run_owning_workloads::<IntegrationPhase>(client, namespace.as_deref(), ctx, options).await;
 }
