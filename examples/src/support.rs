@@ -87,7 +87,15 @@ pub async fn run_owning_workloads<F>(
     .await;
 }
 
+/// How often [`install_crd`] reads a definition again after losing a race
+/// to replace it.
+const CRD_REPLACE_ATTEMPTS: u32 = 10;
+
 /// Installs `crd`, replacing an older definition of the same name.
+///
+/// Another process may install the same definition at the same moment, and
+/// the server's own controllers update its status: a replace refused with a
+/// conflict reads the definition again and retries, a few times.
 ///
 /// # Errors
 /// The API's error.
@@ -96,16 +104,28 @@ pub async fn install_crd(
     crd: &CustomResourceDefinition,
 ) -> Result<(), kube::Error> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    match api.create(&PostParams::default(), crd).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.is_already_exists() => {
-            let mut current = api.get(&crd.name_any()).await?;
-            current.spec = crd.spec.clone();
-            api.replace(&crd.name_any(), &PostParams::default(), &current)
-                .await
-                .map(|_| ())
+    let mut attempt = 1;
+    loop {
+        let installed = match api.create(&PostParams::default(), crd).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(status)) if status.is_already_exists() => {
+                let mut current = api.get(&crd.name_any()).await?;
+                current.spec = crd.spec.clone();
+                api.replace(&crd.name_any(), &PostParams::default(), &current)
+                    .await
+                    .map(drop)
+            }
+            Err(e) => Err(e),
+        };
+        match installed {
+            Err(kube::Error::Api(status))
+                if status.is_conflict() && attempt < CRD_REPLACE_ATTEMPTS =>
+            {
+                attempt += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            other => return other,
         }
-        Err(e) => Err(e),
     }
 }
 

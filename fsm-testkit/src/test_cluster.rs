@@ -242,22 +242,38 @@ impl TestCluster {
             what: format!("installing the CRD {name}"),
             source,
         };
-        match api.create(&PostParams::default(), crd).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(status)) if status.is_already_exists() => {
-                let mut current = api.get(&name).await.map_err(refused)?;
-                if current.spec != crd.spec {
-                    current.spec = crd.spec.clone();
-                    api.replace(&name, &PostParams::default(), &current)
-                        .await
-                        .map_err(refused)?;
+        let deadline = tokio::time::Instant::now() + CRD_DEADLINE;
+        // Tests running side by side install the same CRDs, and the server's
+        // own controllers update a CRD's status meanwhile: a replace that
+        // lost such a race (409) reads the CRD again and tries once more.
+        loop {
+            let replaced = match api.create(&PostParams::default(), crd).await {
+                Ok(_) => Ok(()),
+                Err(kube::Error::Api(status)) if status.is_already_exists() => {
+                    let mut current = api.get(&name).await.map_err(refused)?;
+                    if current.spec == crd.spec {
+                        Ok(())
+                    } else {
+                        current.spec = crd.spec.clone();
+                        api.replace(&name, &PostParams::default(), &current)
+                            .await
+                            .map(drop)
+                    }
                 }
+                Err(e) => Err(e),
+            };
+            match replaced {
+                Ok(()) => break,
+                Err(kube::Error::Api(status))
+                    if status.is_conflict() && tokio::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => return Err(refused(e)),
             }
-            Err(e) => return Err(refused(e)),
         }
         let served =
             Self::served_resource(crd).map(|ar| Api::<DynamicObject>::all_with(self.client(), &ar));
-        let deadline = tokio::time::Instant::now() + CRD_DEADLINE;
         loop {
             let established = api.get(&name).await.ok().is_some_and(|c| {
                 c.status
