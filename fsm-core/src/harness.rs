@@ -7,11 +7,11 @@ use std::time::Duration;
 use crate::record::{HistoryEntry, StateRecord};
 use crate::step::{CheckpointError, Checkpointer};
 use crate::store::{ObjectKey, StateStore};
+use crate::{Authority, Effect, Engine, InvalidMachine};
 use crate::{
     BoxFuture, Clock, EngineOptions, EphemeralStore, Fsm, ManualClock, Observed, ReconcileError,
     SeededRandom, Step, Timestamp, Transition,
 };
-use crate::{Effect, Engine, InvalidMachine};
 
 /// Why a harness run did not come to rest.
 #[derive(Debug, thiserror::Error)]
@@ -116,6 +116,7 @@ pub struct Harness<S: Fsm> {
     max_reconciles: u32,
     store: Arc<EphemeralStore>,
     checkpoints: Mutex<Vec<S>>,
+    authority: Option<Arc<dyn Authority>>,
 }
 
 /// The time harness clocks start at unless told otherwise.
@@ -137,6 +138,7 @@ impl<S: Fsm> Harness<S> {
             max_reconciles: 1_000,
             store: Arc::new(EphemeralStore::new()),
             checkpoints: Mutex::new(Vec::new()),
+            authority: None,
         }
     }
 
@@ -172,6 +174,15 @@ impl<S: Fsm> Harness<S> {
     #[must_use]
     pub fn generation(mut self, generation: i64) -> Self {
         self.generation = Some(generation);
+        self
+    }
+
+    /// Runs handlers under `authority`, as a replica with leader election
+    /// does: [`Step::ensure_authority`] and checkpoints consult it, and
+    /// [`Harness::run_until_settled`] stops when it is lost.
+    #[must_use]
+    pub fn authority(mut self, authority: Arc<dyn Authority>) -> Self {
+        self.authority = Some(authority);
         self
     }
 
@@ -229,6 +240,9 @@ impl<S: Fsm> Harness<S> {
         )
         .with_attempt(self.attempt, self.clock.now())
         .with_checkpointer(&mut recorder);
+        if let Some(authority) = self.authority.as_deref() {
+            step = step.with_authority(authority);
+        }
         state.handle(&mut step).await
     }
 
@@ -247,6 +261,9 @@ impl<S: Fsm> Harness<S> {
             state.state_name(),
         )
         .with_attempt(self.attempt, self.clock.now());
+        if let Some(authority) = self.authority.as_deref() {
+            step = step.with_authority(authority);
+        }
         state.compensate(&mut step).await
     }
 
@@ -265,6 +282,10 @@ impl<S: Fsm> Harness<S> {
             .with_clock(Arc::new(self.clock.clone()))
             .with_random(self.random.clone())
             .with_options(self.options.clone());
+        let engine = match &self.authority {
+            Some(authority) => engine.with_authority(authority.clone()),
+            None => engine,
+        };
         let observed = Observed {
             key: ObjectKey::cluster("harness"),
             generation: self.generation,

@@ -96,6 +96,7 @@
 // Lets `#[derive(OperatorFsm)]` name this crate `::fsm_core` from inside it.
 extern crate self as fsm_core;
 
+mod authority;
 mod classify;
 mod clock;
 mod diagram;
@@ -114,6 +115,7 @@ mod transition;
 
 pub mod prelude;
 
+pub use authority::{Authority, AuthorityLost};
 pub use classify::{Classify, ErrorClass};
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
 pub use engine::{

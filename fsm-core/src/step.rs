@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::{BoxFuture, Clock, Fsm, Timestamp};
+use crate::{Authority, AuthorityLost, BoxFuture, Clock, Fsm, Timestamp};
 
 /// Why a checkpoint could not be committed.
 #[derive(Debug, thiserror::Error)]
@@ -31,6 +31,11 @@ pub enum CheckpointError {
     /// The store failed.
     #[error("the checkpoint could not be stored")]
     Store(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// This process may no longer act (its Lease expired, say): the
+    /// handler must stop before the call the checkpoint prepared. Checked
+    /// before the write and again after it.
+    #[error(transparent)]
+    AuthorityLost(#[from] AuthorityLost),
 }
 
 impl crate::Classify for CheckpointError {}
@@ -60,6 +65,7 @@ pub struct Step<'a, S: Fsm> {
     pub(crate) entered_at: Timestamp,
     pub(crate) spec_snapshot: Option<&'a serde_json::Value>,
     pub(crate) checkpointer: Option<&'a mut dyn Checkpointer<S>>,
+    pub(crate) authority: Option<&'a dyn Authority>,
 }
 
 impl<'a, S: Fsm> Step<'a, S> {
@@ -81,6 +87,7 @@ impl<'a, S: Fsm> Step<'a, S> {
             entered_at: clock.now(),
             spec_snapshot: None,
             checkpointer: None,
+            authority: None,
         }
     }
 
@@ -95,6 +102,24 @@ impl<'a, S: Fsm> Step<'a, S> {
     pub fn with_checkpointer(mut self, checkpointer: &'a mut dyn Checkpointer<S>) -> Self {
         self.checkpointer = Some(checkpointer);
         self
+    }
+
+    /// Attaches the authority that [`Step::ensure_authority`] and
+    /// [`Step::checkpoint`] consult.
+    pub fn with_authority(mut self, authority: &'a dyn Authority) -> Self {
+        self.authority = Some(authority);
+        self
+    }
+
+    /// `Ok` while this process may still act for the object: call it right
+    /// before a call that must not happen twice. Without leader election
+    /// (no [`Authority`]) it is always `Ok`.
+    ///
+    /// # Errors
+    /// [`AuthorityLost`]: stop; another replica took over, and the engine
+    /// commits nothing more for this attempt.
+    pub fn ensure_authority(&self) -> Result<(), AuthorityLost> {
+        self.authority.map_or(Ok(()), Authority::check)
     }
 
     /// The object being reconciled.
@@ -146,6 +171,9 @@ impl<'a, S: Fsm> Step<'a, S> {
     /// [`CheckpointError`]: the state is another variant, the step has no
     /// checkpointer (compensation, cleanup), or the store refused the write.
     /// A conflict means the record moved on: return the error.
+    /// [`CheckpointError::AuthorityLost`] (checked before the write and
+    /// after it, with leader election) means another replica may be acting
+    /// for the object: return the error before making the call.
     pub async fn checkpoint(&mut self, state: S) -> Result<(), CheckpointError> {
         let given = state.state_name();
         if given != self.state {
@@ -154,9 +182,16 @@ impl<'a, S: Fsm> Step<'a, S> {
                 given,
             });
         }
-        match self.checkpointer.as_deref_mut() {
-            Some(checkpointer) => checkpointer.checkpoint(state).await,
-            None => Err(CheckpointError::Unavailable),
+        let Some(checkpointer) = self.checkpointer.as_deref_mut() else {
+            return Err(CheckpointError::Unavailable);
+        };
+        if let Some(authority) = self.authority {
+            authority.check()?;
         }
+        checkpointer.checkpoint(state).await?;
+        // The write may have taken long enough for the Lease to expire: the
+        // call the checkpoint prepared must then not be made.
+        self.ensure_authority()?;
+        Ok(())
     }
 }

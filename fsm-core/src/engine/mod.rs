@@ -20,7 +20,8 @@ use crate::record::{DEFAULT_HISTORY_LIMIT, DecodeError, StateRecord};
 use crate::step::{CheckpointError, Checkpointer};
 use crate::store::{ObjectKey, StateStore, StoreError, Version};
 use crate::{
-    BoxFuture, Classify, Clock, Fsm, MachineError, RandomSource, SeededRandom, Step, SystemClock,
+    Authority, AuthorityLost, BoxFuture, Classify, Clock, Fsm, MachineError, RandomSource,
+    SeededRandom, Step, SystemClock,
 };
 use tracing::Instrument;
 
@@ -102,6 +103,11 @@ pub enum ReconcileError {
     /// A bug in a hand-written machine (see [`DecideError`]).
     #[error("the machine is inconsistent")]
     Machine(#[source] DecideError),
+    /// This process may no longer act (see [`Authority`]): no user code was
+    /// run, or what ran failed after the authority was lost, and nothing
+    /// about it was committed. Another process takes over.
+    #[error(transparent)]
+    AuthorityLost(#[from] AuthorityLost),
 }
 
 impl From<StoreError> for ReconcileError {
@@ -147,6 +153,7 @@ pub struct InvalidMachine(pub Vec<MachineError>);
 pub struct Engine<S: Fsm> {
     clock: Arc<dyn Clock>,
     random: Arc<dyn RandomSource>,
+    authority: Option<Arc<dyn Authority>>,
     options: EngineOptions,
     machine: PhantomData<fn() -> S>,
 }
@@ -156,6 +163,7 @@ impl<S: Fsm> Clone for Engine<S> {
         Engine {
             clock: self.clock.clone(),
             random: self.random.clone(),
+            authority: self.authority.clone(),
             options: self.options.clone(),
             machine: PhantomData,
         }
@@ -183,6 +191,7 @@ impl<S: Fsm> Engine<S> {
         Ok(Engine {
             clock: Arc::new(SystemClock),
             random: Arc::new(SeededRandom::from_entropy()),
+            authority: None,
             options: EngineOptions::default(),
             machine: PhantomData,
         })
@@ -200,6 +209,34 @@ impl<S: Fsm> Engine<S> {
     pub fn with_random(mut self, random: Arc<dyn RandomSource>) -> Self {
         self.random = random;
         self
+    }
+
+    /// Runs user code only while `authority` allows (leader election): it
+    /// is asked before every handler, compensation and cleanup, and after
+    /// every checkpoint. Without one the engine assumes it acts alone.
+    #[must_use]
+    pub fn with_authority(mut self, authority: Arc<dyn Authority>) -> Self {
+        self.authority = Some(authority);
+        self
+    }
+
+    /// Fails with [`ReconcileError::AuthorityLost`] when the authority says
+    /// this process may no longer act.
+    fn ensure_authority(&self) -> Result<(), AuthorityLost> {
+        self.authority.as_deref().map_or(Ok(()), Authority::check)
+    }
+
+    /// After user code failed: when the authority is gone meanwhile, the
+    /// failure is not this process's to record.
+    fn failed_without_authority(&self) -> Result<(), ReconcileError> {
+        self.ensure_authority().map_err(|lost| {
+            tracing::info!(
+                machine = S::machine().name(),
+                reason = lost.reason(),
+                "authority lost during a step; nothing is recorded"
+            );
+            ReconcileError::AuthorityLost(lost)
+        })
     }
 
     /// Uses `options`.
@@ -275,11 +312,19 @@ impl<S: Fsm> Engine<S> {
                 (_, None) => break,
                 (Plan::BeginDeletion, Some(current)) => decider.begin_deletion(current),
                 (Plan::Compensate, Some(current)) => {
+                    self.ensure_authority()?;
                     let result = self.compensate(current.clone(), resource, context).await;
+                    if matches!(result, StepResult::Error { .. }) {
+                        self.failed_without_authority()?;
+                    }
                     decider.after_compensation(current, result)?
                 }
                 (Plan::Cleanup, Some(current)) => {
+                    self.ensure_authority()?;
                     let result = self.cleanup(&current, resource, context).await;
+                    if matches!(result, StepResult::Error { .. }) {
+                        self.failed_without_authority()?;
+                    }
                     decider.after_cleanup(current, result)
                 }
                 (Plan::FinishUnwind, Some(current)) => {
@@ -306,6 +351,7 @@ impl<S: Fsm> Engine<S> {
                     record: current,
                 },
                 (Plan::RunHandler, Some(mut current)) => {
+                    self.ensure_authority()?;
                     let outcome = self
                         .run_handler(
                             store,
@@ -406,6 +452,7 @@ impl<S: Fsm> Engine<S> {
                 entered_at: checkpointer.record.entered_at,
                 spec_snapshot: spec_snapshot.as_ref(),
                 checkpointer: Some(&mut checkpointer),
+                authority: self.authority.as_deref(),
             };
             let call = state.handle(&mut step).instrument(span);
             match attempt_timeout {
@@ -421,6 +468,11 @@ impl<S: Fsm> Engine<S> {
         }
         if checkpointer.conflicted {
             return Err(ReconcileError::Conflict);
+        }
+        // A transition the handler returned is committed even so (the
+        // commit is conditional); a failure is the next leader's to see.
+        if !matches!(result, Ok(Ok(_))) {
+            self.failed_without_authority()?;
         }
         Ok(match result {
             Err(limit) => Outcome::AttemptTimedOut(limit),
@@ -465,6 +517,7 @@ impl<S: Fsm> Engine<S> {
             entered_at: entry.entered_at,
             spec_snapshot: record.spec_snapshot.as_ref(),
             checkpointer: None,
+            authority: self.authority.as_deref(),
         };
         let span = tracing::debug_span!(
             "compensate",
@@ -493,6 +546,7 @@ impl<S: Fsm> Engine<S> {
             entered_at: record.entered_at,
             spec_snapshot: record.spec_snapshot.as_ref(),
             checkpointer: None,
+            authority: self.authority.as_deref(),
         };
         step_result(S::cleanup(&mut step).await)
     }

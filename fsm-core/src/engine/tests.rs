@@ -1144,3 +1144,125 @@ fn a_handler_error_is_described_with_its_causes() {
         "the API answered 409: conflict"
     );
 }
+
+/// An authority that allows `n` checks, then is lost: a Lease that
+/// expires while the process is busy.
+struct Countdown(std::sync::atomic::AtomicU32);
+
+impl Countdown {
+    fn allowing(n: u32) -> Arc<Countdown> {
+        Arc::new(Countdown(std::sync::atomic::AtomicU32::new(n)))
+    }
+}
+
+impl crate::Authority for Countdown {
+    fn check(&self) -> Result<(), crate::AuthorityLost> {
+        use std::sync::atomic::Ordering;
+        self.0
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .map(drop)
+            .map_err(|_| crate::AuthorityLost::new("the lease expired"))
+    }
+}
+
+#[tokio::test]
+async fn without_authority_no_handler_runs_and_nothing_is_committed() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let script = Script::with([]);
+    let engine = engine(&clock).with_authority(Countdown::allowing(0));
+    let error = engine
+        .reconcile(&store, &observed(), &(), &script)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, ReconcileError::AuthorityLost(lost) if lost.reason() == "the lease expired"),
+        "{error:?}"
+    );
+    assert_eq!(script.log(), Vec::<String>::new(), "no handler ran");
+    assert!(
+        store.get_raw(&observed().key).is_none(),
+        "nothing committed"
+    );
+}
+
+#[tokio::test]
+async fn authority_lost_while_checkpointing_stops_the_handler_and_records_no_failure() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let script = Script::with([
+        Act::Go,
+        Act::Checkpoint(Flow::Provision { id: "req-7".into() }),
+    ]);
+    // Reconcile 1: one check before Start's handler. Reconcile 2: before
+    // Provision's handler, before its checkpoint; the check after the
+    // checkpoint's write finds the authority gone.
+    let engine = engine(&clock).with_authority(Countdown::allowing(3));
+    engine
+        .reconcile(&store, &observed(), &(), &script)
+        .await
+        .unwrap();
+    let before = store.load(&observed().key).await.unwrap().version;
+    let error = engine
+        .reconcile(&store, &observed(), &(), &script)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, ReconcileError::AuthorityLost(_)),
+        "{error:?}"
+    );
+    let record = record_in(&store);
+    // The checkpoint was written (the next leader finds the request id) …
+    assert_eq!(record.state, "Provision");
+    assert_eq!(record.data, Some(serde_json::json!({ "id": "req-7" })));
+    assert_ne!(store.load(&observed().key).await.unwrap().version, before);
+    // … but the handler's failure after it is not this process's to count.
+    assert_eq!(record.attempt, 0);
+    assert_eq!(record.last_error, None);
+    assert_eq!(record.next_attempt_at, None);
+}
+
+#[tokio::test]
+async fn a_transition_returned_after_authority_is_lost_is_still_committed() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let script = Script::with([Act::Go]);
+    // The one check before the handler passes; the lease expires while it
+    // runs. Its work is done: committing it (conditionally) spares the next
+    // leader a re-run.
+    let engine = engine(&clock).with_authority(Countdown::allowing(1));
+    let report = engine
+        .reconcile(&store, &observed(), &(), &script)
+        .await
+        .unwrap();
+    assert_eq!(report.state, "Provision");
+    assert_eq!(record_in(&store).state, "Provision");
+}
+
+#[tokio::test]
+async fn without_authority_no_compensation_runs() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let script = Script::with([Act::Go, Act::Fail]);
+    // Start, then Provision fails; its compensation would be next.
+    let engine = engine(&clock).with_authority(Countdown::allowing(2));
+    for _ in 0..2 {
+        engine
+            .reconcile(&store, &observed(), &(), &script)
+            .await
+            .unwrap();
+    }
+    let error = engine
+        .reconcile(&store, &observed(), &(), &script)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, ReconcileError::AuthorityLost(_)),
+        "{error:?}"
+    );
+    assert!(
+        !script.log().iter().any(|l| l.starts_with("compensate")),
+        "{:?}",
+        script.log()
+    );
+}
