@@ -21,6 +21,7 @@ async fn start(failure_rate: f64) -> (Env, CloudService) {
         seed: 3,
         failure_rate,
         ready_after: Some(Duration::from_millis(200)),
+        idempotency_keys: false,
     })
     .await
     .unwrap();

@@ -2,8 +2,12 @@
 //! can kill the operator without losing the ledger.
 //!
 //! ```text
-//! fake-cloud [--seed N] [--failure-rate 0.2] [--ready-after 200ms]
+//! fake-cloud [--seed N] [--failure-rate 0.2] [--ready-after 200ms] [--idempotency-keys]
 //! ```
+//!
+//! With `--idempotency-keys` a create honours its `Idempotency-Key` header
+//! (see `examples::database::cloud`); without, the header is ignored and
+//! every create charges.
 //!
 //! Listens on a free port of `127.0.0.1`, prints `listening on URL` on
 //! stdout, and serves until interrupted (SIGINT or SIGTERM). The ledger is at
@@ -17,7 +21,8 @@ use clap::Parser;
 use examples::database::cloud::{CloudConfig, CloudService};
 use examples::support::parse_duration;
 
-/// The `database` example's flaky, non-idempotent cloud API.
+/// The `database` example's flaky cloud API, non-idempotent unless
+/// `--idempotency-keys`.
 #[derive(Parser, Debug)]
 #[command(name = "fake-cloud")]
 struct Args {
@@ -30,6 +35,10 @@ struct Args {
     /// How long an instance is `creating` (`200ms`, `1s`).
     #[arg(long, default_value = "800ms", value_parser = parse_duration)]
     ready_after: Duration,
+    /// Honour the `Idempotency-Key` header of creates: a key seen before
+    /// returns the first create's instance instead of creating another.
+    #[arg(long)]
+    idempotency_keys: bool,
 }
 
 async fn shutdown_signal() {
@@ -61,6 +70,7 @@ async fn main() -> ExitCode {
         seed: args.seed,
         failure_rate: args.failure_rate,
         ready_after: Some(args.ready_after),
+        idempotency_keys: args.idempotency_keys,
     };
     let cloud = match CloudService::start(config).await {
         Ok(cloud) => cloud,
@@ -79,10 +89,11 @@ async fn main() -> ExitCode {
     shutdown_signal().await;
     let ledger = cloud.ledger();
     eprintln!(
-        "fake-cloud: stopping after {} creates, {} deletes, {} injected failures",
+        "fake-cloud: stopping after {} creates, {} deletes, {} injected failures, {} replayed creates",
         ledger.charges.len(),
         ledger.deleted.len(),
-        ledger.injected_failures
+        ledger.injected_failures,
+        ledger.replays
     );
     ExitCode::SUCCESS
 }

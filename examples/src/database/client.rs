@@ -9,7 +9,7 @@ use hyper_util::rt::TokioExecutor;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::cloud::{CreateInstance, Credentials, Instance, SeedRequest};
+use super::cloud::{CreateInstance, Credentials, IDEMPOTENCY_KEY, Instance, SeedRequest};
 
 /// Why a call to the cloud API failed.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +37,10 @@ pub enum CloudError {
     /// The answer was not what the API documents.
     #[error("the cloud API answered something unexpected")]
     Decode(#[source] serde_json::Error),
+    /// The request could not be built (an id that cannot go in a URL or a
+    /// header); repeating it will not help.
+    #[error("the request to the cloud API could not be built")]
+    Request(#[source] http::Error),
 }
 
 impl CloudError {
@@ -77,16 +81,32 @@ impl CloudClient {
         path: &str,
         body: Option<&B>,
     ) -> Result<Option<T>, CloudError> {
+        self.call_keyed(method, path, body, None).await
+    }
+
+    /// [`call`](Self::call) with an `Idempotency-Key` header when `key` is
+    /// given.
+    async fn call_keyed<B: Serialize, T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&B>,
+        key: Option<&str>,
+    ) -> Result<Option<T>, CloudError> {
         let bytes = match body {
             Some(body) => serde_json::to_vec(body).map_err(CloudError::Decode)?,
             None => Vec::new(),
         };
-        let request = Request::builder()
+        let mut builder = Request::builder()
             .method(method)
             .uri(format!("{}{path}", self.base))
-            .header("content-type", "application/json")
+            .header("content-type", "application/json");
+        if let Some(key) = key {
+            builder = builder.header(IDEMPOTENCY_KEY, key);
+        }
+        let request = builder
             .body(Full::new(Bytes::from(bytes)))
-            .map_err(|e| CloudError::Transport(Box::new(e)))?;
+            .map_err(CloudError::Request)?;
         let response = self
             .http
             .request(request)
@@ -128,15 +148,30 @@ impl CloudClient {
         }
     }
 
-    /// Creates an instance. **Not idempotent**: each call creates (and pays
-    /// for) another one.
+    /// Creates an instance, sending `request.request_id` as its
+    /// `Idempotency-Key`.
+    ///
+    /// Whether that makes the call idempotent is the service's choice: one
+    /// that honours the key answers a repeated create with the instance the
+    /// first one made, even a create made at the same time by another
+    /// process; one that ignores it (the [`cloud`](super::cloud) default)
+    /// creates, and charges for, another instance on each call. Hence the
+    /// look-up by request id ([`find_by_request`](Self::find_by_request))
+    /// before a retry, in any case.
     ///
     /// # Errors
     /// [`CloudError`]; after an `Unavailable` the instance may exist anyway.
+    /// `Rejected` with `422` when the service honours keys and saw this one
+    /// with a different body.
     pub async fn create(&self, request: &CreateInstance) -> Result<Instance, CloudError> {
-        self.call(Method::POST, "/v1/instances", Some(request))
-            .await?
-            .ok_or_else(|| Self::missing("the instances endpoint"))
+        self.call_keyed(
+            Method::POST,
+            "/v1/instances",
+            Some(request),
+            Some(&request.request_id),
+        )
+        .await?
+        .ok_or_else(|| Self::missing("the instances endpoint"))
     }
 
     /// The instances a create with `request_id` produced.

@@ -45,7 +45,14 @@ fn new_request_id(cx: &Step<'_, DbState>) -> String {
 ///    whatever happens next.
 /// 2. Ask the API what that request created: after a lost answer or a
 ///    crash, the instance is there and is taken as is.
-/// 3. Only then create, with that id.
+/// 3. Only then create, with that id, also sent as the create's
+///    idempotency key.
+///
+/// Steps 1 and 2 handle crashes and lost answers on any API. They cannot
+/// stop a second process that passes step 2 at the same time (a leader
+/// paused past its Lease, then resumed): only the key can, where the API
+/// honours it, by answering the later create with the earlier one's
+/// instance.
 pub(super) async fn provision(
     cx: &mut Step<'_, DbState>,
     request_id: &Option<String>,
@@ -236,6 +243,7 @@ mod tests {
             seed: 3,
             failure_rate,
             ready_after,
+            idempotency_keys: false,
         })
         .await
         .unwrap()
@@ -309,6 +317,41 @@ mod tests {
             })
         );
         assert_eq!(cloud.ledger().creates_for("inventory"), 1);
+    }
+
+    /// A leader paused past its Lease and resumed runs `Provisioning` with
+    /// the same checkpointed request id as the new leader, at the same time:
+    /// both may find nothing and both create. The key makes the second
+    /// create answer with the first one's instance.
+    #[tokio::test]
+    async fn two_processes_provisioning_at_once_pay_once_when_the_cloud_honours_keys() {
+        let (_server, client) = server().await;
+        let cloud = CloudService::start(CloudConfig {
+            seed: 3,
+            failure_rate: 0.0,
+            ready_after: None,
+            idempotency_keys: true,
+        })
+        .await
+        .unwrap();
+        let db = database(&client, "inventory", GOOD_SEED).await;
+        let process = || {
+            Harness::<DbState>::new(db.clone(), ctx(&client, &cloud))
+                .in_state(DbState::Provisioning {
+                    request_id: Some("req-1".into()),
+                })
+                .attempt(1)
+        };
+        let (zombie, leader) = (process(), process());
+        let (a, b) = tokio::join!(zombie.run_handler(), leader.run_handler());
+        let ledger = cloud.ledger();
+        assert_eq!(ledger.creates_for("inventory"), 1, "{ledger:?}");
+        let expected = Transition::next(DbState::WaitingReady {
+            instance_id: ledger.charges[0].instance_id.clone(),
+        });
+        assert_eq!(a.unwrap(), expected);
+        assert_eq!(b.unwrap(), expected);
+        assert_eq!(cloud.instances().len(), 1);
     }
 
     #[tokio::test]

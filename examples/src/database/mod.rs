@@ -3,7 +3,8 @@
 //! [`cloud`] is the API (started on loopback by the demo and the tests),
 //! [`client`] its HTTP client. The workflow validates the spec, creates an
 //! instance at most once (a checkpointed request id: the create-pending
-//! pattern), waits for it (two minutes at most), seeds it, and publishes
+//! pattern; the id also goes as the create's idempotency key, which closes
+//! the gap the pattern leaves when two processes act at once), waits for it (two minutes at most), seeds it, and publishes
 //! credentials in a Secret. A seed the API rejects fails the workflow, and
 //! the compensations delete the instance. The record lives in the Secret
 //! `<name>-fsm` ([`SecretStore`]), since a state holds the password.

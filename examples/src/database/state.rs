@@ -17,7 +17,16 @@ use super::{Database, DbContext, DbError};
 /// calls the create with it. A retry (after an error, or after a crash that
 /// lost the answer) finds the id in the record and asks the API which
 /// instance that request created before creating anything: each database
-/// is paid for once.
+/// is paid for once, as long as one process acts for it at a time.
+///
+/// The look-up is a check-then-act, so two processes acting at once (a
+/// leader paused past its Lease and resumed, next to the new leader) can
+/// both find nothing and both create. The create also sends the request id
+/// as its `Idempotency-Key`; a cloud that honours it (the fake one with
+/// `idempotency_keys`) answers the second create with the first one's
+/// instance, which closes that case too. The look-up stays: for an API
+/// without keys, and for the compensation, which deletes what the request
+/// created.
 ///
 /// # Failure
 /// An instance gets two minutes to become available. A seed the API
