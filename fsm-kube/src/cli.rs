@@ -145,7 +145,7 @@ pub enum Error {
     },
     /// Leader election failed.
     #[error("leader election failed")]
-    LeaderElection(#[source] kube_lease_manager::LeaseManagerError),
+    LeaderElection(#[source] crate::leader::LeaderError),
 }
 
 /// The command line of an operator binary.
@@ -295,6 +295,10 @@ pub struct RunContext {
     /// The metrics to give [`crate::FsmReconciler::with_metrics`]; served
     /// at `--metrics-addr`.
     pub metrics: FsmMetrics,
+    /// With `--leader-elect`: this replica's hold on the Lease, to give the
+    /// reconciler ([`crate::ReconcilerOptions::leadership`]) so that no
+    /// handler runs once the hold lapses. `None` without leader election.
+    pub leadership: Option<crate::leader::Leadership>,
 }
 
 impl std::fmt::Debug for RunContext {
@@ -551,6 +555,7 @@ where
             client: client.clone(),
             namespace: args.namespace.clone(),
             metrics,
+            leadership: None,
         };
         let metrics_server = args.metrics_addr.map(|addr| {
             tracing::info!(%addr, "serving metrics at /metrics");
@@ -588,7 +593,12 @@ where
                     &lease_name,
                     &identity,
                     Duration::from_secs(leader.lease_duration),
-                    || run(context.clone()),
+                    |leadership| {
+                        run(RunContext {
+                            leadership: Some(leadership),
+                            ..context.clone()
+                        })
+                    },
                 )
                 .await
                 .map_err(Error::LeaderElection)

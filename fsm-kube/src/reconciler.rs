@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fsm_core::{
-    Clock, Engine, EngineOptions, Fsm, InvalidMachine, ObjectKey, Observed, ReconcileError, Report,
-    StoreError,
+    Authority, AuthorityLost, Clock, Engine, EngineOptions, Fsm, InvalidMachine, ObjectKey,
+    Observed, ReconcileError, Report, StoreError,
 };
 use kube::api::{ApiResource, DynamicObject, PatchParams};
 use kube::runtime::controller::Action;
@@ -14,6 +14,7 @@ use kube::runtime::events::{Recorder, Reporter};
 use kube::{Api, Client, Resource, ResourceExt};
 use tracing::Instrument;
 
+use crate::leader::Leadership;
 use crate::metrics::FsmMetrics;
 use crate::store::{Bound, KubeStore, Target};
 use crate::{KubeResource, events, finalizer};
@@ -37,12 +38,17 @@ pub enum Error {
     /// The record store failed.
     #[error("state store failed")]
     Store(#[source] StoreError),
+    /// This replica no longer holds the Lease: nothing was run or
+    /// recorded; the replica that holds it now reconciles the object.
+    #[error(transparent)]
+    AuthorityLost(AuthorityLost),
 }
 
 impl From<ReconcileError> for Error {
     fn from(e: ReconcileError) -> Self {
         match e {
             ReconcileError::Conflict => Error::Conflict,
+            ReconcileError::AuthorityLost(lost) => Error::AuthorityLost(lost),
             other => Error::Reconcile(other),
         }
     }
@@ -73,6 +79,11 @@ pub struct ReconcilerOptions {
     pub transitions_per_reconcile: u32,
     /// The requeue delay after an error other than a conflict. Default 5 s.
     pub error_requeue: Duration,
+    /// With leader election: this replica's hold on the Lease. The engine
+    /// runs no handler, compensation or cleanup once it lapses, and stops a
+    /// handler after a checkpoint written too late (see
+    /// [`fsm_core::Authority`]). Default `None`: the replica acts alone.
+    pub leadership: Option<Leadership>,
 }
 
 impl Default for ReconcilerOptions {
@@ -86,6 +97,7 @@ impl Default for ReconcilerOptions {
             poll_interval: Duration::from_secs(60),
             transitions_per_reconcile: 1,
             error_requeue: Duration::from_secs(5),
+            leadership: None,
         }
     }
 }
@@ -171,6 +183,10 @@ where
                 ..EngineOptions::default()
             })
         });
+        let engine = match &options.leadership {
+            Some(leadership) => engine.map(|e| e.with_authority(Arc::new(leadership.clone()))),
+            None => engine,
+        };
         if let Err(e) = &engine {
             tracing::error!(machine = F::machine().name(), error = %e, "invalid machine; every reconcile will fail");
         }
@@ -243,6 +259,10 @@ where
         let delay = self.inner.options.error_requeue;
         move |object, error, _| match error {
             Error::Conflict => Action::requeue(Duration::from_millis(50)),
+            Error::AuthorityLost(lost) => {
+                tracing::info!(object = %object.name_any(), reason = lost.reason(), "not reconciled: this replica no longer holds the Lease");
+                Action::requeue(delay)
+            }
             other => {
                 tracing::warn!(object = %object.name_any(), error = %other, "reconcile failed");
                 Action::requeue(delay)
@@ -278,6 +298,10 @@ where
             .engine
             .as_ref()
             .map_err(|e| Error::InvalidMachine(e.clone()))?;
+        // Not even the finalizer is written by a replica whose hold lapsed.
+        if let Some(leadership) = &inner.options.leadership {
+            leadership.check().map_err(Error::AuthorityLost)?;
+        }
         let machine = F::machine();
         let resource = ApiResource::erase::<F::Resource>(&());
         let api: Api<DynamicObject> = match object.namespace() {

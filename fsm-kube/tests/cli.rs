@@ -345,7 +345,7 @@ fn leader_election_gets_a_role_of_its_own_in_the_lease_namespace() {
         [rule(
             "coordination.k8s.io",
             "leases",
-            &["get", "create", "patch"]
+            &["get", "create", "update"]
         )]
     );
 }
@@ -852,11 +852,13 @@ async fn run_with_leader_election_takes_the_configured_lease_then_runs() {
         .create(&PostParams::default(), &ops)
         .await
         .unwrap();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
-    let run = move |_: RunContext| {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<bool>();
+    let run = move |context: RunContext| {
         let tx = tx.clone();
         async move {
-            let _ = tx.send(());
+            // The run function is given the hold, for its reconciler.
+            let held = context.leadership.as_ref().is_some_and(|l| l.is_held());
+            let _ = tx.send(held);
             std::future::pending::<()>().await;
         }
     };
@@ -882,12 +884,13 @@ async fn run_with_leader_election_takes_the_configured_lease_then_runs() {
             "{request:?}"
         );
     }
-    // The server grants the Lease (server-side apply), so the controller
-    // starts, as this replica holds it.
-    tokio::time::timeout(Duration::from_secs(10), rx.recv())
+    // The replica creates the Lease, so the controller starts, as this
+    // replica holds it.
+    let held = tokio::time::timeout(Duration::from_secs(10), rx.recv())
         .await
         .expect("the controller started once the Lease was held")
         .expect("the run function reported");
+    assert!(held, "the run function was given a leadership that is held");
     let lease = leases.get("widgets").await.unwrap();
     assert_eq!(
         lease.spec.and_then(|s| s.holder_identity).as_deref(),

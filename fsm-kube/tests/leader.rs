@@ -29,10 +29,14 @@ fn replica(env: &Env, identity: &'static str, ctx: Arc<Ctx>) -> tokio::task::Joi
             "widget-operator",
             identity,
             Duration::from_secs(2),
-            move || {
-                let fsm = fsm_kube::FsmReconciler::<WidgetState>::new(
+            move |leadership| {
+                let fsm = fsm_kube::FsmReconciler::<WidgetState>::with_options(
                     controller_client.clone(),
                     StatusStore::new(),
+                    fsm_kube::ReconcilerOptions {
+                        leadership: Some(leadership),
+                        ..fsm_kube::ReconcilerOptions::default()
+                    },
                 );
                 let widgets = widgets.clone();
                 let ctx = ctx.clone();

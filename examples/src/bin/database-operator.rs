@@ -47,6 +47,8 @@ async fn main() -> ExitCode {
             let options = ReconcilerOptions {
                 poll_interval: Duration::from_secs(2),
                 error_requeue: Duration::from_millis(300),
+                // With --leader-elect: no handler runs once the hold lapses.
+                leadership: run.leadership,
                 ..ReconcilerOptions::default()
             };
             // `-n`: the Databases (and their records) of one namespace.

@@ -254,11 +254,15 @@ pub fn rules(operator: &OperatorDescription) -> Result<Vec<PolicyRule>, InvalidR
     Ok(out.into_rules())
 }
 
-/// The rules of leader election with a Lease (`kube-lease-manager` reads,
-/// creates and patches it).
+/// The rules of leader election with a Lease ([`crate::leader`] reads it,
+/// creates it, and renews or takes it over with a conditional update).
 pub fn leader_election_rules() -> Vec<PolicyRule> {
     let mut out = RuleSet::default();
-    out.add("coordination.k8s.io", "leases", &["get", "create", "patch"]);
+    out.add(
+        "coordination.k8s.io",
+        "leases",
+        &["get", "create", "update"],
+    );
     out.into_rules()
 }
 
