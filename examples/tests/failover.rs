@@ -6,24 +6,34 @@
 //!
 //! At the end, the crash soak's checks (`crash_soak.rs`): every Database
 //! rests in its expected state along the exact path of its workflow, no
-//! transition twice, one create per Database in the cloud's ledger, no
-//! panic. Each kill is followed by a handover: the Lease names another,
-//! live replica within `SOAK_HANDOVER_SECS`.
+//! transition twice, exactly one create per Database in the cloud's
+//! ledger, no panic. Each kill is followed by a handover: the Lease names
+//! another, live replica within `SOAK_HANDOVER_SECS`.
+//!
+//! `paused_leaders_resume_and_nothing_happens_twice` pauses the leader
+//! (SIGSTOP) instead of killing it, and resumes it (SIGCONT) once another
+//! replica leads: two processes then act for the same objects for a while.
+//! The cloud honours the creates' idempotency keys in both tests
+//! (`fake-cloud --idempotency-keys`): the look-up by request id cannot stop
+//! two processes that look up at once, the key can. `SOAK_CLOUD_KEYS=0`
+//! turns the keys off, to measure what is left without them (the paused
+//! test then fails now and then, naming the Database paid twice).
 //!
 //! The failover gap of a kill is the time from the SIGKILL to the next
 //! transition committed (the first history entry `at` after the kill, from
 //! the records at the end); printed with the Lease's handover time.
 //!
-//! | variable | default | what |
+//! | variable | default (killed / paused) | what |
 //! | --- | --- | --- |
-//! | `SOAK_OBJECTS` | 30 | Databases |
-//! | `SOAK_KILLS` | 6 | SIGKILLs of the leader |
+//! | `SOAK_OBJECTS` | 30 / 60 | Databases |
+//! | `SOAK_KILLS` | 6 / 12 | SIGKILLs (pauses) of the leader |
 //! | `SOAK_SEED` | 1 | the seed of the kill moments (and of the cloud's failures) |
 //! | `SOAK_FAILURE_PERCENT` | 20 | the share of cloud calls that fail |
 //! | `SOAK_LEASE_SECS` | 2 | the Lease's duration (`--lease-duration`; its renewal grace is a third) |
-//! | `SOAK_MIN_MS` / `SOAK_MAX_MS` | 200 / 1000 | how long a leader leads before it is killed |
+//! | `SOAK_MIN_MS` / `SOAK_MAX_MS` | 200 / 1000, 50 / 400 | how long a leader leads before it is killed (paused) |
 //! | `SOAK_HANDOVER_SECS` | 30 | the bound on each handover |
 //! | `SOAK_SETTLE_SECS` | 60 | how long the replicas get to finish after the last kill |
+//! | `SOAK_CLOUD_KEYS` | 1 | 0: the cloud ignores idempotency keys |
 //! | `FSM_APISERVER` | next to this test's binary | the `fsm-apiserver` binary |
 
 mod soak;
@@ -33,12 +43,16 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use soak::{
-    NS, Proc, Rng, Stack, check_outcome, create, in_flight, knob, longest_stay, rejected_count,
-    settle,
+    CloudKeys, NS, Proc, Rng, Stack, check_outcome, create, in_flight, knob, longest_stay,
+    rejected_count, settle,
 };
 
 const LEASE: &str = "database-operator-leader";
 const REPLICAS: usize = 3;
+
+/// The two tests take turns: each runs six processes and measures
+/// handovers, which the other's load would skew on a small machine.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 struct Knobs {
     objects: usize,
@@ -50,20 +64,34 @@ struct Knobs {
     max_ms: u64,
     handover: Duration,
     settle: Duration,
+    keys: CloudKeys,
 }
 
 impl Knobs {
-    fn from_env() -> Knobs {
+    /// The knobs, from the environment; the defaults depend on whether the
+    /// leaders are paused (more objects, more and shorter reigns: the
+    /// chances of a resumed leader meeting a create in flight).
+    fn from_env(pause: bool) -> Knobs {
+        let (objects, kills, min_ms, max_ms) = if pause {
+            (60, 12, 50, 400)
+        } else {
+            (30, 6, 200, 1000)
+        };
         let knobs = Knobs {
-            objects: knob("SOAK_OBJECTS", 30) as usize,
-            kills: knob("SOAK_KILLS", 6) as usize,
+            objects: knob("SOAK_OBJECTS", objects) as usize,
+            kills: knob("SOAK_KILLS", kills) as usize,
             seed: knob("SOAK_SEED", 1),
             failure_percent: knob("SOAK_FAILURE_PERCENT", 20),
             lease_secs: knob("SOAK_LEASE_SECS", 2).max(2),
-            min_ms: knob("SOAK_MIN_MS", 200),
-            max_ms: knob("SOAK_MAX_MS", 1000),
+            min_ms: knob("SOAK_MIN_MS", min_ms),
+            max_ms: knob("SOAK_MAX_MS", max_ms),
             handover: Duration::from_secs(knob("SOAK_HANDOVER_SECS", 30)),
             settle: Duration::from_secs(knob("SOAK_SETTLE_SECS", 60)),
+            keys: if knob("SOAK_CLOUD_KEYS", 1) == 0 {
+                CloudKeys::Off
+            } else {
+                CloudKeys::On
+            },
         };
         assert!(knobs.objects > 0 && knobs.min_ms <= knobs.max_ms && knobs.failure_percent <= 100);
         knobs
@@ -178,23 +206,15 @@ async fn killed_leaders_hand_over_and_nothing_commits_twice() {
 /// still believes it leads, with requests in flight and stale caches, until
 /// its lease manager finds out.
 ///
-/// It fails today: with `SOAK_OBJECTS=150 SOAK_KILLS=40 SOAK_MIN_MS=50
-/// SOAK_MAX_MS=400`, three of four runs (seeds 2 and 3) ended with a
-/// Database created twice in the cloud under one request id, the
-/// histories intact. The Lease does not fence a resumed
-/// leader, and the create-pending pattern (checkpointed request id, look
-/// up, then create) is a check-then-act that two processes can interleave.
-/// Off unless `SOAK_ZOMBIES=1`, so that `cargo test --workspace` does not
-/// fail on a known, documented gap (`docs/reliability.md`, "Failover").
+/// The Lease does not fence a resumed leader, and the create-pending
+/// pattern (checkpointed request id, look up, then create) is a
+/// check-then-act that two processes can interleave: without idempotency
+/// keys (`SOAK_CLOUD_KEYS=0`) it fails now and then with a Database created
+/// twice under one request id, the histories intact. With them (the
+/// default), the second create gets the first one's instance: one create
+/// per Database (`docs/reliability.md`, "A paused leader").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paused_leaders_resume_and_nothing_happens_twice() {
-    if knob("SOAK_ZOMBIES", 0) == 0 {
-        println!(
-            "failover with paused leaders: not run; SOAK_ZOMBIES=1 runs it \
-             (it fails today: see docs/reliability.md)"
-        );
-        return;
-    }
     run(true).await;
 }
 
@@ -211,9 +231,16 @@ fn signal(pid: u32, signal: &str) {
 /// Kills (or, with `pause`, pauses and later resumes) the leader again and
 /// again; the end checks; the figures.
 async fn run(pause: bool) {
-    let knobs = Knobs::from_env();
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let knobs = Knobs::from_env(pause);
     let started = Instant::now();
-    let mut stack = Stack::start("failover", knobs.seed, knobs.failure_percent).await;
+    let mut stack = Stack::start_with(
+        if pause { "failover-paused" } else { "failover" },
+        knobs.seed,
+        knobs.failure_percent,
+        knobs.keys,
+    )
+    .await;
     let client = stack.client.clone();
     let leases: Api<Lease> = Api::namespaced(client.clone(), NS);
     let mut replicas = Replicas {
@@ -279,13 +306,21 @@ async fn run(pause: bool) {
         &records,
         &ledger,
         &format!(
-            "after {:?} (kill phase {:.1}s, {} leaders killed, holder now {last_holder:?})",
+            "after {:?} (kill phase {:.1}s, {} leaders {}, holder now {last_holder:?})",
             knobs.settle,
             kill_phase.as_secs_f64(),
-            kills.len()
+            kills.len(),
+            if pause { "paused" } else { "killed" }
         ),
     );
     stack.assert_no_panic();
+    // Every Database reaches `WaitingReady`, the rejected ones included: so
+    // exactly one create each.
+    assert_eq!(
+        per_database.get(&1).copied().unwrap_or(0),
+        knobs.objects,
+        "creates per database: {per_database:?}"
+    );
 
     // The failover gap: from each kill to the first transition committed
     // after it (by whichever replica leads next).
@@ -321,11 +356,12 @@ async fn run(pause: bool) {
     );
     let (stay, stay_object, stay_state) = longest_stay(&records);
     println!(
-        "failover ({}): seed {}, {} objects ({} rejected seeds), {} replicas, {} leaders killed \
+        "failover ({}): seed {}, {} objects ({} rejected seeds), {} replicas, {} leaders {} \
          (lease {}s; {} kills interrupted workflows, {} workflows interrupted in all), \
          kill phase {:.1}s, total {:.1}s; handover (kill → another replica holds the Lease): {}; \
          failover gap (kill → next transition committed): {}; creates per database {:?}; \
-         cloud: {} charges, {} injected failures, {} lost answers; longest stay in a state {stay:.1}s \
+         cloud (idempotency keys {}): {} charges, {} injected failures, {} lost answers, \
+         {} creates answered from their key; longest stay in a state {stay:.1}s \
          ({stay_object} in {stay_state})",
         if pause {
             "leaders paused and resumed"
@@ -337,6 +373,7 @@ async fn run(pause: bool) {
         rejected_count(knobs.objects),
         REPLICAS,
         kills.len(),
+        if pause { "paused" } else { "killed" },
         knobs.lease_secs,
         hits,
         interrupted.iter().sum::<usize>(),
@@ -345,8 +382,14 @@ async fn run(pause: bool) {
         stats(&mut handovers),
         stats(&mut gaps),
         per_database,
+        if knobs.keys == CloudKeys::On {
+            "on"
+        } else {
+            "off"
+        },
         ledger.charges.len(),
         ledger.injected_failures,
         ledger.lost_answers,
+        ledger.replays,
     );
 }

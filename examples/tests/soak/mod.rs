@@ -195,10 +195,32 @@ pub struct Stack {
     pub scratch: Scratch,
 }
 
+/// Whether the soak's `fake-cloud` honours creates' `Idempotency-Key`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CloudKeys {
+    /// Ignored: every create charges, and only the look-up by request id
+    /// keeps a Database from being paid twice.
+    Off,
+    /// Honoured (`--idempotency-keys`): a create with a key seen before
+    /// returns the first create's instance.
+    On,
+}
+
 impl Stack {
     /// Starts `fsm-apiserver` and `fake-cloud` (failing `failure_percent`
-    /// of its calls, seeded) and installs the Database CRD.
+    /// of its calls, seeded, idempotency keys ignored) and installs the
+    /// Database CRD.
     pub async fn start(prefix: &str, seed: u64, failure_percent: u64) -> Stack {
+        Stack::start_with(prefix, seed, failure_percent, CloudKeys::Off).await
+    }
+
+    /// [`Stack::start`], the cloud's idempotency keys as `keys` says.
+    pub async fn start_with(
+        prefix: &str,
+        seed: u64,
+        failure_percent: u64,
+        keys: CloudKeys,
+    ) -> Stack {
         let scratch = Scratch::new(prefix);
         let kubeconfig = scratch.0.join("kubeconfig");
         let operator_log = scratch.0.join("operator.log");
@@ -212,16 +234,19 @@ impl Stack {
         );
         let api_url =
             apiserver.line_after("serving the Kubernetes API on", Duration::from_secs(20));
-        let mut cloud = Proc::spawn(
-            Command::new(env!("CARGO_BIN_EXE_fake-cloud"))
-                .arg("--failure-rate")
-                .arg((failure_percent as f64 / 100.0).to_string())
-                .args(["--ready-after", "200ms", "--seed"])
-                .arg(seed.to_string())
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null()),
-        );
+        let mut command = Command::new(env!("CARGO_BIN_EXE_fake-cloud"));
+        command
+            .arg("--failure-rate")
+            .arg((failure_percent as f64 / 100.0).to_string())
+            .args(["--ready-after", "200ms", "--seed"])
+            .arg(seed.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        if keys == CloudKeys::On {
+            command.arg("--idempotency-keys");
+        }
+        let mut cloud = Proc::spawn(&mut command);
         let cloud_url = cloud.line_after("listening on", Duration::from_secs(20));
         let client = client(&kubeconfig).await;
         install_crd(&client, &Database::crd())
