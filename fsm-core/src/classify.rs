@@ -1,4 +1,5 @@
-//! How handler errors are retried: retryable by default, permanent on request.
+//! How handler errors are retried: retryable by default, permanent or
+//! transient on request.
 
 use std::time::Duration;
 
@@ -14,6 +15,20 @@ pub enum ErrorClass {
     },
     /// Do not try again: the workflow fails and its compensation chain runs.
     Permanent,
+    /// The world around the handler is briefly unavailable (an API server
+    /// answering 5xx or 429, a timeout, a dropped connection): try again
+    /// with the state's backoff, but **without spending an attempt**, so a
+    /// flaky network never exhausts a state's retries nor starts a
+    /// compensation that undoes healthy work. Only the state's `timeout`
+    /// (when it has one) ends such a wait; the record's `lastError` and
+    /// the object's conditions show it meanwhile. With `retry_after`, the
+    /// next try waits exactly that long. In compensation and cleanup,
+    /// which have no timeout and must end, it spends an attempt like
+    /// [`ErrorClass::Retryable`].
+    Transient {
+        /// An explicit delay before the next try, overriding the backoff.
+        retry_after: Option<Duration>,
+    },
 }
 
 impl ErrorClass {
@@ -23,6 +38,16 @@ impl ErrorClass {
     /// Retry after exactly `delay`.
     pub const fn retry_after(delay: Duration) -> ErrorClass {
         ErrorClass::Retryable {
+            retry_after: Some(delay),
+        }
+    }
+
+    /// Try again under the state's backoff without spending an attempt.
+    pub const TRANSIENT: ErrorClass = ErrorClass::Transient { retry_after: None };
+
+    /// Try again after exactly `delay`, without spending an attempt.
+    pub const fn transient_after(delay: Duration) -> ErrorClass {
+        ErrorClass::Transient {
             retry_after: Some(delay),
         }
     }

@@ -113,6 +113,13 @@ pub struct StateRecord {
     /// Failed attempts of the current state's handler.
     #[serde(default)]
     pub attempt: u32,
+    /// Transient failures of the current state's handler since it was
+    /// entered or last succeeded (see [`ErrorClass::Transient`]): they
+    /// lengthen the backoff but spend no attempt.
+    ///
+    /// [`ErrorClass::Transient`]: crate::ErrorClass::Transient
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub transient_failures: u32,
     /// When the handler may run again after a failure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_attempt_at: Option<Timestamp>,
@@ -283,6 +290,7 @@ impl StateRecord {
             data,
             entered_at: now,
             attempt: 0,
+            transient_failures: 0,
             next_attempt_at: None,
             last_error: None,
             observed_generation: None,
@@ -320,4 +328,10 @@ impl StateRecord {
     pub fn is_unwinding(&self) -> bool {
         self.compensation.as_ref().is_some_and(Unwind::is_active)
     }
+}
+
+/// For `skip_serializing_if`: counters at zero are left out of the record.
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde passes a reference
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }

@@ -67,6 +67,16 @@ pub fn from_record(
                 record.attempt
             ),
         }
+    } else if record.transient_failures > 0 {
+        Wanted {
+            type_: "Progressing",
+            status: true,
+            reason: "Retrying".into(),
+            message: format!(
+                "{in_state}, {} transient failure(s) in a row, no attempt spent: {last_error}",
+                record.transient_failures
+            ),
+        }
     } else {
         Wanted {
             type_: "Progressing",
@@ -91,14 +101,16 @@ pub fn from_record(
             reason: "Failed".into(),
             message: last_error,
         }
-    } else if unwinding || record.attempt > 0 {
+    } else if unwinding || record.attempt > 0 || record.transient_failures > 0 {
         Wanted {
             type_: "Degraded",
             status: true,
             reason: if unwinding {
                 "Compensating"
-            } else {
+            } else if record.attempt > 0 {
                 "Retrying"
+            } else {
+                "TransientFailure"
             }
             .into(),
             message: last_error,
@@ -265,6 +277,22 @@ mod tests {
         assert_eq!(get(&cs, "Progressing").reason, "Retrying");
         assert_eq!(get(&cs, "Degraded").status, "True");
         assert_eq!(get(&cs, "Degraded").message, "cloud unavailable");
+    }
+
+    #[test]
+    fn transient_failures_are_progressing_and_degraded_without_an_attempt() {
+        let mut r = record("Provisioning");
+        r.transient_failures = 3;
+        r.last_error = Some("Kubernetes API call failed: 503".into());
+        let cs = from_record(&MACHINE, &r, Some(1), &[], t(10));
+        assert_eq!(get(&cs, "Progressing").reason, "Retrying");
+        assert_eq!(
+            get(&cs, "Progressing").message,
+            "in state Provisioning, 3 transient failure(s) in a row, no attempt spent: \
+             Kubernetes API call failed: 503"
+        );
+        assert_eq!(get(&cs, "Degraded").status, "True");
+        assert_eq!(get(&cs, "Degraded").reason, "TransientFailure");
     }
 
     #[test]

@@ -34,6 +34,19 @@ pub fn for_effect(effect: &Effect) -> Option<Event> {
             format!("Retry {state}"),
             format!("{state}: attempt {attempt} failed ({error}); retrying in {delay:?}"),
         ),
+        Effect::TransientFailure {
+            state,
+            failures,
+            delay,
+            error,
+        } => (
+            EventType::Warning,
+            "TransientFailure",
+            format!("Retry {state}"),
+            format!(
+                "{state}: failed transiently ({error}), {failures} in a row; retrying in {delay:?} without spending an attempt"
+            ),
+        ),
         Effect::RetriesExhausted { state, error } => (
             EventType::Warning,
             "RetriesExhausted",

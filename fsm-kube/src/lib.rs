@@ -27,6 +27,7 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 mod cache;
+mod classify;
 pub mod cli;
 pub mod conditions;
 pub mod events;
@@ -41,6 +42,7 @@ mod reconciler;
 mod status;
 pub mod store;
 
+pub use classify::classify_kube_error;
 pub use fsm_core;
 pub use metrics::FsmMetrics;
 pub use reconciler::{Error, FsmReconciler, ReconcileFuture, ReconcilerOptions};

@@ -103,7 +103,7 @@ impl FsmMetrics {
                             .observe(seconds);
                     }
                 }
-                Effect::RetryScheduled { state, .. } => {
+                Effect::RetryScheduled { state, .. } | Effect::TransientFailure { state, .. } => {
                     self.handler_errors
                         .get_or_create(&vec![m(), ("state", state.clone())])
                         .inc();

@@ -161,6 +161,7 @@ impl Decider<'_> {
         record.data = data;
         record.entered_at = self.now;
         record.attempt = 0;
+        record.transient_failures = 0;
         record.next_attempt_at = None;
         if self.meta(to).is_some_and(StateMeta::has_compensation) {
             let known = record
@@ -363,6 +364,10 @@ impl Decider<'_> {
                 message,
                 class: ErrorClass::Retryable { retry_after },
             } => self.failed_attempt(record, meta, message, retry_after),
+            Outcome::Error {
+                message,
+                class: ErrorClass::Transient { retry_after },
+            } => Ok(self.transient_failure(record, meta, message, retry_after)),
             Outcome::AttemptTimedOut(limit) => {
                 let message = format!("attempt timed out after {}", humanize(limit));
                 self.failed_attempt(record, meta, message, None)
@@ -373,9 +378,12 @@ impl Decider<'_> {
     /// A successful attempt that stays: clear failure bookkeeping (if any)
     /// and look again after `delay`.
     fn resting_attempt(&self, mut record: StateRecord, delay: Duration) -> Decision {
-        let dirty =
-            record.attempt != 0 || record.next_attempt_at.is_some() || record.last_error.is_some();
+        let dirty = record.attempt != 0
+            || record.transient_failures != 0
+            || record.next_attempt_at.is_some()
+            || record.last_error.is_some();
         record.attempt = 0;
+        record.transient_failures = 0;
         record.next_attempt_at = None;
         record.last_error = None;
         let requeue = self.until_deadline(&record, Some(delay));
@@ -418,6 +426,32 @@ impl Decider<'_> {
         }];
         let requeue = self.until_deadline(&record, Some(delay));
         Ok(self.decision(record, requeue, effects))
+    }
+
+    /// A transient failure: try again after the backoff of the failures in
+    /// a row (or `retry_after`), spending no attempt. Only the state's
+    /// timeout ends it.
+    fn transient_failure(
+        &self,
+        mut record: StateRecord,
+        meta: &StateMeta,
+        message: String,
+        retry_after: Option<Duration>,
+    ) -> Decision {
+        let policy = self.machine.retry_policy(meta);
+        record.transient_failures = record.transient_failures.saturating_add(1);
+        record.last_error = Some(message.clone());
+        let delay =
+            retry_after.unwrap_or_else(|| policy.delay(record.transient_failures, self.random));
+        record.next_attempt_at = Some(add(self.now, delay));
+        let effects = vec![Effect::TransientFailure {
+            state: record.state.clone(),
+            failures: record.transient_failures,
+            delay,
+            error: message,
+        }];
+        let requeue = self.until_deadline(&record, Some(delay));
+        self.decision(record, requeue, effects)
     }
 
     /// The workflow failed: start the compensation chain towards `target`,
@@ -607,6 +641,12 @@ impl Decider<'_> {
                 message,
                 class: ErrorClass::Permanent,
             } => (message, None),
+            // Unwinding has no timeout to bound it, and must end: there a
+            // transient error spends an attempt like a retryable one.
+            StepResult::Error {
+                message,
+                class: ErrorClass::Transient { retry_after },
+            } => (message, Some(retry_after)),
         };
         unwind.attempt = unwind.attempt.saturating_add(1);
         if let Some(retry_after) = retry_after

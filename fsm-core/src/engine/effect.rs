@@ -27,6 +27,18 @@ pub enum Effect {
         /// The error.
         error: String,
     },
+    /// A handler failed transiently ([`crate::ErrorClass::Transient`]) and
+    /// will be tried again; no attempt was spent.
+    TransientFailure {
+        /// The state.
+        state: String,
+        /// Transient failures in a row.
+        failures: u32,
+        /// The wait before the next try.
+        delay: Duration,
+        /// The error.
+        error: String,
+    },
     /// A handler failed for the last time its policy allows.
     RetriesExhausted {
         /// The state.

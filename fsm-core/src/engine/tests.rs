@@ -33,6 +33,8 @@ enum Act {
     WaitFor(Duration),
     Retry,
     RetryAfter(Duration),
+    /// A failure of the world around the handler (spends no attempt).
+    Transient,
     Permanent,
     Fail,
     Sleep(Duration),
@@ -46,6 +48,8 @@ enum FlowError {
     Temporary(Option<Duration>),
     #[error("broken for good")]
     Broken,
+    #[error("the API server is unavailable")]
+    Unavailable,
     #[error(transparent)]
     Checkpoint(#[from] crate::CheckpointError),
 }
@@ -56,6 +60,7 @@ impl Classify for FlowError {
             FlowError::Temporary(None) | FlowError::Checkpoint(_) => ErrorClass::RETRYABLE,
             FlowError::Temporary(Some(d)) => ErrorClass::retry_after(*d),
             FlowError::Broken => ErrorClass::Permanent,
+            FlowError::Unavailable => ErrorClass::TRANSIENT,
         }
     }
 }
@@ -147,6 +152,7 @@ async fn act(
         Act::WaitFor(d) => Ok(Transition::wait(d)),
         Act::Retry => Err(FlowError::Temporary(None)),
         Act::RetryAfter(d) => Err(FlowError::Temporary(Some(d))),
+        Act::Transient => Err(FlowError::Unavailable),
         Act::Permanent => Err(FlowError::Broken),
         Act::Fail => Ok(Transition::fail("asked to fail")),
         Act::Sleep(d) => {
@@ -226,6 +232,7 @@ impl Fsm for Flow {
             ));
             match next {
                 Act::Retry => Err(FlowError::Temporary(None)),
+                Act::Transient => Err(FlowError::Unavailable),
                 Act::Permanent => Err(FlowError::Broken),
                 _ => Ok(()),
             }
@@ -904,6 +911,7 @@ fn any_act() -> impl Strategy<Value = Act> {
         4 => Just(Act::Go),
         1 => Just(Act::Stay),
         3 => Just(Act::Retry),
+        2 => Just(Act::Transient),
         1 => Just(Act::Permanent),
         1 => Just(Act::Fail),
     ]
@@ -923,7 +931,7 @@ proptest! {
     #[test]
     fn the_engine_keeps_its_invariants(
         acts in proptest::collection::vec(any_act(), 0..40),
-        comp_acts in proptest::collection::vec(prop_oneof![Just(Act::Go), Just(Act::Retry), Just(Act::Permanent)], 0..6),
+        comp_acts in proptest::collection::vec(prop_oneof![Just(Act::Go), Just(Act::Retry), Just(Act::Transient), Just(Act::Permanent)], 0..6),
         faults in proptest::collection::vec(any_fault(), 60),
     ) {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
@@ -975,7 +983,7 @@ proptest! {
                 last = Some(record);
             }
             for e in &effects {
-                if let Effect::RetryScheduled { delay, .. } = e {
+                if let Effect::RetryScheduled { delay, .. } | Effect::TransientFailure { delay, .. } = e {
                     prop_assert!(*delay <= Duration::from_secs(300));
                 }
             }
@@ -1265,4 +1273,98 @@ async fn without_authority_no_compensation_runs() {
         "{:?}",
         script.log()
     );
+}
+
+#[tokio::test]
+async fn transient_failures_spend_no_attempt_and_back_off_to_the_cap() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    // Provision allows 3 attempts, backoff 1 s × 2 up to 10 s: twelve
+    // transient failures in a row would have exhausted it four times over.
+    let mut acts = vec![Act::Go];
+    acts.extend(std::iter::repeat_n(Act::Transient, 12));
+    acts.push(Act::Retry);
+    let script = Script::with(acts);
+    let effects = settle(&engine(&clock), &clock, &store, &script, &observed()).await;
+    let transient: Vec<(u32, Duration)> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::TransientFailure {
+                failures, delay, ..
+            } => Some((*failures, *delay)),
+            _ => None,
+        })
+        .collect();
+    let secs = Duration::from_secs;
+    assert_eq!(
+        transient,
+        (1..=12)
+            .zip([1, 2, 4, 8, 10, 10, 10, 10, 10, 10, 10, 10].map(secs))
+            .collect::<Vec<_>>()
+    );
+    // The one counted failure after them is the first attempt spent.
+    assert!(effects.contains(&Effect::RetryScheduled {
+        state: "Provision".into(),
+        attempt: 1,
+        delay: secs(1),
+        error: "temporary trouble".into(),
+    }));
+    assert!(!effects.iter().any(|e| matches!(
+        e,
+        Effect::RetriesExhausted { .. } | Effect::CompensationStarted { .. }
+    )));
+    let record = record_in(&store);
+    assert_eq!(record.state, "Ready");
+    assert_eq!((record.attempt, record.transient_failures), (0, 0));
+}
+
+#[tokio::test]
+async fn a_state_timeout_ends_transient_failures() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    // Wait (timeout 10 min, no on_timeout: fail and compensate) never gets
+    // through to its API.
+    let mut acts = vec![Act::Go, Act::Go];
+    acts.extend(std::iter::repeat_n(Act::Transient, 200));
+    let script = Script::with(acts);
+    let effects = settle(&engine(&clock), &clock, &store, &script, &observed()).await;
+    assert!(effects.contains(&Effect::TimedOut {
+        state: "Wait".into()
+    }));
+    let record = record_in(&store);
+    assert_eq!(record.state, "Failed");
+    assert_eq!(record.attempt, 0, "no attempt was spent");
+    assert!(
+        script.log().contains(&"compensate:Wait:i-1".to_owned()),
+        "{:?}",
+        script.log()
+    );
+}
+
+#[tokio::test]
+async fn a_transient_failure_in_compensation_spends_an_attempt_so_unwinding_ends() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let script =
+        Script::with([Act::Go, Act::Fail]).compensations(std::iter::repeat_n(Act::Transient, 50));
+    let effects = settle(&engine(&clock), &clock, &store, &script, &observed()).await;
+    assert!(
+        effects
+            .iter()
+            .any(|e| matches!(e, Effect::CompensationFailed { step, .. } if step == "Provision"))
+    );
+    assert_eq!(record_in(&store).state, "Failed");
+}
+
+#[test]
+fn a_record_without_transient_failures_does_not_mention_them() {
+    let record = StateRecord::new(&Flow::Start, t0()).unwrap();
+    let json = serde_json::to_value(&record).unwrap();
+    assert!(json.get("transientFailures").is_none(), "{json}");
+    let mut failing = record;
+    failing.transient_failures = 3;
+    let json = serde_json::to_value(&failing).unwrap();
+    assert_eq!(json["transientFailures"], 3);
+    let back: StateRecord = serde_json::from_value(json).unwrap();
+    assert_eq!(back.transient_failures, 3);
 }
