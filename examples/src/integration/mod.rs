@@ -68,9 +68,9 @@ pub enum IntegrationError {
 impl Classify for IntegrationError {
     fn class(&self) -> ErrorClass {
         match self {
-            IntegrationError::Kube(_) | IntegrationError::BuildFailed { .. } => {
-                ErrorClass::RETRYABLE
-            }
+            // A failing or busy API server spends no attempt.
+            IntegrationError::Kube(e) => fsm_kube::classify_kube_error(e),
+            IntegrationError::BuildFailed { .. } => ErrorClass::RETRYABLE,
             IntegrationError::Snapshot(_) | IntegrationError::NotNamespaced => {
                 ErrorClass::Permanent
             }

@@ -63,7 +63,8 @@ pub enum JarError {
 impl Classify for JarError {
     fn class(&self) -> ErrorClass {
         match self {
-            JarError::Kube(_) => ErrorClass::RETRYABLE,
+            // A failing or busy API server spends no attempt.
+            JarError::Kube(e) => fsm_kube::classify_kube_error(e),
             JarError::NotNamespaced => ErrorClass::Permanent,
         }
     }
