@@ -45,14 +45,17 @@ fn new_request_id(cx: &Step<'_, DbState>) -> String {
 ///    whatever happens next.
 /// 2. Ask the API what that request created: after a lost answer or a
 ///    crash, the instance is there and is taken as is.
-/// 3. Only then create, with that id, also sent as the create's
+/// 3. Make sure this replica still holds the Lease, right before paying.
+/// 4. Only then create, with that id, also sent as the create's
 ///    idempotency key.
 ///
 /// Steps 1 and 2 handle crashes and lost answers on any API. They cannot
 /// stop a second process that passes step 2 at the same time (a leader
-/// paused past its Lease, then resumed): only the key can, where the API
-/// honours it, by answering the later create with the earlier one's
-/// instance.
+/// paused past its Lease, then resumed). Step 3 stops most of those (the
+/// runtime also checks before the handler and after the checkpoint), but
+/// not a pause between the check and the request; only the key closes it,
+/// where the API honours it, by answering the later create with the
+/// earlier one's instance.
 pub(super) async fn provision(
     cx: &mut Step<'_, DbState>,
     request_id: &Option<String>,
@@ -76,6 +79,7 @@ pub(super) async fn provision(
             instance
         }
         None => {
+            cx.ensure_authority()?;
             let database = cx.resource();
             cloud
                 .create(&CreateInstance {
@@ -254,6 +258,37 @@ mod tests {
             poll: Duration::from_secs(10),
             ..DbContext::new(client.clone(), cloud.url())
         }
+    }
+
+    #[tokio::test]
+    async fn a_replica_that_lost_its_lease_stops_before_paying() {
+        let (_server, client) = server().await;
+        let cloud = cloud(0.0, None).await;
+        let db = database(&client, "inventory", GOOD_SEED).await;
+        let lapsed = std::sync::Arc::new(fsm_kube::leader::Leadership::never("replica-0"));
+        // With the request id already checkpointed: the check before the
+        // create stops it.
+        let resumed = Harness::<DbState>::new(db.clone(), ctx(&client, &cloud))
+            .authority(lapsed.clone())
+            .in_state(DbState::Provisioning {
+                request_id: Some("req-1".into()),
+            });
+        let error = resumed.run_handler().await.unwrap_err();
+        assert!(matches!(error, DbError::NotLeading(_)), "{error:?}");
+        // Without one: the checkpoint refuses, before anything is written.
+        let fresh = Harness::<DbState>::new(db, ctx(&client, &cloud))
+            .authority(lapsed)
+            .in_state(DbState::Provisioning { request_id: None });
+        let error = fresh.run_handler().await.unwrap_err();
+        assert!(
+            matches!(
+                error,
+                DbError::Checkpoint(fsm_core::CheckpointError::AuthorityLost(_))
+            ),
+            "{error:?}"
+        );
+        assert!(fresh.checkpoints().is_empty());
+        assert!(cloud.ledger().charges.is_empty(), "nothing was paid for");
     }
 
     #[tokio::test]

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::scoped_api;
-use fsm_core::CheckpointError;
+use fsm_core::{AuthorityLost, CheckpointError};
 use fsm_kube::prelude::*;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
@@ -73,12 +73,18 @@ pub enum DbError {
     /// The Database has no namespace; permanent.
     #[error("the Database has no namespace")]
     NotNamespaced,
+    /// This replica no longer holds the Lease: it stops before calling the
+    /// cloud (the engine records nothing of it; the leader carries on).
+    #[error(transparent)]
+    NotLeading(#[from] AuthorityLost),
 }
 
 impl Classify for DbError {
     fn class(&self) -> ErrorClass {
         match self {
-            DbError::Kube(_) | DbError::Checkpoint(_) => ErrorClass::RETRYABLE,
+            // A failing or busy API server spends no attempt.
+            DbError::Kube(e) => fsm_kube::classify_kube_error(e),
+            DbError::Checkpoint(_) | DbError::NotLeading(_) => ErrorClass::RETRYABLE,
             DbError::Cloud(e) if e.is_retryable() => ErrorClass::RETRYABLE,
             DbError::Cloud(_) | DbError::InstanceGone(_) | DbError::NotNamespaced => {
                 ErrorClass::Permanent
