@@ -202,17 +202,17 @@ async fn killed_leaders_hand_over_and_nothing_commits_twice() {
 }
 
 /// The leader is paused (SIGSTOP) instead, until another replica holds the
-/// Lease and has led for 50–600 ms, then resumed (SIGCONT): a zombie that
-/// still believes it leads, with requests in flight and stale caches, until
-/// its lease manager finds out.
-///
-/// The Lease does not fence a resumed leader, and the create-pending
-/// pattern (checkpointed request id, look up, then create) is a
-/// check-then-act that two processes can interleave: without idempotency
-/// keys (`SOAK_CLOUD_KEYS=0`) it fails now and then with a Database created
-/// twice under one request id, the histories intact. With them (the
-/// default), the second create gets the first one's instance: one create
-/// per Database (`docs/reliability.md`, "A paused leader").
+/// Lease and has led for 50–600 ms, then resumed (SIGCONT): a zombie with
+/// requests in flight, expired timers and stale caches. Its hold on the
+/// Lease has lapsed by its own clock when it wakes, so the engine runs no
+/// handler for it; but a pause between the last check and a create on the
+/// wire is beyond any Lease, and the create-pending pattern (checkpointed
+/// request id, look up, then create) is a check-then-act that two
+/// processes can then interleave. With idempotency keys (the default) the
+/// second create gets the first one's instance: one create per Database.
+/// Without them (`SOAK_CLOUD_KEYS=0`, a measurement) a Database may be
+/// created twice under one request id, the histories intact
+/// (`docs/reliability.md`, "A paused leader").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paused_leaders_resume_and_nothing_happens_twice() {
     run(true).await;

@@ -50,7 +50,7 @@ fn replica(env: &Env, identity: &'static str, ctx: Arc<Ctx>) -> tokio::task::Joi
         )
         .await;
         if let Err(error) = result {
-            panic!("{identity}: lease manager failed: {error}");
+            panic!("{identity}: leader election failed: {error}");
         }
     })
 }
