@@ -362,7 +362,12 @@ async fn printed_cluster_role_is_exactly_what_the_operator_uses() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn printed_roles_with_leader_election_are_exactly_what_the_operator_uses() {
     let lease = ["--leader-elect", "--lease-namespace", NS];
-    let run: Vec<&str> = ["-n", NS].into_iter().chain(lease).collect();
+    // A short Lease, renewed every ~0.7 s: the run renews it (an `update`)
+    // many times over, as a long-lived operator does.
+    let run: Vec<&str> = ["-n", NS, "--lease-duration", "2"]
+        .into_iter()
+        .chain(lease)
+        .collect();
     let rbac: Vec<&str> = ["-n", NS].into_iter().chain(lease).collect();
     check("namespaced", &run, &rbac, true).await;
 }
