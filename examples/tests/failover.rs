@@ -19,18 +19,24 @@
 //! turns the keys off, to measure what is left without them (the paused
 //! test then fails now and then, naming the Database paid twice).
 //!
+//! `terminated_leaders_give_the_lease_up_and_nothing_commits_twice` sends
+//! the leader SIGTERM instead, as Kubernetes does to a pod it stops (a
+//! rolling update): the replica stops acting, gives the Lease up and exits
+//! 0, and the next one takes it at its next look instead of waiting the
+//! Lease's duration out (6 s there, so that the difference shows).
+//!
 //! The failover gap of a kill is the time from the SIGKILL to the next
 //! transition committed (the first history entry `at` after the kill, from
 //! the records at the end); printed with the Lease's handover time.
 //!
-//! | variable | default (killed / paused) | what |
+//! | variable | default (killed / paused / terminated) | what |
 //! | --- | --- | --- |
-//! | `SOAK_OBJECTS` | 30 / 60 | Databases |
-//! | `SOAK_KILLS` | 6 / 12 | SIGKILLs (pauses) of the leader |
+//! | `SOAK_OBJECTS` | 30 / 60 / 30 | Databases |
+//! | `SOAK_KILLS` | 6 / 12 / 6 | SIGKILLs (pauses, SIGTERMs) of the leader |
 //! | `SOAK_SEED` | 1 | the seed of the kill moments (and of the cloud's failures) |
 //! | `SOAK_FAILURE_PERCENT` | 20 | the share of cloud calls that fail |
-//! | `SOAK_LEASE_SECS` | 2 | the Lease's duration (`--lease-duration`; its renewal grace is a third) |
-//! | `SOAK_MIN_MS` / `SOAK_MAX_MS` | 200 / 1000, 50 / 400 | how long a leader leads before it is killed (paused) |
+//! | `SOAK_LEASE_SECS` | 2 / 2 / 6 | the Lease's duration (`--lease-duration`; renewed every third of it) |
+//! | `SOAK_MIN_MS` / `SOAK_MAX_MS` | 200 / 1000, 50 / 400, 200 / 1000 | how long a leader leads before it is killed (paused, terminated) |
 //! | `SOAK_HANDOVER_SECS` | 30 | the bound on each handover |
 //! | `SOAK_SETTLE_SECS` | 60 | how long the replicas get to finish after the last kill |
 //! | `SOAK_CLOUD_KEYS` | 1 | 0: the cloud ignores idempotency keys |
@@ -50,9 +56,31 @@ use soak::{
 const LEASE: &str = "database-operator-leader";
 const REPLICAS: usize = 3;
 
-/// The two tests take turns: each runs six processes and measures
-/// handovers, which the other's load would skew on a small machine.
+/// The tests take turns: each runs six processes and measures handovers,
+/// which the others' load would skew on a small machine.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// What happens to the leader, again and again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// SIGKILL, and a fresh replica in its place.
+    Kill,
+    /// SIGSTOP until another replica leads, then SIGCONT.
+    Pause,
+    /// SIGTERM: it gives the Lease up and exits; a fresh replica in its
+    /// place.
+    Terminate,
+}
+
+impl Mode {
+    fn past(self) -> &'static str {
+        match self {
+            Mode::Kill => "killed",
+            Mode::Pause => "paused",
+            Mode::Terminate => "terminated",
+        }
+    }
+}
 
 struct Knobs {
     objects: usize,
@@ -71,18 +99,18 @@ impl Knobs {
     /// The knobs, from the environment; the defaults depend on whether the
     /// leaders are paused (more objects, more and shorter reigns: the
     /// chances of a resumed leader meeting a create in flight).
-    fn from_env(pause: bool) -> Knobs {
-        let (objects, kills, min_ms, max_ms) = if pause {
-            (60, 12, 50, 400)
-        } else {
-            (30, 6, 200, 1000)
+    fn from_env(mode: Mode) -> Knobs {
+        let (objects, kills, min_ms, max_ms, lease_secs) = match mode {
+            Mode::Pause => (60, 12, 50, 400, 2),
+            Mode::Kill => (30, 6, 200, 1000, 2),
+            Mode::Terminate => (30, 6, 200, 1000, 6),
         };
         let knobs = Knobs {
             objects: knob("SOAK_OBJECTS", objects) as usize,
             kills: knob("SOAK_KILLS", kills) as usize,
             seed: knob("SOAK_SEED", 1),
             failure_percent: knob("SOAK_FAILURE_PERCENT", 20),
-            lease_secs: knob("SOAK_LEASE_SECS", 2).max(2),
+            lease_secs: knob("SOAK_LEASE_SECS", lease_secs).max(2),
             min_ms: knob("SOAK_MIN_MS", min_ms),
             max_ms: knob("SOAK_MAX_MS", max_ms),
             handover: Duration::from_secs(knob("SOAK_HANDOVER_SECS", 30)),
@@ -129,6 +157,21 @@ impl Replicas {
         let (_, process) = self.running.remove(at);
         process.kill();
         true
+    }
+
+    /// SIGTERMs the replica `identity` and waits (bounded) until it has
+    /// exited; its exit status.
+    fn terminate(&mut self, identity: &str) -> std::process::ExitStatus {
+        let at = self
+            .running
+            .iter()
+            .position(|(id, _)| id == identity)
+            .unwrap_or_else(|| panic!("the replica {identity} is not running"));
+        let (_, mut process) = self.running.remove(at);
+        signal(process.pid(), "TERM");
+        process
+            .wait_exit(Duration::from_secs(20))
+            .unwrap_or_else(|| panic!("{identity} did not exit within 20 s of SIGTERM"))
     }
 
     /// The process id of the replica `identity`.
@@ -198,7 +241,15 @@ fn stats(values: &mut [f64]) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_leaders_hand_over_and_nothing_commits_twice() {
-    run(false).await;
+    run(Mode::Kill).await;
+}
+
+/// A rolling update's way: SIGTERM. Each terminated leader exits 0 and no
+/// longer holds the Lease when it has exited (it gave it up); the rest is
+/// the kill test's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terminated_leaders_give_the_lease_up_and_nothing_commits_twice() {
+    run(Mode::Terminate).await;
 }
 
 /// The leader is paused (SIGSTOP) instead, until another replica holds the
@@ -215,7 +266,7 @@ async fn killed_leaders_hand_over_and_nothing_commits_twice() {
 /// (`docs/reliability.md`, "A paused leader").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paused_leaders_resume_and_nothing_happens_twice() {
-    run(true).await;
+    run(Mode::Pause).await;
 }
 
 /// Sends `signal` (`STOP`, `CONT`) to `pid`.
@@ -230,12 +281,16 @@ fn signal(pid: u32, signal: &str) {
 
 /// Kills (or, with `pause`, pauses and later resumes) the leader again and
 /// again; the end checks; the figures.
-async fn run(pause: bool) {
+async fn run(mode: Mode) {
     let _turn = ONE_AT_A_TIME.lock().await;
-    let knobs = Knobs::from_env(pause);
+    let knobs = Knobs::from_env(mode);
     let started = Instant::now();
     let mut stack = Stack::start_with(
-        if pause { "failover-paused" } else { "failover" },
+        match mode {
+            Mode::Kill => "failover",
+            Mode::Pause => "failover-paused",
+            Mode::Terminate => "failover-terminated",
+        },
         knobs.seed,
         knobs.failure_percent,
         knobs.keys,
@@ -272,7 +327,7 @@ async fn run(pause: bool) {
         tokio::time::sleep(Duration::from_millis(lifetime)).await;
         let killed_at = jiff::Timestamp::now();
         let killed_instant = Instant::now();
-        if pause {
+        if mode == Mode::Pause {
             let pid = replicas.pid(&leader);
             signal(pid, "STOP");
             interrupted.push(in_flight(&client, created).await);
@@ -283,7 +338,17 @@ async fn run(pause: bool) {
             leader = next;
             continue;
         }
-        assert!(replicas.kill(&leader), "the leader {leader} is not running");
+        if mode == Mode::Terminate {
+            let status = replicas.terminate(&leader);
+            assert!(status.success(), "{leader} exited with {status} on SIGTERM");
+            assert_ne!(
+                holder(&leases).await.as_deref(),
+                Some(leader.as_str()),
+                "{leader} exited still holding the Lease"
+            );
+        } else {
+            assert!(replicas.kill(&leader), "the leader {leader} is not running");
+        }
         // Read before the Lease can expire: the workflows the kill cut.
         interrupted.push(in_flight(&client, created).await);
         replicas.start_one(&stack);
@@ -310,7 +375,7 @@ async fn run(pause: bool) {
             knobs.settle,
             kill_phase.as_secs_f64(),
             kills.len(),
-            if pause { "paused" } else { "killed" }
+            mode.past()
         ),
     );
     stack.assert_no_panic();
@@ -363,17 +428,17 @@ async fn run(pause: bool) {
          cloud (idempotency keys {}): {} charges, {} injected failures, {} lost answers, \
          {} creates answered from their key; longest stay in a state {stay:.1}s \
          ({stay_object} in {stay_state})",
-        if pause {
-            "leaders paused and resumed"
-        } else {
-            "leaders killed"
+        match mode {
+            Mode::Kill => "leaders killed",
+            Mode::Pause => "leaders paused and resumed",
+            Mode::Terminate => "leaders terminated",
         },
         knobs.seed,
         knobs.objects,
         rejected_count(knobs.objects),
         REPLICAS,
         kills.len(),
-        if pause { "paused" } else { "killed" },
+        mode.past(),
         knobs.lease_secs,
         hits,
         interrupted.iter().sum::<usize>(),

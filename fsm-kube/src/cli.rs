@@ -587,7 +587,7 @@ where
                     )
                 });
                 tracing::info!(lease = %lease_name, namespace = %lease_namespace, %identity, "leader election");
-                crate::leader::run_while_leader(
+                crate::leader::run_while_leader_until(
                     client.clone(),
                     &lease_namespace,
                     &lease_name,
@@ -599,11 +599,15 @@ where
                             ..context.clone()
                         })
                     },
+                    termination(),
                 )
                 .await
                 .map_err(Error::LeaderElection)
             } else {
-                run(context.clone()).await;
+                tokio::select! {
+                    () = run(context.clone()) => {}
+                    () = termination() => {}
+                }
                 Ok(())
             }
         };
@@ -623,6 +627,32 @@ where
             }
             None => controller.await,
         }
+    }
+}
+
+/// Completes on SIGTERM (what Kubernetes sends a pod it stops) or Ctrl-C:
+/// `run` then stops, giving the Lease up when it holds one.
+async fn termination() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = terminate.recv() => tracing::info!("SIGTERM: stopping"),
+                    _ = tokio::signal::ctrl_c() => tracing::info!("interrupted: stopping"),
+                }
+                return;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for SIGTERM; only Ctrl-C stops gracefully");
+            }
+        }
+    }
+    match tokio::signal::ctrl_c().await {
+        Ok(()) => tracing::info!("interrupted: stopping"),
+        // Nothing to listen to: never stop on a signal then.
+        Err(_) => std::future::pending().await,
     }
 }
 

@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use common::*;
 use fsm_kube::StatusStore;
-use fsm_kube::leader::run_while_leader;
+use fsm_kube::leader::{run_while_leader, run_while_leader_until};
 use futures::StreamExt;
+use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
 use kube::runtime::{Controller, watcher};
 
@@ -120,4 +121,72 @@ async fn only_the_leader_reconciles_and_the_other_takes_over() {
         let seqs: Vec<u64> = record.history.iter().map(|h| h.seq).collect();
         assert_eq!(seqs, [1, 2, 3], "each transition committed once");
     }
+}
+
+/// A replica told to stop (SIGTERM, in the CLI) stops acting, gives the
+/// Lease up and returns; the other takes it without waiting the duration
+/// out, and reconciles from there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_told_to_stop_hands_the_lease_over() {
+    let env = env().await;
+    let client = env.client.clone();
+    let leases: Api<Lease> = Api::namespaced(client.clone(), &env.ns);
+    let holder = |leases: Api<Lease>| async move {
+        leases
+            .get_opt("widget-operator")
+            .await
+            .ok()
+            .flatten()
+            .and_then(|l| l.spec)
+            .and_then(|s| s.holder_identity)
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let ns = env.ns.clone();
+    let a = tokio::spawn(async move {
+        run_while_leader_until(
+            client,
+            &ns,
+            "widget-operator",
+            "a",
+            Duration::from_secs(6),
+            |_leadership| std::future::pending::<()>(),
+            async {
+                let _ = stopped.await;
+            },
+        )
+        .await
+    });
+    eventually("a to hold the Lease", || {
+        let leases = leases.clone();
+        async move { (holder(leases).await.as_deref() == Some("a")).then_some(()) }
+    })
+    .await;
+    let ctx_b = ctx(&env.client);
+    let b = replica(&env, "b", ctx_b.clone());
+
+    stop.send(()).unwrap();
+    a.await.unwrap().unwrap();
+    assert_ne!(
+        holder(leases.clone()).await.as_deref(),
+        Some("a"),
+        "a gave the Lease up before it returned"
+    );
+    eventually("b to hold the Lease", || {
+        let leases = leases.clone();
+        async move { (holder(leases).await.as_deref() == Some("b")).then_some(()) }
+    })
+    .await;
+    create_widget(
+        &env,
+        "after",
+        WidgetSpec {
+            color: "green".into(),
+            fail: false,
+            conflict_once: false,
+        },
+    )
+    .await;
+    wait_for_status_state(&env, "after", "Ready").await;
+    assert!(ctx_b.log().contains(&"start:after".to_owned()));
+    b.abort();
 }

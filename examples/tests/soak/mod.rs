@@ -102,6 +102,21 @@ impl Proc {
         let _ = self.child.wait();
     }
 
+    /// Waits (bounded) for the process to exit by itself; its status, or
+    /// `None` when it is still running after `timeout`.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            if std::time::Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Whether the process has exited (reaping it if so).
     pub fn exited(&mut self) -> bool {
         !matches!(self.child.try_wait(), Ok(None))

@@ -77,7 +77,7 @@ impl Elector {
     }
 
     /// Runs until the API server refuses access for good; moves `hold`.
-    pub(crate) async fn run(mut self, hold: DeadlineSender) -> Result<(), LeaderError> {
+    pub(crate) async fn run(&mut self, hold: &DeadlineSender) -> Result<(), LeaderError> {
         let mut leading = false;
         loop {
             let sent = Instant::now();
@@ -175,6 +175,34 @@ impl Elector {
         {
             Ok(_) => Ok(Attempt::Leading),
             Err(kube::Error::Api(status)) if status.is_conflict() => Ok(self.lost_race()),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Gives the Lease up, if this replica holds it: the holder is cleared
+    /// (conditionally on the version read), so that another replica takes
+    /// it at its next look instead of waiting out the duration. The caller
+    /// has stopped acting first.
+    pub(crate) async fn release(&self) -> Result<(), kube::Error> {
+        let Some(mut lease) = self.api.get_opt(&self.name).await? else {
+            return Ok(());
+        };
+        let Some(spec) = lease.spec.as_mut() else {
+            return Ok(());
+        };
+        if spec.holder_identity.as_deref() != Some(self.identity.as_str()) {
+            return Ok(());
+        }
+        spec.holder_identity = None;
+        spec.renew_time = Some(MicroTime(jiff::Timestamp::now()));
+        match self
+            .api
+            .replace(&self.name, &PostParams::default(), &lease)
+            .await
+        {
+            Ok(_) => Ok(()),
+            // Someone wrote in between: it is not ours to clear any more.
+            Err(kube::Error::Api(status)) if status.is_conflict() => Ok(()),
             Err(error) => Err(error),
         }
     }
@@ -343,7 +371,8 @@ mod tests {
     async fn the_running_elector_holds_and_a_stopped_one_lapses() {
         let server = ApiServer::new();
         let (hold, leadership) = Leadership::channel("a");
-        let task = tokio::spawn(elector(&server, "a").run(hold));
+        let mut a = elector(&server, "a");
+        let task = tokio::spawn(async move { a.run(&hold).await });
         let mut watcher = leadership.clone();
         while !watcher.is_held() {
             assert!(watcher.changed().await);
@@ -357,11 +386,32 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_released_lease_is_taken_at_once() {
+        let server = ApiServer::new();
+        let mut a = elector(&server, "a");
+        let mut b = elector(&server, "b");
+        a.try_acquire_or_renew().await.unwrap();
+        assert!(matches!(
+            b.try_acquire_or_renew().await.unwrap(),
+            Attempt::Following { .. }
+        ));
+        a.release().await.unwrap();
+        let spec = a.api.get("op-leader").await.unwrap().spec.unwrap();
+        assert_eq!(spec.holder_identity, None);
+        // No waiting out the duration.
+        assert_eq!(b.try_acquire_or_renew().await.unwrap(), Attempt::Leading);
+        // Releasing a Lease held by another replica changes nothing.
+        a.release().await.unwrap();
+        let spec = b.api.get("op-leader").await.unwrap().spec.unwrap();
+        assert_eq!(spec.holder_identity.as_deref(), Some("b"));
+    }
+
+    #[tokio::test]
     async fn refused_access_is_an_error_not_a_retry() {
         let server = ApiServer::new();
         server.faults().add(Fault::error(403).resource("leases"));
         let (hold, _leadership) = Leadership::channel("a");
-        let error = elector(&server, "a").run(hold).await.unwrap_err();
+        let error = elector(&server, "a").run(&hold).await.unwrap_err();
         assert!(error.to_string().contains("op-leader"), "{error}");
     }
 }

@@ -101,7 +101,8 @@ impl LeaseTiming {
 /// Runs `controller(leadership)` while this replica holds the Lease
 /// `lease_name` in `namespace`, as `identity`; aborts it when the hold
 /// lapses, and starts a fresh one when the Lease is won again. Never
-/// returns unless access to the Lease is refused.
+/// returns unless access to the Lease is refused; see
+/// [`run_while_leader_until`] to stop on a signal and hand over at once.
 ///
 /// Give the [`Leadership`] to the reconciler
 /// ([`ReconcilerOptions::leadership`](crate::ReconcilerOptions)) so that
@@ -124,54 +125,140 @@ pub async fn run_while_leader<C, Fut>(
     lease_name: &str,
     identity: &str,
     lease_duration: Duration,
-    mut controller: C,
+    controller: C,
 ) -> Result<(), LeaderError>
 where
     C: FnMut(Leadership) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
+    run_while_leader_until(
+        client,
+        namespace,
+        lease_name,
+        identity,
+        lease_duration,
+        controller,
+        std::future::pending(),
+    )
+    .await
+}
+
+/// As [`run_while_leader`], until `shutdown` completes (a SIGTERM, say):
+/// then this replica stops acting, aborts its controller, and gives the
+/// Lease up if it holds it, so that another replica takes over at its next
+/// look (within a third of the duration) instead of waiting the whole
+/// duration out, as after a crash. Returns `Ok` once that is done.
+///
+/// ```no_run
+/// # async fn demo(client: kube::Client) -> Result<(), fsm_kube::leader::LeaderError> {
+/// use std::time::Duration;
+/// use fsm_kube::leader::run_while_leader_until;
+///
+/// run_while_leader_until(
+///     client,
+///     "ops",
+///     "db-operator-leader",
+///     "db-operator-0",
+///     Duration::from_secs(15),
+///     |leadership| async move {
+///         // Build the reconciler with `leadership` and run the Controller.
+///         # drop(leadership);
+///     },
+///     async {
+///         let _ = tokio::signal::ctrl_c().await;
+///     },
+/// )
+/// .await
+/// # }
+/// ```
+///
+/// # Errors
+/// [`LeaderError::Forbidden`], while running. Giving the Lease up on the
+/// way out is best effort: a failure is logged, and the Lease then expires
+/// as after a crash.
+pub async fn run_while_leader_until<C, Fut, S>(
+    client: Client,
+    namespace: &str,
+    lease_name: &str,
+    identity: &str,
+    lease_duration: Duration,
+    mut controller: C,
+    shutdown: S,
+) -> Result<(), LeaderError>
+where
+    C: FnMut(Leadership) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+    S: Future<Output = ()>,
+{
     let timing = LeaseTiming::new(lease_duration.max(Duration::from_secs(2)));
     let (hold, mut leadership) = Leadership::channel(identity);
     let api: Api<Lease> = Api::namespaced(client, namespace);
-    let elect = Elector::new(api, lease_name, identity, timing).run(hold);
-    tokio::pin!(elect);
-    // Aborted when dropped, so that cancelling this future (or the task it
-    // runs in) stops the controller too.
-    let mut running: Option<AbortOnDrop> = None;
-    loop {
-        match (leadership.is_held(), running.is_some()) {
-            (true, false) => {
-                tracing::info!(
-                    lease = lease_name,
-                    identity,
-                    "leading: starting the controller"
-                );
-                running = Some(AbortOnDrop(tokio::spawn(controller(leadership.clone()))));
-            }
-            (false, true) => {
-                tracing::warn!(
-                    lease = lease_name,
-                    identity,
-                    "the Lease is no longer held: stopping the controller"
-                );
-                running = None;
-            }
-            _ => {}
-        }
-        let lapses = leadership.deadline().filter(|d| *d > Instant::now());
-        tokio::select! {
-            // First: when the elector stops, its error must not be lost to
-            // the closed channel it leaves behind.
-            biased;
-            result = &mut elect => return result,
-            alive = leadership.changed() => {
-                if !alive {
-                    return Ok(());
+    let mut elector = Elector::new(api, lease_name, identity, timing);
+    let ended = {
+        let elect = elector.run(&hold);
+        tokio::pin!(elect);
+        tokio::pin!(shutdown);
+        // Aborted when dropped, so that cancelling this future (or the task
+        // it runs in) stops the controller too.
+        let mut running: Option<AbortOnDrop> = None;
+        loop {
+            match (leadership.is_held(), running.is_some()) {
+                (true, false) => {
+                    tracing::info!(
+                        lease = lease_name,
+                        identity,
+                        "leading: starting the controller"
+                    );
+                    running = Some(AbortOnDrop(tokio::spawn(controller(leadership.clone()))));
                 }
+                (false, true) => {
+                    tracing::warn!(
+                        lease = lease_name,
+                        identity,
+                        "the Lease is no longer held: stopping the controller"
+                    );
+                    running = None;
+                }
+                _ => {}
             }
-            () = sleep_until(lapses) => {}
+            let lapses = leadership.deadline().filter(|d| *d > Instant::now());
+            tokio::select! {
+                // First: when the elector stops, its error must not be lost
+                // to the closed channel it leaves behind.
+                biased;
+                result = &mut elect => break result,
+                () = &mut shutdown => {
+                    // Stop acting before anything else: a handler still
+                    // running sees the hold gone at its next check.
+                    hold.release();
+                    drop(running.take());
+                    break Ok(());
+                }
+                alive = leadership.changed() => {
+                    if !alive {
+                        break Ok(());
+                    }
+                }
+                () = sleep_until(lapses) => {}
+            }
+        }
+    };
+    if ended.is_ok() {
+        match elector.release().await {
+            Ok(()) => tracing::info!(
+                lease = lease_name,
+                identity,
+                "stopped; the Lease is free for another replica"
+            ),
+            Err(error) => tracing::warn!(
+                lease = lease_name,
+                identity,
+                %error,
+                "stopped; the Lease could not be given up and expires on its own"
+            ),
         }
     }
+    ended
 }
 
 /// Sleeps until `deadline`; forever without one.
