@@ -31,7 +31,7 @@ mod soak;
 use std::time::{Duration, Instant};
 
 use soak::{
-    Rng, Stack, check_outcome, create, in_flight, knob, longest_stay, rejected_count, settle,
+    Rng, Stack, check_outcome, create_up_to, in_flight, knob, longest_stay, rejected_count, settle,
 };
 
 struct Knobs {
@@ -76,10 +76,7 @@ async fn killed_operators_lose_nothing_and_pay_once() {
     let mut interrupted = Vec::with_capacity(knobs.kills);
     for wave in 0..waves {
         let until = knobs.objects * (wave + 1) / waves;
-        while created < until {
-            create(&client, created).await;
-            created += 1;
-        }
+        create_up_to(&client, &mut created, until).await;
         if wave == knobs.kills {
             break;
         }

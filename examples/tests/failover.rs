@@ -49,7 +49,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use soak::{
-    CloudKeys, NS, Proc, Rng, Stack, check_outcome, create, in_flight, knob, longest_stay,
+    CloudKeys, NS, Proc, Rng, Stack, check_outcome, create_up_to, in_flight, knob, longest_stay,
     rejected_count, settle,
 };
 
@@ -316,10 +316,7 @@ async fn run(mode: Mode) {
     let mut leader = wait_for_leader(&leases, &replicas, None, knobs.handover).await;
     for wave in 0..waves {
         let until = knobs.objects * (wave + 1) / waves;
-        while created < until {
-            create(&client, created).await;
-            created += 1;
-        }
+        create_up_to(&client, &mut created, until).await;
         if wave == knobs.kills {
             break;
         }

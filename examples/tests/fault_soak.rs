@@ -53,7 +53,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use soak::{
-    Stack, check_outcome, create, http, knob, longest_stay, rejected_count, rss_kib, settle,
+    Stack, check_outcome, create_up_to, http, knob, longest_stay, rejected_count, rss_kib, settle,
 };
 
 struct Knobs {
@@ -239,10 +239,7 @@ async fn api_faults_lose_nothing_and_memory_stays_bounded() {
     let mut gone_ids = Vec::new();
     for wave in 0..WAVES {
         let until = knobs.objects * (wave + 1) / WAVES;
-        while created < until {
-            create(&client, created).await;
-            created += 1;
-        }
+        create_up_to(&client, &mut created, until).await;
         if wave == WAVES / 2 {
             // One 410 Gone for the next watch of each resource the
             // operator watches (after the next drop at the latest).

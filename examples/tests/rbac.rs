@@ -21,11 +21,11 @@
 //! is expected and listed apart.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+mod soak;
 
 use examples::database::{Database, DatabaseSpec};
 use fsm_testkit::ApiServer;
@@ -33,6 +33,7 @@ use fsm_testkit::cluster::DeleteOptions;
 use k8s_openapi::api::core::v1::Secret;
 use kube::CustomResourceExt;
 use serde_json::{Value, json};
+use soak::Proc;
 
 const NS: &str = "default";
 const GOOD: &str = "CREATE TABLE t (id int); INSERT INTO t VALUES (1);";
@@ -45,42 +46,6 @@ const LEFTOVER: usize = 1;
 
 /// A `(group, resource[/subresource], verb)` permission.
 type Pair = (String, String, String);
-
-/// A child process, killed when dropped.
-struct Proc(Child);
-
-impl Proc {
-    fn spawn(command: &mut Command) -> Proc {
-        Proc(
-            command
-                .spawn()
-                .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}")),
-        )
-    }
-
-    /// The rest of the first stdout line starting with `prefix`.
-    fn line_after(&mut self, prefix: &'static str) -> String {
-        let stdout = self.0.stdout.take().expect("stdout is piped");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { return };
-                if let Some(rest) = line.strip_prefix(prefix) {
-                    let _ = tx.send(rest.trim().to_owned());
-                }
-            }
-        });
-        rx.recv_timeout(Duration::from_secs(30))
-            .unwrap_or_else(|_| panic!("no line {prefix:?} within 30 s"))
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn name(i: usize) -> String {
     format!("db-{i}")
@@ -209,7 +174,7 @@ async fn check(label: &str, run_args: &[&str], rbac_args: &[&str], namespaced: b
             .stdout(Stdio::piped())
             .stderr(Stdio::null()),
     );
-    let cloud_url = cloud.line_after("listening on");
+    let cloud_url = cloud.line_after("listening on", Duration::from_secs(30));
     let log = dir.join("operator.log");
     let operator = Proc::spawn(
         Command::new(env!("CARGO_BIN_EXE_database-operator"))

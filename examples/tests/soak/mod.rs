@@ -1,5 +1,5 @@
 //! The soaks' process harness, shared by `crash_soak.rs`, `fault_soak.rs`
-//! and `failover.rs`: the API server (`fsm-apiserver`) and the cloud API
+//! and `failover.rs` (and `rbac.rs`, for `Proc`): the API server (`fsm-apiserver`) and the cloud API
 //! (`fake-cloud`) as processes of their own, `database-operator` processes
 //! to kill, the Databases' workflows and the checks made at the end of
 //! every soak (each transition once, every object in its expected state,
@@ -417,6 +417,14 @@ pub async fn create(client: &Client, i: usize) {
         }
     }
     panic!("{} could not be created in 50 attempts", name(i));
+}
+
+/// Creates Databases `*created..until` (a wave), counting them in `created`.
+pub async fn create_up_to(client: &Client, created: &mut usize, until: usize) {
+    while *created < until {
+        create(client, *created).await;
+        *created += 1;
+    }
 }
 
 /// How many of the first `created` Databases are mid-workflow: no record
