@@ -2,7 +2,7 @@
 #
 # Everything lives under one cache directory (default: target/real-apiserver
 # of the workspace; override with FSM_REAL_APISERVER_DIR):
-#   apt/       a private apt configuration that knows bookworm's deb-src
+#   apt/       a private apt configuration with the release's deb-src line
 #   src/       the downloaded Debian source package and its unpacked tree
 #   gocache/   Go's build cache
 #   bin/       the built kube-apiserver and kube-controller-manager (reused)
