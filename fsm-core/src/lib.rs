@@ -134,6 +134,8 @@ pub use record::{
     StateRecord, StepFailure, TrailEntry, Unwind,
 };
 pub use retry::{InvalidRetryPolicy, Jitter, RetryPolicy};
-pub use step::{CheckpointError, Checkpointer, Step};
+pub use step::{
+    CheckpointError, Checkpointer, PublishError, RESERVED_STATUS_FIELDS, StatusFields, Step,
+};
 pub use store::{Loaded, ObjectKey, StateStore, StoreError, Version};
 pub use transition::Transition;

@@ -5,6 +5,7 @@ use std::sync::{Mutex, PoisonError};
 
 use crate::BoxFuture;
 use crate::record::{RawRecord, StateRecord};
+use crate::step::StatusFields;
 use crate::store::{Loaded, ObjectKey, StateStore, StoreError, Version};
 
 /// A store in process memory. Lost on restart; used by the harness, by tests
@@ -23,6 +24,7 @@ use crate::store::{Loaded, ObjectKey, StateStore, StoreError, Version};
 pub struct EphemeralStore {
     entries: Mutex<HashMap<ObjectKey, (RawRecord, u64)>>,
     counter: Mutex<u64>,
+    status: Mutex<HashMap<ObjectKey, StatusFields>>,
 }
 
 impl EphemeralStore {
@@ -42,6 +44,16 @@ impl EphemeralStore {
     /// The stored content of `key`, as is.
     pub fn get_raw(&self, key: &ObjectKey) -> Option<RawRecord> {
         self.lock().get(key).map(|(raw, _)| raw.clone())
+    }
+
+    /// The status fields published for `key` so far, merged as a status
+    /// patch would merge them into the object (a `null` removes a field).
+    pub fn status(&self, key: &ObjectKey) -> Option<StatusFields> {
+        self.status
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+            .cloned()
     }
 
     /// How many records the store holds.
@@ -101,6 +113,28 @@ impl StateStore for EphemeralStore {
             Ok(Version(version.to_string()))
         });
         Box::pin(async move { result })
+    }
+
+    fn save_with_status<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+        record: &'a StateRecord,
+        status: &'a StatusFields,
+        expected: Option<&'a Version>,
+    ) -> BoxFuture<'a, Result<Version, StoreError>> {
+        Box::pin(async move {
+            let version = self.save(key, record, expected).await?;
+            let mut published = self.status.lock().unwrap_or_else(PoisonError::into_inner);
+            let fields = published.entry(key.clone()).or_default();
+            for (name, value) in status {
+                if value.is_null() {
+                    fields.remove(name);
+                } else {
+                    fields.insert(name.clone(), value.clone());
+                }
+            }
+            Ok(version)
+        })
     }
 
     fn delete<'a>(

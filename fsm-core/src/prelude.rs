@@ -6,5 +6,5 @@ pub use serde::{Deserialize, Serialize};
 
 pub use crate::{
     BoxFuture, Classify, Clock, ErrorClass, Fsm, Harness, Jitter, Machine, ManualClock, OnDelete,
-    RetryPolicy, SpecChange, StateMeta, Step, SystemClock, Timestamp, Transition,
+    PublishError, RetryPolicy, SpecChange, StateMeta, Step, SystemClock, Timestamp, Transition,
 };

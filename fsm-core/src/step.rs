@@ -40,6 +40,36 @@ pub enum CheckpointError {
 
 impl crate::Classify for CheckpointError {}
 
+/// Fields of the object's `status` that a step publishes with its commit
+/// (see [`Step::publish_status`]): top-level keys of the status, as JSON.
+pub type StatusFields = serde_json::Map<String, serde_json::Value>;
+
+/// Why status fields could not be published.
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    /// The fields did not serialize to a JSON object (a map of status
+    /// fields).
+    #[error("published status must be a JSON object of status fields, not {0}")]
+    NotAnObject(&'static str),
+    /// The fields could not be serialized.
+    #[error("the published status could not be encoded")]
+    Encode(#[source] serde_json::Error),
+    /// The field belongs to the runtime: the record (`fsm`) or the
+    /// conditions it maintains.
+    #[error("status field `{0}` belongs to the runtime and cannot be published")]
+    Reserved(String),
+}
+
+impl crate::Classify for PublishError {
+    fn class(&self) -> crate::ErrorClass {
+        // The same fields fail the same way on every attempt.
+        crate::ErrorClass::Permanent
+    }
+}
+
+/// Status keys the runtime writes itself.
+pub const RESERVED_STATUS_FIELDS: [&str; 2] = ["fsm", "conditions"];
+
 /// Commits new data for the current state while a handler runs.
 ///
 /// The engine implements it over its store; the [`Harness`](crate::Harness)
@@ -66,6 +96,7 @@ pub struct Step<'a, S: Fsm> {
     pub(crate) spec_snapshot: Option<&'a serde_json::Value>,
     pub(crate) checkpointer: Option<&'a mut dyn Checkpointer<S>>,
     pub(crate) authority: Option<&'a dyn Authority>,
+    pub(crate) published: Option<StatusFields>,
 }
 
 impl<'a, S: Fsm> Step<'a, S> {
@@ -88,6 +119,7 @@ impl<'a, S: Fsm> Step<'a, S> {
             spec_snapshot: None,
             checkpointer: None,
             authority: None,
+            published: None,
         }
     }
 
@@ -163,6 +195,63 @@ impl<'a, S: Fsm> Step<'a, S> {
         self.spec_snapshot
     }
 
+    /// Publishes fields of the object's `status` (an output, a URL, a
+    /// count) **in the same write** as the step's commit, so that one step
+    /// stays one write and the handler never writes its own object.
+    ///
+    /// `fields` must serialize to a JSON object; its keys are top-level
+    /// status fields, written as a JSON merge patch (a `null` value removes
+    /// a field). Several calls in one step merge key by key, the later
+    /// winning. The
+    /// fields are written whatever the handler returns (a transition, a
+    /// wait or an error), with the record, by every store that keeps an
+    /// object: the status store in its one status patch, the ConfigMap and
+    /// Secret stores with the conditions they write to the object's
+    /// status. In-memory stores keep them for tests
+    /// ([`EphemeralStore::status`](crate::EphemeralStore::status)). A
+    /// step that publishes what the object already shows writes nothing
+    /// more.
+    ///
+    /// ```
+    /// # use fsm_core::{Step, ManualClock, Fsm};
+    /// # fn demo<S: Fsm>(cx: &mut Step<'_, S>) -> Result<(), fsm_core::PublishError> {
+    /// cx.publish_status(serde_json::json!({ "endpoint": "db-1.internal:5432" }))?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`PublishError`]: not an object, not serializable, or a field the
+    /// runtime owns (`fsm`, `conditions`). Permanent: the same fields fail
+    /// the same way again.
+    pub fn publish_status(&mut self, fields: impl serde::Serialize) -> Result<(), PublishError> {
+        let value = serde_json::to_value(fields).map_err(PublishError::Encode)?;
+        let serde_json::Value::Object(fields) = value else {
+            return Err(PublishError::NotAnObject(json_kind(&value)));
+        };
+        if let Some(reserved) = fields
+            .keys()
+            .find(|k| RESERVED_STATUS_FIELDS.contains(&k.as_str()))
+        {
+            return Err(PublishError::Reserved(reserved.clone()));
+        }
+        let published = self.published.get_or_insert_with(StatusFields::new);
+        for (key, value) in fields {
+            published.insert(key, value);
+        }
+        Ok(())
+    }
+
+    /// The status fields published so far in this step (tests of a
+    /// handler run by hand).
+    pub fn published_status(&self) -> Option<&StatusFields> {
+        self.published.as_ref()
+    }
+
+    /// Takes the status fields published in this step, for the commit.
+    pub(crate) fn take_published(&mut self) -> Option<StatusFields> {
+        self.published.take()
+    }
+
     /// Commits new data for the current state before the handler goes on,
     /// typically the id of a request it is about to make, so that a crash
     /// after the request finds the id.
@@ -193,5 +282,16 @@ impl<'a, S: Fsm> Step<'a, S> {
         // call the checkpoint prepared must then not be made.
         self.ensure_authority()?;
         Ok(())
+    }
+}
+
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
     }
 }

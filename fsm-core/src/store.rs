@@ -4,6 +4,7 @@ use std::fmt;
 
 use crate::BoxFuture;
 use crate::record::{RawRecord, StateRecord};
+use crate::step::StatusFields;
 
 /// Identifies the object a record belongs to.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -108,6 +109,21 @@ pub trait StateStore: Send + Sync {
         record: &'a StateRecord,
         expected: Option<&'a Version>,
     ) -> BoxFuture<'a, Result<Version, StoreError>>;
+
+    /// Saves `record` like [`StateStore::save`] and, in the same write, the
+    /// status fields a step published
+    /// ([`Step::publish_status`](crate::Step::publish_status)). A store
+    /// with no object to publish on keeps only the record: the default.
+    fn save_with_status<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+        record: &'a StateRecord,
+        status: &'a StatusFields,
+        expected: Option<&'a Version>,
+    ) -> BoxFuture<'a, Result<Version, StoreError>> {
+        let _ = status;
+        self.save(key, record, expected)
+    }
 
     /// Deletes the record of `key` if the stored version is `expected`.
     fn delete<'a>(

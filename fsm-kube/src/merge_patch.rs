@@ -36,9 +36,15 @@ pub(crate) fn diff(old: &Value, new: &Value) -> Value {
     }
 }
 
-/// Applies merge patch `patch` to `target` (RFC 7386), for tests and for
-/// checking `diff`.
-#[cfg(test)]
+/// Whether merge patch `patch` would change `target`: `false` when the
+/// document already holds everything the patch says.
+pub(crate) fn changes(target: &Value, patch: &Value) -> bool {
+    let mut patched = target.clone();
+    apply(&mut patched, patch);
+    patched != *target
+}
+
+/// Applies merge patch `patch` to `target` (RFC 7386).
 pub(crate) fn apply(target: &mut Value, patch: &Value) {
     match patch {
         Value::Object(patch) => {

@@ -9,6 +9,7 @@ mod common;
 use common::*;
 use fsm_kube::StatusStore;
 use k8s_openapi::api::core::v1::ConfigMap;
+use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 
 fn status_patches(server: &fsm_testkit::ApiServer) -> usize {
@@ -303,4 +304,165 @@ async fn a_corrupt_record_is_reported_and_left_untouched() {
             .count();
         assert_eq!(creates, 1, "one CorruptRecord event, not one per reconcile");
     }
+}
+
+fn start_runs(ctx: &Ctx, name: &str) -> usize {
+    ctx.log()
+        .iter()
+        .filter(|l| **l == format!("start:{name}"))
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_that_writes_its_own_status_runs_once_and_its_transition_commits() {
+    // The kube-rs way of publishing an output: the handler patches its own
+    // object's status. That write moves the object's resourceVersion under
+    // the commit; the commit is rebased over it (same spec, same record)
+    // instead of conflicting and running the handler again, forever.
+    let env = env().await;
+    let ctx = ctx(&env.client);
+    let controller = run_controller(&env, StatusStore::new(), ctx.clone());
+    create_annotated_widget(&env, "own", "write-own-status").await;
+
+    let widget = wait_for_status_state(&env, "own", "Ready").await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    controller.abort();
+
+    assert_eq!(start_runs(&ctx, "own"), 1, "{:?}", ctx.log());
+    let status = widget.status.as_ref().unwrap();
+    assert_eq!(status.output.as_deref(), Some("written by run 1"));
+    let record = status
+        .fsm
+        .as_ref()
+        .unwrap()
+        .record::<WidgetState>()
+        .unwrap();
+    let path: Vec<_> = record.history.iter().map(|h| h.to.as_str()).collect();
+    assert_eq!(path, ["Pending", "Configuring", "Ready"]);
+    if let Some(server) = env.embedded() {
+        // The handler's own write, one refused commit, the rebased commit,
+        // and the next transition's commit.
+        assert_eq!(conflicts(server), 1);
+        assert_eq!(status_patches(server), 4);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn published_status_fields_are_written_with_the_commit() {
+    let env = env().await;
+    let ctx = ctx(&env.client);
+    let controller = run_controller(&env, StatusStore::new(), ctx.clone());
+    create_annotated_widget(&env, "pub", "publish-output").await;
+
+    let widget = wait_for_status_state(&env, "pub", "Ready").await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    controller.abort();
+
+    let status = widget.status.as_ref().unwrap();
+    assert_eq!(status.output.as_deref(), Some("configured pub-config"));
+    if let Some(server) = env.embedded() {
+        // Still one write per committed transition: the output rode in the
+        // commit of Configuring → Ready.
+        assert_eq!(status_patches(server), 2);
+        assert_eq!(conflicts(server), 0);
+    }
+}
+
+/// A status store commit for widget `name` as the reconciler would make
+/// it, decided from the object as it is now.
+async fn target_of(env: &Env, name: &str) -> fsm_kube::Target<Widget> {
+    use fsm_core::Fsm;
+    let widgets: Api<Widget> = Api::namespaced(env.client.clone(), &env.ns);
+    let widget = widgets.get(name).await.unwrap();
+    let resource = kube::api::ApiResource::erase::<Widget>(&());
+    fsm_kube::Target {
+        api: Api::namespaced_with(env.client.clone(), &env.ns, &resource),
+        key: fsm_core::ObjectKey::namespaced(env.ns.clone(), name),
+        uid: widget.metadata.uid.clone().unwrap(),
+        resource_version: widget.metadata.resource_version.clone().unwrap(),
+        generation: widget.metadata.generation,
+        status: serde_json::to_value(&widget.status).unwrap(),
+        machine: WidgetState::machine(),
+        field_manager: "test".into(),
+        conditions: true,
+        object: std::sync::Arc::new(widget),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_is_rebased_over_a_label_but_not_over_a_changed_record_or_spec() {
+    use fsm_kube::KubeStore;
+    let env = env().await;
+    let widgets: Api<Widget> = Api::namespaced(env.client.clone(), &env.ns);
+    create_annotated_widget(&env, "r", "unused").await;
+    let record = fsm_core::StateRecord::new(&WidgetState::Pending, jiff::Timestamp::now()).unwrap();
+    let store = StatusStore::new();
+    let label = |value: &str| {
+        Patch::Merge(serde_json::json!({"metadata": {"labels": {"l": value.to_owned()}}}))
+    };
+
+    // A label written between the read and the commit: rebased.
+    let target = target_of(&env, "r").await;
+    let expected = fsm_core::Version(target.resource_version.clone());
+    widgets
+        .patch("r", &PatchParams::default(), &label("a"))
+        .await
+        .unwrap();
+    let version = store
+        .save(&target, &record, None, Some(&expected))
+        .await
+        .expect("a label change is outside the record and the spec");
+    let widget = widgets.get("r").await.unwrap();
+    assert_eq!(
+        widget.metadata.resource_version.as_deref(),
+        Some(version.0.as_str())
+    );
+    assert_eq!(widget.labels().get("l").map(String::as_str), Some("a"));
+    let stored = widget.status.unwrap().fsm.unwrap();
+    assert_eq!(stored.state_name(), Some("Pending"));
+
+    // The next commit of this machine (a failed attempt, say).
+    let mut record = record;
+    record.attempt = 1;
+
+    // Someone else committed a record in between: a conflict, nothing
+    // written.
+    let target = target_of(&env, "r").await;
+    let expected = fsm_core::Version(target.resource_version.clone());
+    let theirs = serde_json::json!({"status": {"fsm": {"state": "Failed"}}});
+    widgets
+        .patch_status("r", &PatchParams::default(), &Patch::Merge(theirs))
+        .await
+        .unwrap();
+    let theirs = widgets.get("r").await.unwrap();
+    assert_eq!(
+        theirs.status.unwrap().fsm.unwrap().state_name(),
+        Some("Failed"),
+        "their record is stored"
+    );
+    let error = store
+        .save(&target, &record, None, Some(&expected))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, fsm_core::StoreError::Conflict), "{error:?}");
+    let widget = widgets.get("r").await.unwrap();
+    assert_eq!(
+        widget.status.unwrap().fsm.unwrap().state_name(),
+        Some("Failed")
+    );
+
+    // The spec changed in between: a conflict, so the next reconcile sees
+    // the new spec.
+    let target = target_of(&env, "r").await;
+    let expected = fsm_core::Version(target.resource_version.clone());
+    let spec = Patch::Merge(serde_json::json!({"spec": {"color": "red"}}));
+    widgets
+        .patch("r", &PatchParams::default(), &spec)
+        .await
+        .unwrap();
+    let error = store
+        .save(&target, &record, None, Some(&expected))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, fsm_core::StoreError::Conflict), "{error:?}");
 }

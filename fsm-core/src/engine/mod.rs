@@ -17,7 +17,7 @@ pub use effect::Effect;
 pub use plan::{Plan, plan};
 
 use crate::record::{DEFAULT_HISTORY_LIMIT, DecodeError, StateRecord};
-use crate::step::{CheckpointError, Checkpointer};
+use crate::step::{CheckpointError, Checkpointer, StatusFields};
 use crate::store::{ObjectKey, StateStore, StoreError, Version};
 use crate::{
     Authority, AuthorityLost, BoxFuture, Classify, Clock, Fsm, MachineError, RandomSource,
@@ -287,6 +287,9 @@ impl<S: Fsm> Engine<S> {
         // Bookkeeping decided but not yet committed (deletion start, spec
         // change with `continue`) rides along with the next commit.
         let mut dirty = false;
+        // Status fields published by the steps run so far, written with the
+        // next commit.
+        let mut published: Option<StatusFields> = None;
         loop {
             let now = self.clock.now();
             let decider = Decider {
@@ -313,7 +316,9 @@ impl<S: Fsm> Engine<S> {
                 (Plan::BeginDeletion, Some(current)) => decider.begin_deletion(current),
                 (Plan::Compensate, Some(current)) => {
                     self.ensure_authority()?;
-                    let result = self.compensate(current.clone(), resource, context).await;
+                    let (result, step_status) =
+                        self.compensate(current.clone(), resource, context).await;
+                    publish(&mut published, step_status);
                     if matches!(result, StepResult::Error { .. }) {
                         self.failed_without_authority()?;
                     }
@@ -321,7 +326,8 @@ impl<S: Fsm> Engine<S> {
                 }
                 (Plan::Cleanup, Some(current)) => {
                     self.ensure_authority()?;
-                    let result = self.cleanup(&current, resource, context).await;
+                    let (result, step_status) = self.cleanup(&current, resource, context).await;
+                    publish(&mut published, step_status);
                     if matches!(result, StepResult::Error { .. }) {
                         self.failed_without_authority()?;
                     }
@@ -352,6 +358,7 @@ impl<S: Fsm> Engine<S> {
                 },
                 (Plan::RunHandler, Some(mut current)) => {
                     self.ensure_authority()?;
+                    let mut step_status = None;
                     let outcome = self
                         .run_handler(
                             store,
@@ -359,10 +366,12 @@ impl<S: Fsm> Engine<S> {
                             &mut current,
                             &mut version,
                             &mut report,
+                            &mut step_status,
                             resource,
                             context,
                         )
                         .await?;
+                    publish(&mut published, step_status);
                     decider.after_handler::<S>(current, outcome)?
                 }
             };
@@ -393,8 +402,16 @@ impl<S: Fsm> Engine<S> {
                 next.observed_generation = observed.generation;
                 dirty = true;
             }
-            if commit || dirty {
-                version = Some(store.save(&observed.key, &next, version.as_ref()).await?);
+            if commit || dirty || published.is_some() {
+                let saved = match published.take() {
+                    Some(status) => {
+                        store
+                            .save_with_status(&observed.key, &next, &status, version.as_ref())
+                            .await?
+                    }
+                    None => store.save(&observed.key, &next, version.as_ref()).await?,
+                };
+                version = Some(saved);
                 report.commits += 1;
                 dirty = false;
             }
@@ -425,6 +442,7 @@ impl<S: Fsm> Engine<S> {
         record: &mut StateRecord,
         version: &mut Option<Version>,
         report: &mut Report,
+        published: &mut Option<StatusFields>,
         resource: &S::Resource,
         context: &S::Context,
     ) -> Result<Outcome<S>, ReconcileError> {
@@ -453,12 +471,15 @@ impl<S: Fsm> Engine<S> {
                 spec_snapshot: spec_snapshot.as_ref(),
                 checkpointer: Some(&mut checkpointer),
                 authority: self.authority.as_deref(),
+                published: None,
             };
             let call = state.handle(&mut step).instrument(span);
-            match attempt_timeout {
+            let result = match attempt_timeout {
                 Some(limit) => tokio::time::timeout(limit, call).await.map_err(|_| limit),
                 None => Ok(call.await),
-            }
+            };
+            *published = step.take_published();
+            result
         };
         report.commits += checkpointer.commits;
         for _ in 0..checkpointer.commits {
@@ -490,14 +511,14 @@ impl<S: Fsm> Engine<S> {
         record: StateRecord,
         resource: &S::Resource,
         context: &S::Context,
-    ) -> StepResult {
+    ) -> (StepResult, Option<StatusFields>) {
         let Some(entry) = record.trail.last() else {
-            return StepResult::Done;
+            return (StepResult::Done, None);
         };
         let state = match S::from_parts(&entry.state, entry.data.as_ref()) {
             Ok(state) => state,
             Err(e) => {
-                return StepResult::Error {
+                let error = StepResult::Error {
                     message: format!(
                         "stored data of {} does not fit the variant: {}",
                         entry.state,
@@ -505,6 +526,7 @@ impl<S: Fsm> Engine<S> {
                     ),
                     class: crate::ErrorClass::Permanent,
                 };
+                return (error, None);
             }
         };
         let unwind_attempt = record.compensation.as_ref().map_or(0, |u| u.attempt);
@@ -518,13 +540,15 @@ impl<S: Fsm> Engine<S> {
             spec_snapshot: record.spec_snapshot.as_ref(),
             checkpointer: None,
             authority: self.authority.as_deref(),
+            published: None,
         };
         let span = tracing::debug_span!(
             "compensate",
             machine = S::machine().name(),
             state = state.state_name()
         );
-        step_result(state.compensate(&mut step).instrument(span).await)
+        let result = step_result(state.compensate(&mut step).instrument(span).await);
+        (result, step.take_published())
     }
 
     /// Runs the machine's cleanup.
@@ -533,7 +557,7 @@ impl<S: Fsm> Engine<S> {
         record: &StateRecord,
         resource: &S::Resource,
         context: &S::Context,
-    ) -> StepResult {
+    ) -> (StepResult, Option<StatusFields>) {
         let name = S::machine()
             .state(&record.state)
             .map_or("", crate::StateMeta::name);
@@ -547,8 +571,20 @@ impl<S: Fsm> Engine<S> {
             spec_snapshot: record.spec_snapshot.as_ref(),
             checkpointer: None,
             authority: self.authority.as_deref(),
+            published: None,
         };
-        step_result(S::cleanup(&mut step).await)
+        let result = step_result(S::cleanup(&mut step).await);
+        (result, step.take_published())
+    }
+}
+
+/// Adds the status fields one step published to those waiting for the
+/// next commit (key by key, the later winning).
+fn publish(pending: &mut Option<StatusFields>, step: Option<StatusFields>) {
+    let Some(step) = step else { return };
+    match pending {
+        Some(pending) => pending.extend(step),
+        None => *pending = Some(step),
     }
 }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use fsm_core::{
     BoxFuture, DecodeError, EphemeralStore, Fsm, Loaded, ObjectKey, StateRecord, StateStore,
-    StoreError, Version,
+    StatusFields, StoreError, Version,
 };
 
 use super::{KubeStore, Target, report_corrupt_conditions};
@@ -27,11 +27,12 @@ impl<K: KubeResource> KubeStore<K> for EphemeralStore {
         &'a self,
         target: &'a Target<K>,
         record: &'a StateRecord,
+        status: Option<&'a StatusFields>,
         expected: Option<&'a Version>,
     ) -> BoxFuture<'a, Result<Version, StoreError>> {
         Box::pin(async move {
             let version = StateStore::save(self, &uid_key(target), record, expected).await?;
-            target.sync_conditions(record).await?;
+            target.sync_status(record, status).await?;
             Ok(version)
         })
     }
@@ -128,9 +129,10 @@ where
         &'a self,
         target: &'a Target<F::Resource>,
         record: &'a StateRecord,
+        status: Option<&'a StatusFields>,
         expected: Option<&'a Version>,
     ) -> BoxFuture<'a, Result<Version, StoreError>> {
-        KubeStore::save(&self.memory, target, record, expected)
+        KubeStore::save(&self.memory, target, record, status, expected)
     }
 
     fn delete<'a>(

@@ -9,8 +9,8 @@ mod status;
 use std::sync::Arc;
 
 use fsm_core::{
-    BoxFuture, DecodeError, Loaded, Machine, ObjectKey, StateRecord, StateStore, StoreError,
-    Version,
+    BoxFuture, DecodeError, Loaded, Machine, ObjectKey, StateRecord, StateStore, StatusFields,
+    StoreError, Version,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::DynamicObject;
@@ -111,9 +111,14 @@ impl<K: KubeResource> Target<K> {
         self.write_conditions(&current, &wanted).await
     }
 
-    /// Writes the conditions for `record` (stores that keep the record
-    /// elsewhere).
-    pub(crate) async fn sync_conditions(&self, record: &StateRecord) -> Result<(), StoreError> {
+    /// Writes the conditions for `record` and the status fields a step
+    /// published (stores that keep the record elsewhere), in one status
+    /// patch, only when the object does not already hold them.
+    pub(crate) async fn sync_status(
+        &self,
+        record: &StateRecord,
+        published: Option<&StatusFields>,
+    ) -> Result<(), StoreError> {
         let current = self.current_conditions();
         let wanted = conditions::from_record(
             self.machine,
@@ -122,7 +127,24 @@ impl<K: KubeResource> Target<K> {
             &current,
             jiff::Timestamp::now(),
         );
-        self.write_conditions(&current, &wanted).await.map(|_| ())
+        let published = published
+            .map(|fields| Value::Object(fields.clone()))
+            .filter(|fields| crate::merge_patch::changes(&self.status, fields));
+        let Some(mut status) = published else {
+            return self.write_conditions(&current, &wanted).await.map(|_| ());
+        };
+        if self.conditions && !conditions::same(&current, &wanted) {
+            status["conditions"] = json!(wanted);
+        }
+        self.api
+            .patch_status(
+                &self.object.name_any(),
+                &self.patch_params(),
+                &Patch::Merge(&json!({ "status": status })),
+            )
+            .await
+            .map_err(store_error)?;
+        Ok(())
     }
 }
 
@@ -147,11 +169,13 @@ pub trait KubeStore<K: KubeResource>: Send + Sync + 'static {
     fn load<'a>(&'a self, target: &'a Target<K>) -> BoxFuture<'a, Result<Loaded, StoreError>>;
 
     /// Saves `record` for `target` over version `expected`, with the
-    /// object's conditions.
+    /// object's conditions and the status fields a step published
+    /// (`status`), in the same write where the record lives in the status.
     fn save<'a>(
         &'a self,
         target: &'a Target<K>,
         record: &'a StateRecord,
+        status: Option<&'a StatusFields>,
         expected: Option<&'a Version>,
     ) -> BoxFuture<'a, Result<Version, StoreError>>;
 
@@ -189,7 +213,17 @@ impl<K: KubeResource> StateStore for Bound<'_, K> {
         record: &'a StateRecord,
         expected: Option<&'a Version>,
     ) -> BoxFuture<'a, Result<Version, StoreError>> {
-        self.store.save(self.target, record, expected)
+        self.store.save(self.target, record, None, expected)
+    }
+
+    fn save_with_status<'a>(
+        &'a self,
+        _: &'a ObjectKey,
+        record: &'a StateRecord,
+        status: &'a StatusFields,
+        expected: Option<&'a Version>,
+    ) -> BoxFuture<'a, Result<Version, StoreError>> {
+        self.store.save(self.target, record, Some(status), expected)
     }
 
     fn delete<'a>(

@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
-use fsm_core::{BoxFuture, DecodeError, Loaded, RawRecord, StateRecord, StoreError, Version};
+use fsm_core::{
+    BoxFuture, DecodeError, Loaded, RawRecord, StateRecord, StatusFields, StoreError, Version,
+};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
@@ -233,6 +235,7 @@ impl<K: KubeResource, O: RecordObject> KubeStore<K> for ObjectStore<O> {
         &'a self,
         target: &'a Target<K>,
         record: &'a StateRecord,
+        status: Option<&'a StatusFields>,
         expected: Option<&'a Version>,
     ) -> BoxFuture<'a, Result<Version, StoreError>> {
         Box::pin(async move {
@@ -275,7 +278,7 @@ impl<K: KubeResource, O: RecordObject> KubeStore<K> for ObjectStore<O> {
                 RawRecord::Text(text),
                 None,
             );
-            target.sync_conditions(record).await?;
+            target.sync_status(record, status).await?;
             Ok(version)
         })
     }

@@ -3,7 +3,10 @@
 
 use std::borrow::Cow;
 
-use fsm_core::{BoxFuture, DecodeError, Loaded, RawRecord, StateRecord, StoreError, Version};
+use fsm_core::{
+    BoxFuture, DecodeError, Loaded, RawRecord, StateRecord, StatusFields, StoreError, Version,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::ResourceExt;
 use kube::api::Patch;
 use serde::Deserialize;
@@ -66,6 +69,7 @@ impl<K: KubeResource> KubeStore<K> for StatusStore {
         &'a self,
         target: &'a Target<K>,
         record: &'a StateRecord,
+        status: Option<&'a StatusFields>,
         expected: Option<&'a Version>,
     ) -> BoxFuture<'a, Result<Version, StoreError>> {
         Box::pin(async move {
@@ -88,30 +92,69 @@ impl<K: KubeResource> KubeStore<K> for StatusStore {
             let value = serde_json::to_value(record).map_err(StoreError::Encode)?;
             let object_size = size::object_with_record(target.object.as_ref(), &value);
             size::check("the object", object_size, size::OBJECT_LIMIT)?;
-            let mut status = json!({ "fsm": merge_patch::diff(&stored, &value) });
-            let conditions = target.conditions.then(|| {
-                conditions::from_record(
-                    target.machine,
-                    record,
-                    target.generation,
-                    &previous,
-                    jiff::Timestamp::now(),
-                )
-            });
-            if let Some(conditions) = &conditions {
-                status["conditions"] = json!(conditions);
+            let commit = Commit {
+                target,
+                record,
+                status,
+                value: &value,
+                stored: stored.as_ref(),
+            };
+            let mut next = commit.patch(&previous, expected.map(|v| v.0.as_str()));
+            if next.is_none() {
+                // Nothing the object does not already hold: no write.
+                if let Some(expected) = expected {
+                    return Ok(expected.clone());
+                }
             }
-            let mut patch = json!({ "status": status });
-            if let Some(expected) = expected {
-                patch["metadata"] = json!({ "resourceVersion": expected.0 });
-            }
-            let version = patch_status(target, &patch).await.map_err(|e| {
-                let whole = size::whole_object_with_record(target.object.as_ref(), &value);
-                size::refused(e, "the object", whole.max(object_size), size::OBJECT_LIMIT)
-            })?;
-            let written = RawRecord::Json(value);
-            self.written
-                .remember(&target.uid, expected, version.clone(), written, conditions);
+            let mut superseded = expected.cloned();
+            let mut rebases = 0;
+            let (version, conditions) = loop {
+                let (patch, conditions) = match next.take() {
+                    Some(write) => write,
+                    None => commit.patch_anyway(&previous, superseded.as_ref()),
+                };
+                match patch_status(target, &patch).await {
+                    Ok(version) => break (version, conditions),
+                    Err(kube::Error::Api(e)) if e.is_conflict() && rebases < MAX_REBASES => {
+                        // Someone else wrote the object since it was read;
+                        // when only outside the record and the spec (the
+                        // handler publishing on its own object, a label),
+                        // the decision still holds: write it over the new
+                        // version without running the handler again.
+                        let Some(fresh) = commit.rebase_onto().await? else {
+                            return Err(StoreError::Conflict);
+                        };
+                        rebases += 1;
+                        tracing::debug!(
+                            object = %target.key,
+                            version = %fresh.version,
+                            "status write rebased over a change outside the record and the spec"
+                        );
+                        next = commit.patch(&fresh.conditions, Some(fresh.version.0.as_str()));
+                        if next.is_none() {
+                            return Ok(fresh.version);
+                        }
+                        superseded = Some(fresh.version);
+                    }
+                    Err(e) => {
+                        let whole = size::whole_object_with_record(target.object.as_ref(), &value);
+                        return Err(size::refused(
+                            e,
+                            "the object",
+                            whole.max(object_size),
+                            size::OBJECT_LIMIT,
+                        ));
+                    }
+                }
+            };
+            let written = RawRecord::Json(value.clone());
+            self.written.remember(
+                &target.uid,
+                superseded.as_ref(),
+                version.clone(),
+                written,
+                conditions,
+            );
             Ok(version)
         })
     }
@@ -133,6 +176,129 @@ impl<K: KubeResource> KubeStore<K> for StatusStore {
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         self.written.forget(&target.uid);
         Box::pin(report_corrupt_conditions(target, error))
+    }
+}
+
+/// How many times one commit is rebased over writes outside the record
+/// and the spec before it gives up with a conflict.
+const MAX_REBASES: u32 = 5;
+
+/// One commit of a record (and published status fields) to the object's
+/// status, and what it was decided from.
+struct Commit<'a, K: KubeResource> {
+    target: &'a Target<K>,
+    record: &'a StateRecord,
+    status: Option<&'a StatusFields>,
+    /// The record as JSON.
+    value: &'a Value,
+    /// The record the decision was made from, as the server holds it.
+    stored: &'a Value,
+}
+
+/// The object as a rebase finds it.
+struct Fresh {
+    version: Version,
+    conditions: Vec<Condition>,
+}
+
+impl<K: KubeResource> Commit<'_, K> {
+    /// The status patch that writes this commit over an object whose
+    /// conditions are `previous`, with `version` as its precondition, and
+    /// the conditions it writes; `None` when the object already holds the
+    /// record, the conditions and the published fields.
+    fn patch(
+        &self,
+        previous: &[Condition],
+        version: Option<&str>,
+    ) -> Option<(Value, Option<Vec<Condition>>)> {
+        let record_diff = merge_patch::diff(self.stored, self.value);
+        let conditions = self.conditions(previous);
+        let conditions_change = conditions
+            .as_ref()
+            .is_some_and(|c| !conditions::same(previous, c));
+        let status_change = self.status.is_some_and(|fields| {
+            merge_patch::changes(&self.target.status, &Value::Object(fields.clone()))
+        });
+        let record_change = record_diff.as_object().is_none_or(|d| !d.is_empty());
+        if !(record_change || conditions_change || status_change) {
+            return None;
+        }
+        Some(self.build(record_diff, conditions, version))
+    }
+
+    /// The patch of this commit even when it changes nothing (a write
+    /// without a version to answer with).
+    fn patch_anyway(
+        &self,
+        previous: &[Condition],
+        version: Option<&Version>,
+    ) -> (Value, Option<Vec<Condition>>) {
+        let record_diff = merge_patch::diff(self.stored, self.value);
+        let conditions = self.conditions(previous);
+        self.build(record_diff, conditions, version.map(|v| v.0.as_str()))
+    }
+
+    fn conditions(&self, previous: &[Condition]) -> Option<Vec<Condition>> {
+        self.target.conditions.then(|| {
+            conditions::from_record(
+                self.target.machine,
+                self.record,
+                self.target.generation,
+                previous,
+                jiff::Timestamp::now(),
+            )
+        })
+    }
+
+    fn build(
+        &self,
+        record_diff: Value,
+        conditions: Option<Vec<Condition>>,
+        version: Option<&str>,
+    ) -> (Value, Option<Vec<Condition>>) {
+        let mut status = match self.status {
+            Some(fields) => Value::Object(fields.clone()),
+            None => json!({}),
+        };
+        status["fsm"] = record_diff;
+        if let Some(conditions) = &conditions {
+            status["conditions"] = json!(conditions);
+        }
+        let mut patch = json!({ "status": status });
+        if let Some(version) = version {
+            patch["metadata"] = json!({ "resourceVersion": version });
+        }
+        (patch, conditions)
+    }
+
+    /// Reads the object again after a conflict. `Some` when the write can
+    /// be made over the new version: the same object (UID), the same spec
+    /// (generation), the same deletion state, and the record this commit
+    /// was decided from; `None` when the conflict means the decision may
+    /// no longer hold (reconcile again).
+    async fn rebase_onto(&self) -> Result<Option<Fresh>, StoreError> {
+        let fresh = match self.target.api.get(&self.target.object.name_any()).await {
+            Ok(fresh) => fresh,
+            Err(kube::Error::Api(e)) if e.is_not_found() => return Ok(None),
+            Err(e) => return Err(super::store_error(e)),
+        };
+        let meta = self.target.object.meta();
+        let same_object = fresh.metadata.uid == meta.uid
+            && fresh.metadata.generation == self.target.generation
+            && fresh.metadata.deletion_timestamp.is_some() == meta.deletion_timestamp.is_some();
+        let status = fresh.data.get("status");
+        let record = status.and_then(|s| s.get("fsm")).unwrap_or(&Value::Null);
+        if !same_object || record != self.stored {
+            return Ok(None);
+        }
+        let conditions = status
+            .and_then(|s| s.get("conditions"))
+            .and_then(|c| Vec::<Condition>::deserialize(c).ok())
+            .unwrap_or_default();
+        Ok(fresh.metadata.resource_version.map(|v| Fresh {
+            version: Version(v),
+            conditions,
+        }))
     }
 }
 

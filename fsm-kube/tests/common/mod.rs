@@ -47,12 +47,18 @@ pub struct WidgetStatus {
     pub fsm: Option<FsmStatus>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
+    /// An output the handlers publish (annotations `write-own-status`,
+    /// `publish-output`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum WidgetError {
     #[error(transparent)]
     Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Publish(#[from] fsm_core::PublishError),
 }
 impl Classify for WidgetError {}
 
@@ -97,6 +103,26 @@ async fn start(cx: &mut Step<'_, WidgetState>) -> Result<Transition<WidgetState>
         )
         .await?;
     }
+    if cx.resource().annotations().contains_key("write-own-status") {
+        // What a kube-rs author does to publish an output: a status patch
+        // of the object the handler runs for, on every run.
+        let ns = cx.resource().namespace().unwrap_or_default();
+        let api: Api<Widget> = Api::namespaced(cx.context().client.clone(), &ns);
+        let runs = cx
+            .context()
+            .log()
+            .iter()
+            .filter(|l| **l == format!("start:{name}"))
+            .count();
+        let patch =
+            serde_json::json!({"status": {"output": format!("written by run {}", runs + 1)}});
+        api.patch_status(
+            &name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await?;
+    }
     cx.context().push(format!("start:{name}"));
     Ok(Transition::next(WidgetState::Configuring {
         config_map: format!("{name}-config"),
@@ -127,6 +153,9 @@ async fn configure(
         Ok(_) => {}
         Err(kube::Error::Api(s)) if s.is_already_exists() => {}
         Err(e) => return Err(e.into()),
+    }
+    if widget.annotations().contains_key("publish-output") {
+        cx.publish_status(serde_json::json!({ "output": format!("configured {config_map}") }))?;
     }
     if widget.spec.fail {
         return Ok(Transition::fail("the widget asked to fail"));
@@ -287,6 +316,21 @@ pub async fn create_held_widget(env: &impl Scope, name: &str) -> Widget {
         },
     );
     widget.metadata.annotations = Some([("hold".to_owned(), "yes".to_owned())].into());
+    api.create(&PostParams::default(), &widget).await.unwrap()
+}
+
+/// Creates a widget carrying `annotation` (which the handlers read).
+pub async fn create_annotated_widget(env: &impl Scope, name: &str, annotation: &str) -> Widget {
+    let api: Api<Widget> = Api::namespaced(env.client(), env.ns());
+    let mut widget = Widget::new(
+        name,
+        WidgetSpec {
+            color: "annotated".into(),
+            fail: false,
+            conflict_once: false,
+        },
+    );
+    widget.metadata.annotations = Some([(annotation.to_owned(), "yes".to_owned())].into());
     api.create(&PostParams::default(), &widget).await.unwrap()
 }
 
