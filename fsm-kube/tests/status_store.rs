@@ -2,7 +2,7 @@
 //! server, or the real kube-apiserver named by
 //! `FSM_REAL_APISERVER_KUBECONFIG`: a workflow completes with exactly one
 //! API write per committed transition and no conflicts; deletion, spec
-//! changes and corrupt records behave as DESIGN.md says.
+//! changes and corrupt records behave as docs/semantics.md says.
 
 mod common;
 

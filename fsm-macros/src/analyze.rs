@@ -1,5 +1,5 @@
 //! The checked model: the parsed attributes turned into a machine whose
-//! every rule of DESIGN.md ("Attributes") holds, or every broken rule as an
+//! every rule of docs/attributes.md holds, or every broken rule as an
 //! error on the token that breaks it.
 
 use darling::ast::Style;

@@ -1,4 +1,4 @@
-//! The semantics of DESIGN.md, rule by rule, on a hand-written machine whose
+//! The semantics of docs/semantics.md, rule by rule, on a hand-written machine whose
 //! handlers follow a script.
 
 use std::collections::VecDeque;
