@@ -167,7 +167,10 @@ async fn sensitive_data_stays_in_the_secret() {
 
     // The Secret holds the data, as it should.
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
-    let record = secrets.get("v-fsm").await.unwrap();
+    let record = secrets
+        .get(&record_object_name_for::<VaultState>("v"))
+        .await
+        .unwrap();
     let text = String::from_utf8(record.data.unwrap()["record"].0.clone()).unwrap();
     assert!(text.contains("\"state\":\"Open\""), "{text}");
 

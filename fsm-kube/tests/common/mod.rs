@@ -309,7 +309,10 @@ where
     O: fsm_kube::store::RecordObject,
 {
     let api: Api<O> = Api::namespaced(env.client(), env.ns());
-    let object = api.get_opt(&format!("{name}-fsm")).await.ok()??;
+    let object = api
+        .get_opt(&record_object_name_for::<WidgetState>(name))
+        .await
+        .ok()??;
     let text = object.record_text()?.ok()?;
     let record: serde_json::Value = serde_json::from_str(&text).ok()?;
     record.get("state")?.as_str().map(str::to_owned)
