@@ -705,3 +705,190 @@ impl<K: KubeResource, O: RecordObject> KubeStore<K> for ObjectStore<O> {
         Box::pin(report_corrupt_conditions(target, error))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*`,
+    /// at most 253 characters, each part at most 63 (stricter than the
+    /// real server, as strict as the embedded one).
+    fn is_subdomain(name: &str) -> bool {
+        name.len() <= NAME_LIMIT
+            && name.split('.').all(|part| {
+                !part.is_empty()
+                    && part.len() <= NAME_PART_LIMIT
+                    && part
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                    && !part.starts_with('-')
+                    && !part.ends_with('-')
+            })
+    }
+
+    #[test]
+    fn a_record_object_is_named_after_the_object_its_kind_and_a_hash() {
+        let name = record_object_name("db1", "example.io", "Database", "DbState");
+        assert_eq!(
+            name,
+            record_object_name("db1", "example.io", "Database", "DbState")
+        );
+        let (head, hash) = name.split_at("db1.database.fsm-".len());
+        assert_eq!(head, "db1.database.fsm-");
+        assert_eq!(hash.len(), 10);
+        assert!(hash.chars().all(|c| c.is_ascii_hexdigit()));
+        assert!(is_subdomain(&name));
+        // The name is stable across releases: it is what finds the record
+        // (the expected hash computed independently of this code).
+        assert_eq!(name, "db1.database.fsm-f29fabf7d3");
+    }
+
+    #[test]
+    fn other_groups_kinds_and_machines_get_other_names() {
+        let names = [
+            record_object_name("same", "test.io", "Widget", "WidgetState"),
+            record_object_name("same", "other.io", "Widget", "WidgetState"),
+            record_object_name("same", "test.io", "Gadget", "WidgetState"),
+            record_object_name("same", "test.io", "Widget", "AuditState"),
+            record_object_name("same", "", "Widget", "WidgetState"),
+            // Parts do not run into each other.
+            record_object_name("same", "test.i", "oWidget", "WidgetState"),
+        ];
+        let distinct: std::collections::BTreeSet<_> = names.iter().collect();
+        assert_eq!(distinct.len(), names.len(), "{names:?}");
+        assert!(
+            names
+                .iter()
+                .all(|n| n.starts_with("same.") && is_subdomain(n))
+        );
+        assert_ne!(legacy_record_object_name("same"), names[0]);
+    }
+
+    #[test]
+    fn long_names_are_cut_and_hashed_within_253_characters() {
+        let parts = [
+            "a".repeat(63),
+            "b".repeat(63),
+            "c".repeat(63),
+            "d".repeat(61),
+        ];
+        let longest = parts.join(".");
+        assert_eq!(longest.len(), 253);
+        let name = record_object_name(&longest, "test.io", "Widget", "WidgetState");
+        assert!(name.len() <= NAME_LIMIT, "{} characters", name.len());
+        assert!(is_subdomain(&name), "{name}");
+        assert!(name.starts_with(&longest[..150]), "{name}");
+        assert!(name.ends_with(&record_object_name("", "test.io", "Widget", "WidgetState")));
+        // Two names that differ after the cut still get two names.
+        let other = format!("{}e", &longest[..252]);
+        assert_ne!(
+            name,
+            record_object_name(&other, "test.io", "Widget", "WidgetState")
+        );
+        // A name just short enough is kept whole.
+        let suffix = record_object_name("", "test.io", "Widget", "WidgetState").len();
+        let fits = "f".repeat(NAME_LIMIT - suffix);
+        assert_eq!(
+            record_object_name(&fits, "test.io", "Widget", "WidgetState"),
+            format!(
+                "{fits}{}",
+                record_object_name("", "test.io", "Widget", "WidgetState")
+            )
+        );
+        // The cut never leaves a `-` or `.` before the hash: the cut falls
+        // after 220 characters here.
+        let head = format!("{0}.{0}.{0}.{1}", "g".repeat(59), "h".repeat(39));
+        assert_eq!(head.len(), 219);
+        for name in [
+            format!("{head}.{}", "i".repeat(33)),
+            format!("{head}-{}.{}", "i".repeat(23), "j".repeat(9)),
+        ] {
+            assert_eq!(name.len(), 253);
+            assert!(is_subdomain(&name), "{name}");
+            let cut = record_object_name(&name, "test.io", "Widget", "WidgetState");
+            assert!(is_subdomain(&cut), "{cut}");
+            assert!(cut.starts_with(&format!("{head}.")), "{cut}");
+        }
+    }
+
+    #[test]
+    fn odd_kinds_still_make_valid_names() {
+        for kind in ["", "Ünïcode", "With_Underscore", &"K".repeat(100)] {
+            let name = record_object_name("x", "g.io", kind, "M");
+            assert!(is_subdomain(&name), "{kind:?}: {name}");
+        }
+    }
+
+    #[test]
+    fn label_values_are_kept_or_cut_to_63_characters() {
+        assert_eq!(label_value("db1"), "db1");
+        let long = format!("{}.{}", "a".repeat(40), "b".repeat(40));
+        let value = label_value(&long);
+        assert!(value.len() <= LABEL_VALUE_LIMIT, "{value}");
+        assert!(value.starts_with(&long[..40]), "{value}");
+        assert_ne!(value, label_value(&format!("{long}c")));
+        assert!(
+            value
+                .chars()
+                .last()
+                .is_some_and(|c| c.is_ascii_alphanumeric())
+        );
+    }
+
+    fn meta(labels: &[(&str, &str)], owners: &[(&str, &str, &str)]) -> ObjectMeta {
+        ObjectMeta {
+            labels: Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+            ),
+            owner_references: Some(
+                owners
+                    .iter()
+                    .map(|(api_version, kind, uid)| OwnerReference {
+                        api_version: (*api_version).to_owned(),
+                        kind: (*kind).to_owned(),
+                        name: "w".to_owned(),
+                        uid: (*uid).to_owned(),
+                        ..OwnerReference::default()
+                    })
+                    .collect(),
+            ),
+            ..ObjectMeta::default()
+        }
+    }
+
+    #[test]
+    fn a_record_object_belongs_to_the_uid_its_label_or_owner_names() {
+        assert!(belongs_to(&meta(&[(OWNER_UID_LABEL, "u1")], &[]), "u1"));
+        assert!(!belongs_to(&meta(&[(OWNER_UID_LABEL, "u0")], &[]), "u1"));
+        assert!(belongs_to(&meta(&[], &[("g/v1", "Widget", "u1")]), "u1"));
+        assert!(!belongs_to(&meta(&[], &[("g/v1", "Widget", "u0")]), "u1"));
+        // Orphaned, unlabelled: nobody's.
+        assert!(!belongs_to(&meta(&[], &[]), "u1"));
+
+        let legacy = meta(&[], &[("g.io/v1", "Widget", "u1")]);
+        assert!(legacy_belongs_to(&legacy, "u1", "g.io", "Widget"));
+        assert!(!legacy_belongs_to(&legacy, "u1", "other.io", "Widget"));
+        assert!(!legacy_belongs_to(&legacy, "u1", "g.io", "Gadget"));
+        assert!(!legacy_belongs_to(&legacy, "u0", "g.io", "Widget"));
+        let core = meta(&[], &[("v1", "Pod", "u1")]);
+        assert!(legacy_belongs_to(&core, "u1", "", "Pod"));
+    }
+
+    #[test]
+    fn version_tokens_say_which_object_to_write() {
+        let v = |s: &str| Version(s.to_owned());
+        assert!(matches!(Expected::of(None), Expected::Nothing));
+        assert!(matches!(Expected::of(Some(&v("42"))), Expected::Own("42")));
+        assert!(matches!(
+            Expected::of(Some(&v("legacy:42"))),
+            Expected::Legacy("42")
+        ));
+        assert!(matches!(
+            Expected::of(Some(&v("stale:42"))),
+            Expected::Stale("42")
+        ));
+    }
+}
