@@ -90,7 +90,10 @@ async fn each_database_is_created_exactly_once_through_a_flaky_api() {
     let data = connection.data.unwrap_or_default();
     let password = String::from_utf8(data["password"].0.clone()).unwrap();
     assert!(!password.is_empty());
-    let record = secrets.get("inventory-fsm").await.unwrap();
+    let record = secrets
+        .get(&fsm_kube::store::record_object_name_for::<database::DbState>("inventory"))
+        .await
+        .unwrap();
     assert!(
         record.data.is_some(),
         "the record is kept in the Secret store"

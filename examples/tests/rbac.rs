@@ -27,7 +27,8 @@ use std::time::{Duration, Instant};
 
 mod soak;
 
-use examples::database::{Database, DatabaseSpec};
+use examples::database::{Database, DatabaseSpec, DbState};
+use fsm_kube::store::record_object_name_for;
 use fsm_testkit::ApiServer;
 use fsm_testkit::cluster::DeleteOptions;
 use k8s_openapi::api::core::v1::Secret;
@@ -79,8 +80,9 @@ fn get(server: &ApiServer, group: &str, plural: &str, name: &str) -> Option<Valu
 
 /// The state of Database `i`'s record, from its record Secret.
 fn state(server: &ApiServer, i: usize) -> Option<String> {
+    let record_object = record_object_name_for::<DbState>(&name(i));
     let secret: Secret =
-        serde_json::from_value(get(server, "", "secrets", &format!("{}-fsm", name(i)))?).ok()?;
+        serde_json::from_value(get(server, "", "secrets", &record_object)?).ok()?;
     let text = secret.data?.get("record")?.0.clone();
     let record: Value = serde_json::from_slice(&text).ok()?;
     Some(record["state"].as_str()?.to_owned())
@@ -205,6 +207,20 @@ async fn check(label: &str, run_args: &[&str], rbac_args: &[&str], namespaced: b
     wait("every Database to settle", Duration::from_secs(90), || {
         (0..DATABASES).all(|i| state(&server, i).as_deref() == Some(expected(i)))
     });
+    // The record Secrets block their Database's deletion, which is what
+    // makes `databases/finalizers` `update` necessary on a real server.
+    let record = get(
+        &server,
+        "",
+        "secrets",
+        &record_object_name_for::<DbState>(&name(0)),
+    )
+    .expect("a record Secret");
+    assert_eq!(
+        record["metadata"]["ownerReferences"][0]["blockOwnerDeletion"],
+        json!(true),
+        "{record}"
+    );
     let connection = get(
         &server,
         "",

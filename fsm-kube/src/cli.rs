@@ -77,9 +77,11 @@ use crate::{FsmMetrics, KubeResource};
 pub enum StoreKind {
     /// [`crate::StatusStore`]: `.status.fsm` of the resource.
     Status,
-    /// [`crate::ConfigMapStore`]: ConfigMap `<name>-fsm`.
+    /// [`crate::ConfigMapStore`]: a ConfigMap named by
+    /// [`crate::store::record_object_name`].
     ConfigMap,
-    /// [`crate::SecretStore`]: Secret `<name>-fsm`.
+    /// [`crate::SecretStore`]: a Secret named by
+    /// [`crate::store::record_object_name`].
     Secret,
     /// `fsm_core::EphemeralStore` or [`crate::DerivingStore`]: process
     /// memory (conditions still go to the status).
@@ -524,6 +526,7 @@ where
         let (raw, location) = status::fetch(
             client,
             &resource,
+            F::machine().name(),
             self.store,
             args.namespace.as_deref(),
             &args.name,

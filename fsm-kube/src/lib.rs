@@ -47,7 +47,9 @@ pub use fsm_core;
 pub use metrics::FsmMetrics;
 pub use reconciler::{Error, FsmReconciler, ReconcileFuture, ReconcilerOptions};
 pub use status::FsmStatus;
-pub use store::{ConfigMapStore, DerivingStore, KubeStore, SecretStore, StatusStore, Target};
+pub use store::{
+    ConfigMapStore, DerivingStore, KubeStore, ObjectStore, SecretStore, StatusStore, Target,
+};
 
 /// What a resource needs to be driven by a machine: a `kube::Resource` with
 /// static type information that serde can read and write.
@@ -80,8 +82,9 @@ pub mod prelude {
     pub use fsm_core::prelude::*;
     pub use schemars::JsonSchema;
 
+    pub use crate::store::{RecordObject, record_object_name_for};
     pub use crate::{
-        ConfigMapStore, FsmMetrics, FsmReconciler, FsmStatus, ReconcilerOptions, SecretStore,
-        StatusStore,
+        ConfigMapStore, FsmMetrics, FsmReconciler, FsmStatus, ObjectStore, ReconcilerOptions,
+        SecretStore, StatusStore,
     };
 }

@@ -50,7 +50,7 @@ const VANISHED: &str =
 async fn plant<O: RecordObject>(client: &Client, widget: &Widget, text: &str) {
     let name = widget.name_any();
     let metadata = ObjectMeta {
-        name: Some(format!("{name}-fsm")),
+        name: Some(record_object_name_for::<WidgetState>(&name)),
         namespace: Some("default".into()),
         labels: Some(
             [
@@ -121,7 +121,7 @@ where
     );
     let records: Api<O> = Api::namespaced(client.clone(), "default");
     let stored = records
-        .get(&format!("{name}-fsm"))
+        .get(&record_object_name_for::<WidgetState>(name))
         .await
         .expect("the record object is still there");
     assert_eq!(
@@ -305,7 +305,7 @@ impl Keeper {
 
 async fn record_text<O: RecordObject>(client: &Client, name: &str) -> Option<String> {
     let api: Api<O> = Api::namespaced(client.clone(), "default");
-    api.get(&format!("{name}-fsm"))
+    api.get(&record_object_name_for::<BlobState>(name))
         .await
         .ok()?
         .record_text()?

@@ -17,12 +17,13 @@ use fsm_kube::cli::{
     OutputFormat, RbacArgs, Rule, RunArgs, RunContext, StatusArgs, StoreKind, status,
 };
 use fsm_kube::fsm_core::{Fsm, HistoryEntry, RawRecord, StateRecord, Timestamp};
+use fsm_kube::store::{legacy_record_object_name, record_object_name_for};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use k8s_openapi::api::rbac::v1::PolicyRule;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::CustomResourceExt;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::{CustomResourceExt, Resource};
 
 fn parse(args: &[&str]) -> Command {
     Cli::try_parse_from(std::iter::once("widget-operator").chain(args.iter().copied()))
@@ -543,17 +544,31 @@ async fn put_status_record(env: &Env, name: &str, fsm: serde_json::Value) {
     .unwrap();
 }
 
-async fn put_configmap_record(env: &Env, name: &str, text: &str) {
+/// The metadata of a record object named `record_object` owned by widget
+/// `owner`.
+async fn owned_by(env: &Env, owner: &str, record_object: String) -> ObjectMeta {
+    let widgets: Api<Widget> = Api::namespaced(env.client.clone(), &env.ns);
+    let widget = widgets.get(owner).await.unwrap();
+    ObjectMeta {
+        name: Some(record_object),
+        owner_references: Some(vec![widget.controller_owner_ref(&()).unwrap()]),
+        ..ObjectMeta::default()
+    }
+}
+
+async fn put_configmap_record_as(env: &Env, metadata: ObjectMeta, text: &str) {
     let api: Api<ConfigMap> = Api::namespaced(env.client.clone(), &env.ns);
     let cm = ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(format!("{name}-fsm")),
-            ..ObjectMeta::default()
-        },
+        metadata,
         data: Some(BTreeMap::from([("record".to_owned(), text.to_owned())])),
         ..ConfigMap::default()
     };
     api.create(&PostParams::default(), &cm).await.unwrap();
+}
+
+async fn put_configmap_record(env: &Env, name: &str, text: &str) {
+    let metadata = owned_by(env, name, record_object_name_for::<WidgetState>(name)).await;
+    put_configmap_record_as(env, metadata, text).await;
 }
 
 #[tokio::test]
@@ -635,7 +650,8 @@ async fn status_reads_the_configmap_store_through_the_command_line() {
     let ns = &env.ns;
     assert!(
         text.starts_with(&format!(
-            "Widget {ns}/w2 (record in ConfigMap {ns}/w2-fsm)\nState:        Configuring"
+            "Widget {ns}/w2 (record in ConfigMap {ns}/{})\nState:        Configuring",
+            record_object_name_for::<WidgetState>("w2")
         )),
         "{text}"
     );
@@ -648,10 +664,7 @@ async fn status_reads_the_secret_store() {
     create_widget(&env, "w3", spec()).await;
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &env.ns);
     let secret = Secret {
-        metadata: ObjectMeta {
-            name: Some("w3-fsm".into()),
-            ..ObjectMeta::default()
-        },
+        metadata: owned_by(&env, "w3", record_object_name_for::<WidgetState>("w3")).await,
         string_data: Some(BTreeMap::from([(
             "record".to_owned(),
             serde_json::to_string(&record()).unwrap(),
@@ -679,6 +692,61 @@ async fn status_reads_the_secret_store() {
 }
 
 #[tokio::test]
+async fn status_reads_a_legacy_record_of_the_object_and_no_stale_one() {
+    let env = env().await;
+    let client = env.client.clone();
+    let op = operator(StoreKind::ConfigMap);
+    let ns = &env.ns;
+    let text = serde_json::to_string(&record()).unwrap();
+
+    // Written by an older release, under `<name>-fsm`: read there.
+    create_widget(&env, "legacy", spec()).await;
+    let metadata = owned_by(&env, "legacy", legacy_record_object_name("legacy")).await;
+    put_configmap_record_as(&env, metadata, &text).await;
+    let (_, location) = fsm_kube::cli::status::fetch(
+        &client,
+        &ResourceInfo::of::<Widget>(),
+        "WidgetState",
+        StoreKind::ConfigMap,
+        Some(ns),
+        "legacy",
+    )
+    .await
+    .unwrap();
+    assert_eq!(location.record, format!("ConfigMap {ns}/legacy-fsm"));
+    let json = op
+        .status(&client, &status_args(&env, "legacy", OutputFormat::Json))
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::from_str::<StateRecord>(&json).unwrap(),
+        record()
+    );
+
+    // Records of another object of the same name (deleted, re-created),
+    // under either name, are no record of this one.
+    create_widget(&env, "reborn", spec()).await;
+    let mut stale = owned_by(
+        &env,
+        "legacy",
+        record_object_name_for::<WidgetState>("reborn"),
+    )
+    .await;
+    stale.labels = Some(BTreeMap::from([(
+        fsm_kube::store::OWNER_UID_LABEL.to_owned(),
+        "0a1b2c3d-0000-0000-0000-000000000000".to_owned(),
+    )]));
+    stale.owner_references = None;
+    put_configmap_record_as(&env, stale, &text).await;
+    let stale_legacy = owned_by(&env, "legacy", legacy_record_object_name("reborn")).await;
+    put_configmap_record_as(&env, stale_legacy, &text).await;
+    let none = op
+        .status(&client, &status_args(&env, "reborn", OutputFormat::Text))
+        .await;
+    assert!(matches!(none, Err(Error::NoRecord(_))), "{none:?}");
+}
+
+#[tokio::test]
 async fn a_corrupt_record_is_an_error_naming_the_problem() {
     let env = env().await;
     let client = env.client.clone();
@@ -697,7 +765,8 @@ async fn a_corrupt_record_is_an_error_naming_the_problem() {
         panic!("{error:?}");
     };
     let ns = &env.ns;
-    assert_eq!(location.record, format!("ConfigMap {ns}/bad-json-fsm"));
+    let record_object = record_object_name_for::<WidgetState>("bad-json");
+    assert_eq!(location.record, format!("ConfigMap {ns}/{record_object}"));
     assert!(
         matches!(decode, fsm_kube::fsm_core::DecodeError::Malformed(_)),
         "{decode:?}"
@@ -705,7 +774,7 @@ async fn a_corrupt_record_is_an_error_naming_the_problem() {
     assert!(
         error
             .to_string()
-            .starts_with(&format!("Widget {ns}/bad-json (record in ConfigMap {ns}/bad-json-fsm): the record cannot be decoded: the stored record is malformed")),
+            .starts_with(&format!("Widget {ns}/bad-json (record in ConfigMap {ns}/{record_object}): the record cannot be decoded: the stored record is malformed")),
         "{error}"
     );
 

@@ -160,6 +160,20 @@ async fn sensitive_data_stays_in_the_secret() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
+    // The condition is written within the commit; the metrics are counted
+    // once the reconcile returns, a moment later.
+    let opened =
+        r#"operator_fsm_transitions_total{machine="VaultState",from="Holding",to="Open"} 1"#;
+    while !fsm_kube::metrics::encode(&registry)
+        .unwrap()
+        .contains(opened)
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the transition to Open was never counted"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     controller.abort();
 
     // Nothing runs on deletion, so the runtime added no finalizer.
@@ -167,7 +181,10 @@ async fn sensitive_data_stays_in_the_secret() {
 
     // The Secret holds the data, as it should.
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
-    let record = secrets.get("v-fsm").await.unwrap();
+    let record = secrets
+        .get(&record_object_name_for::<VaultState>("v"))
+        .await
+        .unwrap();
     let text = String::from_utf8(record.data.unwrap()["record"].0.clone()).unwrap();
     assert!(text.contains("\"state\":\"Open\""), "{text}");
 

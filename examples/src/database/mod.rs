@@ -6,8 +6,8 @@
 //! pattern; the id also goes as the create's idempotency key, which closes
 //! the gap the pattern leaves when two processes act at once), waits for it (two minutes at most), seeds it, and publishes
 //! credentials in a Secret. A seed the API rejects fails the workflow, and
-//! the compensations delete the instance. The record lives in the Secret
-//! `<name>-fsm` ([`SecretStore`]), since a state holds the password.
+//! the compensations delete the instance. The record lives in a Secret
+//! beside the Database ([`SecretStore`]), since a state holds the password.
 
 pub mod client;
 pub mod cloud;

@@ -4,12 +4,12 @@
 use std::time::Duration;
 
 use fsm_core::{HistoryEntry, StateRecord, Timestamp};
-use fsm_kube::store::RecordObject;
+use fsm_kube::store::{OWNER_UID_LABEL, RecordObject, record_object_name_for};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
 use kube::{Client, ResourceExt};
 
-use crate::database::Database;
+use crate::database::{Database, DbState};
 use crate::integration::Integration;
 use crate::mutable_jar::Keycloak;
 
@@ -20,7 +20,8 @@ pub enum Kind {
     Keycloak,
     /// [`Integration`], record in its status.
     Integration,
-    /// [`Database`], record in the Secret `<name>-fsm`.
+    /// [`Database`], record in its Secret (see
+    /// [`record_object_name_for`]).
     Database,
 }
 
@@ -132,9 +133,11 @@ pub async fn read_record(
             let Some(database) = databases.get_opt(name).await? else {
                 return Ok(None);
             };
+            // Its record object, unless it is an earlier Database's.
             Api::<Secret>::namespaced(client.clone(), namespace)
-                .get_opt(&format!("{}-fsm", database.name_any()))
+                .get_opt(&record_object_name_for::<DbState>(&database.name_any()))
                 .await?
+                .filter(|s| s.labels().get(OWNER_UID_LABEL) == database.uid().as_ref())
                 .and_then(|s| s.record_text()?.ok())
                 .and_then(|text| serde_json::from_str(&text).ok())
         }

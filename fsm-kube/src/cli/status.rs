@@ -15,7 +15,9 @@ use serde_json::Value;
 
 use super::rbac::ResourceInfo;
 use super::{Error, StoreKind};
-use crate::store::{ObjectStore, RecordObject};
+use crate::store::{
+    RecordObject, belongs_to, legacy_belongs_to, legacy_record_object_name, record_object_name,
+};
 
 /// What shows instead of a sensitive state's data.
 pub const REDACTED: &str = "<redacted: sensitive state>";
@@ -30,7 +32,7 @@ pub struct Location {
     /// The object's name.
     pub name: String,
     /// Where the store keeps the record, e.g. `.status.fsm` or
-    /// `ConfigMap default/db-fsm`.
+    /// `ConfigMap default/db.database.fsm-3c5e8d1f0a`.
     pub record: String,
 }
 
@@ -46,8 +48,12 @@ impl std::fmt::Display for Location {
 
 /// Reads the raw record of object `name` (in `namespace`, for a namespaced
 /// resource) from where `store` keeps it: `.status.fsm` of the object for
-/// the status store, the `data.record` key of ConfigMap or Secret
-/// `<name>-fsm` for the others.
+/// the status store; for the others, the `data.record` key of the
+/// ConfigMap or Secret named by [`record_object_name`] (for machine
+/// `machine`) when it belongs to the object (its owner UID is the
+/// object's), else of the legacy `<name>-fsm` when its owner reference is
+/// the object's, as the stores read them. A record object of an earlier
+/// object of the same name is no record.
 ///
 /// # Errors
 /// [`Error::NotFound`] when the object does not exist, [`Error::NoRecord`]
@@ -57,6 +63,7 @@ impl std::fmt::Display for Location {
 pub async fn fetch(
     client: &Client,
     resource: &ResourceInfo,
+    machine: &str,
     store: StoreKind,
     namespace: Option<&str>,
     name: &str,
@@ -66,8 +73,8 @@ pub async fn fetch(
             .map(str::to_owned)
             .unwrap_or_else(|| client.default_namespace().to_owned())
     });
-    let record_object = ObjectStore::<ConfigMap>::object_name(name);
-    let location = Location {
+    let record_object = record_object_name(name, &resource.group, &resource.kind, machine);
+    let mut location = Location {
         kind: resource.kind.clone(),
         namespace: namespace.clone(),
         name: name.to_owned(),
@@ -81,58 +88,91 @@ pub async fn fetch(
             (StoreKind::Ephemeral, _) => return Err(Error::MemoryStore),
         },
     };
-    let raw = match (store, &namespace) {
+    let gvk = GroupVersionKind::gvk(&resource.group, &resource.version, &resource.kind);
+    let api_resource = ApiResource::from_gvk_with_plural(&gvk, &resource.plural);
+    let api: Api<DynamicObject> = match &namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &api_resource),
+        None => Api::all_with(client.clone(), &api_resource),
+    };
+    let Some(object) = api.get_opt(name).await.map_err(Error::Kube)? else {
+        return Err(Error::NotFound(Box::new(location)));
+    };
+    let owner = Owner {
+        uid: object.metadata.uid.clone().unwrap_or_default(),
+        group: &resource.group,
+        kind: &resource.kind,
+    };
+    let found = match (store, &namespace) {
+        (StoreKind::Status, _) => object
+            .data
+            .get("status")
+            .and_then(|s| s.get("fsm"))
+            .filter(|v| !v.is_null())
+            .map(|value| (RawRecord::Json(value.clone()), None)),
         (StoreKind::ConfigMap, Some(ns)) => {
-            record_from_object::<ConfigMap>(client, ns, &record_object).await?
+            record_from_object::<ConfigMap>(client, ns, &record_object, name, &owner).await?
         }
         (StoreKind::Secret, Some(ns)) => {
-            record_from_object::<Secret>(client, ns, &record_object).await?
+            record_from_object::<Secret>(client, ns, &record_object, name, &owner).await?
         }
         _ => None,
     };
-    // The object itself: the record for the status store, and whether it
-    // exists at all when its record object is missing.
-    if store == StoreKind::Status || raw.is_none() {
-        let gvk = GroupVersionKind::gvk(&resource.group, &resource.version, &resource.kind);
-        let api_resource = ApiResource::from_gvk_with_plural(&gvk, &resource.plural);
-        let api: Api<DynamicObject> = match &namespace {
-            Some(ns) => Api::namespaced_with(client.clone(), ns, &api_resource),
-            None => Api::all_with(client.clone(), &api_resource),
-        };
-        let Some(object) = api.get_opt(name).await.map_err(Error::Kube)? else {
-            return Err(Error::NotFound(Box::new(location)));
-        };
-        if store == StoreKind::Status {
-            let fsm = object
-                .data
-                .get("status")
-                .and_then(|s| s.get("fsm"))
-                .filter(|v| !v.is_null());
-            if let Some(value) = fsm {
-                return Ok((RawRecord::Json(value.clone()), location));
+    match found {
+        Some((raw, read_from)) => {
+            if let (Some(read_from), Some(ns)) = (read_from, &namespace) {
+                let kind = if store == StoreKind::Secret {
+                    "Secret"
+                } else {
+                    "ConfigMap"
+                };
+                location.record = format!("{kind} {ns}/{read_from}");
             }
+            Ok((raw, location))
         }
-    }
-    match raw {
-        Some(raw) => Ok((raw, location)),
         None => Err(Error::NoRecord(Box::new(location))),
     }
 }
 
+/// The object whose record is read.
+struct Owner<'a> {
+    uid: String,
+    group: &'a str,
+    kind: &'a str,
+}
+
+/// The record of object `name` in its record object `record_object`, else
+/// in its legacy record object, with the name of the object it was read
+/// from; `None` when neither holds a record of `owner`.
 async fn record_from_object<O: RecordObject>(
     client: &Client,
     namespace: &str,
+    record_object: &str,
     name: &str,
-) -> Result<Option<RawRecord>, Error> {
+    owner: &Owner<'_>,
+) -> Result<Option<(RawRecord, Option<String>)>, Error> {
     let api: Api<O> = Api::namespaced(client.clone(), namespace);
-    let Some(object) = api.get_opt(name).await.map_err(Error::Kube)? else {
+    let own = api
+        .get_opt(record_object)
+        .await
+        .map_err(Error::Kube)?
+        .filter(|o| belongs_to(o.meta(), &owner.uid));
+    let object = match own {
+        Some(object) => Some(object),
+        None => api
+            .get_opt(&legacy_record_object_name(name))
+            .await
+            .map_err(Error::Kube)?
+            .filter(|o| legacy_belongs_to(o.meta(), &owner.uid, owner.group, owner.kind)),
+    };
+    let Some(object) = object else {
         return Ok(None);
     };
-    Ok(match object.record_text() {
-        Some(Ok(text)) => Some(RawRecord::Text(text)),
-        Some(Err(e)) => Some(RawRecord::Text(format!("<not UTF-8: {e}>"))),
-        None => None,
-    })
+    let raw = match object.record_text() {
+        Some(Ok(text)) => RawRecord::Text(text),
+        Some(Err(e)) => RawRecord::Text(format!("<not UTF-8: {e}>")),
+        None => return Ok(None),
+    };
+    Ok(Some((raw, object.meta().name.clone())))
 }
 
 /// Decodes `raw` for machine `F`, hiding the data of sensitive states.

@@ -21,9 +21,11 @@ use serde_json::{Value, json};
 
 pub use ephemeral::DerivingStore;
 pub use object::{
-    ConfigMapStore, MANAGED_BY_LABEL, OWNER_LABEL, ObjectStore, RECORD_KEY, RecordObject,
-    SecretStore,
+    ConfigMapStore, MANAGED_BY_LABEL, OWNER_KIND_LABEL, OWNER_LABEL, OWNER_UID_LABEL, ObjectStore,
+    RECORD_KEY, RecordObject, SecretStore, legacy_record_object_name, record_object_name,
+    record_object_name_for,
 };
+pub(crate) use object::{belongs_to, legacy_belongs_to};
 pub use status::StatusStore;
 
 use crate::KubeResource;

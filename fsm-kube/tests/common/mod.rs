@@ -134,6 +134,9 @@ async fn configure(
     config_map: &str,
 ) -> Result<Transition<WidgetState>, WidgetError> {
     let widget = cx.resource();
+    if widget.annotations().contains_key("publish-output") {
+        cx.publish_status(serde_json::json!({ "output": format!("configured {config_map}") }))?;
+    }
     if widget.annotations().contains_key("hold") {
         return Ok(Transition::wait(Duration::from_millis(30)));
     }
@@ -153,9 +156,6 @@ async fn configure(
         Ok(_) => {}
         Err(kube::Error::Api(s)) if s.is_already_exists() => {}
         Err(e) => return Err(e.into()),
-    }
-    if widget.annotations().contains_key("publish-output") {
-        cx.publish_status(serde_json::json!({ "output": format!("configured {config_map}") }))?;
     }
     if widget.spec.fail {
         return Ok(Transition::fail("the widget asked to fail"));
@@ -321,6 +321,11 @@ pub async fn create_held_widget(env: &impl Scope, name: &str) -> Widget {
 
 /// Creates a widget carrying `annotation` (which the handlers read).
 pub async fn create_annotated_widget(env: &impl Scope, name: &str, annotation: &str) -> Widget {
+    create_widget_annotated(env, name, &[annotation]).await
+}
+
+/// Creates a widget carrying `annotations` (which the handlers read).
+pub async fn create_widget_annotated(env: &impl Scope, name: &str, annotations: &[&str]) -> Widget {
     let api: Api<Widget> = Api::namespaced(env.client(), env.ns());
     let mut widget = Widget::new(
         name,
@@ -330,7 +335,12 @@ pub async fn create_annotated_widget(env: &impl Scope, name: &str, annotation: &
             conflict_once: false,
         },
     );
-    widget.metadata.annotations = Some([(annotation.to_owned(), "yes".to_owned())].into());
+    widget.metadata.annotations = Some(
+        annotations
+            .iter()
+            .map(|a| ((*a).to_owned(), "yes".to_owned()))
+            .collect(),
+    );
     api.create(&PostParams::default(), &widget).await.unwrap()
 }
 
@@ -353,7 +363,10 @@ where
     O: fsm_kube::store::RecordObject,
 {
     let api: Api<O> = Api::namespaced(env.client(), env.ns());
-    let object = api.get_opt(&format!("{name}-fsm")).await.ok()??;
+    let object = api
+        .get_opt(&record_object_name_for::<WidgetState>(name))
+        .await
+        .ok()??;
     let text = object.record_text()?.ok()?;
     let record: serde_json::Value = serde_json::from_str(&text).ok()?;
     record.get("state")?.as_str().map(str::to_owned)
