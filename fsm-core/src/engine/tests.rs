@@ -502,7 +502,8 @@ async fn attempt_timeout_drops_the_handler_and_retries() {
             .await
             .unwrap();
     }
-    let reconcile = engine.reconcile(&store, &observed(), &(), &script);
+    let obs = observed();
+    let reconcile = engine.reconcile(&store, &obs, &(), &script);
     let time_passes = async {
         // Once the handler is waiting, 29 s pass: not yet; then the 30th.
         while clock.next_sleep().is_none() {
