@@ -138,7 +138,26 @@ impl<S> Settled<S> {
     }
 }
 
-/// Runs a machine's handlers without a cluster.
+/// Runs a machine without a cluster, on a virtual clock.
+///
+/// # Expected flow
+/// - One handler alone: [`Harness::run_handler`] (and
+///   [`Harness::run_compensation`]), in the state set by `in_state` or
+///   `in_state_for`, checked against the state's `next(...)` and timed by
+///   its `attempt_timeout` as the engine would.
+/// - Step by step: [`Harness::reconcile`] runs one reconcile of the real
+///   engine over an in-memory store kept between calls; the test reads
+///   [`Harness::record`] and [`Harness::state`], moves time with
+///   [`Harness::advance`], and changes the object with
+///   [`Harness::bump_generation`] and [`Harness::mark_deleting`].
+/// - To rest: [`Harness::run_until_settled`] reconciles, advancing the
+///   clock by each requeue, until the machine rests.
+///
+/// # Guarantees
+/// Virtual time moves only by [`Harness::advance`], by
+/// `run_until_settled`'s requeues, and when a reconcile or handler is idle
+/// (see [`Harness::idle_after`]) while a sleep on the clock is pending,
+/// such as an `attempt_timeout`.
 ///
 /// One handler, alone:
 /// ```

@@ -17,7 +17,8 @@
 //!   [`Classify`]: whether its errors are retried.
 //! - [`Engine::reconcile`]: one reconcile; [`plan`] and [`Decider`]: the
 //!   pure decision inside it.
-//! - [`Harness`]: one handler alone, or a whole workflow in memory.
+//! - [`Harness`]: one handler alone, a workflow one reconcile at a time,
+//!   or a whole workflow to rest, in memory on a virtual clock.
 //!
 //! # Example
 //! A machine written by hand, driven to rest by the harness:
