@@ -295,7 +295,10 @@ mod tests {
         drop(long);
         assert_eq!(clock.next_sleep(), None);
         assert_eq!(clock.advance_to_next_sleep(), None);
-        assert_eq!(clock.now(), add(Timestamp::UNIX_EPOCH, Duration::from_secs(10)));
+        assert_eq!(
+            clock.now(),
+            add(Timestamp::UNIX_EPOCH, Duration::from_secs(10))
+        );
     }
 
     #[test]

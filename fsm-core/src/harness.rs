@@ -60,7 +60,9 @@ pub enum HandlerError<E> {
     /// The handler asked for a target its state does not declare in
     /// `next(...)`. The engine would not take it: it reports
     /// [`Effect::UndeclaredTransition`] and counts a failed attempt.
-    #[error("the handler of {from} returned a transition to {to}, which {from} does not declare (next: {declared:?})")]
+    #[error(
+        "the handler of {from} returned a transition to {to}, which {from} does not declare (next: {declared:?})"
+    )]
     UndeclaredTransition {
         /// The state whose handler ran.
         from: &'static str,
@@ -444,8 +446,7 @@ impl<S: Fsm> Harness<S> {
         let Some(state) = &self.state else {
             return Ok(());
         };
-        if self.seeded.swap(true, Ordering::SeqCst) || self.store.get_raw(&observed.key).is_some()
-        {
+        if self.seeded.swap(true, Ordering::SeqCst) || self.store.get_raw(&observed.key).is_some() {
             return Ok(());
         }
         let entered_at = self.entered_at();
@@ -660,10 +661,8 @@ impl<S: Fsm> Harness<S> {
         self.seed_record(&self.observed()).await?;
         let started = self.clock.now();
         let mut last = self.record();
-        let mut history: Vec<HistoryEntry> = last
-            .as_ref()
-            .map(|r| r.history.clone())
-            .unwrap_or_default();
+        let mut history: Vec<HistoryEntry> =
+            last.as_ref().map(|r| r.history.clone()).unwrap_or_default();
         let mut effects = Vec::new();
         let mut reconciles = 0;
         let corrupt = |source| HarnessError::Reconcile {

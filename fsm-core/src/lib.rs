@@ -126,7 +126,9 @@ pub use engine::{
 pub use fsm::{BoxFuture, Fsm};
 #[cfg(feature = "derive")]
 pub use fsm_macros::OperatorFsm;
-pub use harness::{DEFAULT_IDLE_AFTER, HARNESS_EPOCH, HandlerError, Harness, HarnessError, Settled};
+pub use harness::{
+    DEFAULT_IDLE_AFTER, HARNESS_EPOCH, HandlerError, Harness, HarnessError, Settled,
+};
 pub use machine::{Machine, MachineError, OnDelete, SpecChange, StateMeta};
 pub use memory::EphemeralStore;
 pub use random::{RandomSource, SeededRandom};

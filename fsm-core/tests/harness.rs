@@ -174,7 +174,10 @@ async fn a_workflow_is_walked_one_reconcile_at_a_time_through_its_retries() {
         [Effect::Entered { .. }, Effect::RetryScheduled { attempt: 1, delay, .. }] if delay == secs(10)
     ));
     let r = record(&harness);
-    assert_eq!((r.attempt, r.last_error.as_deref()), (1, Some("the cloud is busy")));
+    assert_eq!(
+        (r.attempt, r.last_error.as_deref()),
+        (1, Some("the cloud is busy"))
+    );
     assert_eq!(r.next_attempt_at, Some(at(secs(10))));
 
     // Too early: no handler runs, the engine waits the rest.
@@ -193,12 +196,7 @@ async fn a_workflow_is_walked_one_reconcile_at_a_time_through_its_retries() {
     harness.advance(secs(20));
     let report = harness.reconcile().await.unwrap();
     assert_eq!(report.state, "Waiting");
-    assert_eq!(
-        harness.state(),
-        Some(Db::Waiting {
-            id: "i-1".into()
-        })
-    );
+    assert_eq!(harness.state(), Some(Db::Waiting { id: "i-1".into() }));
     let r = record(&harness);
     assert_eq!((r.attempt, r.last_error), (0, None));
     assert_eq!(r.entered_at, at(secs(30)));
@@ -217,12 +215,7 @@ async fn a_workflow_is_walked_one_reconcile_at_a_time_through_its_retries() {
 #[tokio::test]
 async fn time_already_spent_in_a_state_counts_toward_its_timeout() {
     let world = World::new(&ManualClock::at(t0()));
-    let harness = harness(&world).in_state_for(
-        Db::Waiting {
-            id: "i-7".into(),
-        },
-        secs(9 * 60 + 30),
-    );
+    let harness = harness(&world).in_state_for(Db::Waiting { id: "i-7".into() }, secs(9 * 60 + 30));
     // 9 min 30 s in: the handler runs and sees it; the next look is capped
     // at the 10-minute deadline.
     let report = harness.reconcile().await.unwrap();
@@ -233,13 +226,9 @@ async fn time_already_spent_in_a_state_counts_toward_its_timeout() {
     harness.advance(secs(30));
     let report = harness.reconcile().await.unwrap();
     assert_eq!(report.state, "TimedOut");
-    assert!(
-        report
-            .effects
-            .contains(&Effect::TimedOut {
-                state: "Waiting".into()
-            })
-    );
+    assert!(report.effects.contains(&Effect::TimedOut {
+        state: "Waiting".into()
+    }));
     assert_eq!(world.log().len(), 1, "the timed-out handler did not run");
     assert_eq!(
         record(&harness).last_error.as_deref(),
@@ -250,12 +239,7 @@ async fn time_already_spent_in_a_state_counts_toward_its_timeout() {
 #[tokio::test]
 async fn run_handler_sees_the_time_already_spent_in_the_state() {
     let world = World::new(&ManualClock::at(t0()));
-    let harness = harness(&world).in_state_for(
-        Db::Waiting {
-            id: "i-7".into(),
-        },
-        secs(42),
-    );
+    let harness = harness(&world).in_state_for(Db::Waiting { id: "i-7".into() }, secs(42));
     assert_eq!(
         harness.run_handler().await.unwrap(),
         Transition::wait(secs(60))
@@ -274,7 +258,11 @@ async fn a_new_generation_between_reconciles_applies_on_spec_change() {
 
     assert_eq!(harness.bump_generation(), 2);
     let report = harness.reconcile().await.unwrap();
-    assert!(report.effects.contains(&Effect::SpecChanged { generation: 2 }));
+    assert!(
+        report
+            .effects
+            .contains(&Effect::SpecChanged { generation: 2 })
+    );
     // on_spec_change = restart: back to the initial state, no compensation.
     let r = record(&harness);
     assert_eq!(r.observed_generation, Some(2));
@@ -287,7 +275,11 @@ async fn a_new_generation_between_reconciles_applies_on_spec_change() {
 
     harness.set_generation(7);
     let report = harness.reconcile().await.unwrap();
-    assert!(report.effects.contains(&Effect::SpecChanged { generation: 7 }));
+    assert!(
+        report
+            .effects
+            .contains(&Effect::SpecChanged { generation: 7 })
+    );
 }
 
 #[tokio::test]

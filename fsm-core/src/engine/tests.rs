@@ -519,7 +519,10 @@ async fn attempt_timeout_drops_the_handler_and_retries() {
     .await
     .expect("the attempt timeout is measured on the manual clock, not in real time");
     let report = report.unwrap();
-    assert_eq!(clock.now(), crate::clock::add(t0(), Duration::from_secs(30)));
+    assert_eq!(
+        clock.now(),
+        crate::clock::add(t0(), Duration::from_secs(30))
+    );
     assert_eq!(report.state, "Wait");
     let record = record_in(&store);
     assert_eq!(record.attempt, 1);
