@@ -27,7 +27,8 @@ pub enum HarnessError {
     /// A reconcile failed.
     #[error("reconcile {reconcile} failed")]
     Reconcile {
-        /// Which reconcile (1-based).
+        /// Which reconcile of this harness (1-based; 0 when storing the
+        /// `in_state` state failed).
         reconcile: u32,
         /// The error.
         #[source]
@@ -446,7 +447,7 @@ impl<S: Fsm> Harness<S> {
         let Some(state) = &self.state else {
             return Ok(());
         };
-        if self.seeded.swap(true, Ordering::SeqCst) || self.store.get_raw(&observed.key).is_some() {
+        if self.seeded.load(Ordering::SeqCst) || self.store.get_raw(&observed.key).is_some() {
             return Ok(());
         }
         let entered_at = self.entered_at();
@@ -479,6 +480,7 @@ impl<S: Fsm> Harness<S> {
                 reconcile: 0,
                 source: e.into(),
             })?;
+        self.seeded.store(true, Ordering::SeqCst);
         Ok(())
     }
 

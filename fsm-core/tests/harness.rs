@@ -453,3 +453,20 @@ async fn a_handler_busy_with_real_work_is_not_counted_idle() {
     assert_eq!(report.state, "Ready");
     assert_eq!(harness.now(), t0(), "virtual time stood still");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attempt_timeouts_are_virtual_on_a_multi_threaded_runtime_too() {
+    let world = World::new(&ManualClock::at(t0()));
+    *world.seed.lock().unwrap() = Seed::Hang;
+    let harness = harness(&world).in_state(Db::Seeding { id: "i-1".into() });
+    let real = Instant::now();
+    let report = harness.reconcile().await.unwrap();
+    assert!(real.elapsed() < Duration::from_secs(5));
+    assert_eq!(harness.now(), at(secs(30)));
+    assert_eq!(record(&harness).attempt, 1);
+    assert_eq!(report.requeue, Some(secs(10)));
+    // The record the harness started from is the one the engine would
+    // have written on entering the state.
+    assert_eq!(record(&harness).history[0].to, "Seeding");
+    assert_eq!(record(&harness).trail[0].state, "Seeding");
+}
