@@ -17,7 +17,8 @@
 //!   [`Classify`]: whether its errors are retried.
 //! - [`Engine::reconcile`]: one reconcile; [`plan`] and [`Decider`]: the
 //!   pure decision inside it.
-//! - [`Harness`]: one handler alone, or a whole workflow in memory.
+//! - [`Harness`]: one handler alone, a workflow one reconcile at a time,
+//!   or a whole workflow to rest, in memory on a virtual clock.
 //!
 //! # Example
 //! A machine written by hand, driven to rest by the harness:
@@ -125,7 +126,9 @@ pub use engine::{
 pub use fsm::{BoxFuture, Fsm};
 #[cfg(feature = "derive")]
 pub use fsm_macros::OperatorFsm;
-pub use harness::{HARNESS_EPOCH, Harness, HarnessError, Settled};
+pub use harness::{
+    DEFAULT_IDLE_AFTER, HARNESS_EPOCH, HandlerError, Harness, HarnessError, Settled,
+};
 pub use machine::{Machine, MachineError, OnDelete, SpecChange, StateMeta};
 pub use memory::EphemeralStore;
 pub use random::{RandomSource, SeededRandom};

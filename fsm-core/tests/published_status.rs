@@ -127,3 +127,13 @@ fn the_runtime_fields_and_non_objects_are_refused() {
         ErrorClass::Permanent
     );
 }
+
+#[tokio::test]
+async fn the_harness_shows_what_the_steps_published() {
+    let harness = Harness::<SiteState>::new(Site { url: "http://h" }, ());
+    harness.reconcile().await.unwrap();
+    assert_eq!(
+        serde_json::Value::Object(harness.published_status().unwrap()),
+        json!({ "url": "http://h", "phase": "deployed" })
+    );
+}

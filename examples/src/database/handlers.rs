@@ -223,7 +223,7 @@ pub(super) async fn check_instance(
 mod tests {
     use std::time::Duration;
 
-    use fsm_core::Harness;
+    use fsm_core::{HandlerError, Harness};
     use kube::Client;
 
     use super::*;
@@ -274,7 +274,10 @@ mod tests {
                 request_id: Some("req-1".into()),
             });
         let error = resumed.run_handler().await.unwrap_err();
-        assert!(matches!(error, DbError::NotLeading(_)), "{error:?}");
+        assert!(
+            matches!(error, HandlerError::Handler(DbError::NotLeading(_))),
+            "{error:?}"
+        );
         // Without one: the checkpoint refuses, before anything is written.
         let fresh = Harness::<DbState>::new(db, ctx(&client, &cloud))
             .authority(lapsed)
@@ -283,7 +286,9 @@ mod tests {
         assert!(
             matches!(
                 error,
-                DbError::Checkpoint(fsm_core::CheckpointError::AuthorityLost(_))
+                HandlerError::Handler(DbError::Checkpoint(
+                    fsm_core::CheckpointError::AuthorityLost(_)
+                ))
             ),
             "{error:?}"
         );

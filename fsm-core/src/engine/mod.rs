@@ -140,7 +140,9 @@ pub struct InvalidMachine(pub Vec<MachineError>);
 /// 3. spec changed: apply `on_spec_change`;
 /// 4. the state's `timeout` passed: take `on_timeout` (or fail);
 /// 5. a retry is scheduled later: requeue for the rest of the wait;
-/// 6. run the handler under its `attempt_timeout` and decide;
+/// 6. run the handler under its `attempt_timeout` (measured on the
+///    engine's [`Clock`]: real time on the system clock, virtual time on a
+///    [`ManualClock`](crate::ManualClock)) and decide;
 /// 7. commit with the loaded version; a conflict commits nothing.
 ///
 /// # Guarantees
@@ -239,6 +241,16 @@ impl<S: Fsm> Engine<S> {
         })
     }
 
+    /// The decider for what user code's result leads to, at the time it
+    /// finished: a retry's backoff, an entry time and a history entry
+    /// count from then, not from before a long (or timed-out) call.
+    fn after_user_code<'d>(&self, decider: Decider<'d>) -> Decider<'d> {
+        Decider {
+            now: self.clock.now(),
+            ..decider
+        }
+    }
+
     /// Uses `options`.
     #[must_use]
     pub fn with_options(mut self, options: EngineOptions) -> Self {
@@ -322,7 +334,8 @@ impl<S: Fsm> Engine<S> {
                     if matches!(result, StepResult::Error { .. }) {
                         self.failed_without_authority()?;
                     }
-                    decider.after_compensation(current, result)?
+                    self.after_user_code(decider)
+                        .after_compensation(current, result)?
                 }
                 (Plan::Cleanup, Some(current)) => {
                     self.ensure_authority()?;
@@ -331,7 +344,7 @@ impl<S: Fsm> Engine<S> {
                     if matches!(result, StepResult::Error { .. }) {
                         self.failed_without_authority()?;
                     }
-                    decider.after_cleanup(current, result)
+                    self.after_user_code(decider).after_cleanup(current, result)
                 }
                 (Plan::FinishUnwind, Some(current)) => {
                     decider.finish_unwind(current, Vec::new(), true)
@@ -372,7 +385,8 @@ impl<S: Fsm> Engine<S> {
                         )
                         .await?;
                     publish(&mut published, step_status);
-                    decider.after_handler::<S>(current, outcome)?
+                    self.after_user_code(decider)
+                        .after_handler::<S>(current, outcome)?
                 }
             };
             let Decision {
@@ -475,7 +489,17 @@ impl<S: Fsm> Engine<S> {
             };
             let call = state.handle(&mut step).instrument(span);
             let result = match attempt_timeout {
-                Some(limit) => tokio::time::timeout(limit, call).await.map_err(|_| limit),
+                // Timed on the engine's clock, so that a manual clock's
+                // attempt timeout elapses in virtual time. The handler is
+                // polled first: one finishing as time runs out still counts.
+                Some(limit) => {
+                    let expired = self.clock.sleep(limit);
+                    tokio::select! {
+                        biased;
+                        result = call => Ok(result),
+                        () = expired => Err(limit),
+                    }
+                }
                 None => Ok(call.await),
             };
             *published = step.take_published();

@@ -487,10 +487,12 @@ async fn state_timeout_survives_a_restart_and_compensates_in_reverse_order() {
     assert!(record.trail.is_empty());
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn attempt_timeout_drops_the_handler_and_retries() {
     let clock = ManualClock::at(t0());
     let store = EphemeralStore::new();
+    // The handler waits an hour of real time; the attempt timeout is 30 s
+    // of the engine's (manual) clock.
     let script = Script::with([Act::Go, Act::Go, Act::Sleep(Duration::from_secs(3600))]);
     let engine = engine(&clock);
     // Start → Provision → Wait.
@@ -500,10 +502,27 @@ async fn attempt_timeout_drops_the_handler_and_retries() {
             .await
             .unwrap();
     }
-    let report = engine
-        .reconcile(&store, &observed(), &(), &script)
-        .await
-        .unwrap();
+    let obs = observed();
+    let reconcile = engine.reconcile(&store, &obs, &(), &script);
+    let time_passes = async {
+        // Once the handler is waiting, 29 s pass: not yet; then the 30th.
+        while clock.next_sleep().is_none() {
+            tokio::task::yield_now().await;
+        }
+        clock.advance(Duration::from_secs(29));
+        tokio::task::yield_now().await;
+        clock.advance(Duration::from_secs(1));
+    };
+    let (report, ()) = tokio::time::timeout(Duration::from_secs(20), async {
+        tokio::join!(reconcile, time_passes)
+    })
+    .await
+    .expect("the attempt timeout is measured on the manual clock, not in real time");
+    let report = report.unwrap();
+    assert_eq!(
+        clock.now(),
+        crate::clock::add(t0(), Duration::from_secs(30))
+    );
     assert_eq!(report.state, "Wait");
     let record = record_in(&store);
     assert_eq!(record.attempt, 1);
