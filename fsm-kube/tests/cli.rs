@@ -14,7 +14,7 @@ use common::*;
 use fsm_kube::cli::rbac::{self, OperatorDescription, RbacObject, RbacScope, ResourceInfo};
 use fsm_kube::cli::{
     Cli, Command, ConnectArgs, DiagramArgs, DiagramFormat, Error, LeaderArgs, Operator,
-    OutputFormat, RbacArgs, Rule, RunArgs, RunContext, StatusArgs, StoreKind, status,
+    OutputFormat, RbacArgs, Rule, RunArgs, RunContext, RunOutcome, StatusArgs, StoreKind, status,
 };
 use fsm_kube::fsm_core::{Fsm, HistoryEntry, RawRecord, StateRecord, Timestamp};
 use k8s_openapi::api::coordination::v1::Lease;
@@ -31,7 +31,7 @@ fn parse(args: &[&str]) -> Command {
 }
 
 /// A `run` function for subcommands that never run.
-fn no_run(_: RunContext) -> std::future::Ready<()> {
+fn no_run(_: RunContext<WidgetState>) -> std::future::Ready<()> {
     std::future::ready(())
 }
 
@@ -39,14 +39,16 @@ fn operator(store: StoreKind) -> Operator<WidgetState> {
     Operator::new("widget-operator", store)
 }
 
-async fn execute<R, Fut>(
-    op: &Operator<WidgetState>,
-    command: Command,
+async fn execute<A, R, Fut>(
+    op: &Operator<WidgetState, A>,
+    command: Command<A>,
     run: R,
 ) -> Result<String, Error>
 where
-    R: FnMut(RunContext) -> Fut + Send + 'static,
-    Fut: Future<Output = ()> + Send + 'static,
+    A: clap::Args + Clone + Send + Sync + 'static,
+    R: FnMut(RunContext<WidgetState, A>) -> Fut + Send + 'static,
+    Fut: Future + Send + 'static,
+    Fut::Output: RunOutcome,
 {
     let mut out = Vec::new();
     op.execute(command, run, &mut out).await?;
@@ -93,6 +95,7 @@ fn run_parses_every_flag() {
                 identity: Some("pod-1".into()),
                 lease_duration: 30,
             },
+            operator: (),
         })
     );
 }
@@ -162,7 +165,7 @@ fn crd_diagram_rbac_and_status_parse() {
 #[test]
 fn usage_errors_are_refused() {
     let parse_err = |args: &[&str]| {
-        Cli::try_parse_from(std::iter::once("op").chain(args.iter().copied())).unwrap_err()
+        Cli::<()>::try_parse_from(std::iter::once("op").chain(args.iter().copied())).unwrap_err()
     };
     assert_eq!(
         parse_err(&["status"]).kind(),
@@ -747,7 +750,7 @@ async fn run_hands_the_controller_a_client_and_returns_when_it_does() {
     let (_http, kubeconfig) = kubeconfig_of(&env).await;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let command = parse(&["run", "--kubeconfig", &kubeconfig, "-n", &env.ns]);
-    let run = move |run: RunContext| {
+    let run = move |run: RunContext<WidgetState>| {
         let tx = tx.clone();
         async move {
             let widgets = run.api::<Widget>().list(&Default::default()).await.unwrap();
@@ -787,7 +790,7 @@ async fn run_serves_the_machines_metrics_while_the_controller_runs() {
         &metrics_addr,
     ]);
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let run = move |run: RunContext| {
+    let run = move |run: RunContext<WidgetState>| {
         let tx = tx.clone();
         async move {
             // What a controller does: count into the metrics it was given.
@@ -853,12 +856,17 @@ async fn run_with_leader_election_takes_the_configured_lease_then_runs() {
         .await
         .unwrap();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<bool>();
-    let run = move |context: RunContext| {
+    let run = move |context: RunContext<WidgetState>| {
         let tx = tx.clone();
         async move {
-            // The run function is given the hold, for its reconciler.
+            // The run function is given the hold, and the reconciler it
+            // builds checks it without being told.
             let held = context.leadership.as_ref().is_some_and(|l| l.is_held());
-            let _ = tx.send(held);
+            let fenced = context
+                .reconciler()
+                .leadership()
+                .is_some_and(|l| l.is_held());
+            let _ = tx.send(held && fenced);
             std::future::pending::<()>().await;
         }
     };
@@ -890,7 +898,10 @@ async fn run_with_leader_election_takes_the_configured_lease_then_runs() {
         .await
         .expect("the controller started once the Lease was held")
         .expect("the run function reported");
-    assert!(held, "the run function was given a leadership that is held");
+    assert!(
+        held,
+        "the run function and its reconciler were given a leadership that is held"
+    );
     let lease = leases.get("widgets").await.unwrap();
     assert_eq!(
         lease.spec.and_then(|s| s.holder_identity).as_deref(),
@@ -920,7 +931,7 @@ async fn run_fails_when_the_metrics_address_is_taken() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();
     let command = parse(&["run", "--kubeconfig", &kubeconfig, "--metrics-addr", &addr]);
-    let run = |_: RunContext| std::future::pending::<()>();
+    let run = |_: RunContext<WidgetState>| std::future::pending::<()>();
     let result = tokio::time::timeout(
         Duration::from_secs(20),
         execute(&operator(StoreKind::Status), command, run),
