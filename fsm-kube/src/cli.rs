@@ -492,6 +492,44 @@ where
     }
 }
 
+/// The names (ids, long flags, short flags) of the operator's own flags `A`
+/// that `run`'s flags, or `--help`, already use.
+fn clashes_with_run<A: Args>() -> Vec<String> {
+    let run = RunArgs::<()>::augment_args(clap::Command::new("run"));
+    let own = A::augment_args(clap::Command::new("operator"));
+    let mut clashes = Vec::new();
+    for arg in own.get_arguments() {
+        let id = arg.get_id();
+        if run.get_arguments().any(|theirs| theirs.get_id() == id) {
+            clashes.push(format!("the name `{id}`"));
+        }
+        if let Some(long) = arg.get_long()
+            && (long == "help"
+                || run
+                    .get_arguments()
+                    .any(|theirs| theirs.get_long() == Some(long)))
+        {
+            clashes.push(format!("`--{long}`"));
+        }
+        if let Some(short) = arg.get_short()
+            && (short == 'h'
+                || run
+                    .get_arguments()
+                    .any(|theirs| theirs.get_short() == Some(short)))
+        {
+            clashes.push(format!("`-{short}`"));
+        }
+    }
+    for group in own.get_groups() {
+        let id = group.get_id();
+        if run.get_groups().any(|theirs| theirs.get_id() == id) {
+            clashes.push(format!("the group name `{id}`"));
+        }
+    }
+    clashes.dedup();
+    clashes
+}
+
 /// The kind of the stores the crate provides, by type; `None` for others.
 fn store_kind_of<F, S>() -> Option<StoreKind>
 where
@@ -576,10 +614,11 @@ where
     /// function parsed, as [`RunContext::args`].
     ///
     /// # Errors
-    /// None at build time; a flag whose name `run` already has (such as
-    /// `--namespace`) makes clap panic when the command line is built, in
-    /// debug builds (`Operator::command().debug_assert()` in a test finds
-    /// it).
+    /// None here: a flag whose name `run` already has (such as
+    /// `--namespace`, `-n` or `--help`) makes [`parse_from`](Operator::parse_from)
+    /// and [`main`](Operator::main) refuse to parse (a usage error naming
+    /// it, exit status 2). Building [`command`](Operator::command) with
+    /// such a clash (for `--help`) makes clap panic in debug builds.
     #[must_use]
     pub fn with_args<B>(self) -> Operator<F, B>
     where
@@ -624,13 +663,27 @@ where
     /// Parses `args` (the first is the program's name).
     ///
     /// # Errors
-    /// clap's usage error (or its `--help`/`--version` output).
+    /// clap's usage error (or its `--help`/`--version` output); an
+    /// `ArgumentConflict` naming them when the operator's own flags
+    /// ([`with_args`](Operator::with_args)) reuse a name of `run`'s.
     pub fn parse_from<I, T>(&self, args: I) -> Result<Cli<A>, clap::Error>
     where
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString> + Clone,
     {
         use clap::FromArgMatches;
+        // Before clap builds the command, which panics on such a clash.
+        let clashes = clashes_with_run::<A>();
+        if !clashes.is_empty() {
+            return Err(clap::Error::raw(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!(
+                    "the operator's own flags of `{} run` reuse {}, which `run` has already\n",
+                    self.name,
+                    clashes.join(", ")
+                ),
+            ));
+        }
         let matches = self.command().try_get_matches_from(args)?;
         Cli::<A>::from_arg_matches(&matches)
     }

@@ -1312,3 +1312,35 @@ async fn the_operators_flags_reach_the_main_function() {
         }
     );
 }
+
+/// Flags that reuse `run`'s names.
+#[derive(Clone, Debug, PartialEq, Eq, clap::Args)]
+struct ClashingArgs {
+    /// Clashes with `--namespace` (the same id and long name).
+    #[arg(long)]
+    namespace: Option<String>,
+    /// Clashes with `-n` only.
+    #[arg(short = 'n', long = "replicas")]
+    replicas: Option<u32>,
+}
+
+#[test]
+fn operator_flags_that_reuse_runs_names_are_a_usage_error() {
+    let op = operator(StoreKind::Status).with_args::<ClashingArgs>();
+    let error = op
+        .parse_from(["widget-operator", "run", "--replicas", "3"])
+        .unwrap_err();
+    assert_eq!(error.kind(), clap::error::ErrorKind::ArgumentConflict);
+    assert!(error.use_stderr());
+    let message = error.to_string();
+    assert!(
+        message.contains(
+            "the operator's own flags of `widget-operator run` reuse the name `namespace`, `--namespace`, `-n`, which `run` has already"
+        ),
+        "{message}"
+    );
+    // Flags that do not clash parse.
+    widget_operator_with_args()
+        .parse_from(["widget-operator", "run", "--paint", "red"])
+        .unwrap();
+}
