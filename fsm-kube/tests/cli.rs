@@ -1344,3 +1344,50 @@ fn operator_flags_that_reuse_runs_names_are_a_usage_error() {
         .parse_from(["widget-operator", "run", "--paint", "red"])
         .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operators_reconciler_options_reach_the_engine() {
+    // `max_transitions`, set once on the operator, lets one reconcile of
+    // the reconciler `run` builds chain Pending → Configuring → Ready; with
+    // the default, one reconcile starts the machine and commits one
+    // transition.
+    let env = env().await;
+    let (_http, kubeconfig) = kubeconfig_of(&env).await;
+    for (name, options, expected) in [
+        (
+            "chained",
+            ReconcilerOptions::default().max_transitions(5),
+            "Ready",
+        ),
+        ("one-step", ReconcilerOptions::default(), "Configuring"),
+    ] {
+        create_widget(&env, name, spec()).await;
+        let command = parse(&["run", "--kubeconfig", &kubeconfig, "-n", &env.ns]);
+        let op = operator(StoreKind::Status).reconciler_options(options);
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let client = env.client.clone();
+        let run = move |run: RunContext<WidgetState>| {
+            let (tx, ctx) = (tx.clone(), ctx(&client));
+            async move {
+                let fsm = run.reconciler();
+                let widget = run.api::<Widget>().get(name).await.unwrap();
+                let action = fsm.reconcile_object(Arc::new(widget), ctx).await;
+                let _ = tx.send(action.map(drop).map_err(|e| e.to_string()));
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(20), execute(&op, command, run))
+            .await
+            .expect("run returns after one reconcile")
+            .unwrap();
+        assert_eq!(rx.recv().await, Some(Ok(())), "{name}");
+        let widget: Widget = Api::namespaced(env.client.clone(), &env.ns)
+            .get(name)
+            .await
+            .unwrap();
+        let state = widget
+            .status
+            .and_then(|s| s.fsm)
+            .and_then(|f| f.state_name().map(str::to_owned));
+        assert_eq!(state.as_deref(), Some(expected), "{name}");
+    }
+}
