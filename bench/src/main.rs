@@ -42,7 +42,7 @@ struct Args {
     /// Implementations to run, comma-separated, among fsm, fsm-chain, hand, kopf.
     #[arg(long, value_delimiter = ',', default_value = "fsm,fsm-chain,hand,kopf")]
     impls: Vec<String>,
-    /// `transitions_per_reconcile` of the fsm-chain run.
+    /// `ReconcilerOptions::max_transitions` of the fsm-chain run.
     #[arg(long, default_value_t = 5)]
     chain: u32,
     /// The largest N kopf runs at.

@@ -61,11 +61,9 @@ pub async fn run_owning_workloads<F>(
     use futures::StreamExt;
     use kube::runtime::{Controller, watcher};
 
-    let fsm = fsm_kube::FsmReconciler::<F>::with_options(
-        client.clone(),
-        fsm_kube::StatusStore::new(),
-        options,
-    );
+    let fsm = fsm_kube::FsmReconciler::<F>::builder(client.clone(), fsm_kube::StatusStore::new())
+        .options(options)
+        .build();
     Controller::new(
         scoped_api::<F::Resource>(client.clone(), namespace),
         watcher::Config::default(),

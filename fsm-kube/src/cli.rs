@@ -16,16 +16,16 @@
 //! use std::sync::Arc;
 //! use futures::StreamExt;
 //! use fsm_kube::cli::{Operator, Rule, RunContext, StoreKind};
-//! use fsm_kube::{FsmReconciler, StatusStore};
 //! use kube::runtime::{Controller, watcher};
 //!
 //! #[tokio::main]
 //! async fn main() -> std::process::ExitCode {
 //!     Operator::<DbState>::new("db-operator", StoreKind::Status)
 //!         .rule(Rule::new("apps", "deployments", ["get", "list", "watch", "create", "patch"]))
-//!         .main(|run: RunContext| async move {
-//!             let fsm = FsmReconciler::<DbState>::new(run.client.clone(), StatusStore::new())
-//!                 .with_metrics(run.metrics.clone());
+//!         .main(|run: RunContext<DbState>| async move {
+//!             // The store `Operator::new` names, the metrics `--metrics-addr`
+//!             // serves and, under `--leader-elect`, the hold on the Lease.
+//!             let fsm = run.reconciler();
 //!             Controller::new(run.api::<Database>(), watcher::Config::default())
 //!                 .run(fsm.reconcile(), fsm.error_policy(), Arc::new(()))
 //!                 .for_each(|_| async {})
@@ -43,6 +43,9 @@
 //! $ db-operator run --leader-elect --metrics-addr 0.0.0.0:9090
 //! ```
 //!
+//! An operator adds flags of its own to `run` with
+//! [`Operator::with_args`]; [`RunContext::args`] holds them parsed.
+//!
 //! What each subcommand prints is computed by pure functions that can be
 //! called (and tested) without the command line: [`crd_yaml`],
 //! [`rbac::manifests`], [`diagram`], [`status::decode`] and
@@ -51,13 +54,14 @@
 pub mod rbac;
 pub mod status;
 
+use std::any::TypeId;
 use std::future::Future;
 use std::io::Write;
 use std::marker::PhantomData;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -69,7 +73,9 @@ use prometheus_client::registry::Registry;
 
 pub use rbac::{InvalidRule, OperatorDescription, RbacObject, RbacScope, ResourceInfo, Rule};
 
-use crate::{FsmMetrics, KubeResource};
+use crate::leader::Leadership;
+use crate::store::KubeStore;
+use crate::{FsmMetrics, FsmReconciler, KubeResource, ReconcilerBuilder, ReconcilerOptions};
 
 /// Where the operator keeps its records; decides the RBAC it needs and
 /// where `status` reads.
@@ -148,22 +154,46 @@ pub enum Error {
     /// Leader election failed.
     #[error("leader election failed")]
     LeaderElection(#[source] crate::leader::LeaderError),
+    /// [`RunContext::reconciler_with_store`] was given a store other than
+    /// the one the operator declares ([`Operator::new`]): `status` would
+    /// look for records where there are none, and `rbac` would grant the
+    /// wrong permissions.
+    #[error(
+        "the operator declares the {declared:?} store, but its reconciler was given {given} ({})",
+        match given_kind {
+            Some(kind) => format!("the {kind:?} store"),
+            None => "a store the command line cannot describe".to_owned(),
+        }
+    )]
+    StoreMismatch {
+        /// The store [`Operator::new`] was given.
+        declared: StoreKind,
+        /// The kind of the store given, `None` when no [`StoreKind`]
+        /// describes it.
+        given_kind: Option<StoreKind>,
+        /// The given store's type.
+        given: &'static str,
+    },
+    /// The operator's main function returned an error.
+    #[error("the controller failed")]
+    Controller(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
-/// The command line of an operator binary.
+/// The command line of an operator binary; `A` holds the operator's own
+/// flags of `run` ([`Operator::with_args`]).
 #[derive(Clone, Debug, PartialEq, Eq, Parser)]
 #[command(about = "A Kubernetes operator built with operator-fsm")]
-pub struct Cli {
+pub struct Cli<A: Args = ()> {
     /// The subcommand.
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Command<A>,
 }
 
 /// The subcommands.
 #[derive(Clone, Debug, PartialEq, Eq, Subcommand)]
-pub enum Command {
+pub enum Command<A: Args = ()> {
     /// Run the operator's controller(s).
-    Run(RunArgs),
+    Run(RunArgs<A>),
     /// Print the CustomResourceDefinition of the operator's resource (YAML).
     Crd,
     /// Print the least ClusterRole (or Role) the operator needs (YAML).
@@ -188,7 +218,7 @@ pub struct ConnectArgs {
 
 /// `run`.
 #[derive(Clone, Debug, PartialEq, Eq, Args)]
-pub struct RunArgs {
+pub struct RunArgs<A: Args = ()> {
     /// How to reach the API server.
     #[command(flatten)]
     pub connect: ConnectArgs,
@@ -201,6 +231,9 @@ pub struct RunArgs {
     /// Leader election.
     #[command(flatten)]
     pub leader: LeaderArgs,
+    /// The operator's own flags ([`Operator::with_args`]).
+    #[command(flatten)]
+    pub operator: A,
 }
 
 /// Leader election flags of `run`.
@@ -287,31 +320,93 @@ pub struct StatusArgs {
     pub connect: ConnectArgs,
 }
 
-/// What `run` hands the operator's controller function.
-#[derive(Clone)]
-pub struct RunContext {
+/// An error an operator's main function returns ([`RunOutcome`]).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What the operator's main function may return: `()`, or a `Result`
+/// whose error makes `run` fail (exit status 1, the error on stderr), as
+/// [`RunContext::reconciler_with_store`]'s does with `?`.
+pub trait RunOutcome: Send + 'static {
+    /// `Ok` for `()`; the error of a `Result`.
+    ///
+    /// # Errors
+    /// The main function's error.
+    fn into_result(self) -> Result<(), BoxError>;
+}
+
+impl RunOutcome for () {
+    fn into_result(self) -> Result<(), BoxError> {
+        Ok(())
+    }
+}
+
+impl<E> RunOutcome for Result<(), E>
+where
+    E: Into<BoxError> + Send + 'static,
+{
+    fn into_result(self) -> Result<(), BoxError> {
+        self.map_err(Into::into)
+    }
+}
+
+/// What `run` hands the operator's main function for machine `F`, whose
+/// own flags are `A` ([`Operator::with_args`]).
+///
+/// # Expected flow
+/// Build the reconciler with [`reconciler`](RunContext::reconciler): it
+/// keeps records in the store the operator declares ([`Operator::new`]),
+/// with the operator's [`ReconcilerOptions`], counts into the metrics
+/// `--metrics-addr` serves and, under `--leader-elect`, checks this
+/// replica's hold on the Lease; then run a `Controller` with it. Under
+/// `--leader-elect` the function is called again, with a new context, each
+/// time the Lease is won.
+pub struct RunContext<F, A = ()> {
     /// A client for the configured cluster.
     pub client: Client,
     /// The namespace to watch; `None` for all.
     pub namespace: Option<String>,
-    /// The metrics to give [`crate::FsmReconciler::with_metrics`]; served
-    /// at `--metrics-addr`.
+    /// The metrics served at `--metrics-addr`;
+    /// [`reconciler`](RunContext::reconciler) counts into them.
     pub metrics: FsmMetrics,
-    /// With `--leader-elect`: this replica's hold on the Lease, to give the
-    /// reconciler ([`crate::ReconcilerOptions::leadership`]) so that no
-    /// handler runs once the hold lapses. `None` without leader election.
-    pub leadership: Option<crate::leader::Leadership>,
+    /// With `--leader-elect`: this replica's hold on the Lease, which
+    /// [`reconciler`](RunContext::reconciler) gives the reconciler so that
+    /// no handler runs once the hold lapses. `None` without leader
+    /// election.
+    pub leadership: Option<Leadership>,
+    /// The operator's own flags, parsed ([`Operator::with_args`]).
+    pub args: A,
+    store: StoreKind,
+    options: ReconcilerOptions,
+    machine: PhantomData<fn() -> F>,
 }
 
-impl std::fmt::Debug for RunContext {
+impl<F, A: Clone> Clone for RunContext<F, A> {
+    fn clone(&self) -> Self {
+        RunContext {
+            client: self.client.clone(),
+            namespace: self.namespace.clone(),
+            metrics: self.metrics.clone(),
+            leadership: self.leadership.clone(),
+            args: self.args.clone(),
+            store: self.store,
+            options: self.options.clone(),
+            machine: PhantomData,
+        }
+    }
+}
+
+impl<F, A: std::fmt::Debug> std::fmt::Debug for RunContext<F, A> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RunContext")
             .field("namespace", &self.namespace)
+            .field("store", &self.store)
+            .field("leadership", &self.leadership)
+            .field("args", &self.args)
             .finish_non_exhaustive()
     }
 }
 
-impl RunContext {
+impl<F, A> RunContext<F, A> {
     /// An API for kind `K` in the watched namespace, or in all namespaces.
     pub fn api<K>(&self) -> Api<K>
     where
@@ -322,29 +417,168 @@ impl RunContext {
             None => Api::all(self.client.clone()),
         }
     }
+
+    /// The store the operator declares ([`Operator::new`]).
+    pub fn store_kind(&self) -> StoreKind {
+        self.store
+    }
+
+    /// The options the reconciler is built with
+    /// ([`Operator::reconciler_options`]).
+    pub fn options(&self) -> &ReconcilerOptions {
+        &self.options
+    }
+}
+
+impl<F, A> RunContext<F, A>
+where
+    F: Fsm,
+    F::Resource: KubeResource,
+{
+    /// The reconciler of machine `F`, keeping records in the store the
+    /// operator declares: [`crate::StatusStore`],
+    /// [`crate::ConfigMapStore`] or [`crate::SecretStore`] (of the watched
+    /// namespace only under `--namespace`, so that a Role there is
+    /// enough), or `fsm_core::EphemeralStore`; with the operator's
+    /// [`ReconcilerOptions`], the metrics, and under `--leader-elect` the
+    /// hold on the Lease. Build it once per call of the main function (an
+    /// ephemeral store is new each time).
+    pub fn reconciler(&self) -> FsmReconciler<F> {
+        let client = self.client.clone();
+        let builder = match (self.store, &self.namespace) {
+            (StoreKind::Status, _) => self.builder(crate::StatusStore::new()),
+            (StoreKind::ConfigMap, Some(ns)) => {
+                self.builder(crate::ConfigMapStore::namespaced(client, ns.clone()))
+            }
+            (StoreKind::ConfigMap, None) => self.builder(crate::ConfigMapStore::new(client)),
+            (StoreKind::Secret, Some(ns)) => {
+                self.builder(crate::SecretStore::namespaced(client, ns.clone()))
+            }
+            (StoreKind::Secret, None) => self.builder(crate::SecretStore::new(client)),
+            (StoreKind::Ephemeral, _) => self.builder(fsm_core::EphemeralStore::new()),
+        };
+        builder.build()
+    }
+
+    /// As [`reconciler`](RunContext::reconciler), with `store` (a
+    /// [`crate::DerivingStore`] for the ephemeral kind, say), which must be
+    /// of the kind the operator declares.
+    ///
+    /// # Errors
+    /// [`Error::StoreMismatch`] when `store` is of another kind, or of a
+    /// type no [`StoreKind`] describes (the CLI's `status` and `rbac` would
+    /// then be wrong about it).
+    pub fn reconciler_with_store<S>(&self, store: S) -> Result<FsmReconciler<F>, Error>
+    where
+        S: KubeStore<F::Resource>,
+    {
+        let given_kind = store_kind_of::<F, S>();
+        if given_kind != Some(self.store) {
+            return Err(Error::StoreMismatch {
+                declared: self.store,
+                given_kind,
+                given: std::any::type_name::<S>(),
+            });
+        }
+        Ok(self.builder(store).build())
+    }
+
+    fn builder(&self, store: impl KubeStore<F::Resource>) -> ReconcilerBuilder<F> {
+        let builder = FsmReconciler::<F>::builder(self.client.clone(), store)
+            .options(self.options.clone())
+            .metrics(self.metrics.clone());
+        match &self.leadership {
+            Some(leadership) => builder.leadership(leadership.clone()),
+            None => builder,
+        }
+    }
+}
+
+/// The names (ids, long flags, short flags) of the operator's own flags `A`
+/// that `run`'s flags, or `--help`, already use.
+fn clashes_with_run<A: Args>() -> Vec<String> {
+    let run = RunArgs::<()>::augment_args(clap::Command::new("run"));
+    let own = A::augment_args(clap::Command::new("operator"));
+    let mut clashes = Vec::new();
+    for arg in own.get_arguments() {
+        let id = arg.get_id();
+        if run.get_arguments().any(|theirs| theirs.get_id() == id) {
+            clashes.push(format!("the name `{id}`"));
+        }
+        if let Some(long) = arg.get_long()
+            && (long == "help"
+                || run
+                    .get_arguments()
+                    .any(|theirs| theirs.get_long() == Some(long)))
+        {
+            clashes.push(format!("`--{long}`"));
+        }
+        if let Some(short) = arg.get_short()
+            && (short == 'h'
+                || run
+                    .get_arguments()
+                    .any(|theirs| theirs.get_short() == Some(short)))
+        {
+            clashes.push(format!("`-{short}`"));
+        }
+    }
+    for group in own.get_groups() {
+        let id = group.get_id();
+        if run.get_groups().any(|theirs| theirs.get_id() == id) {
+            clashes.push(format!("the group name `{id}`"));
+        }
+    }
+    clashes.dedup();
+    clashes
+}
+
+/// The kind of the stores the crate provides, by type; `None` for others.
+fn store_kind_of<F, S>() -> Option<StoreKind>
+where
+    F: Fsm,
+    S: 'static,
+{
+    let store = TypeId::of::<S>();
+    if store == TypeId::of::<crate::StatusStore>() {
+        Some(StoreKind::Status)
+    } else if store == TypeId::of::<crate::ConfigMapStore>() {
+        Some(StoreKind::ConfigMap)
+    } else if store == TypeId::of::<crate::SecretStore>() {
+        Some(StoreKind::Secret)
+    } else if store == TypeId::of::<fsm_core::EphemeralStore>()
+        || store == TypeId::of::<crate::DerivingStore<F>>()
+    {
+        Some(StoreKind::Ephemeral)
+    } else {
+        None
+    }
 }
 
 /// An operator's command line for machine `F`: what it is (its name, its
 /// store and the permissions its handlers need), and how to run it.
 ///
 /// # Expected flow
-/// Build it in `main`, declare the rules of the kinds the handlers touch,
+/// Build it in `main`, declare the rules of the kinds the handlers touch
+/// (and the operator's own flags, [`with_args`](Operator::with_args)),
 /// then [`main`](Operator::main) with the function that runs the
-/// controller. Every subcommand but `run` only prints.
-pub struct Operator<F> {
+/// controller, which builds its reconciler with
+/// [`RunContext::reconciler`]. Every subcommand but `run` only prints.
+pub struct Operator<F, A = ()> {
     name: String,
     version: Option<String>,
     store: StoreKind,
     rules: Vec<Rule>,
-    machine: PhantomData<fn() -> F>,
+    options: ReconcilerOptions,
+    machine: PhantomData<fn() -> (F, A)>,
 }
 
-impl<F> std::fmt::Debug for Operator<F> {
+impl<F, A> std::fmt::Debug for Operator<F, A> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Operator")
             .field("name", &self.name)
             .field("store", &self.store)
             .field("rules", &self.rules)
+            .field("options", &self.options)
             .finish()
     }
 }
@@ -355,7 +589,8 @@ where
     F::Resource: KubeResource + CustomResourceExt,
 {
     /// An operator named `name` (its ClusterRole's and Lease's name) that
-    /// keeps records in `store`.
+    /// keeps records in `store`: what `rbac` grants, where `status` reads,
+    /// and what [`RunContext::reconciler`] builds.
     #[must_use]
     pub fn new(name: impl Into<String>, store: StoreKind) -> Self {
         Operator {
@@ -363,8 +598,50 @@ where
             version: None,
             store,
             rules: Vec::new(),
+            options: ReconcilerOptions::default(),
             machine: PhantomData,
         }
+    }
+}
+
+impl<F, A> Operator<F, A>
+where
+    F: Fsm,
+    F::Resource: KubeResource + CustomResourceExt,
+    A: Args + Clone + Send + Sync + 'static,
+{
+    /// Adds the operator's own flags to `run`: the fields of `B`, a
+    /// `#[derive(clap::Args)]` struct (with `env = "..."` where a variable
+    /// may give them), shown by `run --help` and handed to the main
+    /// function parsed, as [`RunContext::args`].
+    ///
+    /// # Errors
+    /// None here: a flag whose name `run` already has (such as
+    /// `--namespace`, `-n` or `--help`) makes [`parse_from`](Operator::parse_from)
+    /// and [`main`](Operator::main) refuse to parse (a usage error naming
+    /// it, exit status 2). Building [`command`](Operator::command) with
+    /// such a clash (for `--help`) makes clap panic in debug builds.
+    #[must_use]
+    pub fn with_args<B>(self) -> Operator<F, B>
+    where
+        B: Args + Clone + Send + Sync + 'static,
+    {
+        Operator {
+            name: self.name,
+            version: self.version,
+            store: self.store,
+            rules: self.rules,
+            options: self.options,
+            machine: PhantomData,
+        }
+    }
+
+    /// The options of the reconciler [`RunContext::reconciler`] builds
+    /// (default [`ReconcilerOptions::default`]).
+    #[must_use]
+    pub fn reconciler_options(mut self, options: ReconcilerOptions) -> Self {
+        self.options = options;
+        self
     }
 
     /// The version `--version` prints, usually `env!("CARGO_PKG_VERSION")`
@@ -378,7 +655,7 @@ where
     /// The command line, named after the operator.
     pub fn command(&self) -> clap::Command {
         use clap::CommandFactory;
-        let command = Cli::command().name(self.name.clone());
+        let command = Cli::<A>::command().name(self.name.clone());
         match &self.version {
             Some(version) => command.version(version.clone()),
             None => command.disable_version_flag(true),
@@ -388,15 +665,29 @@ where
     /// Parses `args` (the first is the program's name).
     ///
     /// # Errors
-    /// clap's usage error (or its `--help`/`--version` output).
-    pub fn parse_from<I, T>(&self, args: I) -> Result<Cli, clap::Error>
+    /// clap's usage error (or its `--help`/`--version` output); an
+    /// `ArgumentConflict` naming them when the operator's own flags
+    /// ([`with_args`](Operator::with_args)) reuse a name of `run`'s.
+    pub fn parse_from<I, T>(&self, args: I) -> Result<Cli<A>, clap::Error>
     where
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString> + Clone,
     {
         use clap::FromArgMatches;
+        // Before clap builds the command, which panics on such a clash.
+        let clashes = clashes_with_run::<A>();
+        if !clashes.is_empty() {
+            return Err(clap::Error::raw(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!(
+                    "the operator's own flags of `{} run` reuse {}, which `run` has already\n",
+                    self.name,
+                    clashes.join(", ")
+                ),
+            ));
+        }
         let matches = self.command().try_get_matches_from(args)?;
-        Cli::from_arg_matches(&matches)
+        Cli::<A>::from_arg_matches(&matches)
     }
 
     /// Declares a permission the handlers need (for `rbac`).
@@ -424,11 +715,13 @@ where
 
     /// Parses the process's arguments, runs the subcommand, and returns the
     /// exit status: 0 on success, 1 on failure (the error and its causes on
-    /// stderr), 2 for a usage error (from clap).
+    /// stderr; for `run`, an error the main function returns too), 2 for a
+    /// usage error (from clap).
     pub async fn main<R, Fut>(self, run: R) -> ExitCode
     where
-        R: FnMut(RunContext) -> Fut + Send + 'static,
-        Fut: Future<Output = ()> + Send + 'static,
+        R: FnMut(RunContext<F, A>) -> Fut + Send + 'static,
+        Fut: Future + Send + 'static,
+        Fut::Output: RunOutcome,
     {
         let cli = match self.parse_from(std::env::args_os()) {
             Ok(cli) => cli,
@@ -460,13 +753,14 @@ where
     /// [`Error::CorruptRecord`].
     pub async fn execute<R, Fut>(
         &self,
-        command: Command,
+        command: Command<A>,
         run: R,
         out: &mut (dyn Write + Send),
     ) -> Result<(), Error>
     where
-        R: FnMut(RunContext) -> Fut + Send + 'static,
-        Fut: Future<Output = ()> + Send + 'static,
+        R: FnMut(RunContext<F, A>) -> Fut + Send + 'static,
+        Fut: Future + Send + 'static,
+        Fut::Output: RunOutcome,
     {
         let text = match command {
             Command::Run(args) => return self.run(args, run).await,
@@ -507,8 +801,9 @@ where
         Ok(match &args.namespace {
             Some(_) if watches_all_namespaces => format!(
                 "# Caveat: the {:?} store watches its record objects in all namespaces unless it\n\
-                 # is built with ObjectStore::namespaced(client, NS); built with ::new, it needs\n\
-                 # a ClusterRole (no --namespace), which a Role does not replace.\n{yaml}",
+                 # is built with ObjectStore::namespaced(client, NS), as RunContext::reconciler\n\
+                 # does under `run --namespace NS`; built with ::new, it needs a ClusterRole\n\
+                 # (no --namespace), which a Role does not replace.\n{yaml}",
                 self.store
             ),
             _ => yaml,
@@ -546,10 +841,11 @@ where
         }
     }
 
-    async fn run<R, Fut>(&self, args: RunArgs, mut run: R) -> Result<(), Error>
+    async fn run<R, Fut>(&self, args: RunArgs<A>, mut run: R) -> Result<(), Error>
     where
-        R: FnMut(RunContext) -> Fut + Send + 'static,
-        Fut: Future<Output = ()> + Send + 'static,
+        R: FnMut(RunContext<F, A>) -> Fut + Send + 'static,
+        Fut: Future + Send + 'static,
+        Fut::Output: RunOutcome,
     {
         let client = connect(&args.connect).await?;
         let mut registry = Registry::default();
@@ -559,6 +855,10 @@ where
             namespace: args.namespace.clone(),
             metrics,
             leadership: None,
+            args: args.operator.clone(),
+            store: self.store,
+            options: self.options.clone(),
+            machine: PhantomData,
         };
         let metrics_server = args.metrics_addr.map(|addr| {
             tracing::info!(%addr, "serving metrics at /metrics");
@@ -590,6 +890,19 @@ where
                     )
                 });
                 tracing::info!(lease = %lease_name, namespace = %lease_namespace, %identity, "leader election");
+                // A main function that fails stops the replica (giving the
+                // Lease up) and makes `run` fail, as without leader election.
+                let failure = Arc::new(std::sync::Mutex::new(None::<BoxError>));
+                let failed = Arc::new(tokio::sync::Notify::new());
+                let shutdown = {
+                    let failed = failed.clone();
+                    async move {
+                        tokio::select! {
+                            () = termination() => {}
+                            () = failed.notified() => {}
+                        }
+                    }
+                };
                 crate::leader::run_while_leader_until(
                     client.clone(),
                     &lease_namespace,
@@ -597,21 +910,33 @@ where
                     &identity,
                     Duration::from_secs(leader.lease_duration),
                     |leadership| {
-                        run(RunContext {
+                        let main = run(RunContext {
                             leadership: Some(leadership),
                             ..context.clone()
-                        })
+                        });
+                        let (failure, failed) = (failure.clone(), failed.clone());
+                        async move {
+                            if let Err(error) = main.await.into_result() {
+                                *failure.lock().unwrap_or_else(PoisonError::into_inner) =
+                                    Some(error);
+                                failed.notify_one();
+                            }
+                        }
                     },
-                    termination(),
+                    shutdown,
                 )
                 .await
-                .map_err(Error::LeaderElection)
+                .map_err(Error::LeaderElection)?;
+                let error = failure
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take();
+                error.map_or(Ok(()), |error| Err(Error::Controller(error)))
             } else {
                 tokio::select! {
-                    () = run(context.clone()) => {}
-                    () = termination() => {}
+                    outcome = run(context.clone()) => outcome.into_result().map_err(Error::Controller),
+                    () = termination() => Ok(()),
                 }
-                Ok(())
             }
         };
         match metrics_server {
@@ -735,6 +1060,6 @@ mod tests {
     #[test]
     fn the_command_line_is_consistent() {
         use clap::CommandFactory;
-        Cli::command().debug_assert();
+        Cli::<()>::command().debug_assert();
     }
 }

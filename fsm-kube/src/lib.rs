@@ -45,7 +45,7 @@ pub mod store;
 pub use classify::classify_kube_error;
 pub use fsm_core;
 pub use metrics::FsmMetrics;
-pub use reconciler::{Error, FsmReconciler, ReconcileFuture, ReconcilerOptions};
+pub use reconciler::{Error, FsmReconciler, ReconcileFuture, ReconcilerBuilder, ReconcilerOptions};
 pub use status::FsmStatus;
 pub use store::{
     ConfigMapStore, DerivingStore, KubeStore, ObjectStore, SecretStore, StatusStore, Target,

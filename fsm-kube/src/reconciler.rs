@@ -57,9 +57,35 @@ impl From<ReconcileError> for Error {
 /// The future of one reconcile.
 pub type ReconcileFuture = fsm_core::BoxFuture<'static, Result<Action, Error>>;
 
-/// How an [`FsmReconciler`] behaves.
-#[derive(Clone, Debug)]
+/// How an [`FsmReconciler`] behaves: the engine's options and the
+/// runtime's own. Set them with the builder-style setters, in the style of
+/// kube's `watcher::Config`:
+///
+/// ```
+/// use std::time::Duration;
+/// use fsm_kube::ReconcilerOptions;
+///
+/// let options = ReconcilerOptions::default()
+///     .poll_interval(Duration::from_secs(10))
+///     .max_transitions(5)
+///     .error_requeue(Duration::from_secs(1))
+///     .events(false);
+/// assert_eq!(options.engine.max_transitions, 5);
+/// ```
+///
+/// Each setting has one name; the ones the engine reads live in
+/// [`engine`](ReconcilerOptions::engine) ([`EngineOptions`]). The options
+/// are given when the reconciler is built ([`FsmReconciler::builder`]) and
+/// cannot change afterwards.
+#[derive(Clone, Debug, PartialEq)]
 pub struct ReconcilerOptions {
+    /// The engine's options: `poll_interval` (when to look again after
+    /// `Transition::stay()`, default 60 s; also the wait after a record too
+    /// large to commit), `max_transitions` (how many transitions one
+    /// reconcile may commit, default 1; more lets cheap states chain; 0
+    /// counts as 1) and `history_limit` (history entries a record keeps,
+    /// default 20).
+    pub engine: EngineOptions,
     /// The finalizer added when the machine has something to run on
     /// deletion. Default `operator-fsm.io/finalizer`.
     pub finalizer: String,
@@ -72,32 +98,211 @@ pub struct ReconcilerOptions {
     /// Whether to maintain `Ready`, `Progressing` and `Degraded`
     /// conditions on the object. Default on.
     pub conditions: bool,
-    /// When to look again after `Transition::stay()`. Default 60 s.
-    pub poll_interval: Duration,
-    /// Transitions one reconcile may commit (more lets cheap states chain).
-    /// Default 1.
-    pub transitions_per_reconcile: u32,
     /// The requeue delay after an error other than a conflict. Default 5 s.
     pub error_requeue: Duration,
-    /// With leader election: this replica's hold on the Lease. The engine
-    /// runs no handler, compensation or cleanup once it lapses, and stops a
-    /// handler after a checkpoint written too late (see
-    /// [`fsm_core::Authority`]). Default `None`: the replica acts alone.
-    pub leadership: Option<Leadership>,
 }
 
 impl Default for ReconcilerOptions {
     fn default() -> Self {
         ReconcilerOptions {
+            engine: EngineOptions::default(),
             finalizer: "operator-fsm.io/finalizer".to_owned(),
             field_manager: "operator-fsm".to_owned(),
             events: true,
             reporter: "operator-fsm".to_owned(),
             conditions: true,
-            poll_interval: Duration::from_secs(60),
-            transitions_per_reconcile: 1,
             error_requeue: Duration::from_secs(5),
-            leadership: None,
+        }
+    }
+}
+
+impl ReconcilerOptions {
+    /// Sets [`EngineOptions::poll_interval`].
+    #[must_use]
+    pub fn poll_interval(mut self, interval: Duration) -> Self {
+        self.engine.poll_interval = interval;
+        self
+    }
+
+    /// Sets [`EngineOptions::max_transitions`] (0 counts as 1).
+    #[must_use]
+    pub fn max_transitions(mut self, transitions: u32) -> Self {
+        self.engine.max_transitions = transitions;
+        self
+    }
+
+    /// Sets [`EngineOptions::history_limit`].
+    #[must_use]
+    pub fn history_limit(mut self, entries: usize) -> Self {
+        self.engine.history_limit = entries;
+        self
+    }
+
+    /// Sets all of the engine's options at once.
+    #[must_use]
+    pub fn engine(mut self, engine: EngineOptions) -> Self {
+        self.engine = engine;
+        self
+    }
+
+    /// Sets [`finalizer`](ReconcilerOptions::finalizer).
+    #[must_use]
+    pub fn finalizer(mut self, finalizer: impl Into<String>) -> Self {
+        self.finalizer = finalizer.into();
+        self
+    }
+
+    /// Sets [`field_manager`](ReconcilerOptions::field_manager).
+    #[must_use]
+    pub fn field_manager(mut self, field_manager: impl Into<String>) -> Self {
+        self.field_manager = field_manager.into();
+        self
+    }
+
+    /// Turns Kubernetes Events on or off.
+    #[must_use]
+    pub fn events(mut self, on: bool) -> Self {
+        self.events = on;
+        self
+    }
+
+    /// Sets [`reporter`](ReconcilerOptions::reporter).
+    #[must_use]
+    pub fn reporter(mut self, reporter: impl Into<String>) -> Self {
+        self.reporter = reporter.into();
+        self
+    }
+
+    /// Turns the `Ready`/`Progressing`/`Degraded` conditions on or off.
+    #[must_use]
+    pub fn conditions(mut self, on: bool) -> Self {
+        self.conditions = on;
+        self
+    }
+
+    /// Sets [`error_requeue`](ReconcilerOptions::error_requeue).
+    #[must_use]
+    pub fn error_requeue(mut self, delay: Duration) -> Self {
+        self.error_requeue = delay;
+        self
+    }
+}
+
+/// Builds an [`FsmReconciler`]: everything it is given takes effect, as
+/// the reconciler is made only by [`build`](ReconcilerBuilder::build).
+///
+/// ```no_run
+/// # use std::time::Duration;
+/// # use fsm_kube::{FsmMetrics, FsmReconciler, ReconcilerOptions, StatusStore};
+/// # fn demo<F>(client: kube::Client, metrics: FsmMetrics) -> FsmReconciler<F>
+/// # where F: fsm_core::Fsm, F::Resource: fsm_kube::KubeResource {
+/// FsmReconciler::<F>::builder(client, StatusStore::new())
+///     .options(ReconcilerOptions::default().poll_interval(Duration::from_secs(10)))
+///     .metrics(metrics)
+///     .build()
+/// # }
+/// ```
+pub struct ReconcilerBuilder<F: Fsm>
+where
+    F::Resource: KubeResource,
+{
+    client: Client,
+    store: Box<dyn KubeStore<F::Resource>>,
+    options: ReconcilerOptions,
+    metrics: Option<FsmMetrics>,
+    leadership: Option<Leadership>,
+    clock: Option<Arc<dyn Clock>>,
+}
+
+impl<F: Fsm> std::fmt::Debug for ReconcilerBuilder<F>
+where
+    F::Resource: KubeResource,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReconcilerBuilder")
+            .field("machine", &F::machine().name())
+            .field("options", &self.options)
+            .field("metrics", &self.metrics.is_some())
+            .field("leadership", &self.leadership)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F: Fsm> ReconcilerBuilder<F>
+where
+    F::Resource: KubeResource,
+{
+    /// Replaces the options (default [`ReconcilerOptions::default`]).
+    #[must_use]
+    pub fn options(mut self, options: ReconcilerOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Counts what the machine does in `metrics`.
+    #[must_use]
+    pub fn metrics(mut self, metrics: FsmMetrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// With leader election: this replica's hold on the Lease. The engine
+    /// runs no handler, compensation or cleanup once it lapses, and stops a
+    /// handler after a checkpoint written too late (see
+    /// [`fsm_core::Authority`]); nothing is written, not even the
+    /// finalizer. Without it the replica acts alone. The operator CLI gives
+    /// it under `run --leader-elect` ([`crate::cli::RunContext::reconciler`]).
+    #[must_use]
+    pub fn leadership(mut self, leadership: Leadership) -> Self {
+        self.leadership = Some(leadership);
+        self
+    }
+
+    /// Uses `clock` for the machine's timestamps (tests).
+    #[must_use]
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// The reconciler.
+    pub fn build(self) -> FsmReconciler<F> {
+        let ReconcilerBuilder {
+            client,
+            store,
+            options,
+            metrics,
+            leadership,
+            clock,
+        } = self;
+        let mut engine_options = options.engine.clone();
+        engine_options.max_transitions = engine_options.max_transitions.max(1);
+        let engine = Engine::<F>::new().map_err(Arc::new).map(|mut engine| {
+            engine = engine.with_options(engine_options);
+            if let Some(leadership) = &leadership {
+                engine = engine.with_authority(Arc::new(leadership.clone()));
+            }
+            if let Some(clock) = clock {
+                engine = engine.with_clock(clock);
+            }
+            engine
+        });
+        if let Err(e) = &engine {
+            tracing::error!(machine = F::machine().name(), error = %e, "invalid machine; every reconcile will fail");
+        }
+        let recorder = options
+            .events
+            .then(|| Recorder::new(client.clone(), Reporter::from(options.reporter.clone())));
+        FsmReconciler {
+            inner: Arc::new(Inner {
+                client,
+                store,
+                engine,
+                options,
+                leadership,
+                recorder,
+                metrics,
+            }),
         }
     }
 }
@@ -110,6 +315,7 @@ where
     store: Box<dyn KubeStore<F::Resource>>,
     engine: Result<Engine<F>, Arc<InvalidMachine>>,
     options: ReconcilerOptions,
+    leadership: Option<Leadership>,
     recorder: Option<Recorder>,
     metrics: Option<FsmMetrics>,
 }
@@ -165,75 +371,33 @@ impl<F: Fsm> FsmReconciler<F>
 where
     F::Resource: KubeResource,
 {
-    /// A reconciler keeping records in `store`, with default options.
+    /// A reconciler keeping records in `store`, with default options, no
+    /// metrics and no leader election.
     pub fn new(client: Client, store: impl KubeStore<F::Resource>) -> Self {
-        Self::with_options(client, store, ReconcilerOptions::default())
+        Self::builder(client, store).build()
     }
 
-    /// A reconciler with `options`.
-    pub fn with_options(
-        client: Client,
-        store: impl KubeStore<F::Resource>,
-        options: ReconcilerOptions,
-    ) -> Self {
-        let engine = Engine::<F>::new().map_err(Arc::new).map(|e| {
-            e.with_options(EngineOptions {
-                poll_interval: options.poll_interval,
-                max_transitions: options.transitions_per_reconcile.max(1),
-                ..EngineOptions::default()
-            })
-        });
-        let engine = match &options.leadership {
-            Some(leadership) => engine.map(|e| e.with_authority(Arc::new(leadership.clone()))),
-            None => engine,
-        };
-        if let Err(e) = &engine {
-            tracing::error!(machine = F::machine().name(), error = %e, "invalid machine; every reconcile will fail");
-        }
-        let recorder = options
-            .events
-            .then(|| Recorder::new(client.clone(), Reporter::from(options.reporter.clone())));
-        FsmReconciler {
-            inner: Arc::new(Inner {
-                client,
-                store: Box::new(store),
-                engine,
-                options,
-                recorder,
-                metrics: None,
-            }),
+    /// A builder of a reconciler keeping records in `store`: options,
+    /// metrics, leadership, clock, then [`ReconcilerBuilder::build`].
+    pub fn builder(client: Client, store: impl KubeStore<F::Resource>) -> ReconcilerBuilder<F> {
+        ReconcilerBuilder {
+            client,
+            store: Box::new(store),
+            options: ReconcilerOptions::default(),
+            metrics: None,
+            leadership: None,
+            clock: None,
         }
     }
 
-    /// Counts what the machine does in `metrics`.
-    #[must_use]
-    pub fn with_metrics(self, metrics: FsmMetrics) -> Self {
-        self.map_inner(|inner| inner.metrics = Some(metrics))
+    /// The hold on the Lease the reconciler checks, if any.
+    pub fn leadership(&self) -> Option<&Leadership> {
+        self.inner.leadership.as_ref()
     }
 
-    /// Uses `clock` for the machine's timestamps (tests).
-    #[must_use]
-    pub fn with_clock(self, clock: Arc<dyn Clock>) -> Self {
-        self.map_inner(|inner| {
-            if let Ok(engine) = &mut inner.engine {
-                *engine = engine.clone().with_clock(clock);
-            }
-        })
-    }
-
-    fn map_inner(self, f: impl FnOnce(&mut Inner<F>)) -> Self {
-        match Arc::try_unwrap(self.inner) {
-            Ok(mut inner) => {
-                f(&mut inner);
-                FsmReconciler {
-                    inner: Arc::new(inner),
-                }
-            }
-            Err(shared) => {
-                tracing::warn!("reconciler already shared; the option was not applied");
-                FsmReconciler { inner: shared }
-            }
-        }
+    /// Whether the reconciler counts into metrics.
+    pub fn has_metrics(&self) -> bool {
+        self.inner.metrics.is_some()
     }
 
     /// The options in force.
@@ -299,7 +463,7 @@ where
             .as_ref()
             .map_err(|e| Error::InvalidMachine(e.clone()))?;
         // Not even the finalizer is written by a replica whose hold lapsed.
-        if let Some(leadership) = &inner.options.leadership {
+        if let Some(leadership) = &inner.leadership {
             leadership.check().map_err(Error::AuthorityLost)?;
         }
         let machine = F::machine();
@@ -395,7 +559,7 @@ where
             self.publish(target.object.as_ref(), events::for_too_large(error))
                 .await;
         }
-        Ok(Action::requeue(self.inner.options.poll_interval))
+        Ok(Action::requeue(self.inner.options.engine.poll_interval))
     }
 
     fn target(

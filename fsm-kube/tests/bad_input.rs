@@ -317,17 +317,15 @@ fn run_blobs(
     store: impl KubeStore<Blob>,
     ctx: Arc<BlobCtx>,
 ) -> tokio::task::JoinHandle<()> {
-    let fsm = FsmReconciler::<BlobState>::with_options(
-        client.clone(),
-        store,
-        ReconcilerOptions {
-            poll_interval: Duration::from_secs(3600),
-            // A runtime that treated the refusal as a passing error would
-            // retry ten times a second.
-            error_requeue: Duration::from_millis(100),
-            ..ReconcilerOptions::default()
-        },
-    );
+    let fsm = FsmReconciler::<BlobState>::builder(client.clone(), store)
+        .options(
+            ReconcilerOptions::default()
+                .poll_interval(Duration::from_secs(3600))
+                // A runtime that treated the refusal as a passing error would
+                // retry ten times a second.
+                .error_requeue(Duration::from_millis(100)),
+        )
+        .build();
     let blobs: Api<Blob> = Api::all(client.clone());
     let controller = Controller::new(blobs, watcher::Config::default())
         .run(fsm.reconcile(), fsm.error_policy(), ctx)

@@ -7,22 +7,26 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
 use common::*;
+use fsm_kube::ReconcilerOptions;
 use fsm_kube::cli::rbac::{self, OperatorDescription, RbacObject, RbacScope, ResourceInfo};
 use fsm_kube::cli::{
     Cli, Command, ConnectArgs, DiagramArgs, DiagramFormat, Error, LeaderArgs, Operator,
-    OutputFormat, RbacArgs, Rule, RunArgs, RunContext, StatusArgs, StoreKind, status,
+    OutputFormat, RbacArgs, Rule, RunArgs, RunContext, RunOutcome, StatusArgs, StoreKind, status,
 };
-use fsm_kube::fsm_core::{Fsm, HistoryEntry, RawRecord, StateRecord, Timestamp};
+use fsm_kube::fsm_core::{BoxFuture, Fsm, HistoryEntry, RawRecord, StateRecord, Timestamp};
 use fsm_kube::store::{legacy_record_object_name, record_object_name_for};
+use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use k8s_openapi::api::rbac::v1::PolicyRule;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::runtime::{Controller, watcher};
 use kube::{CustomResourceExt, Resource};
 
 fn parse(args: &[&str]) -> Command {
@@ -32,7 +36,7 @@ fn parse(args: &[&str]) -> Command {
 }
 
 /// A `run` function for subcommands that never run.
-fn no_run(_: RunContext) -> std::future::Ready<()> {
+fn no_run(_: RunContext<WidgetState>) -> std::future::Ready<()> {
     std::future::ready(())
 }
 
@@ -40,14 +44,16 @@ fn operator(store: StoreKind) -> Operator<WidgetState> {
     Operator::new("widget-operator", store)
 }
 
-async fn execute<R, Fut>(
-    op: &Operator<WidgetState>,
-    command: Command,
+async fn execute<A, R, Fut>(
+    op: &Operator<WidgetState, A>,
+    command: Command<A>,
     run: R,
 ) -> Result<String, Error>
 where
-    R: FnMut(RunContext) -> Fut + Send + 'static,
-    Fut: Future<Output = ()> + Send + 'static,
+    A: clap::Args + Clone + Send + Sync + 'static,
+    R: FnMut(RunContext<WidgetState, A>) -> Fut + Send + 'static,
+    Fut: Future + Send + 'static,
+    Fut::Output: RunOutcome,
 {
     let mut out = Vec::new();
     op.execute(command, run, &mut out).await?;
@@ -94,6 +100,7 @@ fn run_parses_every_flag() {
                 identity: Some("pod-1".into()),
                 lease_duration: 30,
             },
+            operator: (),
         })
     );
 }
@@ -163,7 +170,7 @@ fn crd_diagram_rbac_and_status_parse() {
 #[test]
 fn usage_errors_are_refused() {
     let parse_err = |args: &[&str]| {
-        Cli::try_parse_from(std::iter::once("op").chain(args.iter().copied())).unwrap_err()
+        Cli::<()>::try_parse_from(std::iter::once("op").chain(args.iter().copied())).unwrap_err()
     };
     assert_eq!(
         parse_err(&["status"]).kind(),
@@ -816,7 +823,7 @@ async fn run_hands_the_controller_a_client_and_returns_when_it_does() {
     let (_http, kubeconfig) = kubeconfig_of(&env).await;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let command = parse(&["run", "--kubeconfig", &kubeconfig, "-n", &env.ns]);
-    let run = move |run: RunContext| {
+    let run = move |run: RunContext<WidgetState>| {
         let tx = tx.clone();
         async move {
             let widgets = run.api::<Widget>().list(&Default::default()).await.unwrap();
@@ -856,7 +863,7 @@ async fn run_serves_the_machines_metrics_while_the_controller_runs() {
         &metrics_addr,
     ]);
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let run = move |run: RunContext| {
+    let run = move |run: RunContext<WidgetState>| {
         let tx = tx.clone();
         async move {
             // What a controller does: count into the metrics it was given.
@@ -922,12 +929,17 @@ async fn run_with_leader_election_takes_the_configured_lease_then_runs() {
         .await
         .unwrap();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<bool>();
-    let run = move |context: RunContext| {
+    let run = move |context: RunContext<WidgetState>| {
         let tx = tx.clone();
         async move {
-            // The run function is given the hold, for its reconciler.
+            // The run function is given the hold, and the reconciler it
+            // builds checks it without being told.
             let held = context.leadership.as_ref().is_some_and(|l| l.is_held());
-            let _ = tx.send(held);
+            let fenced = context
+                .reconciler()
+                .leadership()
+                .is_some_and(|l| l.is_held());
+            let _ = tx.send(held && fenced);
             std::future::pending::<()>().await;
         }
     };
@@ -959,7 +971,10 @@ async fn run_with_leader_election_takes_the_configured_lease_then_runs() {
         .await
         .expect("the controller started once the Lease was held")
         .expect("the run function reported");
-    assert!(held, "the run function was given a leadership that is held");
+    assert!(
+        held,
+        "the run function and its reconciler were given a leadership that is held"
+    );
     let lease = leases.get("widgets").await.unwrap();
     assert_eq!(
         lease.spec.and_then(|s| s.holder_identity).as_deref(),
@@ -989,7 +1004,7 @@ async fn run_fails_when_the_metrics_address_is_taken() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();
     let command = parse(&["run", "--kubeconfig", &kubeconfig, "--metrics-addr", &addr]);
-    let run = |_: RunContext| std::future::pending::<()>();
+    let run = |_: RunContext<WidgetState>| std::future::pending::<()>();
     let result = tokio::time::timeout(
         Duration::from_secs(20),
         execute(&operator(StoreKind::Status), command, run),
@@ -1079,4 +1094,369 @@ async fn a_role_for_an_object_store_warns_about_its_cluster_wide_watch() {
         .await
         .unwrap();
     assert!(status.starts_with("---\n"), "{status}");
+}
+
+// ---------------------------------------------------------------- the reconciler of run
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_run_contexts_reconciler_keeps_records_where_the_operator_declares() {
+    // The store is named once, in Operator::new: the reconciler `run`
+    // builds keeps records there, so `status` finds them.
+    let env = env().await;
+    let (_http, kubeconfig) = kubeconfig_of(&env).await;
+    let command = parse(&["run", "--kubeconfig", &kubeconfig, "-n", &env.ns]);
+    let options = ReconcilerOptions::default()
+        .poll_interval(Duration::from_secs(3600))
+        .error_requeue(Duration::from_millis(100))
+        .field_manager("widget-operator");
+    let op = operator(StoreKind::ConfigMap).reconciler_options(options.clone());
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let client = env.client.clone();
+    let run = move |run: RunContext<WidgetState>| {
+        let (tx, ctx) = (tx.clone(), ctx(&client));
+        async move {
+            let fsm = run.reconciler();
+            let _ = tx.send((
+                fsm.options().clone(),
+                fsm.has_metrics(),
+                fsm.leadership().is_some(),
+            ));
+            Controller::new(run.api::<Widget>(), watcher::Config::default())
+                .run(fsm.reconcile(), fsm.error_policy(), ctx)
+                .for_each(|_| async {})
+                .await;
+        }
+    };
+    let operator_task = tokio::spawn(async move { execute(&op, command, run).await });
+    let (given, metrics, leadership) = tokio::time::timeout(Duration::from_secs(20), rx.recv())
+        .await
+        .expect("the controller starts")
+        .expect("the main function reported");
+    assert_eq!(
+        given, options,
+        "the operator's options reach the reconciler"
+    );
+    assert!(metrics, "the reconciler counts into the served metrics");
+    assert!(!leadership, "no lease fence without --leader-elect");
+
+    create_widget(&env, "declared", spec()).await;
+    let op = operator(StoreKind::ConfigMap);
+    let text = eventually("declared Ready through status", || {
+        let (op, client, env) = (&op, &env.client, &env);
+        async move {
+            let text = op
+                .status(client, &status_args(env, "declared", OutputFormat::Text))
+                .await
+                .ok()?;
+            text.contains("\nState:        Ready ").then_some(text)
+        }
+    })
+    .await;
+    assert!(text.contains("ConfigMap"), "{text}");
+    assert_eq!(
+        object_store_state::<ConfigMap>(&env, "declared")
+            .await
+            .as_deref(),
+        Some("Ready")
+    );
+    let widget: Widget = Api::namespaced(env.client.clone(), &env.ns)
+        .get("declared")
+        .await
+        .unwrap();
+    assert!(
+        widget.status.and_then(|s| s.fsm).is_none(),
+        "no record in the status with the ConfigMap store"
+    );
+    operator_task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_of_another_kind_than_declared_makes_run_fail() {
+    let env = env().await;
+    let (_http, kubeconfig) = kubeconfig_of(&env).await;
+    let command = parse(&["run", "--kubeconfig", &kubeconfig, "-n", &env.ns]);
+    let run = |run: RunContext<WidgetState>| async move {
+        let _fsm = run.reconciler_with_store(fsm_kube::ConfigMapStore::new(run.client.clone()))?;
+        // Not reached: the operator declares the status store.
+        std::future::pending::<()>().await;
+        Ok::<(), Error>(())
+    };
+    let result = tokio::time::timeout(
+        Duration::from_secs(20),
+        execute(&operator(StoreKind::Status), command, run),
+    )
+    .await
+    .expect("run returns the main function's error");
+    let Err(Error::Controller(error)) = result else {
+        panic!("{result:?}");
+    };
+    let mismatch = error.downcast_ref::<Error>().expect("the CLI's error");
+    assert!(
+        matches!(
+            mismatch,
+            Error::StoreMismatch {
+                declared: StoreKind::Status,
+                given_kind: Some(StoreKind::ConfigMap),
+                ..
+            }
+        ),
+        "{mismatch:?}"
+    );
+    let message = mismatch.to_string();
+    assert!(
+        message.starts_with(
+            "the operator declares the Status store, but its reconciler was given fsm_kube::"
+        ) && message.contains("ObjectStore<")
+            && message.ends_with("(the ConfigMap store)"),
+        "{message}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_of_the_declared_kind_is_accepted() {
+    let env = env().await;
+    let (_http, kubeconfig) = kubeconfig_of(&env).await;
+    let command = parse(&["run", "--kubeconfig", &kubeconfig, "-n", &env.ns]);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let run = move |run: RunContext<WidgetState>| {
+        let tx = tx.clone();
+        async move {
+            // Ephemeral: the plain in-memory store, or one that derives.
+            let derive = Arc::new(
+                |_: Arc<Widget>| -> BoxFuture<'static, Option<WidgetState>> {
+                    Box::pin(async { None })
+                },
+            );
+            let results = [
+                run.reconciler_with_store(fsm_kube::fsm_core::EphemeralStore::new())
+                    .map(drop),
+                run.reconciler_with_store(fsm_kube::DerivingStore::<WidgetState>::new(derive))
+                    .map(drop),
+                run.reconciler_with_store(fsm_kube::SecretStore::new(run.client.clone()))
+                    .map(drop),
+            ];
+            let _ = tx.send(results.map(|r| r.map_err(|e| e.to_string())));
+        }
+    };
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        execute(&operator(StoreKind::Ephemeral), command, run),
+    )
+    .await
+    .expect("run returns")
+    .unwrap();
+    let [plain, deriving, secret] = rx.recv().await.unwrap();
+    assert_eq!(plain, Ok(()));
+    assert_eq!(deriving, Ok(()));
+    assert!(
+        secret.as_ref().is_err_and(
+            |e| e.contains("declares the Ephemeral store") && e.ends_with("(the Secret store)")
+        ),
+        "{secret:?}"
+    );
+}
+
+// ---------------------------------------------------------------- the operator's own flags
+
+/// An operator's own flags of `run`.
+#[derive(Clone, Debug, PartialEq, Eq, clap::Args)]
+struct WidgetArgs {
+    /// The colour new widgets are painted.
+    #[arg(long, value_name = "COLOR", default_value = "blue")]
+    paint: String,
+    /// The widget factory's URL.
+    #[arg(long, value_name = "URL", env = "WIDGET_OPERATOR_TEST_FACTORY_URL")]
+    factory_url: Option<String>,
+}
+
+fn widget_operator_with_args() -> Operator<WidgetState, WidgetArgs> {
+    operator(StoreKind::Status).with_args::<WidgetArgs>()
+}
+
+#[test]
+fn the_operators_flags_are_in_the_help_of_run() {
+    let op = widget_operator_with_args();
+    op.command().debug_assert();
+    let mut command = op.command();
+    let run = command.find_subcommand_mut("run").unwrap();
+    let help = run.render_help().to_string();
+    for line in [
+        "--paint <COLOR>",
+        "The colour new widgets are painted",
+        "[default: blue]",
+        "--factory-url <URL>",
+        "The widget factory's URL",
+        "[env: WIDGET_OPERATOR_TEST_FACTORY_URL=",
+        "--leader-elect",
+    ] {
+        assert!(help.contains(line), "{line}\n{help}");
+    }
+    // The other subcommands do not take them.
+    let error = op
+        .parse_from(["widget-operator", "crd", "--paint", "red"])
+        .unwrap_err();
+    assert_eq!(error.kind(), clap::error::ErrorKind::UnknownArgument);
+}
+
+/// Set in the child process of
+/// `the_operators_flags_reach_the_main_function` (a test cannot set an
+/// environment variable in its own process without `unsafe`).
+const FLAGS_CHILD: &str = "WIDGET_OPERATOR_TEST_FLAGS_CHILD";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operators_flags_reach_the_main_function() {
+    if std::env::var_os(FLAGS_CHILD).is_some() {
+        // The child: `run` with a flag, and another from its environment
+        // variable; prints what the main function was given.
+        let server = server().await;
+        let http = server.serve_http().await.unwrap();
+        let kubeconfig = http.kubeconfig().to_str().unwrap().to_owned();
+        let op = widget_operator_with_args();
+        let cli = op
+            .parse_from([
+                "widget-operator",
+                "run",
+                "--kubeconfig",
+                &kubeconfig,
+                "--paint",
+                "red",
+            ])
+            .unwrap();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let run = move |run: RunContext<WidgetState, WidgetArgs>| {
+            let tx = tx.clone();
+            async move {
+                let _ = tx.send(run.args.clone());
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(20), execute(&op, cli.command, run))
+            .await
+            .expect("run returns when the main function does")
+            .unwrap();
+        println!("main function given: {:?}", rx.recv().await.unwrap());
+        return;
+    }
+    let test = "the_operators_flags_reach_the_main_function";
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+    child
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(FLAGS_CHILD, "1")
+        .env("WIDGET_OPERATOR_TEST_FACTORY_URL", "http://factory:8080")
+        .env_remove("FSM_REAL_APISERVER_KUBECONFIG");
+    let output = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::task::spawn_blocking(move || child.output()),
+    )
+    .await
+    .expect("the child test ends")
+    .unwrap()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let expected = WidgetArgs {
+        paint: "red".into(),
+        factory_url: Some("http://factory:8080".into()),
+    };
+    assert!(
+        stdout.contains(&format!("main function given: {expected:?}")),
+        "{stdout}"
+    );
+    // Without the flag nor the variable: the default, and nothing.
+    let Command::Run(args) = widget_operator_with_args()
+        .parse_from(["widget-operator", "run"])
+        .unwrap()
+        .command
+    else {
+        panic!("not run");
+    };
+    assert_eq!(
+        args.operator,
+        WidgetArgs {
+            paint: "blue".into(),
+            factory_url: None,
+        }
+    );
+}
+
+/// Flags that reuse `run`'s names.
+#[derive(Clone, Debug, PartialEq, Eq, clap::Args)]
+struct ClashingArgs {
+    /// Clashes with `--namespace` (the same id and long name).
+    #[arg(long)]
+    namespace: Option<String>,
+    /// Clashes with `-n` only.
+    #[arg(short = 'n', long = "replicas")]
+    replicas: Option<u32>,
+}
+
+#[test]
+fn operator_flags_that_reuse_runs_names_are_a_usage_error() {
+    let op = operator(StoreKind::Status).with_args::<ClashingArgs>();
+    let error = op
+        .parse_from(["widget-operator", "run", "--replicas", "3"])
+        .unwrap_err();
+    assert_eq!(error.kind(), clap::error::ErrorKind::ArgumentConflict);
+    assert!(error.use_stderr());
+    let message = error.to_string();
+    assert!(
+        message.contains(
+            "the operator's own flags of `widget-operator run` reuse the name `namespace`, `--namespace`, `-n`, which `run` has already"
+        ),
+        "{message}"
+    );
+    // Flags that do not clash parse.
+    widget_operator_with_args()
+        .parse_from(["widget-operator", "run", "--paint", "red"])
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operators_reconciler_options_reach_the_engine() {
+    // `max_transitions`, set once on the operator, lets one reconcile of
+    // the reconciler `run` builds chain Pending → Configuring → Ready; with
+    // the default, one reconcile starts the machine and commits one
+    // transition.
+    let env = env().await;
+    let (_http, kubeconfig) = kubeconfig_of(&env).await;
+    for (name, options, expected) in [
+        (
+            "chained",
+            ReconcilerOptions::default().max_transitions(5),
+            "Ready",
+        ),
+        ("one-step", ReconcilerOptions::default(), "Configuring"),
+    ] {
+        create_widget(&env, name, spec()).await;
+        let command = parse(&["run", "--kubeconfig", &kubeconfig, "-n", &env.ns]);
+        let op = operator(StoreKind::Status).reconciler_options(options);
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let client = env.client.clone();
+        let run = move |run: RunContext<WidgetState>| {
+            let (tx, ctx) = (tx.clone(), ctx(&client));
+            async move {
+                let fsm = run.reconciler();
+                let widget = run.api::<Widget>().get(name).await.unwrap();
+                let action = fsm.reconcile_object(Arc::new(widget), ctx).await;
+                let _ = tx.send(action.map(drop).map_err(|e| e.to_string()));
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(20), execute(&op, command, run))
+            .await
+            .expect("run returns after one reconcile")
+            .unwrap();
+        assert_eq!(rx.recv().await, Some(Ok(())), "{name}");
+        let widget: Widget = Api::namespaced(env.client.clone(), &env.ns)
+            .get(name)
+            .await
+            .unwrap();
+        let state = widget
+            .status
+            .and_then(|s| s.fsm)
+            .and_then(|f| f.state_name().map(str::to_owned));
+        assert_eq!(state.as_deref(), Some(expected), "{name}");
+    }
 }

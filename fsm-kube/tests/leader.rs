@@ -31,14 +31,12 @@ fn replica(env: &Env, identity: &'static str, ctx: Arc<Ctx>) -> tokio::task::Joi
             identity,
             Duration::from_secs(2),
             move |leadership| {
-                let fsm = fsm_kube::FsmReconciler::<WidgetState>::with_options(
+                let fsm = fsm_kube::FsmReconciler::<WidgetState>::builder(
                     controller_client.clone(),
                     StatusStore::new(),
-                    fsm_kube::ReconcilerOptions {
-                        leadership: Some(leadership),
-                        ..fsm_kube::ReconcilerOptions::default()
-                    },
-                );
+                )
+                .leadership(leadership)
+                .build();
                 let widgets = widgets.clone();
                 let ctx = ctx.clone();
                 async move {

@@ -121,8 +121,10 @@ async fn sensitive_data_stays_in_the_secret() {
 
     let mut registry = Registry::default();
     let metrics = FsmMetrics::new(&mut registry);
-    let fsm = FsmReconciler::<VaultState>::new(client.clone(), SecretStore::new(client.clone()))
-        .with_metrics(metrics);
+    let fsm =
+        FsmReconciler::<VaultState>::builder(client.clone(), SecretStore::new(client.clone()))
+            .metrics(metrics)
+            .build();
     let ctx = Arc::new(Ctx {
         sealed_once: Mutex::new(false),
     });

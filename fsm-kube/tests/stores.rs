@@ -100,17 +100,15 @@ where
     S: Fsm,
     S::Resource: KubeResource<Scope = NamespaceResourceScope>,
 {
-    let fsm = FsmReconciler::<S>::with_options(
-        env.client.clone(),
-        store,
-        ReconcilerOptions {
-            poll_interval: Duration::from_secs(3600),
-            error_requeue: Duration::from_millis(100),
-            events: false,
-            conditions,
-            ..ReconcilerOptions::default()
-        },
-    );
+    let fsm = FsmReconciler::<S>::builder(env.client.clone(), store)
+        .options(
+            ReconcilerOptions::default()
+                .poll_interval(Duration::from_secs(3600))
+                .error_requeue(Duration::from_millis(100))
+                .events(false)
+                .conditions(conditions),
+        )
+        .build();
     let api: Api<S::Resource> = Api::namespaced(env.client.clone(), &env.ns);
     tokio::spawn(
         Controller::new(api, watcher::Config::default())

@@ -4,7 +4,7 @@
 //! KUBECONFIG=… bench-fsm-operator [--chain K]
 //! ```
 //!
-//! `--chain K` sets `transitions_per_reconcile` (default 1).
+//! `--chain K` sets `ReconcilerOptions::max_transitions` (default 1).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -92,18 +92,16 @@ async fn main() -> Result<(), kube::Error> {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .init();
     let client = workload::client().await?;
-    let fsm = FsmReconciler::<AppState>::with_options(
-        client.clone(),
-        StatusStore::default(),
-        ReconcilerOptions {
-            // The other two publish no events either.
-            events: false,
-            poll_interval: Duration::from_secs(3600),
-            error_requeue: Duration::from_millis(500),
-            transitions_per_reconcile: chain(),
-            ..ReconcilerOptions::default()
-        },
-    );
+    let fsm = FsmReconciler::<AppState>::builder(client.clone(), StatusStore::default())
+        .options(
+            ReconcilerOptions::default()
+                // The other two publish no events either.
+                .events(false)
+                .poll_interval(Duration::from_secs(3600))
+                .error_requeue(Duration::from_millis(500))
+                .max_transitions(chain()),
+        )
+        .build();
     let apps: Api<BenchApp> = Api::namespaced(client.clone(), workload::NAMESPACE);
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), workload::NAMESPACE);
     Controller::new(apps, watcher::Config::default())

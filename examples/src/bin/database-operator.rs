@@ -3,10 +3,12 @@
 //!
 //! ```text
 //! DATABASE_CLOUD_URL=http://127.0.0.1:PORT database-operator run --kubeconfig K
+//! database-operator run --kubeconfig K --cloud-url http://127.0.0.1:PORT
 //! ```
 //!
-//! The cloud API's URL comes from `$DATABASE_CLOUD_URL` (the `fake-cloud`
-//! binary prints it); `run` refuses to start without it. Logs go to stderr,
+//! The cloud API's URL is an operator flag of `run`, `--cloud-url`, or
+//! `$DATABASE_CLOUD_URL` (the `fake-cloud` binary prints it); `run` refuses
+//! to start without it (a usage error, exit status 2). Logs go to stderr,
 //! filtered by `RUST_LOG` (default: warnings). The crash soak
 //! (`examples/tests/crash_soak.rs`) kills this process with SIGKILL again
 //! and again.
@@ -18,8 +20,13 @@ use examples::database::{self, DbContext, DbState};
 use fsm_kube::ReconcilerOptions;
 use fsm_kube::cli::{Operator, Rule, RunContext, StoreKind};
 
-/// The environment variable naming the cloud API's base URL.
-const CLOUD_URL: &str = "DATABASE_CLOUD_URL";
+/// The operator's own flags of `run`.
+#[derive(Clone, Debug, clap::Args)]
+struct CloudArgs {
+    /// The cloud API's base URL.
+    #[arg(long, value_name = "URL", env = "DATABASE_CLOUD_URL")]
+    cloud_url: String,
+}
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -30,29 +37,24 @@ async fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    let is_run = std::env::args().nth(1).as_deref() == Some("run");
-    let cloud_url = std::env::var(CLOUD_URL).ok();
-    if is_run && cloud_url.is_none() {
-        eprintln!("database-operator: set {CLOUD_URL} to the cloud API's URL");
-        return ExitCode::from(2);
-    }
-    let cloud_url = cloud_url.unwrap_or_default();
     Operator::<DbState>::new("database-operator", StoreKind::Secret)
+        .with_args::<CloudArgs>()
         .version(env!("CARGO_PKG_VERSION"))
         // The connection Secret, created or patched by `Credentials`.
         .rule(Rule::new("", "secrets", ["create", "patch"]))
-        .main(move |run: RunContext| {
-            let mut ctx = DbContext::new(run.client.clone(), cloud_url.clone());
+        .reconciler_options(
+            ReconcilerOptions::default()
+                .poll_interval(Duration::from_secs(2))
+                .error_requeue(Duration::from_millis(300)),
+        )
+        .main(|run: RunContext<DbState, CloudArgs>| {
+            let mut ctx = DbContext::new(run.client.clone(), run.args.cloud_url.clone());
             ctx.poll = Duration::from_millis(200);
-            let options = ReconcilerOptions {
-                poll_interval: Duration::from_secs(2),
-                error_requeue: Duration::from_millis(300),
-                // With --leader-elect: no handler runs once the hold lapses.
-                leadership: run.leadership,
-                ..ReconcilerOptions::default()
-            };
-            // `-n`: the Databases (and their records) of one namespace.
-            database::run_in(run.client, run.namespace, ctx, options)
+            // Records in Secrets (of the watched namespace only under
+            // `-n`), with the options above and, under --leader-elect, no
+            // handler once the hold lapses.
+            let fsm = run.reconciler();
+            database::run_with(fsm, run.client, run.namespace, ctx)
         })
         .await
 }

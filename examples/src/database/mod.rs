@@ -113,7 +113,21 @@ pub async fn run_in(
         Some(ns) => SecretStore::namespaced(client.clone(), ns.clone()),
         None => SecretStore::new(client.clone()),
     };
-    let fsm = FsmReconciler::<DbState>::with_options(client.clone(), store, options);
+    let fsm = FsmReconciler::<DbState>::builder(client.clone(), store)
+        .options(options)
+        .build();
+    run_with(fsm, client, namespace, ctx).await;
+}
+
+/// Runs the operator with `fsm`, a reconciler built elsewhere (by the
+/// command line's `RunContext::reconciler`, in the `database-operator`
+/// binary), for the Databases of `namespace` (every namespace when `None`).
+pub async fn run_with(
+    fsm: FsmReconciler<DbState>,
+    client: Client,
+    namespace: Option<String>,
+    ctx: DbContext,
+) {
     Controller::new(
         scoped_api::<Database>(client.clone(), namespace.as_deref()),
         watcher::Config::default(),

@@ -192,11 +192,9 @@ async fn connect(options: &DemoOptions, out: &mut impl Write) -> Result<Cluster,
 }
 
 fn reconciler_options() -> ReconcilerOptions {
-    ReconcilerOptions {
-        poll_interval: Duration::from_secs(2),
-        error_requeue: Duration::from_millis(300),
-        ..ReconcilerOptions::default()
-    }
+    ReconcilerOptions::default()
+        .poll_interval(Duration::from_secs(2))
+        .error_requeue(Duration::from_millis(300))
 }
 
 /// Starts the three operators, for the demo's namespace only: on a shared

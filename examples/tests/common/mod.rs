@@ -89,11 +89,9 @@ pub fn quick_simulator() -> SimulatorConfig {
 }
 
 pub fn options() -> ReconcilerOptions {
-    ReconcilerOptions {
-        poll_interval: Duration::from_secs(1),
-        error_requeue: Duration::from_millis(100),
-        ..ReconcilerOptions::default()
-    }
+    ReconcilerOptions::default()
+        .poll_interval(Duration::from_secs(1))
+        .error_requeue(Duration::from_millis(100))
 }
 
 /// Waits (at most 60 s) until `probe` answers `Some`.

@@ -20,7 +20,8 @@ use tokio::time::Instant;
 /// without waiting to hear from the API server.
 ///
 /// It is an [`Authority`]: give it to the reconciler
-/// (`ReconcilerOptions::leadership`) and the engine asks it before every
+/// (`FsmReconciler::builder(..).leadership(..)`, or `RunContext::reconciler`
+/// under `run --leader-elect`) and the engine asks it before every
 /// handler and after every checkpoint.
 ///
 /// ```

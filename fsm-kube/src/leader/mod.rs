@@ -105,7 +105,9 @@ impl LeaseTiming {
 /// [`run_while_leader_until`] to stop on a signal and hand over at once.
 ///
 /// Give the [`Leadership`] to the reconciler
-/// ([`ReconcilerOptions::leadership`](crate::ReconcilerOptions)) so that
+/// ([`ReconcilerBuilder::leadership`](crate::ReconcilerBuilder::leadership);
+/// the operator CLI's [`RunContext::reconciler`](crate::cli::RunContext::reconciler)
+/// does it under `--leader-elect`) so that
 /// the engine runs no handler once the hold lapses, even in the moments
 /// before the controller is aborted.
 ///

@@ -280,15 +280,13 @@ pub fn run_controller(
     store: impl KubeStore<Widget>,
     ctx: Arc<Ctx>,
 ) -> tokio::task::JoinHandle<()> {
-    let fsm = FsmReconciler::<WidgetState>::with_options(
-        env.client(),
-        store,
-        ReconcilerOptions {
-            poll_interval: Duration::from_secs(3600),
-            error_requeue: Duration::from_millis(100),
-            ..ReconcilerOptions::default()
-        },
-    );
+    let fsm = FsmReconciler::<WidgetState>::builder(env.client(), store)
+        .options(
+            ReconcilerOptions::default()
+                .poll_interval(Duration::from_secs(3600))
+                .error_requeue(Duration::from_millis(100)),
+        )
+        .build();
     let widgets: Api<Widget> = Api::namespaced(env.client(), env.ns());
     let controller = Controller::new(widgets, watcher::Config::default())
         .run(fsm.reconcile(), fsm.error_policy(), ctx)
