@@ -452,3 +452,41 @@ async fn server_side_apply_and_strategic_merge_from_kubectl() {
         .await;
     assert_eq!(mode.trim(), "b");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_prints_help_and_refuses_unknown_flags() {
+    let run = |args: &'static [&'static str]| async move {
+        within(
+            30,
+            Command::new(env!("CARGO_BIN_EXE_fsm-apiserver"))
+                .args(args)
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .unwrap()
+    };
+    let help = run(&["--help"]).await;
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert_eq!(help.status.code(), Some(0), "--help exits 0: {text}");
+    for flag in [
+        "--port",
+        "--kubeconfig",
+        "--debug-port",
+        "--simulate-workloads",
+        "--help",
+        "--version",
+    ] {
+        assert!(text.contains(flag), "--help lists {flag}:\n{text}");
+    }
+    let version = run(&["--version"]).await;
+    assert_eq!(version.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&version.stdout).starts_with("fsm-apiserver "));
+    let bogus = run(&["--bogus"]).await;
+    assert_eq!(bogus.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bogus.stderr);
+    assert!(
+        err.contains("unknown argument \"--bogus\"") && err.contains("usage:"),
+        "{err}"
+    );
+}
