@@ -26,6 +26,12 @@ pub struct PrinterColumn {
     pub type_: String,
     /// A simple JSONPath (`.spec.replicas`) into the object.
     pub json_path: String,
+    /// The Table's `format` of the column (a CRD column's `format`).
+    pub format: String,
+    /// The Table's `description` of the column; empty for the default.
+    pub description: String,
+    /// `priority`: 0 is shown by `kubectl get`, higher only with `-o wide`.
+    pub priority: i64,
 }
 
 /// One resource at one version, as discovery lists it.
@@ -167,6 +173,9 @@ impl ResourceDef {
             name: name.into(),
             type_: type_.into(),
             json_path: json_path.into(),
+            format: String::new(),
+            description: String::new(),
+            priority: 0,
         });
         self
     }

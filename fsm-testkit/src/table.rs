@@ -61,7 +61,8 @@ pub fn render(
             &c.type_
         };
         columns.push(json!({
-            "name": c.name, "type": type_, "format": "", "description": "", "priority": 0
+            "name": c.name, "type": type_, "format": c.format,
+            "description": c.description, "priority": c.priority
         }));
     }
     if def.age_column {

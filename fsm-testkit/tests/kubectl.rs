@@ -490,3 +490,24 @@ async fn the_binary_prints_help_and_refuses_unknown_flags() {
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_printer_column_with_priority_shows_only_with_o_wide() {
+    let server = ApiServer::new();
+    let http = server.serve_http().await.unwrap();
+    let k = Kubectl::new(&http);
+    let dir = http.kubeconfig().parent().unwrap().to_path_buf();
+    let with_detail = CRD.replace(
+        "    - name: Age\n",
+        "    - name: Team\n      type: string\n      jsonPath: .metadata.labels.team\n      priority: 1\n    - name: Age\n",
+    );
+    k.ok(&["apply", "-f", &write(&dir, "crd.yaml", &with_detail)])
+        .await;
+    k.ok(&["apply", "-f", &write(&dir, "widget.yaml", WIDGET)])
+        .await;
+    let rows = table(&k.ok(&["get", "widgets"]).await);
+    assert_eq!(rows[0], ["NAME", "SIZE", "AGE"]);
+    let rows = table(&k.ok(&["get", "widgets", "-o", "wide"]).await);
+    assert_eq!(rows[0], ["NAME", "SIZE", "TEAM", "AGE"]);
+    assert_eq!(rows[1][..3], ["w1", "3", "blue"]);
+}
