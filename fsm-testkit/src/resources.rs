@@ -13,6 +13,9 @@ pub enum NameRule {
     Label,
     /// An RFC 1035 label (services).
     Label1035,
+    /// A path segment: anything but `.`, `..` or a name containing `/` or
+    /// `%` (RBAC roles and bindings, e.g. `system:controller:x`).
+    PathSegment,
 }
 
 /// An `additionalPrinterColumns` entry (or a built-in column) for tables.
@@ -22,9 +25,11 @@ pub struct PrinterColumn {
     pub name: String,
     /// OpenAPI type: `string`, `integer`, `number`, `boolean` or `date`;
     /// built-in kinds also use `count`: an integer counting the entries of
-    /// the maps or lists at `json_path` (comma-separated paths).
+    /// the maps or lists at `json_path` (comma-separated paths), and
+    /// `roleRef`: a string `Kind/name` from the `roleRef` at `json_path`.
     pub type_: String,
-    /// A simple JSONPath (`.spec.replicas`) into the object.
+    /// A simple JSONPath (`.spec.replicas`) into the object; for type
+    /// `roleRef`, the path of a `roleRef`, printed `Kind/name`.
     pub json_path: String,
     /// The Table's `format` of the column (a CRD column's `format`).
     pub format: String,
@@ -278,6 +283,18 @@ pub fn builtins() -> Vec<ResourceDef> {
             .with_generation()
             .all()
             .column("Succeeded", "integer", ".status.succeeded"),
+        d("", "v1", "ServiceAccount", "serviceaccounts", true)
+            .short(&["sa"])
+            .column("Secrets", "count", ".secrets"),
+        rbac("Role", "roles", true).column("Created At", "string", ".metadata.creationTimestamp"),
+        rbac("ClusterRole", "clusterroles", false).column(
+            "Created At",
+            "string",
+            ".metadata.creationTimestamp",
+        ),
+        rbac("RoleBinding", "rolebindings", true).column("Role", "roleRef", ".roleRef"),
+        rbac("ClusterRoleBinding", "clusterrolebindings", false)
+            .column("Role", "roleRef", ".roleRef"),
         d("coordination.k8s.io", "v1", "Lease", "leases", true).column(
             "Holder",
             "string",
@@ -285,6 +302,15 @@ pub fn builtins() -> Vec<ResourceDef> {
         ),
         crd,
     ]
+}
+
+/// A kind of `rbac.authorization.k8s.io/v1`: names are path segments;
+/// roles print their creation time instead of an age.
+fn rbac(kind: &str, plural: &str, namespaced: bool) -> ResourceDef {
+    let mut def = ResourceDef::builtin("rbac.authorization.k8s.io", "v1", kind, plural, namespaced);
+    def.name_rule = NameRule::PathSegment;
+    def.age_column = !kind.ends_with("Role");
+    def
 }
 
 /// A served group/version with its resources, in registration order.

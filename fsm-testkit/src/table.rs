@@ -55,10 +55,10 @@ pub fn render(
         "description": "Name must be unique within a namespace.", "priority": 0
     })];
     for c in &def.printer_columns {
-        let type_ = if c.type_ == "count" {
-            "integer"
-        } else {
-            &c.type_
+        let type_ = match c.type_.as_str() {
+            "count" => "integer",
+            "roleRef" => "string",
+            other => other,
         };
         columns.push(json!({
             "name": c.name, "type": type_, "format": c.format,
@@ -82,6 +82,13 @@ pub fn render(
                         .as_str()
                         .map_or(Value::Null, |t| json!(age(t, now))),
                     "count" => json!(count(o, &c.json_path)),
+                    "roleRef" => {
+                        let r = lookup(o, &c.json_path);
+                        match (r["kind"].as_str(), r["name"].as_str()) {
+                            (Some(kind), Some(name)) => json!(format!("{kind}/{name}")),
+                            _ => Value::Null,
+                        }
+                    }
                     _ => lookup(o, &c.json_path),
                 });
             }

@@ -252,7 +252,12 @@ mod tests {
         assert!(matches!(cmd(&["--port", "x", "-h"]), Ok(Command::Help)));
         assert!(matches!(cmd(&["--version"]), Ok(Command::Version)));
         assert!(matches!(cmd(&["--port", "1"]), Ok(Command::Serve(_))));
-        for flag in ["--port", "--kubeconfig", "--debug-port", "--simulate-workloads"] {
+        for flag in [
+            "--port",
+            "--kubeconfig",
+            "--debug-port",
+            "--simulate-workloads",
+        ] {
             assert!(HELP.contains(flag), "--help documents {flag}");
         }
     }
