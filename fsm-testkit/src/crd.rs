@@ -152,6 +152,7 @@ pub fn definitions(crd: &Value) -> Result<(Vec<ResourceDef>, String), Vec<Cause>
                     &kind,
                 ),
                 printer_columns,
+                stored_with: None,
             }
         })
         .collect();

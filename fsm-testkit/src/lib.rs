@@ -2,7 +2,8 @@
 //!
 //! [`ApiServer`] serves the Kubernetes API from memory: discovery, the
 //! built-in kinds operators touch (Namespace, ConfigMap, Secret, Service,
-//! Pod, Event, Deployment, StatefulSet, Job, Lease), custom resources
+//! Pod, Event, ServiceAccount, Deployment, StatefulSet, Job, Lease, the RBAC
+//! kinds), custom resources
 //! registered by creating a `CustomResourceDefinition`, get/list/watch with
 //! selectors, paging and bookmarks, create/update/patch/delete with the
 //! real server's rules (resourceVersion conflicts, the status subresource,
@@ -51,7 +52,11 @@
 //!   at run time with [`ApiServer::faults`], or over HTTP under
 //!   `/testkit/faults` (see [`faults`]).
 //! - Pods are deleted without a grace period (no kubelet).
-//! - Core `v1` and `events.k8s.io/v1` Events are stored separately.
+//! - Core `v1` and `events.k8s.io/v1` Events are one storage, each API
+//!   with its field names (see [`events`]), so `kubectl describe` lists
+//!   the events kube's `Recorder` writes.
+//! - RBAC kinds (`rbac.authorization.k8s.io/v1`) and ServiceAccounts are
+//!   stored and served, not enforced: every request is allowed.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), kube::Error> {
@@ -70,6 +75,7 @@ pub mod cluster;
 pub mod crd;
 pub mod debug;
 pub mod discovery;
+pub mod events;
 pub mod faults;
 pub mod handlers;
 pub mod kinds;

@@ -77,6 +77,9 @@ pub struct ResourceDef {
     pub delete_returns_object: bool,
     /// Discovery's `storageVersionHash`: see [`storage_version_hash`].
     pub storage_version_hash: String,
+    /// The resource whose storage this one shares, if not its own
+    /// (`events.k8s.io` Events are core Events, see [`crate::events`]).
+    pub stored_with: Option<GroupResource>,
 }
 
 /// The `storageVersionHash` of discovery: the first 8 bytes of the SHA-256
@@ -101,9 +104,13 @@ impl ResourceDef {
         }
     }
 
-    /// The storage identity, shared by every version of the resource.
+    /// The storage identity, shared by every version of the resource (and
+    /// by the resources stored with it).
     #[must_use]
     pub fn group_resource(&self) -> GroupResource {
+        if let Some(gr) = &self.stored_with {
+            return gr.clone();
+        }
         GroupResource {
             group: self.group.clone(),
             resource: self.plural.clone(),
@@ -135,6 +142,7 @@ impl ResourceDef {
             age_column: true,
             delete_returns_object: false,
             storage_version_hash: storage_version_hash(group, version, kind),
+            stored_with: None,
         }
     }
 
@@ -160,6 +168,10 @@ impl ResourceDef {
 
     fn stored_as(mut self, group: &str, version: &str) -> Self {
         self.storage_version_hash = storage_version_hash(group, version, &self.kind);
+        self.stored_with = Some(GroupResource {
+            group: group.into(),
+            resource: self.plural.clone(),
+        });
         self
     }
 
@@ -226,19 +238,6 @@ pub fn builtins() -> Vec<ResourceDef> {
     .short(&["crd", "crds"])
     .column("Created At", "string", ".metadata.creationTimestamp");
     crd.age_column = false;
-    let event_fields = [
-        "involvedObject.kind",
-        "involvedObject.namespace",
-        "involvedObject.name",
-        "involvedObject.uid",
-        "involvedObject.apiVersion",
-        "involvedObject.resourceVersion",
-        "involvedObject.fieldPath",
-        "reason",
-        "reportingComponent",
-        "source",
-        "type",
-    ];
     vec![
         namespace,
         d("", "v1", "ConfigMap", "configmaps", true)
@@ -259,11 +258,11 @@ pub fn builtins() -> Vec<ResourceDef> {
             .column("Status", "string", ".status.phase"),
         d("", "v1", "Event", "events", true)
             .short(&["ev"])
-            .fields(&event_fields),
+            .fields(&crate::events::CORE_FIELD_LABELS),
         d("events.k8s.io", "v1", "Event", "events", true)
             .stored_as("", "v1")
             .short(&["ev"])
-            .fields(&["reason", "type", "regarding.kind", "regarding.name"]),
+            .fields(&crate::events::EVENTS_FIELD_LABELS.map(|(label, _)| label)),
         d("apps", "v1", "Deployment", "deployments", true)
             .with_status()
             .with_generation()

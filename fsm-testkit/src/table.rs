@@ -50,6 +50,16 @@ pub fn render(
     include: IncludeObject,
     now: jiff::Timestamp,
 ) -> Value {
+    if crate::events::is_event(def) {
+        return table(
+            crate::events::table_columns(),
+            objects
+                .iter()
+                .map(|o| row(crate::events::table_cells(def, o, now), o, include))
+                .collect(),
+            revision,
+        );
+    }
     let mut columns = vec![json!({
         "name": "Name", "type": "string", "format": "name",
         "description": "Name must be unique within a namespace.", "priority": 0
@@ -98,21 +108,30 @@ pub fn render(
                     .unwrap_or_default();
                 cells.push(json!(age(created, now)));
             }
-            let mut row = json!({ "cells": cells });
-            match include {
-                IncludeObject::None => {}
-                IncludeObject::Metadata => {
-                    row["object"] = json!({
-                        "kind": "PartialObjectMetadata",
-                        "apiVersion": "meta.k8s.io/v1",
-                        "metadata": o["metadata"],
-                    });
-                }
-                IncludeObject::Object => row["object"] = o.clone(),
-            }
-            row
+            row(cells, o, include)
         })
         .collect();
+    table(columns, rows, revision)
+}
+
+/// A row of `cells` for `o`, carrying what `include` asks for.
+fn row(cells: Vec<Value>, o: &Value, include: IncludeObject) -> Value {
+    let mut row = json!({ "cells": cells });
+    match include {
+        IncludeObject::None => {}
+        IncludeObject::Metadata => {
+            row["object"] = json!({
+                "kind": "PartialObjectMetadata",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": o["metadata"],
+            });
+        }
+        IncludeObject::Object => row["object"] = o.clone(),
+    }
+    row
+}
+
+fn table(columns: Vec<Value>, rows: Vec<Value>, revision: Option<&str>) -> Value {
     let mut metadata = json!({});
     if let Some(rv) = revision {
         metadata["resourceVersion"] = json!(rv);

@@ -640,3 +640,93 @@ subjects:
     server.kill().await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn describe_shows_events_written_through_events_k8s_io() {
+    use k8s_openapi::api::core::v1::ObjectReference;
+    use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+
+    let server = ApiServer::new();
+    let http = server.serve_http().await.unwrap();
+    let k = Kubectl::new(&http);
+    let dir = http.kubeconfig().parent().unwrap().to_path_buf();
+    k.ok(&["apply", "-f", &write(&dir, "crd.yaml", CRD)]).await;
+    k.ok(&["apply", "-f", &write(&dir, "widget.yaml", WIDGET)])
+        .await;
+    let uid = k
+        .ok(&["get", "widget", "w1", "-o", "jsonpath={.metadata.uid}"])
+        .await;
+    let reference = ObjectReference {
+        api_version: Some("example.com/v1".into()),
+        kind: Some("Widget".into()),
+        name: Some("w1".into()),
+        namespace: Some("default".into()),
+        uid: Some(uid.trim().into()),
+        ..ObjectReference::default()
+    };
+    // What an operator's Recorder writes: events.k8s.io/v1, created once,
+    // then patched with a series.
+    let recorder = Recorder::new(
+        server.client(),
+        Reporter {
+            controller: "widget-operator".into(),
+            instance: Some("widget-operator-0".into()),
+        },
+    );
+    let event = Event {
+        type_: EventType::Normal,
+        reason: "Provisioned".into(),
+        note: Some("the widget is ready".into()),
+        action: "Reconcile".into(),
+        secondary: None,
+    };
+    recorder.publish(&event, &reference).await.unwrap();
+    recorder.publish(&event, &reference).await.unwrap();
+    assert_eq!(server.request_log().count("create", "events"), 1);
+
+    let described = k.ok(&["describe", "widget", "w1"]).await;
+    let events = described
+        .split_once("Events:")
+        .map(|(_, e)| e)
+        .unwrap_or_else(|| panic!("no Events section:\n{described}"));
+    let line = events
+        .lines()
+        .find(|l| l.contains("Provisioned"))
+        .unwrap_or_else(|| panic!("the event is not described:\n{described}"));
+    assert!(
+        line.contains("Normal")
+            && line.contains("widget-operator")
+            && line.contains("the widget is ready")
+            && line.contains("(x2 over"),
+        "{line}"
+    );
+
+    let rows = table(&k.ok(&["get", "events"]).await);
+    assert_eq!(
+        rows[0],
+        ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    );
+    let row = rows
+        .iter()
+        .find(|r| r.contains(&"Provisioned".into()))
+        .unwrap();
+    assert!(row.contains(&"widget/w1".into()), "{row:?}");
+    let core: Value = serde_json::from_str(
+        &k.ok(&[
+            "get",
+            "events",
+            "--field-selector",
+            "involvedObject.kind=Widget,involvedObject.name=w1,source=widget-operator",
+            "-o",
+            "json",
+        ])
+        .await,
+    )
+    .unwrap();
+    let item = &core["items"][0];
+    assert_eq!(item["message"], "the widget is ready");
+    assert_eq!(item["reportingComponent"], "widget-operator");
+    assert_eq!(item["reportingInstance"], "widget-operator-0");
+    assert_eq!(item["series"]["count"], 2);
+    assert_eq!(item["involvedObject"]["uid"], uid.trim());
+}

@@ -205,7 +205,7 @@ impl Cluster {
         ns: Option<&str>,
         q: &ListQuery,
     ) -> Result<Value, ApiError> {
-        q.fields.check_supported(&def.field_selectors)?;
+        let fields = q.fields.resolve(def)?;
         let (revision, after) = match &q.continue_token {
             Some(token) => {
                 let (rev, ns, name) = decode_continue(token)?;
@@ -227,7 +227,7 @@ impl Cluster {
                     (str_at(o, "namespace"), str_at(o, "name")) > (a_ns.as_str(), a_name.as_str())
                 })
             })
-            .filter(|o| q.labels.matches(o) && q.fields.matches(o))
+            .filter(|o| q.labels.matches(o) && fields.matches(o))
             .collect();
         let mut metadata = json!({"resourceVersion": revision.to_string()});
         if let Some(limit) = q.limit.filter(|l| *l > 0 && items.len() > *l) {
@@ -286,6 +286,9 @@ impl Cluster {
         owner: &Ownership<'_>,
     ) -> Result<Value, ApiError> {
         check_type(def, &body)?;
+        if crate::events::is_event(def) {
+            body = crate::events::to_storage(def, body)?;
+        }
         let meta = metadata_mut(&mut body)?;
         check_namespace_field(def, meta, ns)?;
         let explicit = meta
@@ -346,6 +349,9 @@ impl Cluster {
             && let Some(o) = body.as_object_mut()
         {
             o.remove("status");
+        }
+        if crate::events::is_event(def) {
+            crate::events::validate(def, ns, &name, &body, None)?;
         }
         self.sequence += 1;
         kinds::on_create(def, &mut body, self.sequence);
@@ -412,6 +418,9 @@ impl Cluster {
         owner: &Ownership<'_>,
     ) -> Result<Value, ApiError> {
         check_type(def, &body)?;
+        if crate::events::is_event(def) {
+            body = crate::events::to_storage(def, body)?;
+        }
         let meta = metadata_mut(&mut body)?;
         match meta.get("name").and_then(Value::as_str) {
             Some(n) if !n.is_empty() && n != name => {
@@ -511,6 +520,9 @@ impl Cluster {
         record_ownership(def, &current, &mut new, scope, owner, now);
         let crd_storage = self.crd_prepare(def, &mut new, now)?;
         set_type(def, &mut new, &current);
+        if crate::events::is_event(def) {
+            crate::events::validate(def, ns, name, &new, Some(&current))?;
+        }
         if new == *current {
             return Ok(present(def, &current));
         }
@@ -732,6 +744,9 @@ impl Cluster {
 /// versions of a custom resource share one schema here).
 #[must_use]
 pub fn present(def: &ResourceDef, object: &Value) -> Value {
+    if crate::events::is_events_api(def) {
+        return crate::events::present(def, object);
+    }
     let mut o = object.clone();
     if let Some(m) = o.as_object_mut() {
         m.insert("apiVersion".into(), json!(def.api_version()));
