@@ -18,6 +18,7 @@
 mod conformance {
     pub mod builtin;
     pub mod custom;
+    pub mod events;
     pub mod gaps;
     pub mod limits;
     pub mod watch;
@@ -130,4 +131,8 @@ scenarios! {
     limits::configmap_and_secret_data_limit,
     limits::request_body_limit,
     limits::objects_too_large_for_etcd,
+    events::events_are_one_storage_with_two_apis,
+    events::event_validation,
+    events::rbac_objects_and_service_accounts,
+    events::printer_column_priority,
 }
