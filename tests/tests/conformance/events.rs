@@ -337,7 +337,7 @@ pub async fn rbac_objects_and_service_accounts(s: &mut Scene) -> Fallible {
         .get(&format!("{rbac}/clusterroles?labelSelector=app=conf"))
         .await?
         .expect(200)?;
-    assert_eq!(names(&listed.body), [cluster_role.clone()]);
+    assert_eq!(names(&listed.body), std::slice::from_ref(&cluster_role));
     s.record("clusterroles by label", names(&listed.body));
     let roles = s
         .get(&format!("{rbac}/namespaces/{}/roles", s.ns))
