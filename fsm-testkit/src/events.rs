@@ -480,43 +480,6 @@ fn strict_create_causes(event: &Value) -> Vec<Cause> {
     causes
 }
 
-/// The strict rules of an update through `events.k8s.io`: only `series`
-/// and metadata may change.
-fn strict_update_causes(new: &Value, old: &Value) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    for f in [
-        "involvedObject",
-        "reason",
-        "message",
-        "source",
-        "firstTimestamp",
-        "lastTimestamp",
-        "count",
-        "related",
-        "type",
-        "eventTime",
-        "action",
-        "reportingComponent",
-        "reportingInstance",
-    ] {
-        if new[f] != old[f] {
-            let value = match &new[f] {
-                Value::String(s) => s.clone(),
-                Value::Null => String::new(),
-                other => other.to_string(),
-            };
-            let field = if f == "reportingComponent" {
-                "reportingController"
-            } else {
-                f
-            };
-            causes.push(Cause::invalid(field, &value, "field is immutable"));
-        }
-    }
-    causes.extend(series_causes(new));
-    causes
-}
-
 /// Validates a stored-form Event written through `def`'s API: `old` is
 /// the stored Event an update replaces, `None` for a create.
 ///
@@ -531,18 +494,16 @@ pub fn validate(
 ) -> Result<(), ApiError> {
     let mut causes = legacy_causes(event, ns);
     if is_events_api(def) {
-        match old {
-            None => causes.extend(strict_create_causes(event)),
-            Some(old) => causes.extend(strict_update_causes(event, old)),
+        if old.is_none() {
+            causes.extend(strict_create_causes(event));
         }
     }
     if causes.is_empty() {
         Ok(())
     } else {
-        Err(ApiError::Invalid(
-            Subject::new(&def.group, &def.kind, name),
-            causes,
-        ))
+        // Named as the real server names it for both APIs: the stored
+        // (core) kind, without a group.
+        Err(ApiError::Invalid(Subject::new("", "Event", name), causes))
     }
 }
 

@@ -108,13 +108,13 @@ pub async fn events_are_one_storage_with_two_apis(s: &mut Scene) -> Fallible {
         "reportingComponent=",
         "metadata.name=legacy",
     ];
-    for selector in uid_free {
-        let selector = selector.replace("NS", &s.ns);
+    for template in uid_free {
+        let selector = template.replace("NS", &s.ns);
         let list = s
             .get(&format!("{core_path}?fieldSelector={selector}"))
             .await?
             .expect(200)?;
-        s.record(format!("core selector {selector}"), names(&list.body));
+        s.record(format!("core selector {template}"), names(&list.body));
     }
     let new_selectors = [
         "regarding.name=target,regarding.kind=ConfigMap",
@@ -133,18 +133,18 @@ pub async fn events_are_one_storage_with_two_apis(s: &mut Scene) -> Fallible {
             names(&list.body),
         );
     }
-    for (path, selector) in [
-        (&core_path, "message=old"),
-        (&core_path, "note=x"),
-        (&new_path, "note=x"),
-        (&new_path, "deprecatedSource=kubelet"),
-        (&new_path, "involvedObject.name=target"),
+    for (api, path, selector) in [
+        ("core", &core_path, "message=old"),
+        ("core", &core_path, "note=x"),
+        ("events.k8s.io", &new_path, "note=x"),
+        ("events.k8s.io", &new_path, "deprecatedSource=kubelet"),
+        ("events.k8s.io", &new_path, "involvedObject.name=target"),
     ] {
         let refused = s
             .get(&format!("{path}?fieldSelector={selector}"))
             .await?
             .expect(400)?;
-        s.record(format!("unsupported selector {path} {selector}"), &refused);
+        s.record(format!("unsupported {api} selector {selector}"), &refused);
     }
 
     // Both watches saw both creates and the patch.
@@ -241,9 +241,25 @@ pub async fn event_validation(s: &mut Scene) -> Fallible {
             &format!("{new_path}/fixed"),
             json!({"note": "changed", "reason": "Other"}),
         )
-        .await?
-        .expect(422)?;
+        .await?;
     s.record("events.k8s.io update of note and reason", &changed);
+    let bad_series = s
+        .merge(
+            &format!("{new_path}/fixed"),
+            json!({"series": {"count": 1}}),
+        )
+        .await?;
+    s.record("events.k8s.io update with a bad series", &bad_series);
+    let no_instance = s
+        .merge(
+            &format!("{new_path}/fixed"),
+            json!({"reportingInstance": null}),
+        )
+        .await?;
+    s.record(
+        "events.k8s.io update without reportingInstance",
+        &no_instance,
+    );
     let relabelled = s
         .merge(
             &format!("{new_path}/fixed"),
@@ -354,13 +370,19 @@ pub async fn rbac_objects_and_service_accounts(s: &mut Scene) -> Fallible {
         .await?
         .expect(422)?;
     s.record("role named 50%", &bad);
-    for path in [
-        format!("{rbac}/clusterrolebindings/{cluster_role}"),
-        format!("{rbac}/clusterroles/{cluster_role}"),
-        format!("{rbac}/namespaces/{}/rolebindings/operator", s.ns),
+    for (what, path) in [
+        (
+            "clusterrolebinding",
+            format!("{rbac}/clusterrolebindings/{cluster_role}"),
+        ),
+        ("clusterrole", format!("{rbac}/clusterroles/{cluster_role}")),
+        (
+            "rolebinding",
+            format!("{rbac}/namespaces/{}/rolebindings/operator", s.ns),
+        ),
     ] {
         let deleted = s.delete(&path).await?.expect(200)?;
-        s.record(format!("delete {path}"), &deleted);
+        s.record(format!("delete {what}"), &deleted);
         s.get(&path).await?.expect(404)?;
     }
     Ok(())
