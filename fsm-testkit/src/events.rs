@@ -22,8 +22,9 @@
 //! (the involved object's namespace; with an `eventTime`, the reporting
 //! fields and length limits), and for a create through `events.k8s.io` the
 //! strict rules (`eventTime`, `type`, the deprecated fields unset,
-//! `series`). An update through `events.k8s.io` gets the legacy rules only,
-//! as on 1.20.
+//! `series`). An update through `events.k8s.io` may change only metadata
+//! and `series`, as later versions hold it (1.20 accepts any change: its
+//! check compares the new Event with itself).
 
 use serde_json::{Map, Value, json};
 
@@ -298,8 +299,8 @@ pub fn table_columns() -> Vec<Value> {
     ]
     .into_iter()
     .map(|(name, priority)| {
-        let ty = if name == "Count" { "integer" } else { "string" };
-        json!({"name": name, "type": ty, "format": "", "description": "", "priority": priority})
+        // Count's cells are integers, its column says string (sic).
+        json!({"name": name, "type": "string", "format": "", "description": "", "priority": priority})
     })
     .collect()
 }
@@ -325,6 +326,7 @@ pub fn table_cells(def: &ResourceDef, event: &Value, now: jiff::Timestamp) -> Ve
         first.clone()
     };
     let mut count = core["count"].as_i64().unwrap_or(0);
+    // Later versions print the series' count; 1.20 prints one more.
     if core["series"].is_object() {
         last = since(&core["series"]["lastObservedTime"]);
         count = core["series"]["count"].as_i64().unwrap_or(0);
@@ -337,11 +339,25 @@ pub fn table_cells(def: &ResourceDef, event: &Value, now: jiff::Timestamp) -> Ve
         "" => kind,
         name => format!("{kind}/{name}"),
     };
-    let component = text(&core["source"], "component");
-    let source = match (component, text(&core["source"], "host")) {
-        ("", _) => text(&core, "reportingComponent").to_string(),
-        (c, "") => c.to_string(),
-        (c, h) => format!("{c}, {h}"),
+    let first_non_empty = |a: &'_ str, b: &'_ str| {
+        if a.is_empty() {
+            b.to_string()
+        } else {
+            a.to_string()
+        }
+    };
+    let component = first_non_empty(
+        text(&core["source"], "component"),
+        text(&core, "reportingComponent"),
+    );
+    let instance = first_non_empty(
+        text(&core["source"], "host"),
+        text(&core, "reportingInstance"),
+    );
+    let source = if instance.is_empty() {
+        component
+    } else {
+        format!("{component}, {instance}")
     };
     vec![
         json!(last),
@@ -483,6 +499,49 @@ fn strict_create_causes(event: &Value) -> Vec<Cause> {
     causes
 }
 
+/// The strict rules of an update through `events.k8s.io`: a changed
+/// `series` must be valid, and nothing else but metadata may change.
+/// (kube-apiserver 1.20 compares the new Event with itself here, a bug
+/// fixed since, so it accepts any change.)
+fn strict_update_causes(new: &Value, old: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    if new["series"] != old["series"] {
+        causes.extend(series_causes(new));
+    }
+    // The real server's order, `reason` twice included.
+    for f in [
+        "involvedObject",
+        "reason",
+        "message",
+        "source",
+        "firstTimestamp",
+        "lastTimestamp",
+        "count",
+        "reason",
+        "type",
+        "eventTime",
+        "action",
+        "related",
+        "reportingComponent",
+        "reportingInstance",
+    ] {
+        if new[f] != old[f] {
+            let value = match &new[f] {
+                Value::String(s) => s.clone(),
+                Value::Null => String::new(),
+                other => other.to_string(),
+            };
+            let field = if f == "reportingComponent" {
+                "reportingController"
+            } else {
+                f
+            };
+            causes.push(Cause::invalid(field, &value, "field is immutable"));
+        }
+    }
+    causes
+}
+
 /// Validates a stored-form Event written through `def`'s API: `old` is
 /// the stored Event an update replaces, `None` for a create.
 ///
@@ -496,10 +555,11 @@ pub fn validate(
     old: Option<&Value>,
 ) -> Result<(), ApiError> {
     let mut causes = legacy_causes(event, ns);
-    // An update through events.k8s.io is held to the legacy rules only,
-    // as kube-apiserver 1.20 holds it (a changed note or reason passes).
-    if is_events_api(def) && old.is_none() {
-        causes.extend(strict_create_causes(event));
+    if is_events_api(def) {
+        match old {
+            None => causes.extend(strict_create_causes(event)),
+            Some(old) => causes.extend(strict_update_causes(event, old)),
+        }
     }
     if causes.is_empty() {
         Ok(())

@@ -26,7 +26,10 @@ pub struct PrinterColumn {
     /// OpenAPI type: `string`, `integer`, `number`, `boolean` or `date`;
     /// built-in kinds also use `count`: an integer counting the entries of
     /// the maps or lists at `json_path` (comma-separated paths), and
-    /// `roleRef`: a string `Kind/name` from the `roleRef` at `json_path`.
+    /// `roleRef`: a string `Kind/name` from the `roleRef` at `json_path`,
+    /// `timestamp`: a `date` column printing the time itself, not an age,
+    /// and `subjects:KIND`: the names of a binding's subjects of that kind
+    /// (`namespace/name` for service accounts), printed after AGE.
     pub type_: String,
     /// A simple JSONPath (`.spec.replicas`) into the object; for type
     /// `roleRef`, the path of a `roleRef`, printed `Kind/name`.
@@ -285,15 +288,18 @@ pub fn builtins() -> Vec<ResourceDef> {
         d("", "v1", "ServiceAccount", "serviceaccounts", true)
             .short(&["sa"])
             .column("Secrets", "count", ".secrets"),
-        rbac("Role", "roles", true).column("Created At", "string", ".metadata.creationTimestamp"),
-        rbac("ClusterRole", "clusterroles", false).column(
+        rbac("Role", "roles", true).column(
             "Created At",
-            "string",
+            "timestamp",
             ".metadata.creationTimestamp",
         ),
-        rbac("RoleBinding", "rolebindings", true).column("Role", "roleRef", ".roleRef"),
-        rbac("ClusterRoleBinding", "clusterrolebindings", false)
-            .column("Role", "roleRef", ".roleRef"),
+        rbac("ClusterRole", "clusterroles", false).column(
+            "Created At",
+            "timestamp",
+            ".metadata.creationTimestamp",
+        ),
+        binding(rbac("RoleBinding", "rolebindings", true)),
+        binding(rbac("ClusterRoleBinding", "clusterrolebindings", false)),
         d("coordination.k8s.io", "v1", "Lease", "leases", true).column(
             "Holder",
             "string",
@@ -309,6 +315,23 @@ fn rbac(kind: &str, plural: &str, namespaced: bool) -> ResourceDef {
     let mut def = ResourceDef::builtin("rbac.authorization.k8s.io", "v1", kind, plural, namespaced);
     def.name_rule = NameRule::PathSegment;
     def.age_column = !kind.ends_with("Role");
+    def
+}
+
+/// A binding's columns: its role, then (after AGE, with `-o wide`) its
+/// subjects by kind.
+fn binding(def: ResourceDef) -> ResourceDef {
+    let mut def = def.column("Role", "roleRef", ".roleRef");
+    for (name, kind) in [
+        ("Users", "User"),
+        ("Groups", "Group"),
+        ("ServiceAccounts", "ServiceAccount"),
+    ] {
+        def = def.column(name, &format!("subjects:{kind}"), ".subjects");
+        if let Some(c) = def.printer_columns.last_mut() {
+            c.priority = 1;
+        }
+    }
     def
 }
 

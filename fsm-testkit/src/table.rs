@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use crate::resources::ResourceDef;
+use crate::resources::{PrinterColumn, ResourceDef};
 
 /// What each row carries in `object` (the `includeObject` parameter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -64,17 +64,23 @@ pub fn render(
         "name": "Name", "type": "string", "format": "name",
         "description": "Name must be unique within a namespace.", "priority": 0
     })];
-    for c in &def.printer_columns {
+    let (before_age, after_age): (Vec<&PrinterColumn>, Vec<&PrinterColumn>) = def
+        .printer_columns
+        .iter()
+        .partition(|c| !c.type_.starts_with("subjects:"));
+    let column = |c: &PrinterColumn| {
         let type_ = match c.type_.as_str() {
             "count" => "integer",
-            "roleRef" => "string",
+            "timestamp" => "date",
+            t if t == "roleRef" || t.starts_with("subjects:") => "string",
             other => other,
         };
-        columns.push(json!({
+        json!({
             "name": c.name, "type": type_, "format": c.format,
             "description": c.description, "priority": c.priority
-        }));
-    }
+        })
+    };
+    columns.extend(before_age.iter().map(|c| column(c)));
     if def.age_column {
         columns.push(json!({
             "name": "Age", "type": "string", "format": "",
@@ -82,11 +88,12 @@ pub fn render(
             "priority": 0
         }));
     }
+    columns.extend(after_age.iter().map(|c| column(c)));
     let rows: Vec<Value> = objects
         .iter()
         .map(|o| {
             let mut cells = vec![o["metadata"]["name"].clone()];
-            for c in &def.printer_columns {
+            for c in &before_age {
                 cells.push(match c.type_.as_str() {
                     "date" => lookup(o, &c.json_path)
                         .as_str()
@@ -108,10 +115,32 @@ pub fn render(
                     .unwrap_or_default();
                 cells.push(json!(age(created, now)));
             }
+            for c in &after_age {
+                let kind = c.type_.trim_start_matches("subjects:");
+                cells.push(json!(subjects(&lookup(o, &c.json_path), kind)));
+            }
             row(cells, o, include)
         })
         .collect();
     table(columns, rows, revision)
+}
+
+/// A binding's subjects of `kind`, joined as the real server prints them.
+fn subjects(list: &Value, kind: &str) -> String {
+    list.as_array()
+        .into_iter()
+        .flatten()
+        .filter(|s| s["kind"] == kind)
+        .map(|s| {
+            let name = s["name"].as_str().unwrap_or_default();
+            if kind == "ServiceAccount" {
+                format!("{}/{name}", s["namespace"].as_str().unwrap_or_default())
+            } else {
+                name.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A row of `cells` for `o`, carrying what `include` asks for.

@@ -8,6 +8,44 @@ use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
 
 use crate::conformance::builtin::names;
+use crate::known;
+
+/// A Table's columns (name, type, priority) and its rows' cells, without
+/// the cells of the columns named in `times` (ages that depend on when
+/// the scenario ran).
+async fn table_summary(s: &Scene, path: &str, times: &[&str]) -> Fallible<Value> {
+    let table = s.get_table(path).await?.expect(200)?.body;
+    let columns = table["columnDefinitions"]
+        .as_array()
+        .ok_or("no columnDefinitions")?;
+    let keep: Vec<bool> = columns
+        .iter()
+        .map(|c| !times.iter().any(|t| c["name"] == *t))
+        .collect();
+    let rows: Vec<Value> = table["rows"]
+        .as_array()
+        .ok_or("no rows")?
+        .iter()
+        .map(|r| {
+            let cells = r["cells"].as_array().cloned().unwrap_or_default();
+            Value::from(
+                cells
+                    .into_iter()
+                    .zip(&keep)
+                    .filter(|(_, k)| **k)
+                    .map(|(c, _)| c)
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .collect();
+    Ok(json!({
+        "columns": columns
+            .iter()
+            .map(|c| json!([c["name"], c["type"], c["priority"]]))
+            .collect::<Vec<_>>(),
+        "rows": rows,
+    }))
+}
 
 /// `/apis/events.k8s.io/v1/namespaces/<ns>/events`.
 fn events_api(s: &Scene) -> String {
@@ -92,6 +130,13 @@ pub async fn events_are_one_storage_with_two_apis(s: &mut Scene) -> Fallible {
     let new_list = s.get(&new_path).await?.expect(200)?;
     assert_eq!(names(&new_list.body), ["legacy", "recorded"]);
     s.record("events.k8s.io list", &new_list);
+    // What kubectl get events prints, through either API; not the count
+    // (1.20 prints a series' count + 1, later versions the count).
+    let times = ["Last Seen", "First Seen", "Count"];
+    let core_table = table_summary(s, &core_path, &times).await?;
+    s.record("core table", &core_table);
+    let new_table = table_summary(s, &new_path, &times).await?;
+    s.record("events.k8s.io table", &new_table);
 
     // The selectors kubectl describe sends, and the others Events index.
     let uid_free = [
@@ -236,30 +281,52 @@ pub async fn event_validation(s: &mut Scene) -> Fallible {
     s.post(&new_path, new_event(s, "fixed", "target"))
         .await?
         .expect(201)?;
+    // The updates 1.20 lets through change "frozen" there, not "fixed".
+    s.post(&new_path, new_event(s, "frozen", "target"))
+        .await?
+        .expect(201)?;
     let changed = s
         .merge(
-            &format!("{new_path}/fixed"),
+            &format!("{new_path}/frozen"),
             json!({"note": "changed", "reason": "Other"}),
         )
         .await?;
-    s.record("events.k8s.io update of note and reason", &changed);
+    s.record_known(
+        "events.k8s.io update of note and reason",
+        &changed,
+        known::VERSION_EVENT_UPDATE_UNCHECKED,
+    );
     let bad_series = s
         .merge(
-            &format!("{new_path}/fixed"),
+            &format!("{new_path}/frozen"),
             json!({"series": {"count": 1}}),
         )
         .await?;
-    s.record("events.k8s.io update with a bad series", &bad_series);
+    s.record_known(
+        "events.k8s.io update with a bad series",
+        &bad_series,
+        known::VERSION_EVENT_UPDATE_UNCHECKED,
+    );
     let no_instance = s
         .merge(
-            &format!("{new_path}/fixed"),
+            &format!("{new_path}/frozen"),
             json!({"reportingInstance": null}),
         )
         .await?;
-    s.record(
+    s.record_known(
         "events.k8s.io update without reportingInstance",
         &no_instance,
+        known::VERSION_EVENT_UPDATE_UNCHECKED,
     );
+    let series = s
+        .merge(
+            &format!("{new_path}/fixed"),
+            json!({"series": {"count": 2, "lastObservedTime": "2026-01-01T00:05:00.000000Z"},
+                   "metadata": {"labels": {"seen": "twice"}}}),
+        )
+        .await?
+        .expect(200)?;
+    s.record("events.k8s.io update of series and labels", &series);
     let relabelled = s
         .merge(
             &format!("{new_path}/fixed"),
@@ -360,6 +427,25 @@ pub async fn rbac_objects_and_service_accounts(s: &mut Scene) -> Fallible {
         .await?
         .expect(200)?;
     s.record("roles", &roles);
+    // What kubectl get prints.
+    for (what, path) in [
+        ("roles", format!("{rbac}/namespaces/{}/roles", s.ns)),
+        (
+            "rolebindings",
+            format!("{rbac}/namespaces/{}/rolebindings", s.ns),
+        ),
+        (
+            "clusterrole",
+            format!("{rbac}/clusterroles?fieldSelector=metadata.name={cluster_role}"),
+        ),
+        (
+            "clusterrolebinding",
+            format!("{rbac}/clusterrolebindings?fieldSelector=metadata.name={cluster_role}"),
+        ),
+    ] {
+        let table = table_summary(s, &path, &["Age", "Created At"]).await?;
+        s.record(format!("{what} table"), &table);
+    }
 
     let bad = s
         .post(
