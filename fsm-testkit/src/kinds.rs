@@ -1,6 +1,7 @@
 //! What the real server does for particular built-in kinds on write:
 //! initial status (`Namespace` phase `Active`, `Pod` phase `Pending`),
-//! `Secret.stringData` folded into `data`, a `Service` cluster IP.
+//! `Secret.stringData` folded into `data`, a `Service` cluster IP, a
+//! role's `rules` always present.
 
 use serde_json::{Map, Value, json};
 
@@ -47,6 +48,13 @@ pub fn on_write(def: &ResourceDef, object: &mut Value) {
         if let Some(o) = object.as_object_mut() {
             o.entry("type").or_insert_with(|| json!("Opaque"));
         }
+    }
+    if def.group == "rbac.authorization.k8s.io"
+        && def.kind.ends_with("Role")
+        && let Some(o) = object.as_object_mut()
+    {
+        // `rules` has no omitempty: absent reads back as null.
+        o.entry("rules").or_insert(Value::Null);
     }
     drop_empty(def, object);
 }

@@ -120,6 +120,19 @@ impl ResourceDef {
         }
     }
 
+    /// Whether a PUT of an absent object creates it (the real server's
+    /// `AllowCreateOnUpdate`): Events, Services, Leases and the RBAC kinds.
+    #[must_use]
+    pub fn creates_on_update(&self) -> bool {
+        matches!(
+            (self.group.as_str(), self.plural.as_str()),
+            ("" | "events.k8s.io", "events")
+                | ("", "services")
+                | ("coordination.k8s.io", "leases")
+                | ("rbac.authorization.k8s.io", _)
+        )
+    }
+
     /// The kind of a list of these objects.
     #[must_use]
     pub fn list_kind(&self) -> String {

@@ -545,6 +545,46 @@ impl Cluster {
         Ok(present(def, &stored))
     }
 
+    /// A PUT: [`Cluster::update_as`], or, for an absent object of a kind
+    /// the real server creates on update ([`ResourceDef::creates_on_update`]),
+    /// [`Cluster::create_as`] under the URL's name. Returns the object and
+    /// whether it was created.
+    ///
+    /// # Errors
+    /// As [`Cluster::update`] or [`Cluster::create`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn replace_as(
+        &mut self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        mut body: Value,
+        part: Part,
+        dry_run: bool,
+        now: jiff::Timestamp,
+        owner: &Ownership<'_>,
+    ) -> Result<(Value, bool), ApiError> {
+        let absent = self.store.get(&def.group_resource(), ns, name).is_none();
+        if !(absent && part == Part::Main && def.creates_on_update()) {
+            return self
+                .update_as(def, ns, name, body, part, dry_run, now, owner)
+                .map(|o| (o, false));
+        }
+        let meta = metadata_mut(&mut body)?;
+        match meta.get("name").and_then(Value::as_str) {
+            Some(n) if !n.is_empty() && n != name => {
+                return Err(ApiError::BadRequest(format!(
+                    "the name of the object ({n}) does not match the name on the URL ({name})"
+                )));
+            }
+            _ => {
+                meta.insert("name".into(), json!(name));
+            }
+        }
+        self.create_as(def, ns, body, dry_run, now, owner)
+            .map(|o| (o, true))
+    }
+
     /// Patches an object (or its status); a server-side apply creates an
     /// absent object. Returns the object and whether it was created.
     ///

@@ -345,6 +345,24 @@ pub async fn event_validation(s: &mut Scene) -> Fallible {
         .expect(200)?;
     assert_eq!(rewritten.body["message"], "changed through v1");
     s.record("core v1 update of message", &rewritten);
+    // A PUT of an absent Event creates it, through either API (and not
+    // an absent ConfigMap).
+    let put = s
+        .put(
+            &format!("{new_path}/put-created"),
+            new_event(s, "put-created", "target"),
+        )
+        .await?
+        .expect(201)?;
+    s.record("PUT of an absent Event", &put);
+    let cm = s
+        .put(
+            &format!("{}/absent", s.core("configmaps")),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "absent"}}),
+        )
+        .await?
+        .expect(404)?;
+    s.record("PUT of an absent ConfigMap", &cm);
     Ok(())
 }
 
@@ -447,6 +465,15 @@ pub async fn rbac_objects_and_service_accounts(s: &mut Scene) -> Fallible {
         s.record(format!("{what} table"), &table);
     }
 
+    let put = s
+        .put(
+            &format!("{rbac}/namespaces/{}/roles/put-created", s.ns),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                   "metadata": {"name": "put-created"}}),
+        )
+        .await?
+        .expect(201)?;
+    s.record("PUT of an absent Role", &put);
     let bad = s
         .post(
             &format!("{rbac}/namespaces/{}/roles", s.ns),
