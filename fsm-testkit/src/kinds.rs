@@ -1,7 +1,7 @@
 //! What the real server does for particular built-in kinds on write:
 //! initial status (`Namespace` phase `Active`, `Pod` phase `Pending`),
-//! `Secret.stringData` folded into `data`, a `Service` cluster IP, a
-//! role's `rules` always present.
+//! `Secret.stringData` folded into `data`, a `Service` cluster IP, the RBAC
+//! kinds' defaults (see [`crate::rbac::default`]).
 
 use serde_json::{Map, Value, json};
 
@@ -49,13 +49,7 @@ pub fn on_write(def: &ResourceDef, object: &mut Value) {
             o.entry("type").or_insert_with(|| json!("Opaque"));
         }
     }
-    if def.group == "rbac.authorization.k8s.io"
-        && def.kind.ends_with("Role")
-        && let Some(o) = object.as_object_mut()
-    {
-        // `rules` has no omitempty: absent reads back as null.
-        o.entry("rules").or_insert(Value::Null);
-    }
+    crate::rbac::default(def, object);
     drop_empty(def, object);
 }
 

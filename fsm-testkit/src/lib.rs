@@ -84,6 +84,7 @@ pub mod limits;
 pub mod log;
 pub mod openapi;
 pub mod patch;
+pub mod rbac;
 pub mod resources;
 pub mod schema;
 pub mod selectors;

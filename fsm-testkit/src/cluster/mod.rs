@@ -355,6 +355,7 @@ impl Cluster {
         }
         self.sequence += 1;
         kinds::on_create(def, &mut body, self.sequence);
+        crate::rbac::validate(def, &name, &body, None)?;
         crate::schema::enforce(&self.store, def, &mut body)?;
         let schema = self.crd_schema(def);
         let scope = ownership_scope(def, Part::Main, schema.as_ref());
@@ -523,6 +524,7 @@ impl Cluster {
         if crate::events::is_event(def) {
             crate::events::validate(def, ns, name, &new, Some(&current))?;
         }
+        crate::rbac::validate(def, name, &new, Some(&current))?;
         if new == *current {
             return Ok(present(def, &current));
         }

@@ -483,6 +483,50 @@ pub async fn rbac_objects_and_service_accounts(s: &mut Scene) -> Fallible {
         .await?
         .expect(422)?;
     s.record("role named 50%", &bad);
+    // What the real server requires of rules, role refs and subjects.
+    let bad_rules = s
+        .post(
+            &format!("{rbac}/namespaces/{}/roles", s.ns),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                   "metadata": {"name": "bad-rules"},
+                   "rules": [{}, {"nonResourceURLs": ["/healthz"], "verbs": ["get"]},
+                             {"apiGroups": [""], "resources": ["pods"]}]}),
+        )
+        .await?
+        .expect(422)?;
+    s.record("role with bad rules", &bad_rules);
+    let bad_binding = s
+        .post(
+            &format!("{rbac}/clusterrolebindings"),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                   "metadata": {"name": format!("bad-{}", s.token)},
+                   "roleRef": {"apiGroup": "example.com", "kind": "Role", "name": ""},
+                   "subjects": [{"kind": "ServiceAccount", "name": "op"},
+                                {"kind": "User", "name": "alice", "apiGroup": "x"},
+                                {"kind": "Robot", "name": "r2"}]}),
+        )
+        .await?
+        .expect(422)?;
+    s.record("clusterrolebinding with bad refs", &bad_binding);
+    let user = s
+        .post(
+            &format!("{rbac}/namespaces/{}/rolebindings", s.ns),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                   "metadata": {"name": "user"},
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+                   "subjects": [{"kind": "User", "name": "alice"}, {"kind": "Group", "name": "devs"}]}),
+        )
+        .await?
+        .expect(201)?;
+    s.record("rolebinding of a user and a group", &user);
+    let moved = s
+        .merge(
+            &format!("{rbac}/namespaces/{}/rolebindings/user", s.ns),
+            json!({"roleRef": {"name": "edit"}}),
+        )
+        .await?
+        .expect(422)?;
+    s.record("rolebinding roleRef changed", &moved);
     for (what, path) in [
         (
             "clusterrolebinding",
