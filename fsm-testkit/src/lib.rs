@@ -18,7 +18,8 @@
 //!
 //! `kubectl` (tested with 1.32) works against [`ApiServer::serve_http`] or
 //! the binary: `apply -f`, `create -f`, `get` (server-side tables, with a
-//! CRD's printer columns), `get -o json|yaml|jsonpath`, `get --watch`,
+//! CRD's printer columns, `priority > 0` ones only with `-o wide`),
+//! `describe` (with the object's Events), `get -o json|yaml|jsonpath`, `get --watch`,
 //! `api-resources`, `api-versions`, `patch --type merge`, `label`,
 //! `delete`. Discovery is served aggregated (`apidiscovery.k8s.io/v2`) to
 //! clients that ask for it and in the legacy form to others, and
@@ -56,7 +57,8 @@
 //!   with its field names (see [`events`]), so `kubectl describe` lists
 //!   the events kube's `Recorder` writes.
 //! - RBAC kinds (`rbac.authorization.k8s.io/v1`) and ServiceAccounts are
-//!   stored and served, not enforced: every request is allowed.
+//!   stored, validated and served, not enforced: every request is allowed
+//!   (see [`rbac`]).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), kube::Error> {

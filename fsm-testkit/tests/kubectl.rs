@@ -597,6 +597,20 @@ async fn the_operator_clis_rbac_applies_with_kubectl() {
         again.stdout
     );
 
+    // Server-side apply of the same output takes over the fields.
+    let ssa = k
+        .run_with_stdin(
+            &["apply", "--server-side", "--force-conflicts", "-f", "-"],
+            &yaml,
+        )
+        .await;
+    assert_eq!(ssa.code, 0, "{}", ssa.stderr);
+    assert!(
+        ssa.stdout
+            .contains("clusterrole.rbac.authorization.k8s.io/site-operator serverside-applied"),
+        "{}",
+        ssa.stdout
+    );
     let shown = k
         .ok(&["get", "clusterrole", "site-operator", "-o", "yaml"])
         .await;
