@@ -653,4 +653,52 @@ mod tests {
         );
         assert_eq!(core_field_label("note").unwrap_err().reason(), "BadRequest");
     }
+
+    #[test]
+    fn both_apis_list_one_storage_with_their_selectors() {
+        use crate::cluster::{Cluster, ListQuery};
+        use crate::selectors::FieldSelector;
+        let mut c = Cluster::new(100, 16, 1);
+        let core = c.registry.get("", "v1", "events").unwrap();
+        let new = c.registry.get(EVENTS_GROUP, "v1", "events").unwrap();
+        let now = jiff::Timestamp::from_second(1_800_000_000).unwrap();
+        let body = json!({
+            "apiVersion": "events.k8s.io/v1", "kind": "Event",
+            "metadata": {"name": "e1"}, "eventTime": "2027-01-15T08:00:00.000000Z",
+            "regarding": {"kind": "Widget", "name": "w1", "namespace": "default"},
+            "note": "n", "reason": "R", "type": "Normal",
+            "reportingController": "op", "reportingInstance": "op-0",
+        });
+        c.create(&new, "default", body, false, now).unwrap();
+        let names = |c: &Cluster, def: &ResourceDef, selector: &str| -> Vec<String> {
+            let q = ListQuery {
+                fields: FieldSelector::parse(selector).unwrap(),
+                ..ListQuery::default()
+            };
+            c.list(def, Some("default"), &q).unwrap()["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(names(&c, &core, "involvedObject.name=w1,source=op"), ["e1"]);
+        assert_eq!(
+            names(&c, &core, "reportingComponent=other"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            names(&c, &new, "regarding.name=w1,reportingController=op"),
+            ["e1"]
+        );
+        let listed = c
+            .list(&core, Some("default"), &ListQuery::default())
+            .unwrap();
+        assert_eq!(listed["items"][0]["message"], "n");
+        let q = ListQuery {
+            fields: FieldSelector::parse("involvedObject.name=w1").unwrap(),
+            ..ListQuery::default()
+        };
+        assert_eq!(c.list(&new, None, &q).unwrap_err().reason(), "BadRequest");
+    }
 }

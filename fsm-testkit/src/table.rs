@@ -284,6 +284,40 @@ mod tests {
     }
 
     #[test]
+    fn crd_columns_carry_priority_and_bindings_print_subjects_after_age() {
+        let mut r = Registry::with_builtins();
+        let crd = json!({"metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "additionalPrinterColumns": [
+                    {"name": "Owner", "type": "string", "jsonPath": ".spec.owner", "priority": 1}]}]}});
+        let (defs, _) = crate::crd::definitions(&crd).unwrap();
+        r.insert(defs[0].clone(), true);
+        let widgets = r.get("example.com", "v1", "widgets").unwrap();
+        let now = jiff::Timestamp::from_second(1_000_000).unwrap();
+        let w = json!({"metadata": {"name": "w"}, "spec": {"owner": "ops"}});
+        let t = render(&widgets, &[w], None, IncludeObject::None, now);
+        assert_eq!(t["columnDefinitions"][1]["priority"], 1);
+        assert_eq!(
+            t["columnDefinitions"][1]["description"],
+            "Custom resource definition column (in JSONPath format): .spec.owner"
+        );
+        let bindings = r
+            .get("rbac.authorization.k8s.io", "v1", "rolebindings")
+            .unwrap();
+        let b = json!({"metadata": {"name": "b", "creationTimestamp": "1970-01-12T13:46:40Z"},
+            "roleRef": {"kind": "Role", "name": "r"},
+            "subjects": [{"kind": "ServiceAccount", "name": "op", "namespace": "ops"},
+                         {"kind": "User", "name": "a"}, {"kind": "User", "name": "b"}]});
+        let t = render(&bindings, &[b], None, IncludeObject::None, now);
+        assert_eq!(
+            t["rows"][0]["cells"],
+            json!(["b", "Role/r", "0s", "a, b", "", "ops/op"])
+        );
+    }
+
+    #[test]
     fn json_paths() {
         let o = json!({"a": {"b": [{"c": 1}]}});
         assert_eq!(lookup(&o, ".a.b[0].c"), json!(1));
