@@ -110,6 +110,15 @@ pub fn definitions(crd: &Value) -> Result<(Vec<ResourceDef>, String), Vec<Cause>
                             name: s(&c["name"]),
                             type_: s(&c["type"]),
                             json_path: s(&c["jsonPath"]),
+                            format: s(&c["format"]),
+                            description: match s(&c["description"]) {
+                                d if d.is_empty() => format!(
+                                    "Custom resource definition column (in JSONPath format): {}",
+                                    s(&c["jsonPath"])
+                                ),
+                                d => d,
+                            },
+                            priority: c["priority"].as_i64().unwrap_or(0),
                         })
                         .collect()
                 })
@@ -143,6 +152,7 @@ pub fn definitions(crd: &Value) -> Result<(Vec<ResourceDef>, String), Vec<Cause>
                     &kind,
                 ),
                 printer_columns,
+                stored_with: None,
             }
         })
         .collect();

@@ -1,6 +1,7 @@
 //! What the real server does for particular built-in kinds on write:
 //! initial status (`Namespace` phase `Active`, `Pod` phase `Pending`),
-//! `Secret.stringData` folded into `data`, a `Service` cluster IP.
+//! `Secret.stringData` folded into `data`, a `Service` cluster IP, the RBAC
+//! kinds' defaults (see [`crate::rbac::default`]).
 
 use serde_json::{Map, Value, json};
 
@@ -48,6 +49,7 @@ pub fn on_write(def: &ResourceDef, object: &mut Value) {
             o.entry("type").or_insert_with(|| json!("Opaque"));
         }
     }
+    crate::rbac::default(def, object);
     drop_empty(def, object);
 }
 

@@ -2,7 +2,8 @@
 //!
 //! [`ApiServer`] serves the Kubernetes API from memory: discovery, the
 //! built-in kinds operators touch (Namespace, ConfigMap, Secret, Service,
-//! Pod, Event, Deployment, StatefulSet, Job, Lease), custom resources
+//! Pod, Event, ServiceAccount, Deployment, StatefulSet, Job, Lease, the RBAC
+//! kinds), custom resources
 //! registered by creating a `CustomResourceDefinition`, get/list/watch with
 //! selectors, paging and bookmarks, create/update/patch/delete with the
 //! real server's rules (resourceVersion conflicts, the status subresource,
@@ -17,7 +18,8 @@
 //!
 //! `kubectl` (tested with 1.32) works against [`ApiServer::serve_http`] or
 //! the binary: `apply -f`, `create -f`, `get` (server-side tables, with a
-//! CRD's printer columns), `get -o json|yaml|jsonpath`, `get --watch`,
+//! CRD's printer columns, `priority > 0` ones only with `-o wide`),
+//! `describe` (with the object's Events), `get -o json|yaml|jsonpath`, `get --watch`,
 //! `api-resources`, `api-versions`, `patch --type merge`, `label`,
 //! `delete`. Discovery is served aggregated (`apidiscovery.k8s.io/v2`) to
 //! clients that ask for it and in the legacy form to others, and
@@ -51,7 +53,12 @@
 //!   at run time with [`ApiServer::faults`], or over HTTP under
 //!   `/testkit/faults` (see [`faults`]).
 //! - Pods are deleted without a grace period (no kubelet).
-//! - Core `v1` and `events.k8s.io/v1` Events are stored separately.
+//! - Core `v1` and `events.k8s.io/v1` Events are one storage, each API
+//!   with its field names (see [`events`]), so `kubectl describe` lists
+//!   the events kube's `Recorder` writes.
+//! - RBAC kinds (`rbac.authorization.k8s.io/v1`) and ServiceAccounts are
+//!   stored, validated and served, not enforced: every request is allowed
+//!   (see [`rbac`]).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), kube::Error> {
@@ -70,6 +77,7 @@ pub mod cluster;
 pub mod crd;
 pub mod debug;
 pub mod discovery;
+pub mod events;
 pub mod faults;
 pub mod handlers;
 pub mod kinds;
@@ -78,6 +86,7 @@ pub mod limits;
 pub mod log;
 pub mod openapi;
 pub mod patch;
+pub mod rbac;
 pub mod resources;
 pub mod schema;
 pub mod selectors;

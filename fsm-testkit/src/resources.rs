@@ -13,6 +13,9 @@ pub enum NameRule {
     Label,
     /// An RFC 1035 label (services).
     Label1035,
+    /// A path segment: anything but `.`, `..` or a name containing `/` or
+    /// `%` (RBAC roles and bindings, e.g. `system:controller:x`).
+    PathSegment,
 }
 
 /// An `additionalPrinterColumns` entry (or a built-in column) for tables.
@@ -22,10 +25,21 @@ pub struct PrinterColumn {
     pub name: String,
     /// OpenAPI type: `string`, `integer`, `number`, `boolean` or `date`;
     /// built-in kinds also use `count`: an integer counting the entries of
-    /// the maps or lists at `json_path` (comma-separated paths).
+    /// the maps or lists at `json_path` (comma-separated paths), and
+    /// `roleRef`: a string `Kind/name` from the `roleRef` at `json_path`,
+    /// `timestamp`: a `date` column printing the time itself, not an age,
+    /// and `subjects:KIND`: the names of a binding's subjects of that kind
+    /// (`namespace/name` for service accounts), printed after AGE.
     pub type_: String,
-    /// A simple JSONPath (`.spec.replicas`) into the object.
+    /// A simple JSONPath (`.spec.replicas`) into the object; for type
+    /// `roleRef`, the path of a `roleRef`, printed `Kind/name`.
     pub json_path: String,
+    /// The Table's `format` of the column (a CRD column's `format`).
+    pub format: String,
+    /// The Table's `description` of the column; empty for the default.
+    pub description: String,
+    /// `priority`: 0 is shown by `kubectl get`, higher only with `-o wide`.
+    pub priority: i64,
 }
 
 /// One resource at one version, as discovery lists it.
@@ -66,6 +80,9 @@ pub struct ResourceDef {
     pub delete_returns_object: bool,
     /// Discovery's `storageVersionHash`: see [`storage_version_hash`].
     pub storage_version_hash: String,
+    /// The resource whose storage this one shares, if not its own
+    /// (`events.k8s.io` Events are core Events, see [`crate::events`]).
+    pub stored_with: Option<GroupResource>,
 }
 
 /// The `storageVersionHash` of discovery: the first 8 bytes of the SHA-256
@@ -90,13 +107,30 @@ impl ResourceDef {
         }
     }
 
-    /// The storage identity, shared by every version of the resource.
+    /// The storage identity, shared by every version of the resource (and
+    /// by the resources stored with it).
     #[must_use]
     pub fn group_resource(&self) -> GroupResource {
+        if let Some(gr) = &self.stored_with {
+            return gr.clone();
+        }
         GroupResource {
             group: self.group.clone(),
             resource: self.plural.clone(),
         }
+    }
+
+    /// Whether a PUT of an absent object creates it (the real server's
+    /// `AllowCreateOnUpdate`): Events, Services, Leases and the RBAC kinds.
+    #[must_use]
+    pub fn creates_on_update(&self) -> bool {
+        matches!(
+            (self.group.as_str(), self.plural.as_str()),
+            ("" | "events.k8s.io", "events")
+                | ("", "services")
+                | ("coordination.k8s.io", "leases")
+                | ("rbac.authorization.k8s.io", _)
+        )
     }
 
     /// The kind of a list of these objects.
@@ -124,6 +158,7 @@ impl ResourceDef {
             age_column: true,
             delete_returns_object: false,
             storage_version_hash: storage_version_hash(group, version, kind),
+            stored_with: None,
         }
     }
 
@@ -149,6 +184,10 @@ impl ResourceDef {
 
     fn stored_as(mut self, group: &str, version: &str) -> Self {
         self.storage_version_hash = storage_version_hash(group, version, &self.kind);
+        self.stored_with = Some(GroupResource {
+            group: group.into(),
+            resource: self.plural.clone(),
+        });
         self
     }
 
@@ -167,6 +206,9 @@ impl ResourceDef {
             name: name.into(),
             type_: type_.into(),
             json_path: json_path.into(),
+            format: String::new(),
+            description: String::new(),
+            priority: 0,
         });
         self
     }
@@ -212,19 +254,6 @@ pub fn builtins() -> Vec<ResourceDef> {
     .short(&["crd", "crds"])
     .column("Created At", "string", ".metadata.creationTimestamp");
     crd.age_column = false;
-    let event_fields = [
-        "involvedObject.kind",
-        "involvedObject.namespace",
-        "involvedObject.name",
-        "involvedObject.uid",
-        "involvedObject.apiVersion",
-        "involvedObject.resourceVersion",
-        "involvedObject.fieldPath",
-        "reason",
-        "reportingComponent",
-        "source",
-        "type",
-    ];
     vec![
         namespace,
         d("", "v1", "ConfigMap", "configmaps", true)
@@ -245,11 +274,11 @@ pub fn builtins() -> Vec<ResourceDef> {
             .column("Status", "string", ".status.phase"),
         d("", "v1", "Event", "events", true)
             .short(&["ev"])
-            .fields(&event_fields),
+            .fields(&crate::events::CORE_FIELD_LABELS),
         d("events.k8s.io", "v1", "Event", "events", true)
             .stored_as("", "v1")
             .short(&["ev"])
-            .fields(&["reason", "type", "regarding.kind", "regarding.name"]),
+            .fields(&crate::events::EVENTS_FIELD_LABELS.map(|(label, _)| label)),
         d("apps", "v1", "Deployment", "deployments", true)
             .with_status()
             .with_generation()
@@ -269,6 +298,21 @@ pub fn builtins() -> Vec<ResourceDef> {
             .with_generation()
             .all()
             .column("Succeeded", "integer", ".status.succeeded"),
+        d("", "v1", "ServiceAccount", "serviceaccounts", true)
+            .short(&["sa"])
+            .column("Secrets", "count", ".secrets"),
+        rbac("Role", "roles", true).column(
+            "Created At",
+            "timestamp",
+            ".metadata.creationTimestamp",
+        ),
+        rbac("ClusterRole", "clusterroles", false).column(
+            "Created At",
+            "timestamp",
+            ".metadata.creationTimestamp",
+        ),
+        binding(rbac("RoleBinding", "rolebindings", true)),
+        binding(rbac("ClusterRoleBinding", "clusterrolebindings", false)),
         d("coordination.k8s.io", "v1", "Lease", "leases", true).column(
             "Holder",
             "string",
@@ -276,6 +320,32 @@ pub fn builtins() -> Vec<ResourceDef> {
         ),
         crd,
     ]
+}
+
+/// A kind of `rbac.authorization.k8s.io/v1`: names are path segments;
+/// roles print their creation time instead of an age.
+fn rbac(kind: &str, plural: &str, namespaced: bool) -> ResourceDef {
+    let mut def = ResourceDef::builtin("rbac.authorization.k8s.io", "v1", kind, plural, namespaced);
+    def.name_rule = NameRule::PathSegment;
+    def.age_column = !kind.ends_with("Role");
+    def
+}
+
+/// A binding's columns: its role, then (after AGE, with `-o wide`) its
+/// subjects by kind.
+fn binding(def: ResourceDef) -> ResourceDef {
+    let mut def = def.column("Role", "roleRef", ".roleRef");
+    for (name, kind) in [
+        ("Users", "User"),
+        ("Groups", "Group"),
+        ("ServiceAccounts", "ServiceAccount"),
+    ] {
+        def = def.column(name, &format!("subjects:{kind}"), ".subjects");
+        if let Some(c) = def.printer_columns.last_mut() {
+            c.priority = 1;
+        }
+    }
+    def
 }
 
 /// A served group/version with its resources, in registration order.

@@ -182,6 +182,8 @@ pub struct FieldRequirement {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FieldSelector {
     requirements: Vec<FieldRequirement>,
+    /// Selects on stored core Events (`source` reads the source's component).
+    events: bool,
 }
 
 impl FieldSelector {
@@ -213,7 +215,44 @@ impl FieldSelector {
                 negated,
             });
         }
-        Ok(Self { requirements })
+        Ok(Self {
+            requirements,
+            events: false,
+        })
+    }
+
+    /// This selector as it applies to `def`'s stored objects: checked
+    /// against the fields `def` indexes, `events.k8s.io` Event fields
+    /// renamed to the core fields they are stored as.
+    ///
+    /// # Errors
+    /// [`ApiError::BadRequest`] naming the first field `def` does not index.
+    pub fn resolve(&self, def: &crate::resources::ResourceDef) -> Result<Self, ApiError> {
+        if !crate::events::is_event(def) {
+            self.check_supported(&def.field_selectors)?;
+            return Ok(self.clone());
+        }
+        let mut requirements = Vec::with_capacity(self.requirements.len());
+        for r in &self.requirements {
+            let field = if crate::events::is_events_api(def) {
+                crate::events::core_field_label(&r.field)?.to_string()
+            } else if r.field == "metadata.name"
+                || r.field == "metadata.namespace"
+                || def.field_selectors.contains(&r.field)
+            {
+                r.field.clone()
+            } else {
+                return Err(ApiError::BadRequest(format!(
+                    "field label not supported: {}",
+                    r.field
+                )));
+            };
+            requirements.push(FieldRequirement { field, ..r.clone() });
+        }
+        Ok(Self {
+            requirements,
+            events: true,
+        })
     }
 
     /// Whether the selector has no requirement (matches everything).
@@ -262,16 +301,22 @@ impl FieldSelector {
     #[must_use]
     pub fn matches(&self, object: &Value) -> bool {
         self.requirements.iter().all(|r| {
-            let actual = r
-                .field
-                .split('.')
-                .try_fold(object, |v, seg| v.get(seg))
-                .map(|v| match v {
-                    Value::String(s) => s.clone(),
-                    Value::Null => String::new(),
-                    other => other.to_string(),
-                })
-                .unwrap_or_default();
+            let special = if self.events {
+                crate::events::selectable_field(object, &r.field)
+            } else {
+                None
+            };
+            let actual = special.unwrap_or_else(|| {
+                r.field
+                    .split('.')
+                    .try_fold(object, |v, seg| v.get(seg))
+                    .map(|v| match v {
+                        Value::String(s) => s.clone(),
+                        Value::Null => String::new(),
+                        other => other.to_string(),
+                    })
+                    .unwrap_or_default()
+            });
             (actual == r.value) != r.negated
         })
     }

@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use crate::resources::ResourceDef;
+use crate::resources::{PrinterColumn, ResourceDef};
 
 /// What each row carries in `object` (the `includeObject` parameter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -50,20 +50,37 @@ pub fn render(
     include: IncludeObject,
     now: jiff::Timestamp,
 ) -> Value {
+    if crate::events::is_event(def) {
+        return table(
+            crate::events::table_columns(),
+            objects
+                .iter()
+                .map(|o| row(crate::events::table_cells(def, o, now), o, include))
+                .collect(),
+            revision,
+        );
+    }
     let mut columns = vec![json!({
         "name": "Name", "type": "string", "format": "name",
         "description": "Name must be unique within a namespace.", "priority": 0
     })];
-    for c in &def.printer_columns {
-        let type_ = if c.type_ == "count" {
-            "integer"
-        } else {
-            &c.type_
+    let (before_age, after_age): (Vec<&PrinterColumn>, Vec<&PrinterColumn>) = def
+        .printer_columns
+        .iter()
+        .partition(|c| !c.type_.starts_with("subjects:"));
+    let column = |c: &PrinterColumn| {
+        let type_ = match c.type_.as_str() {
+            "count" => "integer",
+            "timestamp" => "date",
+            t if t == "roleRef" || t.starts_with("subjects:") => "string",
+            other => other,
         };
-        columns.push(json!({
-            "name": c.name, "type": type_, "format": "", "description": "", "priority": 0
-        }));
-    }
+        json!({
+            "name": c.name, "type": type_, "format": c.format,
+            "description": c.description, "priority": c.priority
+        })
+    };
+    columns.extend(before_age.iter().map(|c| column(c)));
     if def.age_column {
         columns.push(json!({
             "name": "Age", "type": "string", "format": "",
@@ -71,16 +88,24 @@ pub fn render(
             "priority": 0
         }));
     }
+    columns.extend(after_age.iter().map(|c| column(c)));
     let rows: Vec<Value> = objects
         .iter()
         .map(|o| {
             let mut cells = vec![o["metadata"]["name"].clone()];
-            for c in &def.printer_columns {
+            for c in &before_age {
                 cells.push(match c.type_.as_str() {
                     "date" => lookup(o, &c.json_path)
                         .as_str()
                         .map_or(Value::Null, |t| json!(age(t, now))),
                     "count" => json!(count(o, &c.json_path)),
+                    "roleRef" => {
+                        let r = lookup(o, &c.json_path);
+                        match (r["kind"].as_str(), r["name"].as_str()) {
+                            (Some(kind), Some(name)) => json!(format!("{kind}/{name}")),
+                            _ => Value::Null,
+                        }
+                    }
                     _ => lookup(o, &c.json_path),
                 });
             }
@@ -90,21 +115,52 @@ pub fn render(
                     .unwrap_or_default();
                 cells.push(json!(age(created, now)));
             }
-            let mut row = json!({ "cells": cells });
-            match include {
-                IncludeObject::None => {}
-                IncludeObject::Metadata => {
-                    row["object"] = json!({
-                        "kind": "PartialObjectMetadata",
-                        "apiVersion": "meta.k8s.io/v1",
-                        "metadata": o["metadata"],
-                    });
-                }
-                IncludeObject::Object => row["object"] = o.clone(),
+            for c in &after_age {
+                let kind = c.type_.trim_start_matches("subjects:");
+                cells.push(json!(subjects(&lookup(o, &c.json_path), kind)));
             }
-            row
+            row(cells, o, include)
         })
         .collect();
+    table(columns, rows, revision)
+}
+
+/// A binding's subjects of `kind`, joined as the real server prints them.
+fn subjects(list: &Value, kind: &str) -> String {
+    list.as_array()
+        .into_iter()
+        .flatten()
+        .filter(|s| s["kind"] == kind)
+        .map(|s| {
+            let name = s["name"].as_str().unwrap_or_default();
+            if kind == "ServiceAccount" {
+                format!("{}/{name}", s["namespace"].as_str().unwrap_or_default())
+            } else {
+                name.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A row of `cells` for `o`, carrying what `include` asks for.
+fn row(cells: Vec<Value>, o: &Value, include: IncludeObject) -> Value {
+    let mut row = json!({ "cells": cells });
+    match include {
+        IncludeObject::None => {}
+        IncludeObject::Metadata => {
+            row["object"] = json!({
+                "kind": "PartialObjectMetadata",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": o["metadata"],
+            });
+        }
+        IncludeObject::Object => row["object"] = o.clone(),
+    }
+    row
+}
+
+fn table(columns: Vec<Value>, rows: Vec<Value>, revision: Option<&str>) -> Value {
     let mut metadata = json!({});
     if let Some(rv) = revision {
         metadata["resourceVersion"] = json!(rv);
@@ -225,6 +281,40 @@ mod tests {
         assert_eq!(t["columnDefinitions"][1]["type"], "integer");
         assert_eq!(t["rows"][0]["cells"], json!(["c", 3, "0s"]));
         assert!(t["rows"][0].get("object").is_none());
+    }
+
+    #[test]
+    fn crd_columns_carry_priority_and_bindings_print_subjects_after_age() {
+        let mut r = Registry::with_builtins();
+        let crd = json!({"metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "additionalPrinterColumns": [
+                    {"name": "Owner", "type": "string", "jsonPath": ".spec.owner", "priority": 1}]}]}});
+        let (defs, _) = crate::crd::definitions(&crd).unwrap();
+        r.insert(defs[0].clone(), true);
+        let widgets = r.get("example.com", "v1", "widgets").unwrap();
+        let now = jiff::Timestamp::from_second(1_000_000).unwrap();
+        let w = json!({"metadata": {"name": "w"}, "spec": {"owner": "ops"}});
+        let t = render(&widgets, &[w], None, IncludeObject::None, now);
+        assert_eq!(t["columnDefinitions"][1]["priority"], 1);
+        assert_eq!(
+            t["columnDefinitions"][1]["description"],
+            "Custom resource definition column (in JSONPath format): .spec.owner"
+        );
+        let bindings = r
+            .get("rbac.authorization.k8s.io", "v1", "rolebindings")
+            .unwrap();
+        let b = json!({"metadata": {"name": "b", "creationTimestamp": "1970-01-12T13:46:40Z"},
+            "roleRef": {"kind": "Role", "name": "r"},
+            "subjects": [{"kind": "ServiceAccount", "name": "op", "namespace": "ops"},
+                         {"kind": "User", "name": "a"}, {"kind": "User", "name": "b"}]});
+        let t = render(&bindings, &[b], None, IncludeObject::None, now);
+        assert_eq!(
+            t["rows"][0]["cells"],
+            json!(["b", "Role/r", "0s", "a, b", "", "ops/op"])
+        );
     }
 
     #[test]

@@ -29,6 +29,15 @@ pub fn name_problem(rule: NameRule, name: &str) -> Option<String> {
             let starts_alpha = name.chars().next().is_some_and(|c| c.is_ascii_lowercase());
             (!(is_label(name) && starts_alpha)).then(|| LABEL_1035_MSG.into())
         }
+        NameRule::PathSegment => {
+            if name == "." || name == ".." {
+                return Some(format!("may not be '{name}'"));
+            }
+            ["/", "%"]
+                .into_iter()
+                .find(|bad| name.contains(bad))
+                .map(|bad| format!("may not contain '{bad}'"))
+        }
     }
 }
 
@@ -118,5 +127,17 @@ mod tests {
         assert!(name_problem(NameRule::Label, &"a".repeat(64)).is_some());
         assert_eq!(name_problem(NameRule::Label1035, "svc-1"), None);
         assert!(name_problem(NameRule::Label1035, "1svc").is_some());
+        assert_eq!(
+            name_problem(NameRule::PathSegment, "system:controller:x"),
+            None
+        );
+        assert_eq!(
+            name_problem(NameRule::PathSegment, "..").as_deref(),
+            Some("may not be '..'")
+        );
+        assert_eq!(
+            name_problem(NameRule::PathSegment, "a/b").as_deref(),
+            Some("may not contain '/'")
+        );
     }
 }

@@ -65,8 +65,8 @@ impl Watch {
     ///
     /// # Errors
     /// [`ApiError::BadRequest`] for unsupported field selectors.
-    pub fn start(cluster: &Cluster, req: WatchRequest) -> Result<Self, ApiError> {
-        req.fields.check_supported(&req.def.field_selectors)?;
+    pub fn start(cluster: &Cluster, mut req: WatchRequest) -> Result<Self, ApiError> {
+        req.fields = req.fields.resolve(&req.def)?;
         let store = &cluster.store;
         let mut w = Self {
             rx: store.subscribe(),

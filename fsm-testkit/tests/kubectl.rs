@@ -79,6 +79,27 @@ impl Kubectl {
     }
 
     /// Runs and requires success.
+    /// Runs kubectl with `input` on its standard input (`apply -f -`).
+    async fn run_with_stdin(&self, args: &[&str], input: &str) -> Output {
+        use tokio::io::AsyncWriteExt;
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(input.as_bytes()).await.unwrap();
+        drop(stdin);
+        let out = within(60, child.wait_with_output()).await.unwrap();
+        Output {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
     async fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args).await;
         assert_eq!(
@@ -328,9 +349,9 @@ async fn get_watch_prints_changes_until_killed() {
     assert_eq!(table(printed.last().unwrap())[0][..2], ["watched", "0"]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_binary_serves_kubectl() {
-    let dir = std::env::temp_dir().join(format!("fsm-apiserver-bin-{}", std::process::id()));
+/// Starts the `fsm-apiserver` binary with its kubeconfig in `dir`; returns
+/// the process (killed on drop) and kubectl pointed at it.
+async fn start_binary(dir: &Path) -> (tokio::process::Child, Kubectl) {
     let kubeconfig = dir.join("kubeconfig");
     let _ = std::fs::remove_file(&kubeconfig);
     let mut server = Command::new(env!("CARGO_BIN_EXE_fsm-apiserver"))
@@ -346,6 +367,8 @@ async fn the_binary_serves_kubectl() {
         first.starts_with("serving the Kubernetes API on http://127.0.0.1:"),
         "{first}"
     );
+    // Keep reading, so that the server never writes to a closed pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = out.next_line().await {} });
     within(30, async {
         while !kubeconfig.exists() {
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -357,6 +380,13 @@ async fn the_binary_serves_kubectl() {
         kubeconfig: kubeconfig.clone(),
         cache: dir.join("cache"),
     };
+    (server, k)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_serves_kubectl() {
+    let dir = std::env::temp_dir().join(format!("fsm-apiserver-bin-{}", std::process::id()));
+    let (mut server, k) = start_binary(&dir).await;
     let rows = table(&k.ok(&["get", "namespaces", "-o", "name"]).await);
     assert_eq!(
         rows,
@@ -451,4 +481,266 @@ async fn server_side_apply_and_strategic_merge_from_kubectl() {
         ])
         .await;
     assert_eq!(mode.trim(), "b");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_prints_help_and_refuses_unknown_flags() {
+    let run = |args: &'static [&'static str]| async move {
+        within(
+            30,
+            Command::new(env!("CARGO_BIN_EXE_fsm-apiserver"))
+                .args(args)
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .unwrap()
+    };
+    let help = run(&["--help"]).await;
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert_eq!(help.status.code(), Some(0), "--help exits 0: {text}");
+    for flag in [
+        "--port",
+        "--kubeconfig",
+        "--debug-port",
+        "--simulate-workloads",
+        "--help",
+        "--version",
+    ] {
+        assert!(text.contains(flag), "--help lists {flag}:\n{text}");
+    }
+    let version = run(&["--version"]).await;
+    assert_eq!(version.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&version.stdout).starts_with("fsm-apiserver "));
+    let bogus = run(&["--bogus"]).await;
+    assert_eq!(bogus.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bogus.stderr);
+    assert!(
+        err.contains("unknown argument \"--bogus\"") && err.contains("usage:"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_printer_column_with_priority_shows_only_with_o_wide() {
+    let server = ApiServer::new();
+    let http = server.serve_http().await.unwrap();
+    let k = Kubectl::new(&http);
+    let dir = http.kubeconfig().parent().unwrap().to_path_buf();
+    let with_detail = CRD.replace(
+        "    - name: Age\n",
+        "    - name: Team\n      type: string\n      jsonPath: .metadata.labels.team\n      priority: 1\n    - name: Age\n",
+    );
+    k.ok(&["apply", "-f", &write(&dir, "crd.yaml", &with_detail)])
+        .await;
+    k.ok(&["apply", "-f", &write(&dir, "widget.yaml", WIDGET)])
+        .await;
+    let rows = table(&k.ok(&["get", "widgets"]).await);
+    assert_eq!(rows[0], ["NAME", "SIZE", "AGE"]);
+    let rows = table(&k.ok(&["get", "widgets", "-o", "wide"]).await);
+    assert_eq!(rows[0], ["NAME", "SIZE", "TEAM", "AGE"]);
+    assert_eq!(rows[1][..3], ["w1", "3", "blue"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_clis_rbac_applies_with_kubectl() {
+    use fsm_kube::cli::StoreKind;
+    use fsm_kube::cli::rbac::{self, OperatorDescription, RbacScope, ResourceInfo};
+
+    let dir = std::env::temp_dir().join(format!("fsm-apiserver-rbac-{}", std::process::id()));
+    let (mut server, k) = start_binary(&dir).await;
+    let operator = OperatorDescription {
+        name: "site-operator".into(),
+        resource: ResourceInfo {
+            group: "example.io".into(),
+            version: "v1".into(),
+            kind: "StaticSite".into(),
+            plural: "staticsites".into(),
+            namespaced: true,
+        },
+        store: StoreKind::Status,
+        needs_finalizer: true,
+        extra_rules: vec![fsm_kube::cli::Rule::new(
+            "",
+            "configmaps",
+            ["get", "create", "delete"],
+        )],
+    };
+    // What `site-operator rbac --leader-elect --lease-namespace ops` prints.
+    let scope = RbacScope {
+        namespace: None,
+        lease_namespace: Some("ops".into()),
+    };
+    let yaml = rbac::to_yaml(&rbac::manifests(&operator, &scope).unwrap()).unwrap();
+    let ns = k
+        .run_with_stdin(
+            &["apply", "-f", "-"],
+            "apiVersion: v1\nkind: Namespace\nmetadata: {name: ops}\n",
+        )
+        .await;
+    assert_eq!(ns.code, 0, "{}", ns.stderr);
+
+    let out = k.run_with_stdin(&["apply", "-f", "-"], &yaml).await;
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert_eq!(
+        out.stdout.lines().collect::<Vec<_>>(),
+        [
+            "clusterrole.rbac.authorization.k8s.io/site-operator created",
+            "role.rbac.authorization.k8s.io/site-operator-leader-election created",
+        ]
+    );
+    let again = k.run_with_stdin(&["apply", "-f", "-"], &yaml).await;
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(
+        again.stdout.contains("site-operator unchanged"),
+        "{}",
+        again.stdout
+    );
+
+    // Server-side apply of the same output takes over the fields.
+    let ssa = k
+        .run_with_stdin(
+            &["apply", "--server-side", "--force-conflicts", "-f", "-"],
+            &yaml,
+        )
+        .await;
+    assert_eq!(ssa.code, 0, "{}", ssa.stderr);
+    assert!(
+        ssa.stdout
+            .contains("clusterrole.rbac.authorization.k8s.io/site-operator serverside-applied"),
+        "{}",
+        ssa.stdout
+    );
+    let shown = k
+        .ok(&["get", "clusterrole", "site-operator", "-o", "yaml"])
+        .await;
+    assert!(shown.contains("kind: ClusterRole"), "{shown}");
+    assert!(shown.contains("- staticsites/finalizers"), "{shown}");
+    let stored: Value = serde_json::from_str(
+        &k.ok(&["get", "clusterrole", "site-operator", "-o", "json"])
+            .await,
+    )
+    .unwrap();
+    let rules: Vec<k8s_openapi::api::rbac::v1::PolicyRule> =
+        serde_json::from_value(stored["rules"].clone()).unwrap();
+    assert_eq!(rules, rbac::rules(&operator).unwrap());
+    let rows = table(&k.ok(&["get", "roles", "-n", "ops"]).await);
+    assert_eq!(rows[0], ["NAME", "CREATED", "AT"]);
+    assert_eq!(rows[1][0], "site-operator-leader-election");
+
+    // A ServiceAccount and a binding to the role, as a deployment adds them.
+    let binding = "apiVersion: v1
+kind: ServiceAccount
+metadata: {name: site-operator, namespace: ops}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: site-operator}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: site-operator}
+subjects:
+- {kind: ServiceAccount, name: site-operator, namespace: ops}
+";
+    let out = k.run_with_stdin(&["apply", "-f", "-"], binding).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let rows = table(&k.ok(&["get", "clusterrolebinding", "site-operator"]).await);
+    assert_eq!(rows[0], ["NAME", "ROLE", "AGE"]);
+    assert_eq!(rows[1][..2], ["site-operator", "ClusterRole/site-operator"]);
+    let rows = table(&k.ok(&["get", "sa", "-n", "ops"]).await);
+    assert_eq!(rows[0], ["NAME", "SECRETS", "AGE"]);
+    assert_eq!(rows[1][..2], ["site-operator", "0"]);
+    k.ok(&["delete", "clusterrole", "site-operator"]).await;
+    let gone = k.run(&["get", "clusterrole", "site-operator"]).await;
+    assert!(gone.stderr.contains("NotFound"), "{}", gone.stderr);
+    server.kill().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn describe_shows_events_written_through_events_k8s_io() {
+    use k8s_openapi::api::core::v1::ObjectReference;
+    use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+
+    let server = ApiServer::new();
+    let http = server.serve_http().await.unwrap();
+    let k = Kubectl::new(&http);
+    let dir = http.kubeconfig().parent().unwrap().to_path_buf();
+    k.ok(&["apply", "-f", &write(&dir, "crd.yaml", CRD)]).await;
+    k.ok(&["apply", "-f", &write(&dir, "widget.yaml", WIDGET)])
+        .await;
+    let uid = k
+        .ok(&["get", "widget", "w1", "-o", "jsonpath={.metadata.uid}"])
+        .await;
+    let reference = ObjectReference {
+        api_version: Some("example.com/v1".into()),
+        kind: Some("Widget".into()),
+        name: Some("w1".into()),
+        namespace: Some("default".into()),
+        uid: Some(uid.trim().into()),
+        ..ObjectReference::default()
+    };
+    // What an operator's Recorder writes: events.k8s.io/v1, created once,
+    // then patched with a series.
+    let recorder = Recorder::new(
+        server.client(),
+        Reporter {
+            controller: "widget-operator".into(),
+            instance: Some("widget-operator-0".into()),
+        },
+    );
+    let event = Event {
+        type_: EventType::Normal,
+        reason: "Provisioned".into(),
+        note: Some("the widget is ready".into()),
+        action: "Reconcile".into(),
+        secondary: None,
+    };
+    recorder.publish(&event, &reference).await.unwrap();
+    recorder.publish(&event, &reference).await.unwrap();
+    assert_eq!(server.request_log().count("create", "events"), 1);
+
+    let described = k.ok(&["describe", "widget", "w1"]).await;
+    let events = described
+        .split_once("Events:")
+        .map(|(_, e)| e)
+        .unwrap_or_else(|| panic!("no Events section:\n{described}"));
+    let line = events
+        .lines()
+        .find(|l| l.contains("Provisioned"))
+        .unwrap_or_else(|| panic!("the event is not described:\n{described}"));
+    assert!(
+        line.contains("Normal")
+            && line.contains("widget-operator")
+            && line.contains("the widget is ready")
+            && line.contains("(x2 over"),
+        "{line}"
+    );
+
+    let rows = table(&k.ok(&["get", "events"]).await);
+    assert_eq!(
+        rows[0],
+        ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    );
+    let row = rows
+        .iter()
+        .find(|r| r.contains(&"Provisioned".into()))
+        .unwrap();
+    assert!(row.contains(&"widget/w1".into()), "{row:?}");
+    let core: Value = serde_json::from_str(
+        &k.ok(&[
+            "get",
+            "events",
+            "--field-selector",
+            "involvedObject.kind=Widget,involvedObject.name=w1,source=widget-operator",
+            "-o",
+            "json",
+        ])
+        .await,
+    )
+    .unwrap();
+    let item = &core["items"][0];
+    assert_eq!(item["message"], "the widget is ready");
+    assert_eq!(item["reportingComponent"], "widget-operator");
+    assert_eq!(item["reportingInstance"], "widget-operator-0");
+    assert_eq!(item["series"]["count"], 2);
+    assert_eq!(item["involvedObject"]["uid"], uid.trim());
 }

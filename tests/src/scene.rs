@@ -192,10 +192,22 @@ impl Scene {
         content_type: Option<&str>,
         body: Option<Value>,
     ) -> Fallible<Reply> {
+        self.send(method, path, "application/json", content_type, body)
+            .await
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        accept: &str,
+        content_type: Option<&str>,
+        body: Option<Value>,
+    ) -> Fallible<Reply> {
         let mut builder = Request::builder()
             .method(method)
             .uri(path)
-            .header("accept", "application/json");
+            .header("accept", accept);
         if let Some(ct) = content_type {
             builder = builder.header("content-type", ct);
         }
@@ -217,6 +229,21 @@ impl Scene {
                 .unwrap_or_else(|_| Value::from(String::from_utf8_lossy(&bytes).into_owned()))
         };
         Ok(Reply { code, body })
+    }
+
+    /// GET `path` as a `meta.k8s.io/v1` Table (what `kubectl get` asks for).
+    ///
+    /// # Errors
+    /// Transport errors.
+    pub async fn get_table(&self, path: &str) -> Fallible<Reply> {
+        self.send(
+            Method::GET,
+            path,
+            "application/json;as=Table;v=v1;g=meta.k8s.io",
+            None,
+            None,
+        )
+        .await
     }
 
     /// GET `path`.

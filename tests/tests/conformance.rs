@@ -18,6 +18,7 @@
 mod conformance {
     pub mod builtin;
     pub mod custom;
+    pub mod events;
     pub mod gaps;
     pub mod limits;
     pub mod watch;
@@ -37,6 +38,11 @@ pub mod known {
         to a custom resource being deleted is 422 Invalid with the cause listed twice on 1.20 \
         (its custom resource validation checks metadata twice); the embedded server lists \
         it once";
+    /// Not a fidelity difference: 1.20's bug.
+    pub const VERSION_EVENT_UPDATE_UNCHECKED: &str = "VERSION DIFFERENCE: an update through \
+        events.k8s.io may change only metadata and series (422 'field is immutable', a changed \
+        series validated); 1.20 accepts anything there because its check compares the new \
+        Event with itself (pkg/registry/core/event/strategy.go, oldEvent := obj), fixed since";
     /// Namespace deletion.
     pub const NAMESPACE_TERMINATING: &str = "a namespace being deleted stays, refusing new \
         content with 403 Forbidden ('unable to create new content in namespace … because it is \
@@ -130,4 +136,8 @@ scenarios! {
     limits::configmap_and_secret_data_limit,
     limits::request_body_limit,
     limits::objects_too_large_for_etcd,
+    events::events_are_one_storage_with_two_apis,
+    events::event_validation,
+    events::rbac_objects_and_service_accounts,
+    events::printer_column_priority,
 }

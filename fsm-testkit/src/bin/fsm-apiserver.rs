@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! fsm-apiserver [--port PORT] [--kubeconfig PATH] [--debug-port PORT]
-//!               [--simulate-workloads ROLLOUT_MS]
+//!               [--simulate-workloads ROLLOUT_MS] [--help] [--version]
 //! ```
 //!
 //! Listens on `127.0.0.1:PORT` (default: a free port), writes a kubeconfig to
@@ -30,7 +30,48 @@ struct Args {
     simulate: Option<Duration>,
 }
 
-const USAGE: &str = "usage: fsm-apiserver [--port PORT] [--kubeconfig PATH] [--debug-port PORT] [--simulate-workloads ROLLOUT_MS]";
+/// What the command line asks for.
+#[derive(Debug)]
+enum Command {
+    /// Serve the API.
+    Serve(Args),
+    /// Print the usage and exit 0.
+    Help,
+    /// Print the version and exit 0.
+    Version,
+}
+
+const USAGE: &str = "usage: fsm-apiserver [--port PORT] [--kubeconfig PATH] [--debug-port PORT] [--simulate-workloads ROLLOUT_MS]\n       fsm-apiserver --help | --version";
+
+const HELP: &str = "\
+fsm-apiserver: the embedded in-memory Kubernetes API server of fsm-testkit,
+served over HTTP on loopback for kubectl and kubeconfig-based clients.
+Everything is kept in memory and lost when it stops (Ctrl-C or SIGTERM).
+
+Options:
+  --port PORT                 listen on 127.0.0.1:PORT (default 0: a free port)
+  --kubeconfig PATH           write the kubeconfig to PATH
+                              (default ./fsm-testkit.kubeconfig)
+  --debug-port PORT           also serve the request log as JSON on
+                              http://127.0.0.1:PORT/debug/requests (0: a free port)
+  --simulate-workloads MS     roll out Deployments and StatefulSets, and
+                              complete Jobs, MS milliseconds after each change
+  -h, --help                  print this help and exit
+  -V, --version               print the version and exit
+
+Then: kubectl --kubeconfig PATH get namespaces";
+
+fn parse_command(args: impl Iterator<Item = String>) -> Result<Command, String> {
+    let args: Vec<String> = args.collect();
+    for a in &args {
+        match a.as_str() {
+            "-h" | "--help" => return Ok(Command::Help),
+            "-V" | "--version" => return Ok(Command::Version),
+            _ => {}
+        }
+    }
+    parse_args(args.into_iter()).map(Command::Serve)
+}
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     let mut parsed = Args {
@@ -72,8 +113,11 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                 })?;
                 parsed.simulate = Some(Duration::from_millis(ms));
             }
-            "-h" | "--help" => return Err(USAGE.to_string()),
-            other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
+            other => {
+                return Err(format!(
+                    "fsm-apiserver: unknown argument {other:?}\n{USAGE}\n(--help lists the flags)"
+                ));
+            }
         }
     }
     Ok(parsed)
@@ -103,8 +147,20 @@ async fn shutdown_signal() {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    let args = match parse_args(std::env::args().skip(1)) {
-        Ok(a) => a,
+    let args = match parse_command(std::env::args().skip(1)) {
+        Ok(Command::Serve(a)) => a,
+        Ok(Command::Help) => {
+            println!("{HELP}");
+            return ExitCode::SUCCESS;
+        }
+        Ok(Command::Version) => {
+            println!(
+                "fsm-apiserver {} (serves the Kubernetes API v1.{})",
+                env!("CARGO_PKG_VERSION"),
+                fsm_testkit::discovery::KUBERNETES_MINOR
+            );
+            return ExitCode::SUCCESS;
+        }
         Err(msg) => {
             eprintln!("{msg}");
             return ExitCode::from(2);
@@ -187,5 +243,22 @@ mod tests {
                 .unwrap_err()
                 .contains("unknown argument")
         );
+    }
+
+    #[test]
+    fn help_and_version_win_over_other_flags() {
+        let cmd = |a: &[&str]| parse_command(a.iter().map(|s| (*s).to_string()));
+        assert!(matches!(cmd(&["--help"]), Ok(Command::Help)));
+        assert!(matches!(cmd(&["--port", "x", "-h"]), Ok(Command::Help)));
+        assert!(matches!(cmd(&["--version"]), Ok(Command::Version)));
+        assert!(matches!(cmd(&["--port", "1"]), Ok(Command::Serve(_))));
+        for flag in [
+            "--port",
+            "--kubeconfig",
+            "--debug-port",
+            "--simulate-workloads",
+        ] {
+            assert!(HELP.contains(flag), "--help documents {flag}");
+        }
     }
 }

@@ -205,7 +205,7 @@ impl Cluster {
         ns: Option<&str>,
         q: &ListQuery,
     ) -> Result<Value, ApiError> {
-        q.fields.check_supported(&def.field_selectors)?;
+        let fields = q.fields.resolve(def)?;
         let (revision, after) = match &q.continue_token {
             Some(token) => {
                 let (rev, ns, name) = decode_continue(token)?;
@@ -227,7 +227,7 @@ impl Cluster {
                     (str_at(o, "namespace"), str_at(o, "name")) > (a_ns.as_str(), a_name.as_str())
                 })
             })
-            .filter(|o| q.labels.matches(o) && q.fields.matches(o))
+            .filter(|o| q.labels.matches(o) && fields.matches(o))
             .collect();
         let mut metadata = json!({"resourceVersion": revision.to_string()});
         if let Some(limit) = q.limit.filter(|l| *l > 0 && items.len() > *l) {
@@ -286,6 +286,9 @@ impl Cluster {
         owner: &Ownership<'_>,
     ) -> Result<Value, ApiError> {
         check_type(def, &body)?;
+        if crate::events::is_event(def) {
+            body = crate::events::to_storage(def, body)?;
+        }
         let meta = metadata_mut(&mut body)?;
         check_namespace_field(def, meta, ns)?;
         let explicit = meta
@@ -347,8 +350,12 @@ impl Cluster {
         {
             o.remove("status");
         }
+        if crate::events::is_event(def) {
+            crate::events::validate(def, ns, &name, &body, None)?;
+        }
         self.sequence += 1;
         kinds::on_create(def, &mut body, self.sequence);
+        crate::rbac::validate(def, &name, &body, None)?;
         crate::schema::enforce(&self.store, def, &mut body)?;
         let schema = self.crd_schema(def);
         let scope = ownership_scope(def, Part::Main, schema.as_ref());
@@ -412,6 +419,9 @@ impl Cluster {
         owner: &Ownership<'_>,
     ) -> Result<Value, ApiError> {
         check_type(def, &body)?;
+        if crate::events::is_event(def) {
+            body = crate::events::to_storage(def, body)?;
+        }
         let meta = metadata_mut(&mut body)?;
         match meta.get("name").and_then(Value::as_str) {
             Some(n) if !n.is_empty() && n != name => {
@@ -511,6 +521,10 @@ impl Cluster {
         record_ownership(def, &current, &mut new, scope, owner, now);
         let crd_storage = self.crd_prepare(def, &mut new, now)?;
         set_type(def, &mut new, &current);
+        if crate::events::is_event(def) {
+            crate::events::validate(def, ns, name, &new, Some(&current))?;
+        }
+        crate::rbac::validate(def, name, &new, Some(&current))?;
         if new == *current {
             return Ok(present(def, &current));
         }
@@ -531,6 +545,46 @@ impl Cluster {
             self.crd_register(&stored, &storage);
         }
         Ok(present(def, &stored))
+    }
+
+    /// A PUT: [`Cluster::update_as`], or, for an absent object of a kind
+    /// the real server creates on update ([`ResourceDef::creates_on_update`]),
+    /// [`Cluster::create_as`] under the URL's name. Returns the object and
+    /// whether it was created.
+    ///
+    /// # Errors
+    /// As [`Cluster::update`] or [`Cluster::create`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn replace_as(
+        &mut self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        mut body: Value,
+        part: Part,
+        dry_run: bool,
+        now: jiff::Timestamp,
+        owner: &Ownership<'_>,
+    ) -> Result<(Value, bool), ApiError> {
+        let absent = self.store.get(&def.group_resource(), ns, name).is_none();
+        if !(absent && part == Part::Main && def.creates_on_update()) {
+            return self
+                .update_as(def, ns, name, body, part, dry_run, now, owner)
+                .map(|o| (o, false));
+        }
+        let meta = metadata_mut(&mut body)?;
+        match meta.get("name").and_then(Value::as_str) {
+            Some(n) if !n.is_empty() && n != name => {
+                return Err(ApiError::BadRequest(format!(
+                    "the name of the object ({n}) does not match the name on the URL ({name})"
+                )));
+            }
+            _ => {
+                meta.insert("name".into(), json!(name));
+            }
+        }
+        self.create_as(def, ns, body, dry_run, now, owner)
+            .map(|o| (o, true))
     }
 
     /// Patches an object (or its status); a server-side apply creates an
@@ -732,6 +786,9 @@ impl Cluster {
 /// versions of a custom resource share one schema here).
 #[must_use]
 pub fn present(def: &ResourceDef, object: &Value) -> Value {
+    if crate::events::is_events_api(def) {
+        return crate::events::present(def, object);
+    }
     let mut o = object.clone();
     if let Some(m) = o.as_object_mut() {
         m.insert("apiVersion".into(), json!(def.api_version()));

@@ -354,10 +354,15 @@ pub async fn handle(
             let obj = read_object(parts, body).await?;
             let manager = field_manager(&q, parts);
             let owner = Ownership::Update(&manager);
-            let updated = shared
+            let (updated, created) = shared
                 .cluster()
-                .update_as(&def, &ns, &name, obj, part, dry_run, now, &owner)?;
-            ok(StatusCode::OK, updated)
+                .replace_as(&def, &ns, &name, obj, part, dry_run, now, &owner)?;
+            let code = if created {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
+            ok(code, updated)
         }
         Verb::Patch => {
             let kind = PatchType::from_content_type(header_str(parts, header::CONTENT_TYPE))?;
