@@ -392,9 +392,11 @@ fn owner_reference<K: KubeResource>(object: &K) -> Option<OwnerReference> {
         })
 }
 
-/// Which record object a version token stands for.
+/// The prefix of the version token of a legacy record object (the rest is
+/// its `resourceVersion`).
 const LEGACY_TOKEN: &str = "legacy:";
-/// A token for a predecessor's record object: the record is absent.
+/// The prefix of the version token of a predecessor's record object: the
+/// record is absent, the object in the way is at that `resourceVersion`.
 const STALE_TOKEN: &str = "stale:";
 
 /// What a load found for an object, and what its version token means.
