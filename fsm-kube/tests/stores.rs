@@ -12,16 +12,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use fsm_kube::fsm_core::{EphemeralStore, Fsm};
+use fsm_kube::fsm_core::{EphemeralStore, Fsm, ObjectKey, StateRecord, Timestamp};
 use fsm_kube::prelude::*;
 use fsm_kube::store::{
     MANAGED_BY_LABEL, OWNER_KIND_LABEL, OWNER_LABEL, OWNER_UID_LABEL, legacy_record_object_name,
 };
-use fsm_kube::{ConfigMapStore, DerivingStore, KubeResource, KubeStore, SecretStore, StatusStore};
+use fsm_kube::{
+    ConfigMapStore, DerivingStore, KubeResource, KubeStore, SecretStore, StatusStore, Target,
+};
 use futures::StreamExt;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{
+    Api, ApiResource, DeleteParams, GroupVersionKind, ListParams, ObjectMeta, Patch, PatchParams,
+    PostParams,
+};
 use kube::runtime::{Controller, watcher};
 use kube::{CustomResourceExt, Resource, ResourceExt};
 
@@ -833,4 +838,110 @@ async fn the_configmap_store_publishes_status_fields_and_repeats_cost_no_write()
         );
     }
     controller.abort();
+}
+
+/// A target for calling a store directly, for widget `widget` (conditions
+/// off: only the record object matters).
+fn target_of(env: &Env, widget: Widget) -> Target<Widget> {
+    let gvk = GroupVersionKind::gvk("test.operator-fsm.io", "v1", "Widget");
+    let resource = ApiResource::from_gvk_with_plural(&gvk, "widgets");
+    Target {
+        api: Api::namespaced_with(env.client.clone(), &env.ns, &resource),
+        key: ObjectKey::namespaced(env.ns.clone(), widget.name_any()),
+        uid: widget.uid().unwrap(),
+        resource_version: widget.resource_version().unwrap(),
+        generation: widget.metadata.generation,
+        status: serde_json::Value::Null,
+        machine: WidgetState::machine(),
+        field_manager: "stores-test".into(),
+        conditions: false,
+        object: Arc::new(widget),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_over_a_collected_stale_record_creates_and_an_unlabelled_object_is_refused() {
+    let env = env().await;
+    let client = env.client.clone();
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &env.ns);
+    let spec = WidgetSpec {
+        color: "x".into(),
+        fail: false,
+        conflict_once: false,
+    };
+    let record = StateRecord::new(&WidgetState::Pending, Timestamp::now()).unwrap();
+
+    // A predecessor's record object, which garbage collection removes
+    // between the load and the commit.
+    let gone = create_widget(&env, "gone", spec.clone()).await;
+    let stale = ObjectMeta {
+        name: Some(record_object_name_for::<WidgetState>("gone")),
+        labels: Some(
+            [
+                (MANAGED_BY_LABEL.0.to_owned(), MANAGED_BY_LABEL.1.to_owned()),
+                (
+                    OWNER_UID_LABEL.to_owned(),
+                    "0a1b2c3d-0000-0000-0000-000000000000".to_owned(),
+                ),
+            ]
+            .into(),
+        ),
+        ..ObjectMeta::default()
+    };
+    cms.create(
+        &PostParams::default(),
+        &ConfigMap::with_record(stale, serde_json::to_string(&record).unwrap()),
+    )
+    .await
+    .unwrap();
+    let store = ConfigMapStore::namespaced(client.clone(), &env.ns);
+    let target = target_of(&env, gone.clone());
+    let loaded = KubeStore::load(&store, &target).await.unwrap();
+    assert!(loaded.record.is_none(), "a stale record is no record");
+    let token = loaded.version.expect("a token naming the stale object");
+    cms.delete(
+        &record_object_name_for::<WidgetState>("gone"),
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    KubeStore::save(&store, &target, &record, Some(&token))
+        .await
+        .unwrap();
+    let written = cms
+        .get(&record_object_name_for::<WidgetState>("gone"))
+        .await
+        .unwrap();
+    assert_eq!(written.labels()[OWNER_UID_LABEL], gone.uid().unwrap());
+
+    // An object of the record object's name that is not a record object:
+    // refused with an error saying so, and left as it was.
+    let taken = create_widget(&env, "taken", spec).await;
+    let foreign = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(record_object_name_for::<WidgetState>("taken")),
+            ..ObjectMeta::default()
+        },
+        data: Some([("mine".to_owned(), "yes".to_owned())].into()),
+        ..ConfigMap::default()
+    };
+    cms.create(&PostParams::default(), &foreign).await.unwrap();
+    let target = target_of(&env, taken);
+    let loaded = KubeStore::load(&store, &target).await.unwrap();
+    assert!(loaded.record.is_none() && loaded.version.is_none());
+    let error = KubeStore::save(&store, &target, &record, None)
+        .await
+        .unwrap_err();
+    let message = std::error::Error::source(&error)
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    assert!(
+        message.contains("exists but is not a record object"),
+        "{error:?}"
+    );
+    let left = cms
+        .get(&record_object_name_for::<WidgetState>("taken"))
+        .await
+        .unwrap();
+    assert_eq!(left.data, foreign.data);
 }
