@@ -214,11 +214,7 @@ impl<S: Fsm> Harness<S> {
     }
 
     fn current(&self) -> Option<S> {
-        self.state.clone().or_else(|| {
-            S::machine()
-                .initial_state()
-                .and_then(|s| S::unit_state(s.name()))
-        })
+        self.state.clone().or_else(S::initial_state)
     }
 
     /// Runs the handler of the current state once and returns its result.

@@ -314,6 +314,7 @@ mod tests {
         r.compensation = Some(fsm_core::Unwind {
             reason: "seeding rejected".into(),
             target: Some("Failed".into()),
+            restart: false,
             attempt: 0,
             next_attempt_at: None,
             failures: vec![fsm_core::StepFailure {

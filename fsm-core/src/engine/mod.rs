@@ -134,10 +134,12 @@ pub struct InvalidMachine(pub Vec<MachineError>);
 ///
 /// # Expected flow
 /// One call of [`Engine::reconcile`] per reconcile of an object:
-/// 1. load the record (no record: enter the initial state);
+/// 1. load the record (no record: enter the initial state, with its
+///    starting data);
 /// 2. object being deleted: unwind (compensation when `on_delete =
 ///    compensate`, then `cleanup`), then report `released`;
-/// 3. spec changed: apply `on_spec_change`;
+/// 3. spec changed: apply `on_spec_change` (with `compensate_and_restart`,
+///    the compensation chain runs first, one step per reconcile);
 /// 4. the state's `timeout` passed: take `on_timeout` (or fail);
 /// 5. a retry is scheduled later: requeue for the rest of the wait;
 /// 6. run the handler under its `attempt_timeout` and decide;
@@ -187,7 +189,12 @@ impl<S: Fsm> Engine<S> {
     /// (only possible for hand-written machines; the derive checks at
     /// compile time).
     pub fn new() -> Result<Self, InvalidMachine> {
-        S::machine().validate().map_err(InvalidMachine)?;
+        let machine = S::machine();
+        machine.validate().map_err(InvalidMachine)?;
+        if S::initial_state().is_none() {
+            let name = machine.initial_state().map_or("", crate::StateMeta::name);
+            return Err(InvalidMachine(vec![MachineError::InitialNotBuilt(name)]));
+        }
         Ok(Engine {
             clock: Arc::new(SystemClock),
             random: Arc::new(SeededRandom::from_entropy()),
@@ -317,7 +324,7 @@ impl<S: Fsm> Engine<S> {
                     if matches!(result, StepResult::Error { .. }) {
                         self.failed_without_authority()?;
                     }
-                    decider.after_compensation(current, result)?
+                    decider.after_compensation::<S>(current, result, observed)?
                 }
                 (Plan::Cleanup, Some(current)) => {
                     self.ensure_authority()?;
@@ -328,10 +335,10 @@ impl<S: Fsm> Engine<S> {
                     decider.after_cleanup(current, result)
                 }
                 (Plan::FinishUnwind, Some(current)) => {
-                    decider.finish_unwind(current, Vec::new(), true)
+                    decider.end_unwind::<S>(current, Vec::new(), true, observed)?
                 }
                 (Plan::SpecChanged(generation), Some(current)) => {
-                    decider.spec_changed(current, generation, observed)
+                    decider.spec_changed::<S>(current, generation, observed)?
                 }
                 (Plan::TimedOut, Some(current)) => decider.timed_out(current)?,
                 (Plan::Backoff(wait), Some(current)) => Decision {
@@ -527,28 +534,39 @@ impl<S: Fsm> Engine<S> {
         step_result(state.compensate(&mut step).instrument(span).await)
     }
 
-    /// Runs the machine's cleanup.
+    /// Runs the machine's cleanup with the current state.
     async fn cleanup(
         &self,
         record: &StateRecord,
         resource: &S::Resource,
         context: &S::Context,
     ) -> StepResult {
-        let name = S::machine()
-            .state(&record.state)
-            .map_or("", crate::StateMeta::name);
+        let state: S = match record.current::<S>() {
+            Ok(state) => state,
+            Err(e) => {
+                return StepResult::Error {
+                    message: e.to_string(),
+                    class: crate::ErrorClass::Permanent,
+                };
+            }
+        };
         let mut step = Step::<S> {
             resource,
             context,
             clock: self.clock.as_ref(),
-            state: name,
+            state: state.state_name(),
             attempt: record.compensation.as_ref().map_or(0, |u| u.attempt),
             entered_at: record.entered_at,
             spec_snapshot: record.spec_snapshot.as_ref(),
             checkpointer: None,
             authority: self.authority.as_deref(),
         };
-        step_result(S::cleanup(&mut step).await)
+        let span = tracing::debug_span!(
+            "cleanup",
+            machine = S::machine().name(),
+            state = state.state_name()
+        );
+        step_result(state.cleanup(&mut step).instrument(span).await)
     }
 }
 
