@@ -137,7 +137,8 @@ pub struct InvalidMachine(pub Vec<MachineError>);
 /// 1. load the record (no record: enter the initial state, with its
 ///    starting data);
 /// 2. object being deleted: unwind (compensation when `on_delete =
-///    compensate`, then `cleanup`), then report `released`;
+///    compensate`, then `cleanup` with the current state, or the initial
+///    state when there was no record), then report `released`;
 /// 3. spec changed: apply `on_spec_change` (with `compensate_and_restart`,
 ///    the compensation chain runs first, one step per reconcile);
 /// 4. the state's `timeout` passed: take `on_timeout` (or fail);
