@@ -93,9 +93,22 @@ pub trait Fsm: Sized + Clone + Send + Sync + Serialize + DeserializeOwned + 'sta
     fn state_name(&self) -> &'static str;
 
     /// Builds the unit variant named `name`; `None` for an unknown name or a
-    /// variant with fields. The engine builds initial, failed, timeout and
-    /// exhaustion targets with it.
+    /// variant with fields. The engine builds failed, timeout, exhaustion
+    /// and `goto` targets with it.
     fn unit_state(name: &str) -> Option<Self>;
+
+    /// The state a new workflow starts in: the initial state, with its
+    /// starting data when it carries some (the derive gives every field its
+    /// `Default`), so that its handler can `checkpoint` before a
+    /// non-idempotent call. `None` when the machine cannot build it.
+    ///
+    /// The default builds the initial state with [`Fsm::unit_state`]; a
+    /// hand-written machine whose initial state carries data overrides it.
+    fn initial_state() -> Option<Self> {
+        Self::machine()
+            .initial_state()
+            .and_then(|s| Self::unit_state(s.name()))
+    }
 
     /// Runs this state's handler.
     fn handle<'a>(
@@ -113,9 +126,11 @@ pub trait Fsm: Sized + Clone + Send + Sync + Serialize + DeserializeOwned + 'sta
         Box::pin(async { Ok(()) })
     }
 
-    /// Runs the machine's `cleanup` when the object is deleted. The default
-    /// does nothing.
-    fn cleanup<'a>(cx: &'a mut Step<'_, Self>) -> BoxFuture<'a, Result<(), Self::Error>> {
+    /// Runs the machine's `cleanup` when the object is deleted. `self` is
+    /// the state the machine was in when deletion began, with its data (the
+    /// initial state, as [`Fsm::initial_state`] builds it, when the object
+    /// has no record). The default does nothing.
+    fn cleanup<'a>(&'a self, cx: &'a mut Step<'_, Self>) -> BoxFuture<'a, Result<(), Self::Error>> {
         let _ = cx;
         Box::pin(async { Ok(()) })
     }
@@ -145,5 +160,25 @@ pub trait Fsm: Sized + Clone + Send + Sync + Serialize + DeserializeOwned + 'sta
     /// The data does not fit the variant.
     fn from_parts(name: &str, data: Option<&Value>) -> Result<Self, serde_json::Error> {
         crate::parts::from_parts(name, data)
+    }
+}
+
+/// The starting value of a field of a data-carrying initial state: its
+/// `Default`. The derive builds the initial state through this trait, so
+/// that a field without `Default` is reported on the field, with why.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not implement `Default`, so the initial state cannot be entered with it",
+    label = "a field of the initial state needs `Default`",
+    note = "the engine enters the initial state with every field's `Default` (e.g. `request_id: Option<String>` starts as `None`); derive or implement `Default` for `{Self}`, or move this data to a later state"
+)]
+pub trait InitialField: Sized {
+    /// The field's starting value.
+    fn initial() -> Self;
+}
+
+impl<T: Default> InitialField for T {
+    fn initial() -> Self {
+        T::default()
     }
 }

@@ -423,11 +423,7 @@ impl<S: Fsm> Harness<S> {
     }
 
     fn current(&self) -> Option<S> {
-        self.state.clone().or_else(|| {
-            S::machine()
-                .initial_state()
-                .and_then(|s| S::unit_state(s.name()))
-        })
+        self.state.clone().or_else(S::initial_state)
     }
 
     /// When the starting state was entered, by the harness clock now.

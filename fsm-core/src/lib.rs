@@ -142,3 +142,9 @@ pub use step::{
 };
 pub use store::{Loaded, ObjectKey, StateStore, StoreError, Version};
 pub use transition::Transition;
+
+/// What the derive's expansion uses; not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::fsm::InitialField;
+}

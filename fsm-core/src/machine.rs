@@ -10,13 +10,19 @@ use crate::RetryPolicy;
 /// moves past the record's `observedGeneration`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SpecChange {
-    /// Start the workflow again from the initial state (no compensation).
+    /// Start the workflow again from the initial state. No compensation
+    /// runs: what the states entered so far made is left behind.
     #[default]
     Restart,
     /// Keep the current state; handlers see the new spec.
     Continue,
-    /// Move to the named (unit) state.
+    /// Move to the named (unit) state; no compensation runs.
     Goto(&'static str),
+    /// Run the compensation chain of the states entered (latest first, as
+    /// when the workflow fails), then start again from the initial state.
+    /// Spec changes that arrive meanwhile wait for the chain to end; the
+    /// restart starts from the newest spec.
+    CompensateAndRestart,
 }
 
 /// What happens when the object is deleted.
@@ -275,6 +281,13 @@ pub enum MachineError {
     /// Two states with one name.
     #[error("state name {0} is used twice")]
     DuplicateState(&'static str),
+    /// The initial state carries data but `Fsm::initial_state` does not
+    /// build it (found when an engine is built for a hand-written machine).
+    #[error(
+        "the initial state {0} carries data, but Fsm::initial_state does not build it: \
+         implement initial_state to give it its starting data"
+    )]
+    InitialNotBuilt(&'static str),
 }
 
 /// The static description of a machine.
@@ -409,7 +422,9 @@ impl Machine {
     }
 
     /// Checks the description: one initial state, known targets, unit
-    /// engine-built targets, handlers where needed, a failed state to rest in.
+    /// engine-built targets (the initial state excepted: `Fsm::initial_state`
+    /// builds it with its data), handlers where needed, a failed state to
+    /// rest in.
     ///
     /// # Errors
     /// Every mistake found, in declaration order.
@@ -434,9 +449,6 @@ impl Machine {
                 errors.push(MachineError::DataCarryingTarget { target, role });
             }
         };
-        for s in initials {
-            require_unit(s.name, "initial", &mut errors);
-        }
         for s in self.states {
             let mut check = |role: &'static str, target: &'static str| {
                 if self.state(target).is_none() {
@@ -557,7 +569,9 @@ mod tests {
             role: "next",
             target: "Nope"
         }));
-        assert!(errors.contains(&MachineError::DataCarryingTarget {
+        // A data-carrying initial state is allowed: `Fsm::initial_state`
+        // builds it.
+        assert!(!errors.contains(&MachineError::DataCarryingTarget {
             target: "B",
             role: "initial"
         }));

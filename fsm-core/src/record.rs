@@ -67,10 +67,15 @@ pub struct StepFailure {
 pub struct Unwind {
     /// Why the workflow is unwinding.
     pub reason: String,
-    /// The failed state to rest in afterwards; `None` when the object is
-    /// being deleted.
+    /// The failed state to rest in afterwards (the initial state, with
+    /// `restart`); `None` when the object is being deleted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    /// The chain runs because the spec changed (`on_spec_change =
+    /// compensate_and_restart`): afterwards the workflow starts again in
+    /// `target`, the initial state, for the newest spec.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub restart: bool,
     /// Failed attempts of the current step.
     #[serde(default)]
     pub attempt: u32,
@@ -328,6 +333,12 @@ impl StateRecord {
     pub fn is_unwinding(&self) -> bool {
         self.compensation.as_ref().is_some_and(Unwind::is_active)
     }
+}
+
+/// For `skip_serializing_if`: flags that are off are left out of the record.
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde passes a reference
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// For `skip_serializing_if`: counters at zero are left out of the record.

@@ -34,6 +34,9 @@ pub fn from_record(
     let is_final = state.is_some_and(|s| s.is_final());
     let unwinding = record.is_unwinding();
     let compensation_failures = record.compensation.as_ref().map_or(0, |u| u.failures.len());
+    // The chain ran for `on_spec_change = compensate_and_restart`, not
+    // because the workflow failed.
+    let restarted = record.compensation.as_ref().is_some_and(|u| u.restart);
     let last_error = record.last_error.clone().unwrap_or_default();
     let in_state = format!("in state {}", record.state);
 
@@ -90,9 +93,17 @@ pub fn from_record(
             type_: "Degraded",
             status: true,
             reason: "CompensationFailed".into(),
-            message: format!(
-                "{compensation_failures} compensation step(s) failed; the workflow failed: {last_error}"
-            ),
+            message: if restarted {
+                format!(
+                    "{compensation_failures} compensation step(s) failed before the restart for a \
+                     new spec; what they were to undo may remain"
+                )
+            } else {
+                format!(
+                    "{compensation_failures} compensation step(s) failed; the workflow failed: \
+                     {last_error}"
+                )
+            },
         }
     } else if is_failed {
         Wanted {
@@ -314,6 +325,7 @@ mod tests {
         r.compensation = Some(fsm_core::Unwind {
             reason: "seeding rejected".into(),
             target: Some("Failed".into()),
+            restart: false,
             attempt: 0,
             next_attempt_at: None,
             failures: vec![fsm_core::StepFailure {
@@ -326,6 +338,31 @@ mod tests {
         let cs = from_record(&MACHINE, &r, None, &[], t(10));
         assert_eq!(get(&cs, "Degraded").reason, "CompensationFailed");
         assert_eq!(get(&cs, "Ready").status, "False");
+    }
+
+    #[test]
+    fn a_failed_compensation_before_a_restart_does_not_say_the_workflow_failed() {
+        let mut r = record("Provisioning");
+        r.compensation = Some(fsm_core::Unwind {
+            reason: "spec changed (generation 2)".into(),
+            target: Some("Provisioning".into()),
+            restart: true,
+            attempt: 0,
+            next_attempt_at: None,
+            failures: vec![fsm_core::StepFailure {
+                step: "Ready".into(),
+                error: "api down".into(),
+            }],
+            started_at: t(0),
+            finished_at: Some(t(5)),
+        });
+        let cs = from_record(&MACHINE, &r, Some(2), &[], t(10));
+        assert_eq!(get(&cs, "Degraded").reason, "CompensationFailed");
+        assert_eq!(
+            get(&cs, "Degraded").message,
+            "1 compensation step(s) failed before the restart for a new spec; what they were to \
+             undo may remain"
+        );
     }
 
     #[test]

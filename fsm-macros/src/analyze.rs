@@ -51,6 +51,8 @@ pub enum SpecChange {
     Continue,
     /// Move to this unit state.
     Goto(Ident),
+    /// Compensate, then start again.
+    CompensateAndRestart,
 }
 
 /// The shape of a variant, as the dispatch code destructures it.
@@ -78,6 +80,8 @@ pub struct State {
     pub ident: Ident,
     /// Its fields.
     pub shape: Shape,
+    /// The types of its fields, in declaration order.
+    pub field_types: Vec<syn::Type>,
     /// `initial`.
     pub initial: bool,
     /// `ready`.
@@ -285,6 +289,7 @@ pub fn analyze(input: EnumInput) -> darling::Result<Model> {
     let on_spec_change = match on_spec_change {
         None | Some(SpecChangeArg::Restart) => SpecChange::Restart,
         Some(SpecChangeArg::Continue) => SpecChange::Continue,
+        Some(SpecChangeArg::CompensateAndRestart) => SpecChange::CompensateAndRestart,
         Some(SpecChangeArg::Goto(target)) => {
             if known(&target, "`on_spec_change = goto(..)`", &mut errors) {
                 unit(
@@ -406,7 +411,8 @@ fn analyze_variant(
             )),
             None => *first_initial = Some(name.clone()),
         }
-        unit(name, v.initial.span(), "the initial state", errors);
+        // A data-carrying initial state is entered with its fields'
+        // `Default`: the expansion asks for it, spanned on each field.
     }
     if v.failed.is_present() {
         unit(name, v.failed.span(), "a `failed` state", errors);
@@ -480,6 +486,7 @@ fn analyze_variant(
     State {
         ident: name.clone(),
         shape,
+        field_types: v.fields.iter().map(|f| f.ty.clone()).collect(),
         initial: v.initial.is_present(),
         ready: v.ready.is_present(),
         failed: v.failed.is_present(),
@@ -722,7 +729,6 @@ mod tests {
         let expect = [
             "generic enums",
             "missing `resource",
-            "initial state it is built by the engine",
             "`next` names `Nowhere`",
             "target of `on_exhausted`",
             "`C` is `final`",

@@ -63,6 +63,7 @@ pub fn generate(model: &Model) -> TokenStream {
     let machine = machine_table(model, &core);
     let state_name = state_name(model);
     let unit_state = unit_state(model);
+    let initial_state = initial_state(model, &core);
     let handle = handle(model, &core);
     let compensate = compensate(model, &core);
     let cleanup = cleanup(model, &core);
@@ -84,6 +85,7 @@ pub fn generate(model: &Model) -> TokenStream {
             #machine
             #state_name
             #unit_state
+            #initial_state
             #handle
             #compensate
             #cleanup
@@ -122,6 +124,9 @@ fn machine_table(model: &Model, core: &TokenStream) -> TokenStream {
         SpecChange::Goto(target) => {
             let target = target.to_string();
             options.push(quote!(.on_spec_change(#core::SpecChange::Goto(#target))));
+        }
+        SpecChange::CompensateAndRestart => {
+            options.push(quote!(.on_spec_change(#core::SpecChange::CompensateAndRestart)));
         }
     }
     if model.snapshot_spec {
@@ -297,6 +302,33 @@ fn unit_state(model: &Model) -> TokenStream {
     }
 }
 
+/// `fn initial_state`, when the initial state carries data: every field
+/// starts as its `Default`, asked for through `InitialField` spanned on the
+/// field's type, so that a type without `Default` is reported there.
+fn initial_state(model: &Model, core: &TokenStream) -> TokenStream {
+    let Some(initial) = model.states.iter().find(|s| s.initial) else {
+        return TokenStream::new();
+    };
+    let v = &initial.ident;
+    let value = |ty: &syn::Type| quote_spanned!(ty.span()=> <#ty as #core::__private::InitialField>::initial());
+    let built = match &initial.shape {
+        Shape::Unit => return TokenStream::new(),
+        Shape::Named(fields) => {
+            let values = initial.field_types.iter().map(value);
+            quote!(Self::#v { #(#fields: #values),* })
+        }
+        Shape::Unnamed(_) => {
+            let values = initial.field_types.iter().map(value);
+            quote!(Self::#v(#(#values),*))
+        }
+    };
+    quote! {
+        fn initial_state() -> ::core::option::Option<Self> {
+            ::core::option::Option::Some(#built)
+        }
+    }
+}
+
 /// A call of a user function (handler or compensation) with the step and
 /// the variant's fields, boxed into the trait's future type (the match arm
 /// is coerced to the function's return type). Spanned on the function's
@@ -384,9 +416,14 @@ fn cleanup(model: &Model, core: &TokenStream) -> TokenStream {
     };
     let cx = Ident::new("__fsm_cx", Span::mixed_site());
     let output = quote!(::core::result::Result<(), <Self as #core::Fsm>::Error>);
-    let call = call(path, &cx, &[]);
+    // The state goes in as `self`, the second argument.
+    let state = Ident::new("self", path.span());
+    let call = call(path, &cx, std::slice::from_ref(&state));
     quote! {
-        fn cleanup<'a>(#cx: &'a mut #core::Step<'_, Self>) -> #core::BoxFuture<'a, #output> {
+        fn cleanup<'a>(
+            &'a #state,
+            #cx: &'a mut #core::Step<'_, Self>,
+        ) -> #core::BoxFuture<'a, #output> {
             #call
         }
     }

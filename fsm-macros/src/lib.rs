@@ -35,7 +35,8 @@ mod parse;
 /// - `retry(max_attempts = 5, initial = "1s", factor = 2.0, max = "5m",
 ///   jitter = full | none)`: the default policy, every key optional;
 /// - `on_failure = State`: the default `failed` state when there are several;
-/// - `on_spec_change = restart | continue | goto(State)` (default `restart`);
+/// - `on_spec_change = restart | continue | goto(State) |
+///   compensate_and_restart` (default `restart`);
 /// - `snapshot_spec`, `cleanup = path`, `on_delete = compensate | nothing`;
 /// - `crate = path`: where `fsm_core` is, when it is renamed or re-exported.
 ///
@@ -44,13 +45,17 @@ mod parse;
 /// are inherited from the enum's policy, then from `RetryPolicy::DEFAULT`),
 /// `timeout = "10m"`, `attempt_timeout = "30s"`, `on_timeout = State`,
 /// `on_exhausted = State`, `compensate = path`, `ready`, `failed`, `final`,
-/// `sensitive`.
+/// `sensitive`. The `initial` state may carry data: it is entered with
+/// every field's `Default` (a field type without one is an error on the
+/// field), so its handler can checkpoint before a non-idempotent call.
 ///
 /// A handler is called with the step context, then the variant's fields by
 /// reference in declaration order: `async fn h(cx: &mut Step<'_, S>, a: &A)
 /// -> Result<Transition<S>, E>` (deref coercion applies, so a `String`
 /// field may be taken as `&str`); a compensation takes the same arguments
-/// and returns `Result<(), E>`; `cleanup` takes only the step. Any function
+/// and returns `Result<(), E>`; `cleanup` takes the step and the state the
+/// machine is in (`async fn c(cx: &mut Step<'_, S>, state: &S) ->
+/// Result<(), E>`). Any function
 /// returning a `Send` future of that output fits; a signature that does not
 /// is reported on the function's path in the attribute.
 ///

@@ -38,7 +38,8 @@ pub struct EnumInput {
     /// `on_failure = State`.
     #[darling(default)]
     pub on_failure: Option<Ident>,
-    /// `on_spec_change = restart | continue | goto(State)`.
+    /// `on_spec_change = restart | continue | goto(State) |
+    /// compensate_and_restart`.
     #[darling(default)]
     pub on_spec_change: Option<SpecChangeArg>,
     /// `snapshot_spec`.
@@ -236,7 +237,8 @@ impl FromMeta for OnDeleteArg {
     }
 }
 
-/// `on_spec_change = restart | continue | goto(State)`.
+/// `on_spec_change = restart | continue | goto(State) |
+/// compensate_and_restart`.
 #[derive(Debug, Clone)]
 pub enum SpecChangeArg {
     /// Start again from the initial state.
@@ -245,11 +247,14 @@ pub enum SpecChangeArg {
     Continue,
     /// Move to the named state.
     Goto(Ident),
+    /// Run the compensation chain, then start again.
+    CompensateAndRestart,
 }
 
 impl FromMeta for SpecChangeArg {
     fn from_expr(expr: &Expr) -> darling::Result<Self> {
-        const EXPECTED: &str = "expected `restart`, `continue` or `goto(State)`";
+        const EXPECTED: &str =
+            "expected `restart`, `continue`, `goto(State)` or `compensate_and_restart`";
         match expr {
             // `continue` is a keyword and parses as a `continue` expression.
             Expr::Continue(c) if c.label.is_none() => Ok(SpecChangeArg::Continue),
@@ -271,13 +276,14 @@ impl FromMeta for SpecChangeArg {
             Expr::Group(group) => Self::from_expr(&group.expr),
             _ => match word(expr).as_deref() {
                 Some("restart") => Ok(SpecChangeArg::Restart),
+                Some("compensate_and_restart") => Ok(SpecChangeArg::CompensateAndRestart),
                 Some("goto") => Err(darling::Error::custom(
                     "`goto` takes a state name, e.g. `goto(Provisioning)`",
                 )
                 .with_span(expr)),
                 Some(other) => Err(darling::Error::unknown_value_with_alts(
                     other,
-                    &["restart", "continue", "goto"],
+                    &["restart", "continue", "goto", "compensate_and_restart"],
                 )
                 .with_span(expr)),
                 None => Err(darling::Error::custom(EXPECTED).with_span(expr)),
@@ -385,6 +391,18 @@ mod tests {
             input.retry.and_then(|r| r.factor).map(|f| f.value),
             Some(-2.5)
         );
+    }
+
+    #[test]
+    fn parses_compensate_and_restart() {
+        let input = enum_input(quote! {
+            #[fsm(on_spec_change = compensate_and_restart)]
+            enum S { A }
+        });
+        assert!(matches!(
+            input.map(|i| i.on_spec_change),
+            Ok(Some(SpecChangeArg::CompensateAndRestart))
+        ));
     }
 
     #[test]

@@ -69,8 +69,9 @@ pub enum DecideError {
     /// A state could not be encoded.
     #[error("a state could not be encoded")]
     Encode(#[from] serde_json::Error),
-    /// `Fsm::unit_state` did not build a state the engine must enter.
-    #[error("the machine cannot build unit state {0}")]
+    /// `Fsm::unit_state` (or `Fsm::initial_state`) did not build a state
+    /// the engine must enter.
+    #[error("the machine cannot build state {0}")]
     MissingUnitState(String),
 }
 
@@ -191,7 +192,21 @@ impl Decider<'_> {
         }
     }
 
-    /// No record yet: enter the initial state.
+    /// The initial state as the machine builds it ([`Fsm::initial_state`]):
+    /// its name and starting data.
+    fn initial<S: Fsm>(&self) -> Result<(S, &'static str, Option<serde_json::Value>), DecideError> {
+        let initial = S::initial_state().ok_or_else(|| {
+            let name = self
+                .machine
+                .initial_state()
+                .map_or("<initial state>", StateMeta::name);
+            DecideError::MissingUnitState(name.to_owned())
+        })?;
+        let (name, data) = initial.to_parts()?;
+        Ok((initial, name, data))
+    }
+
+    /// No record yet: enter the initial state, with its starting data.
     ///
     /// The entry is not a step of its own: the reconcile goes on to the
     /// initial state's handler and commits the entry together with what
@@ -202,19 +217,12 @@ impl Decider<'_> {
     /// # Errors
     /// [`DecideError`] for a machine that cannot build its initial state.
     pub fn start<S: Fsm>(&self, observed: &Observed) -> Result<Decision, DecideError> {
-        let name = self
-            .machine
-            .initial_state()
-            .map(StateMeta::name)
-            .ok_or_else(|| DecideError::MissingUnitState("<initial state>".to_owned()))?;
-        let initial =
-            S::unit_state(name).ok_or_else(|| DecideError::MissingUnitState(name.to_owned()))?;
+        let (initial, name, data) = self.initial::<S>()?;
         let mut record = StateRecord::new(&initial, self.now)?;
         record.observed_generation = observed.generation;
         if self.machine.snapshots_spec() {
             record.spec_snapshot = observed.spec.clone();
         }
-        let (_, data) = initial.to_parts()?;
         let entered = self.enter(&mut record, name, data, None);
         Ok(Decision {
             proceed: true,
@@ -223,31 +231,44 @@ impl Decider<'_> {
     }
 
     /// The spec changed to `generation`: apply the machine's policy.
-    pub fn spec_changed(
+    ///
+    /// # Errors
+    /// [`DecideError`] for a machine that cannot build its initial state.
+    pub fn spec_changed<S: Fsm>(
         &self,
         mut record: StateRecord,
         generation: i64,
         observed: &Observed,
-    ) -> Decision {
+    ) -> Result<Decision, DecideError> {
         record.observed_generation = Some(generation);
         let mut effects = vec![Effect::SpecChanged { generation }];
         let reason = format!("spec changed (generation {generation})");
         match self.machine.spec_change() {
             SpecChange::Continue => {
-                return Decision {
+                return Ok(Decision {
                     proceed: true,
                     ..self.decision(record, Some(Duration::ZERO), effects)
-                };
+                });
             }
-            SpecChange::Restart => {
-                record.trail.clear();
+            SpecChange::CompensateAndRestart if !record.trail.is_empty() => {
+                let (_, initial, _) = self.initial::<S>()?;
+                record.last_error = Some(reason.clone());
+                record.next_attempt_at = None;
+                record.compensation = Some(Unwind {
+                    reason: reason.clone(),
+                    target: Some(initial.to_owned()),
+                    restart: true,
+                    attempt: 0,
+                    next_attempt_at: None,
+                    failures: Vec::new(),
+                    started_at: self.now,
+                    finished_at: None,
+                });
+                effects.push(Effect::CompensationStarted { reason });
+            }
+            SpecChange::Restart | SpecChange::CompensateAndRestart => {
                 record.compensation = None;
-                record.last_error = None;
-                if self.machine.snapshots_spec() {
-                    record.spec_snapshot = observed.spec.clone();
-                }
-                let initial = self.machine.initial_state().map_or("", StateMeta::name);
-                effects.push(self.enter(&mut record, initial, None, Some(reason)));
+                return self.restart::<S>(record, reason, observed, effects);
             }
             SpecChange::Goto(target) => {
                 record.compensation = None;
@@ -255,7 +276,29 @@ impl Decider<'_> {
                 effects.push(self.enter(&mut record, target, None, Some(reason)));
             }
         }
-        self.decision(record, Some(Duration::ZERO), effects)
+        Ok(self.decision(record, Some(Duration::ZERO), effects))
+    }
+
+    /// Starts the workflow again in the initial state (with its starting
+    /// data) for the spec observed now, forgetting the trail.
+    fn restart<S: Fsm>(
+        &self,
+        mut record: StateRecord,
+        reason: String,
+        observed: &Observed,
+        mut effects: Vec<Effect>,
+    ) -> Result<Decision, DecideError> {
+        let (_, initial, data) = self.initial::<S>()?;
+        record.trail.clear();
+        record.last_error = None;
+        if observed.generation.is_some() {
+            record.observed_generation = observed.generation;
+        }
+        if self.machine.snapshots_spec() {
+            record.spec_snapshot = observed.spec.clone();
+        }
+        effects.push(self.enter(&mut record, initial, data, Some(reason)));
+        Ok(self.decision(record, Some(Duration::ZERO), effects))
     }
 
     /// The current state's total time ran out.
@@ -468,6 +511,7 @@ impl Decider<'_> {
         record.compensation = Some(Unwind {
             reason: reason.clone(),
             target: Some(target.to_owned()),
+            restart: false,
             attempt: 0,
             next_attempt_at: None,
             failures: Vec::new(),
@@ -479,6 +523,35 @@ impl Decider<'_> {
         }
         effects.push(Effect::CompensationStarted { reason });
         self.decision(record, Some(Duration::ZERO), effects)
+    }
+
+    /// Unwinding has nothing left to compensate: start again for the new
+    /// spec (after `on_spec_change = compensate_and_restart`), or rest in
+    /// the target state (or release, when deleting). `compensated` says
+    /// whether a chain ran, to announce its end.
+    ///
+    /// # Errors
+    /// [`DecideError`] for a machine that cannot build its initial state.
+    pub fn end_unwind<S: Fsm>(
+        &self,
+        mut record: StateRecord,
+        mut effects: Vec<Effect>,
+        compensated: bool,
+        observed: &Observed,
+    ) -> Result<Decision, DecideError> {
+        let Some(unwind) = record.compensation.as_mut().filter(|u| u.restart) else {
+            return Ok(self.finish_unwind(record, effects, compensated));
+        };
+        unwind.finished_at = Some(self.now);
+        unwind.attempt = 0;
+        unwind.next_attempt_at = None;
+        let reason = unwind.reason.clone();
+        if compensated {
+            effects.push(Effect::CompensationFinished {
+                failures: unwind.failures.len(),
+            });
+        }
+        self.restart::<S>(record, reason, observed, effects)
     }
 
     /// Unwinding has nothing left to compensate: rest in the target state
@@ -531,6 +604,7 @@ impl Decider<'_> {
         record.compensation = Some(Unwind {
             reason: reason.clone(),
             target: None,
+            restart: false,
             attempt: 0,
             next_attempt_at: None,
             failures: Vec::new(),
@@ -559,14 +633,16 @@ impl Decider<'_> {
     /// The compensation of the last trail entry ran.
     ///
     /// # Errors
-    /// Never for a machine whose description validates.
-    pub fn after_compensation(
+    /// Never for a machine whose description validates and which builds
+    /// its initial state.
+    pub fn after_compensation<S: Fsm>(
         &self,
         mut record: StateRecord,
         result: StepResult,
+        observed: &Observed,
     ) -> Result<Decision, DecideError> {
         let Some(entry) = record.trail.last().cloned() else {
-            return Ok(self.finish_unwind(record, Vec::new(), true));
+            return self.end_unwind::<S>(record, Vec::new(), true, observed);
         };
         let policy = self
             .meta(&entry.state)
@@ -585,7 +661,7 @@ impl Decider<'_> {
             .as_ref()
             .is_some_and(|u| u.target.is_none());
         if record.trail.is_empty() && !deleting {
-            return Ok(self.finish_unwind(record, effects, true));
+            return self.end_unwind::<S>(record, effects, true, observed);
         }
         Ok(self.decision(record, Some(Duration::ZERO), effects))
     }

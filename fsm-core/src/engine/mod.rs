@@ -134,10 +134,13 @@ pub struct InvalidMachine(pub Vec<MachineError>);
 ///
 /// # Expected flow
 /// One call of [`Engine::reconcile`] per reconcile of an object:
-/// 1. load the record (no record: enter the initial state);
+/// 1. load the record (no record: enter the initial state, with its
+///    starting data);
 /// 2. object being deleted: unwind (compensation when `on_delete =
-///    compensate`, then `cleanup`), then report `released`;
-/// 3. spec changed: apply `on_spec_change`;
+///    compensate`, then `cleanup` with the current state, or the initial
+///    state when there was no record), then report `released`;
+/// 3. spec changed: apply `on_spec_change` (with `compensate_and_restart`,
+///    the compensation chain runs first, one step per reconcile);
 /// 4. the state's `timeout` passed: take `on_timeout` (or fail);
 /// 5. a retry is scheduled later: requeue for the rest of the wait;
 /// 6. run the handler under its `attempt_timeout` (measured on the
@@ -189,7 +192,12 @@ impl<S: Fsm> Engine<S> {
     /// (only possible for hand-written machines; the derive checks at
     /// compile time).
     pub fn new() -> Result<Self, InvalidMachine> {
-        S::machine().validate().map_err(InvalidMachine)?;
+        let machine = S::machine();
+        machine.validate().map_err(InvalidMachine)?;
+        if S::initial_state().is_none() {
+            let name = machine.initial_state().map_or("", crate::StateMeta::name);
+            return Err(InvalidMachine(vec![MachineError::InitialNotBuilt(name)]));
+        }
         Ok(Engine {
             clock: Arc::new(SystemClock),
             random: Arc::new(SeededRandom::from_entropy()),
@@ -335,7 +343,7 @@ impl<S: Fsm> Engine<S> {
                         self.failed_without_authority()?;
                     }
                     self.after_user_code(decider)
-                        .after_compensation(current, result)?
+                        .after_compensation::<S>(current, result, observed)?
                 }
                 (Plan::Cleanup, Some(current)) => {
                     self.ensure_authority()?;
@@ -347,10 +355,10 @@ impl<S: Fsm> Engine<S> {
                     self.after_user_code(decider).after_cleanup(current, result)
                 }
                 (Plan::FinishUnwind, Some(current)) => {
-                    decider.finish_unwind(current, Vec::new(), true)
+                    decider.end_unwind::<S>(current, Vec::new(), true, observed)?
                 }
                 (Plan::SpecChanged(generation), Some(current)) => {
-                    decider.spec_changed(current, generation, observed)
+                    decider.spec_changed::<S>(current, generation, observed)?
                 }
                 (Plan::TimedOut, Some(current)) => decider.timed_out(current)?,
                 (Plan::Backoff(wait), Some(current)) => Decision {
@@ -575,21 +583,28 @@ impl<S: Fsm> Engine<S> {
         (result, step.take_published())
     }
 
-    /// Runs the machine's cleanup.
+    /// Runs the machine's cleanup with the current state.
     async fn cleanup(
         &self,
         record: &StateRecord,
         resource: &S::Resource,
         context: &S::Context,
     ) -> (StepResult, Option<StatusFields>) {
-        let name = S::machine()
-            .state(&record.state)
-            .map_or("", crate::StateMeta::name);
+        let state: S = match record.current::<S>() {
+            Ok(state) => state,
+            Err(e) => {
+                let error = StepResult::Error {
+                    message: e.to_string(),
+                    class: crate::ErrorClass::Permanent,
+                };
+                return (error, None);
+            }
+        };
         let mut step = Step::<S> {
             resource,
             context,
             clock: self.clock.as_ref(),
-            state: name,
+            state: state.state_name(),
             attempt: record.compensation.as_ref().map_or(0, |u| u.attempt),
             entered_at: record.entered_at,
             spec_snapshot: record.spec_snapshot.as_ref(),
@@ -597,7 +612,12 @@ impl<S: Fsm> Engine<S> {
             authority: self.authority.as_deref(),
             published: None,
         };
-        let result = step_result(S::cleanup(&mut step).await);
+        let span = tracing::debug_span!(
+            "cleanup",
+            machine = S::machine().name(),
+            state = state.state_name()
+        );
+        let result = step_result(state.cleanup(&mut step).instrument(span).await);
         (result, step.take_published())
     }
 }

@@ -11,7 +11,10 @@ use crate::{Machine, OnDelete, Timestamp};
 /// What a reconcile does, decided before anything runs.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Plan {
-    /// No record: enter the initial state.
+    /// No record: enter the initial state. Also when the object is being
+    /// deleted and the machine has a `cleanup`: its first handler may have
+    /// acted before its commit was lost, so the cleanup runs, with the
+    /// initial state.
     Start,
     /// The object is being deleted and unwinding must begin.
     BeginDeletion,
@@ -44,7 +47,7 @@ pub fn plan(
     now: Timestamp,
 ) -> Plan {
     let Some(record) = record else {
-        return if observed.deleting {
+        return if observed.deleting && !machine.has_cleanup() {
             Plan::Release
         } else {
             Plan::Start

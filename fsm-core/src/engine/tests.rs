@@ -238,9 +238,13 @@ impl Fsm for Flow {
             }
         })
     }
-    fn cleanup<'a>(cx: &'a mut Step<'_, Self>) -> BoxFuture<'a, Result<(), FlowError>> {
+    fn cleanup<'a>(&'a self, cx: &'a mut Step<'_, Self>) -> BoxFuture<'a, Result<(), FlowError>> {
         Box::pin(async move {
-            cx.context().log.lock().unwrap().push("cleanup".to_owned());
+            cx.context().log.lock().unwrap().push(format!(
+                "cleanup:{}:{}",
+                self.state_name(),
+                self.id()
+            ));
             Ok(())
         })
     }
@@ -802,7 +806,8 @@ async fn deletion_compensates_cleans_up_and_releases() {
             "compensate:Wait:i-1",
             "compensate:Wait:i-1",
             "compensate:Provision:i-1",
-            "cleanup"
+            // The state the machine was in when deletion began, with its data.
+            "cleanup:Ready:i-1"
         ]
     );
     assert!(store.is_empty());
@@ -1043,7 +1048,9 @@ fn spec_change_continue_keeps_the_state_and_goto_moves() {
     record.observed_generation = Some(1);
     record.transitions = 3;
 
-    let kept = decider(&CONTINUE).spec_changed(record.clone(), 2, &observed());
+    let kept = decider(&CONTINUE)
+        .spec_changed::<Flow>(record.clone(), 2, &observed())
+        .unwrap();
     assert!(
         kept.proceed,
         "continue goes on to run the handler in the same reconcile"
@@ -1052,7 +1059,9 @@ fn spec_change_continue_keeps_the_state_and_goto_moves() {
     assert_eq!(kept.record.observed_generation, Some(2));
     assert_eq!(kept.record.transitions, 3);
 
-    let moved = decider(&GOTO).spec_changed(record, 2, &observed());
+    let moved = decider(&GOTO)
+        .spec_changed::<Flow>(record, 2, &observed())
+        .unwrap();
     assert!(!moved.proceed);
     assert_eq!(moved.record.state, "Parked");
     assert_eq!(
@@ -1378,4 +1387,462 @@ fn a_record_without_transient_failures_does_not_mention_them() {
     assert_eq!(json["transientFailures"], 3);
     let back: StateRecord = serde_json::from_value(json).unwrap();
     assert_eq!(back.transient_failures, 3);
+}
+
+/// A machine whose initial state carries data (and checkpoints), which
+/// compensates then restarts on a spec change, and whose cleanup reads the
+/// state it is given.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+enum Saga {
+    Begin { request_id: Option<String> },
+    Build { id: String },
+    Done { id: String },
+    Failed,
+}
+
+static SAGA_STATES: [StateMeta; 4] = [
+    StateMeta::new("Begin")
+        .initial()
+        .with_handler()
+        .with_data()
+        .with_compensation()
+        .next(&["Build"]),
+    StateMeta::new("Build")
+        .with_handler()
+        .with_data()
+        .with_compensation()
+        .next(&["Done"]),
+    StateMeta::new("Done").with_data().final_state().ready(),
+    StateMeta::new("Failed").failed(),
+];
+static SAGA: Machine = Machine::new("Saga", &SAGA_STATES)
+    .on_spec_change(SpecChange::CompensateAndRestart)
+    .snapshot_spec()
+    .with_cleanup();
+
+/// What the saga's functions did, and how many compensation calls fail
+/// (retryably) before they succeed.
+#[derive(Default)]
+struct SagaWorld {
+    log: Mutex<Vec<String>>,
+    failing_compensations: Mutex<u32>,
+}
+
+impl SagaWorld {
+    fn note(&self, line: String) {
+        self.log.lock().unwrap().push(line);
+    }
+    fn log(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+impl Saga {
+    fn id(&self) -> String {
+        match self {
+            Saga::Begin { request_id } => request_id.clone().unwrap_or_else(|| "-".into()),
+            Saga::Build { id } | Saga::Done { id } => id.clone(),
+            Saga::Failed => "-".into(),
+        }
+    }
+}
+
+impl Fsm for Saga {
+    type Resource = ();
+    type Context = Arc<SagaWorld>;
+    type Error = FlowError;
+
+    fn machine() -> &'static Machine {
+        &SAGA
+    }
+    fn state_name(&self) -> &'static str {
+        match self {
+            Saga::Begin { .. } => "Begin",
+            Saga::Build { .. } => "Build",
+            Saga::Done { .. } => "Done",
+            Saga::Failed => "Failed",
+        }
+    }
+    fn unit_state(name: &str) -> Option<Self> {
+        (name == "Failed").then_some(Saga::Failed)
+    }
+    fn initial_state() -> Option<Self> {
+        Some(Saga::Begin { request_id: None })
+    }
+    fn handle<'a>(
+        &'a self,
+        cx: &'a mut Step<'_, Self>,
+    ) -> BoxFuture<'a, Result<Transition<Self>, FlowError>> {
+        Box::pin(async move {
+            cx.context()
+                .note(format!("handle:{}:{}", self.state_name(), self.id()));
+            Ok(match self {
+                // The create-pending pattern in the first state: commit the
+                // request id, then make the (non-idempotent) call.
+                Saga::Begin { request_id: None } => {
+                    cx.checkpoint(Saga::Begin {
+                        request_id: Some("req-1".into()),
+                    })
+                    .await?;
+                    Transition::next(Saga::Build {
+                        id: "b-req-1".into(),
+                    })
+                }
+                Saga::Begin {
+                    request_id: Some(id),
+                } => Transition::next(Saga::Build {
+                    id: format!("b-{id}"),
+                }),
+                Saga::Build { id } => Transition::next(Saga::Done { id: id.clone() }),
+                Saga::Done { .. } | Saga::Failed => Transition::stay(),
+            })
+        })
+    }
+    fn compensate<'a>(
+        &'a self,
+        cx: &'a mut Step<'_, Self>,
+    ) -> BoxFuture<'a, Result<(), FlowError>> {
+        Box::pin(async move {
+            let world = cx.context();
+            world.note(format!("compensate:{}:{}", self.state_name(), self.id()));
+            let mut failing = world.failing_compensations.lock().unwrap();
+            if *failing > 0 {
+                *failing -= 1;
+                return Err(FlowError::Temporary(None));
+            }
+            Ok(())
+        })
+    }
+    fn cleanup<'a>(&'a self, cx: &'a mut Step<'_, Self>) -> BoxFuture<'a, Result<(), FlowError>> {
+        Box::pin(async move {
+            cx.context()
+                .note(format!("cleanup:{}:{}", self.state_name(), self.id()));
+            Ok(())
+        })
+    }
+}
+
+fn saga_engine(clock: &ManualClock) -> Engine<Saga> {
+    Engine::<Saga>::new()
+        .unwrap()
+        .with_clock(Arc::new(clock.clone()))
+        .with_random(Arc::new(SeededRandom::new(9)))
+}
+
+fn saga_observed(generation: i64) -> Observed {
+    Observed {
+        generation: Some(generation),
+        spec: Some(serde_json::json!({ "size": generation })),
+        ..observed()
+    }
+}
+
+fn saga_record(store: &EphemeralStore) -> StateRecord {
+    store
+        .get_raw(&observed().key)
+        .unwrap()
+        .decode::<Saga>()
+        .unwrap()
+}
+
+/// Reconciles `saga` until it rests, advancing the clock by requeues.
+async fn settle_saga(
+    engine: &Engine<Saga>,
+    clock: &ManualClock,
+    store: &dyn StateStore,
+    world: &Arc<SagaWorld>,
+    obs: &Observed,
+) -> Vec<Effect> {
+    let mut effects = Vec::new();
+    for _ in 0..50 {
+        let report = engine.reconcile(store, obs, &(), world).await.unwrap();
+        effects.extend(report.effects);
+        match report.requeue {
+            None => return effects,
+            Some(d) => clock.advance(d),
+        }
+    }
+    panic!("did not settle");
+}
+
+#[tokio::test]
+async fn compensate_and_restart_undoes_the_entered_states_latest_first_then_starts_the_new_generation()
+ {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let world = Arc::new(SagaWorld::default());
+    let engine = saga_engine(&clock);
+    settle_saga(&engine, &clock, &store, &world, &saga_observed(1)).await;
+    assert_eq!(saga_record(&store).state, "Done");
+    // The compensation of Build fails once: it is retried under its policy.
+    *world.failing_compensations.lock().unwrap() = 1;
+    world.log.lock().unwrap().clear();
+
+    // The spec change starts the chain; nothing is undone yet.
+    let report = engine
+        .reconcile(&store, &saga_observed(2), &(), &world)
+        .await
+        .unwrap();
+    assert_eq!(
+        report.effects,
+        [
+            Effect::SpecChanged { generation: 2 },
+            Effect::CompensationStarted {
+                reason: "spec changed (generation 2)".into()
+            }
+        ]
+    );
+    let record = saga_record(&store);
+    assert!(record.is_unwinding());
+    assert!(record.compensation.as_ref().unwrap().restart);
+    assert_eq!(record.trail.len(), 2);
+
+    // One step per reconcile, progress committed after each.
+    let mut trail_lengths = Vec::new();
+    let mut effects = Vec::new();
+    for _ in 0..10 {
+        let report = engine
+            .reconcile(&store, &saga_observed(2), &(), &world)
+            .await
+            .unwrap();
+        effects.extend(report.effects);
+        let record = saga_record(&store);
+        trail_lengths.push(record.trail.len());
+        if !record.is_unwinding() {
+            break;
+        }
+        clock.advance(report.requeue.unwrap());
+    }
+    // The last entry is the initial state's, entered again.
+    assert_eq!(trail_lengths, [2, 1, 1]);
+    assert_eq!(
+        world.log(),
+        [
+            "compensate:Build:b-req-1",
+            "compensate:Build:b-req-1",
+            // The initial state's data is its checkpointed request id.
+            "compensate:Begin:req-1"
+        ]
+    );
+    assert!(effects.contains(&Effect::CompensationFinished { failures: 0 }));
+    let record = saga_record(&store);
+    assert_eq!(record.state, "Begin");
+    // Entered again with its starting data, for the new generation.
+    assert_eq!(record.data, Some(serde_json::json!({ "request_id": null })));
+    assert_eq!(record.observed_generation, Some(2));
+    assert_eq!(record.spec_snapshot, Some(serde_json::json!({ "size": 2 })));
+    assert_eq!(record.last_error, None);
+    assert_eq!(
+        record.history.last().unwrap().reason.as_deref(),
+        Some("spec changed (generation 2)")
+    );
+    // The new workflow runs from the start, and its trail is its own.
+    settle_saga(&engine, &clock, &store, &world, &saga_observed(2)).await;
+    assert_eq!(saga_record(&store).state, "Done");
+    assert_eq!(saga_record(&store).trail.len(), 2);
+}
+
+#[tokio::test]
+async fn a_spec_change_during_compensate_and_restart_waits_and_the_restart_takes_the_newest_spec() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let world = Arc::new(SagaWorld::default());
+    let engine = saga_engine(&clock);
+    settle_saga(&engine, &clock, &store, &world, &saga_observed(1)).await;
+    engine
+        .reconcile(&store, &saga_observed(2), &(), &world)
+        .await
+        .unwrap();
+    world.log.lock().unwrap().clear();
+    // Generation 3 arrives mid-chain: the chain goes on, no new change.
+    let effects = settle_saga(&engine, &clock, &store, &world, &saga_observed(3)).await;
+    assert!(!effects.contains(&Effect::SpecChanged { generation: 3 }));
+    let compensations: Vec<_> = world
+        .log()
+        .into_iter()
+        .filter(|l| l.starts_with("compensate"))
+        .collect();
+    assert_eq!(
+        compensations,
+        ["compensate:Build:b-req-1", "compensate:Begin:req-1"]
+    );
+    let record = saga_record(&store);
+    assert_eq!(record.observed_generation, Some(3));
+    assert_eq!(record.spec_snapshot, Some(serde_json::json!({ "size": 3 })));
+    assert_eq!(record.state, "Done");
+    assert_eq!(entered(&effects), ["Begin", "Build", "Done"]);
+}
+
+#[tokio::test]
+async fn compensate_and_restart_with_nothing_entered_to_undo_restarts_at_once() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let world = Arc::new(SagaWorld::default());
+    let engine = saga_engine(&clock);
+    // Failing to rest in Failed compensated and emptied the trail.
+    let mut record = StateRecord::new(&Saga::Failed, t0()).unwrap();
+    record.observed_generation = Some(1);
+    store.insert_raw(observed().key, record.to_raw().unwrap());
+    let report = engine
+        .reconcile(&store, &saga_observed(2), &(), &world)
+        .await
+        .unwrap();
+    assert_eq!(entered(&report.effects), ["Begin"]);
+    assert!(!world.log().iter().any(|l| l.starts_with("compensate")));
+}
+
+/// A store whose saves fail (the process died) after `allowed` of them.
+struct CrashingStore {
+    inner: EphemeralStore,
+    allowed: Mutex<usize>,
+}
+
+impl StateStore for CrashingStore {
+    fn load<'a>(&'a self, key: &'a ObjectKey) -> BoxFuture<'a, Result<Loaded, StoreError>> {
+        self.inner.load(key)
+    }
+    fn save<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+        record: &'a StateRecord,
+        expected: Option<&'a Version>,
+    ) -> BoxFuture<'a, Result<Version, StoreError>> {
+        let mut allowed = self.allowed.lock().unwrap();
+        if *allowed == 0 {
+            return Box::pin(async { Err(StoreError::Backend("crashed".into())) });
+        }
+        *allowed -= 1;
+        self.inner.save(key, record, expected)
+    }
+    fn delete<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+        expected: Option<&'a Version>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.inner.delete(key, expected)
+    }
+}
+
+#[tokio::test]
+async fn the_initial_states_checkpoint_survives_a_crash() {
+    let clock = ManualClock::at(t0());
+    let world = Arc::new(SagaWorld::default());
+    // The checkpoint commits; the process dies before the transition does.
+    let store = CrashingStore {
+        inner: EphemeralStore::new(),
+        allowed: Mutex::new(1),
+    };
+    let err = saga_engine(&clock)
+        .reconcile(&store, &saga_observed(1), &(), &world)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ReconcileError::Store(_)), "{err:?}");
+    let record = saga_record(&store.inner);
+    assert_eq!(record.state, "Begin");
+    assert_eq!(
+        record.data,
+        Some(serde_json::json!({ "request_id": "req-1" }))
+    );
+
+    // Another process reconciles: the handler sees the request id.
+    *store.allowed.lock().unwrap() = usize::MAX;
+    let report = saga_engine(&clock)
+        .reconcile(&store, &saga_observed(1), &(), &world)
+        .await
+        .unwrap();
+    assert_eq!(world.log(), ["handle:Begin:-", "handle:Begin:req-1"]);
+    assert_eq!(report.state, "Build");
+    assert_eq!(
+        saga_record(&store.inner).data,
+        Some(serde_json::json!({ "id": "b-req-1" }))
+    );
+}
+
+#[tokio::test]
+async fn cleanup_sees_the_current_state_and_its_data() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let world = Arc::new(SagaWorld::default());
+    let engine = saga_engine(&clock);
+    engine
+        .reconcile(&store, &saga_observed(1), &(), &world)
+        .await
+        .unwrap();
+    assert_eq!(saga_record(&store).state, "Build");
+    let deleting = Observed {
+        deleting: true,
+        ..saga_observed(1)
+    };
+    let report = engine
+        .reconcile(&store, &deleting, &(), &world)
+        .await
+        .unwrap();
+    assert!(report.released);
+    assert_eq!(world.log().last().unwrap(), "cleanup:Build:b-req-1");
+    assert!(store.is_empty());
+}
+
+#[tokio::test]
+async fn without_a_record_cleanup_runs_with_the_initial_state() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let world = Arc::new(SagaWorld::default());
+    let deleting = Observed {
+        deleting: true,
+        ..saga_observed(1)
+    };
+    let report = saga_engine(&clock)
+        .reconcile(&store, &deleting, &(), &world)
+        .await
+        .unwrap();
+    assert!(report.released);
+    // No handler: the cleanup ran with the initial state and its data.
+    assert_eq!(world.log(), ["cleanup:Begin:-"]);
+    assert!(store.is_empty());
+}
+
+#[test]
+fn a_hand_written_machine_must_build_its_data_carrying_initial_state() {
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    enum Lazy {
+        Begin { n: u32 },
+        Failed,
+    }
+    static LAZY_STATES: [StateMeta; 2] = [
+        StateMeta::new("Begin").initial().with_handler().with_data(),
+        StateMeta::new("Failed").failed(),
+    ];
+    static LAZY: Machine = Machine::new("Lazy", &LAZY_STATES);
+    impl Fsm for Lazy {
+        type Resource = ();
+        type Context = ();
+        type Error = std::convert::Infallible;
+        fn machine() -> &'static Machine {
+            &LAZY
+        }
+        fn state_name(&self) -> &'static str {
+            match self {
+                Lazy::Begin { .. } => "Begin",
+                Lazy::Failed => "Failed",
+            }
+        }
+        fn unit_state(name: &str) -> Option<Self> {
+            (name == "Failed").then_some(Lazy::Failed)
+        }
+        fn handle<'a>(
+            &'a self,
+            _: &'a mut Step<'_, Self>,
+        ) -> BoxFuture<'a, Result<Transition<Self>, Self::Error>> {
+            Box::pin(async { Ok(Transition::stay()) })
+        }
+    }
+    assert_eq!(LAZY.validate(), Ok(()));
+    let Err(error) = Engine::<Lazy>::new() else {
+        panic!("an engine that cannot start a workflow was built");
+    };
+    assert_eq!(error.0, [crate::MachineError::InitialNotBuilt("Begin")]);
+    assert!(
+        error.to_string().contains("implement initial_state"),
+        "{error}"
+    );
 }

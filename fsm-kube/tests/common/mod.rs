@@ -183,7 +183,7 @@ async fn check(
     Ok(Transition::stay())
 }
 
-async fn cleanup(cx: &mut Step<'_, WidgetState>) -> Result<(), WidgetError> {
+async fn cleanup(cx: &mut Step<'_, WidgetState>, _state: &WidgetState) -> Result<(), WidgetError> {
     cx.context()
         .push(format!("cleanup:{}", cx.resource().name_any()));
     Ok(())

@@ -15,8 +15,8 @@ async fn start(_cx: &mut Step<'_, Job>) -> Result<Transition<Job>, std::convert:
     Ok(Transition::next(Job::Done))
 }
 
-// cleanup takes the step only.
-async fn tidy(_cx: &mut Step<'_, Job>, _extra: &u32) -> Result<(), std::convert::Infallible> {
+// cleanup takes the step and the state (`state: &Job`), not the step only.
+async fn tidy(_cx: &mut Step<'_, Job>) -> Result<(), std::convert::Infallible> {
     Ok(())
 }
 

@@ -103,7 +103,7 @@ async fn check_drift(
     Ok(Transition::stay())
 }
 
-async fn cleanup(_cx: &mut Step<'_, DbState>) -> Result<(), AppError> {
+async fn cleanup(_cx: &mut Step<'_, DbState>, _state: &DbState) -> Result<(), AppError> {
     Ok(())
 }
 

@@ -32,7 +32,7 @@ async fn work(
     Ok(Transition::next(Job::Done))
 }
 
-async fn cleanup(_cx: &mut Step<'_, Job>) -> Result<(), Infallible> {
+async fn cleanup(_cx: &mut Step<'_, Job>, _state: &Job) -> Result<(), Infallible> {
     Ok(())
 }
 
