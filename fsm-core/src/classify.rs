@@ -1,5 +1,5 @@
 //! How handler errors are retried: retryable by default, permanent or
-//! transient on request.
+//! retried without spending an attempt on request.
 
 use std::time::Duration;
 
@@ -16,7 +16,8 @@ pub enum ErrorClass {
     /// Do not try again: the workflow fails and its compensation chain runs.
     Permanent,
     /// The world around the handler is briefly unavailable (an API server
-    /// answering 5xx or 429, a timeout, a dropped connection): try again
+    /// answering 5xx or 429, a timeout, a dropped connection), what is
+    /// often called a *transient* error: try again
     /// with the state's backoff, but **without spending an attempt**, so a
     /// flaky network never exhausts a state's retries nor starts a
     /// compensation that undoes healthy work. Only the state's `timeout`
@@ -25,7 +26,7 @@ pub enum ErrorClass {
     /// next try waits exactly that long. In compensation and cleanup,
     /// which have no timeout and must end, it spends an attempt like
     /// [`ErrorClass::Retryable`].
-    Transient {
+    RetryWithoutAttempt {
         /// An explicit delay before the next try, overriding the backoff.
         retry_after: Option<Duration>,
     },
@@ -43,11 +44,12 @@ impl ErrorClass {
     }
 
     /// Try again under the state's backoff without spending an attempt.
-    pub const TRANSIENT: ErrorClass = ErrorClass::Transient { retry_after: None };
+    pub const RETRY_WITHOUT_ATTEMPT: ErrorClass =
+        ErrorClass::RetryWithoutAttempt { retry_after: None };
 
     /// Try again after exactly `delay`, without spending an attempt.
-    pub const fn transient_after(delay: Duration) -> ErrorClass {
-        ErrorClass::Transient {
+    pub const fn retry_without_attempt_after(delay: Duration) -> ErrorClass {
+        ErrorClass::RetryWithoutAttempt {
             retry_after: Some(delay),
         }
     }

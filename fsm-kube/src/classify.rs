@@ -9,14 +9,14 @@ use fsm_core::ErrorClass;
 ///
 /// | error | class |
 /// | --- | --- |
-/// | `429 Too Many Requests` | transient, after the server's `retryAfterSeconds` when it gives one |
-/// | `5xx` (the server or etcd failing, a timeout) | transient |
-/// | `409 Conflict` (someone wrote in between) | transient: read again and retry |
-/// | no answer at all (connection refused or reset, TLS, timeout) | transient |
+/// | `429 Too Many Requests` | retry without attempt, after the server's `retryAfterSeconds` when it gives one |
+/// | `5xx` (the server or etcd failing, a timeout) | retry without attempt |
+/// | `409 Conflict` (someone wrote in between) | retry without attempt: read again and retry |
+/// | no answer at all (connection refused or reset, TLS, timeout) | retry without attempt |
 /// | other API answers (`404`, `403`, `422`, `409 AlreadyExists`…) | retryable: spends an attempt, as it may need a person |
 /// | the request could not even be built, or its answer not read | retryable |
 ///
-/// Transient errors spend no attempt (see [`ErrorClass::Transient`]): a
+/// These transient errors spend no attempt (see [`ErrorClass::RetryWithoutAttempt`]): a
 /// flaky API server never exhausts a state's retries, and so never starts
 /// a compensation that undoes healthy work.
 ///
@@ -42,23 +42,23 @@ use fsm_core::ErrorClass;
 /// }
 ///
 /// let busy = kube::Error::Api(Box::new(kube::core::Status::failure("etcd is slow", "Timeout").with_code(504)));
-/// assert_eq!(MyError::Kube(busy).class(), ErrorClass::TRANSIENT);
+/// assert_eq!(MyError::Kube(busy).class(), ErrorClass::RETRY_WITHOUT_ATTEMPT);
 /// ```
 pub fn classify_kube_error(error: &kube::Error) -> ErrorClass {
     match error {
         kube::Error::Api(status) => match status.code {
             429 => match status.details.as_ref().map(|d| d.retry_after_seconds) {
                 Some(secs) if secs > 0 => {
-                    ErrorClass::transient_after(Duration::from_secs(u64::from(secs)))
+                    ErrorClass::retry_without_attempt_after(Duration::from_secs(u64::from(secs)))
                 }
-                _ => ErrorClass::TRANSIENT,
+                _ => ErrorClass::RETRY_WITHOUT_ATTEMPT,
             },
-            500..=599 => ErrorClass::TRANSIENT,
-            409 if status.reason == "Conflict" => ErrorClass::TRANSIENT,
+            500..=599 => ErrorClass::RETRY_WITHOUT_ATTEMPT,
+            409 if status.reason == "Conflict" => ErrorClass::RETRY_WITHOUT_ATTEMPT,
             _ => ErrorClass::RETRYABLE,
         },
         kube::Error::HyperError(_) | kube::Error::Service(_) | kube::Error::ReadEvents(_) => {
-            ErrorClass::TRANSIENT
+            ErrorClass::RETRY_WITHOUT_ATTEMPT
         }
         _ => ErrorClass::RETRYABLE,
     }
@@ -76,7 +76,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failing_or_busy_server_is_transient() {
+    fn a_failing_or_busy_server_is_retried_without_an_attempt() {
         for (code, reason) in [
             (500, "InternalError"),
             (503, "ServiceUnavailable"),
@@ -86,7 +86,7 @@ mod tests {
         ] {
             assert_eq!(
                 classify_kube_error(&api(code, reason)),
-                ErrorClass::TRANSIENT,
+                ErrorClass::RETRY_WITHOUT_ATTEMPT,
                 "{code} {reason}"
             );
         }
@@ -99,7 +99,7 @@ mod tests {
             Some(serde_json::from_value(serde_json::json!({ "retryAfterSeconds": 7 })).unwrap());
         assert_eq!(
             classify_kube_error(&kube::Error::Api(Box::new(status))),
-            ErrorClass::transient_after(Duration::from_secs(7))
+            ErrorClass::retry_without_attempt_after(Duration::from_secs(7))
         );
     }
 
@@ -121,12 +121,15 @@ mod tests {
     }
 
     #[test]
-    fn no_answer_at_all_is_transient() {
+    fn no_answer_at_all_is_retried_without_an_attempt() {
         let refused = kube::Error::Service(Box::new(std::io::Error::new(
             std::io::ErrorKind::ConnectionRefused,
             "connection refused",
         )));
-        assert_eq!(classify_kube_error(&refused), ErrorClass::TRANSIENT);
+        assert_eq!(
+            classify_kube_error(&refused),
+            ErrorClass::RETRY_WITHOUT_ATTEMPT
+        );
         let unreadable =
             kube::Error::SerdeError(serde_json::from_str::<serde_json::Value>("{").unwrap_err());
         assert_eq!(classify_kube_error(&unreadable), ErrorClass::RETRYABLE);
