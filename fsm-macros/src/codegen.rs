@@ -187,6 +187,12 @@ fn state_meta(s: &State, core: &TokenStream) -> TokenStream {
         let target = target.to_string();
         calls.push(quote!(.on_exhausted(#target)));
     }
+    if let Some(path) = &s.compensate {
+        // Named for the diagrams (`.with_compensation()` above stays the
+        // flag the engine reads).
+        let function = diagram::path_name(path);
+        calls.push(quote!(.compensated_by(#function)));
+    }
     quote!(#core::StateMeta::new(#name) #(#calls)*)
 }
 
