@@ -115,6 +115,10 @@ mod transition;
 
 pub mod prelude;
 
+#[doc(hidden)]
+#[path = "derive_support.rs"]
+pub mod __derive;
+
 pub use authority::{Authority, AuthorityLost};
 pub use classify::{Classify, ErrorClass};
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
@@ -122,7 +126,7 @@ pub use engine::{
     DecideError, Decider, Decision, Effect, Engine, EngineOptions, InvalidMachine, Observed,
     Outcome, Plan, ReconcileError, Report, StepResult, plan,
 };
-pub use fsm::{BoxFuture, Fsm};
+pub use fsm::{BoxFuture, Fsm, StoredState};
 #[cfg(feature = "derive")]
 pub use fsm_macros::OperatorFsm;
 pub use harness::{HARNESS_EPOCH, Harness, HarnessError, Settled};

@@ -238,7 +238,9 @@ struct Run {
     log: Vec<String>,
 }
 
-async fn run<S: Fsm<Resource = Scenario, Context = Arc<Log>>>(scenario: Scenario) -> Run {
+async fn run<S: Fsm<Resource = Scenario, Context = Arc<Log>> + serde::Serialize>(
+    scenario: Scenario,
+) -> Run {
     let log = Arc::new(Log::default());
     let settled: Settled<S> = Harness::<S>::new(scenario, log.clone())
         .run_until_settled()
