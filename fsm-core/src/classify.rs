@@ -60,6 +60,13 @@ impl ErrorClass {
 /// Every error is retryable unless its type says otherwise, so an empty
 /// `impl Classify for MyError {}` is a complete implementation.
 ///
+/// The orphan rule allows the impl only in the crate of the error type (or
+/// of this trait): an error type of another crate, such as `kube::Error`,
+/// is wrapped in an error enum of the operator's own. For Kubernetes
+/// errors, `fsm_kube::HandlerError` is such a type, ready-made: `?`
+/// converts a `kube::Error` into it, classed by
+/// `fsm_kube::classify_kube_error`.
+///
 /// ```
 /// use fsm_core::{Classify, ErrorClass};
 ///
@@ -82,7 +89,9 @@ impl ErrorClass {
 /// assert_eq!(AppError::Quota.class(), ErrorClass::Permanent);
 /// ```
 #[diagnostic::on_unimplemented(
-    note = "add `impl fsm_core::Classify for {Self} {{}}` to retry every error, or override `class` to mark some permanent"
+    note = "add `impl fsm_core::Classify for {Self} {{}}` to retry every error, or override `class` to mark some permanent",
+    note = "for an error type of another crate (which the orphan rule forbids implementing `Classify` for), wrap it in an error enum of your own",
+    note = "for Kubernetes errors (`kube::Error`), use `error = fsm_kube::HandlerError`: `?` converts a `kube::Error` into it, classed by `fsm_kube::classify_kube_error`"
 )]
 pub trait Classify {
     /// The class of this error; retryable unless overridden.

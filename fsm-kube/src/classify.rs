@@ -1,8 +1,9 @@
-//! How a Kubernetes API error met inside a handler should be retried.
+//! How a Kubernetes API error met inside a handler should be retried, and
+//! a handler error type that classes them out of the box.
 
 use std::time::Duration;
 
-use fsm_core::ErrorClass;
+use fsm_core::{AuthorityLost, CheckpointError, Classify, ErrorClass};
 
 /// The class of a Kubernetes API error a handler returns, for its
 /// [`Classify`](fsm_core::Classify) implementation:
@@ -64,6 +65,103 @@ pub fn classify_kube_error(error: &kube::Error) -> ErrorClass {
     }
 }
 
+/// A ready-made handler error for operators whose handlers call the
+/// Kubernetes API: `?` converts a [`kube::Error`] (classed by
+/// [`classify_kube_error`]: a failing or busy API server is retried without
+/// spending an attempt), a [`CheckpointError`] and an [`AuthorityLost`];
+/// any other error goes in with [`HandlerError::other`] (retryable),
+/// [`HandlerError::permanent`] or [`HandlerError::with_class`].
+///
+/// `kube::Error` cannot be a machine's `error` itself: the machine's error
+/// must implement [`Classify`], and the orphan rule forbids implementing a
+/// trait of `fsm_core` for a type of `kube` outside those crates. An
+/// operator with its own error enum wraps `kube::Error` in it and calls
+/// [`classify_kube_error`] from its `Classify` impl instead.
+///
+/// ```
+/// use fsm_kube::prelude::*;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+///
+/// #[derive(OperatorFsm, Clone, Debug, Serialize, Deserialize)]
+/// #[fsm(resource = ConfigMap, context = kube::Client, error = HandlerError)]
+/// enum Mirror {
+///     #[fsm(initial, handler = copy, next(Done))]
+///     Copying,
+///     #[fsm(final, ready)]
+///     Done,
+///     #[fsm(failed)]
+///     Failed,
+/// }
+///
+/// async fn copy(cx: &mut Step<'_, Mirror>) -> Result<Transition<Mirror>, HandlerError> {
+///     let source = cx.resource();
+///     let Some(namespace) = source.metadata.namespace.as_deref() else {
+///         return Err(HandlerError::permanent("the ConfigMap has no namespace"));
+///     };
+///     let api = kube::Api::<ConfigMap>::namespaced(cx.context().clone(), namespace);
+///     let mut copy = ConfigMap { data: source.data.clone(), ..ConfigMap::default() };
+///     copy.metadata.name = source.metadata.name.as_ref().map(|n| format!("{n}-copy"));
+///     // A kube::Error converts with `?`; a 503 is retried without an attempt.
+///     api.create(&kube::api::PostParams::default(), &copy).await?;
+///     Ok(Transition::next(Mirror::Done))
+/// }
+/// ```
+#[derive(Debug, thiserror::Error)]
+pub enum HandlerError {
+    /// A Kubernetes API call failed; classed by [`classify_kube_error`].
+    #[error("Kubernetes API call failed")]
+    Kube(#[from] kube::Error),
+    /// A checkpoint could not be committed; retryable.
+    #[error("the checkpoint could not be committed")]
+    Checkpoint(#[from] CheckpointError),
+    /// This process may no longer act for the object (its Lease expired);
+    /// retryable (the engine commits nothing of the attempt).
+    #[error(transparent)]
+    AuthorityLost(#[from] AuthorityLost),
+    /// Any other error, with the class it was given.
+    #[error("{source}")]
+    Other {
+        /// The error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+        /// How the engine retries it.
+        class: ErrorClass,
+    },
+}
+
+impl HandlerError {
+    /// Any other error, retried under the state's policy.
+    pub fn other(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self::with_class(error, ErrorClass::RETRYABLE)
+    }
+
+    /// Any other error, not retried: the workflow fails (and compensates).
+    pub fn permanent(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self::with_class(error, ErrorClass::Permanent)
+    }
+
+    /// Any other error, retried as `class` says.
+    pub fn with_class(
+        error: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+        class: ErrorClass,
+    ) -> Self {
+        HandlerError::Other {
+            source: error.into(),
+            class,
+        }
+    }
+}
+
+impl Classify for HandlerError {
+    fn class(&self) -> ErrorClass {
+        match self {
+            HandlerError::Kube(e) => classify_kube_error(e),
+            HandlerError::Checkpoint(_) | HandlerError::AuthorityLost(_) => ErrorClass::RETRYABLE,
+            HandlerError::Other { class, .. } => *class,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,6 +216,64 @@ mod tests {
                 "{code} {reason}"
             );
         }
+    }
+
+    /// A machine whose one handler calls "the API", which answers with the
+    /// status code the resource names.
+    #[derive(fsm_core::OperatorFsm, Clone, Debug, serde::Serialize, serde::Deserialize)]
+    #[fsm(resource = u16, error = HandlerError)]
+    enum Probe {
+        #[fsm(initial, handler = call_api, next(Done))]
+        Calling,
+        #[fsm(final)]
+        Done,
+        #[fsm(failed)]
+        Failed,
+    }
+
+    async fn call_api(
+        cx: &mut fsm_core::Step<'_, Probe>,
+    ) -> Result<fsm_core::Transition<Probe>, HandlerError> {
+        let code = *cx.resource();
+        let answer: Result<(), kube::Error> = match code {
+            200 => Ok(()),
+            _ => Err(api(code, "from the probe")),
+        };
+        answer?;
+        Ok(fsm_core::Transition::next(Probe::Done))
+    }
+
+    #[tokio::test]
+    async fn a_kube_error_converts_with_the_question_mark_and_keeps_its_class() {
+        for (code, class) in [
+            (503, ErrorClass::RETRY_WITHOUT_ATTEMPT),
+            (404, ErrorClass::RETRYABLE),
+        ] {
+            let error = match fsm_core::Harness::<Probe>::new(code, ())
+                .run_handler()
+                .await
+            {
+                Err(e) => e,
+                Ok(t) => panic!("{code}: the handler succeeded with {t:?}"),
+            };
+            assert!(matches!(error, HandlerError::Kube(_)), "{code}: {error:?}");
+            assert_eq!(error.class(), class, "{code}");
+        }
+        let done = fsm_core::Harness::<Probe>::new(200, ()).run_handler().await;
+        assert!(matches!(done, Ok(fsm_core::Transition::Next(Probe::Done))));
+    }
+
+    #[test]
+    fn other_handler_errors_carry_the_class_they_are_given() {
+        let io = std::io::Error::other("disk full");
+        assert_eq!(HandlerError::other(io).class(), ErrorClass::RETRYABLE);
+        let permanent = HandlerError::permanent("no image");
+        assert_eq!(permanent.class(), ErrorClass::Permanent);
+        assert_eq!(permanent.to_string(), "no image");
+        let later = ErrorClass::retry_without_attempt_after(Duration::from_secs(2));
+        assert_eq!(HandlerError::with_class("busy", later).class(), later);
+        let checkpoint = HandlerError::from(CheckpointError::Unavailable);
+        assert_eq!(checkpoint.class(), ErrorClass::RETRYABLE);
     }
 
     #[test]

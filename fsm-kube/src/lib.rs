@@ -42,7 +42,7 @@ mod reconciler;
 mod status;
 pub mod store;
 
-pub use classify::classify_kube_error;
+pub use classify::{HandlerError, classify_kube_error};
 pub use fsm_core;
 pub use metrics::FsmMetrics;
 pub use reconciler::{Error, FsmReconciler, ReconcileFuture, ReconcilerOptions};
@@ -81,7 +81,7 @@ pub mod prelude {
     pub use schemars::JsonSchema;
 
     pub use crate::{
-        ConfigMapStore, FsmMetrics, FsmReconciler, FsmStatus, ReconcilerOptions, SecretStore,
-        StatusStore,
+        ConfigMapStore, FsmMetrics, FsmReconciler, FsmStatus, HandlerError, ReconcilerOptions,
+        SecretStore, StatusStore, classify_kube_error,
     };
 }
