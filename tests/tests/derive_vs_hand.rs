@@ -156,12 +156,12 @@ mod hand {
         StateMeta::new("Provisioning")
             .initial()
             .with_handler()
-            .with_compensation()
+            .compensated_by("deprovision")
             .next(&["Configuring"]),
         StateMeta::new("Configuring")
             .with_handler()
             .with_data()
-            .with_compensation()
+            .compensated_by("unconfigure")
             .next(&["Verifying"]),
         StateMeta::new("Verifying")
             .with_handler()
