@@ -1,5 +1,5 @@
 //! How handler errors are retried: retryable by default, permanent or
-//! transient on request.
+//! retried without spending an attempt on request.
 
 use std::time::Duration;
 
@@ -16,7 +16,8 @@ pub enum ErrorClass {
     /// Do not try again: the workflow fails and its compensation chain runs.
     Permanent,
     /// The world around the handler is briefly unavailable (an API server
-    /// answering 5xx or 429, a timeout, a dropped connection): try again
+    /// answering 5xx or 429, a timeout, a dropped connection), what is
+    /// often called a *transient* error: try again
     /// with the state's backoff, but **without spending an attempt**, so a
     /// flaky network never exhausts a state's retries nor starts a
     /// compensation that undoes healthy work. Only the state's `timeout`
@@ -25,7 +26,7 @@ pub enum ErrorClass {
     /// next try waits exactly that long. In compensation and cleanup,
     /// which have no timeout and must end, it spends an attempt like
     /// [`ErrorClass::Retryable`].
-    Transient {
+    RetryWithoutAttempt {
         /// An explicit delay before the next try, overriding the backoff.
         retry_after: Option<Duration>,
     },
@@ -43,11 +44,12 @@ impl ErrorClass {
     }
 
     /// Try again under the state's backoff without spending an attempt.
-    pub const TRANSIENT: ErrorClass = ErrorClass::Transient { retry_after: None };
+    pub const RETRY_WITHOUT_ATTEMPT: ErrorClass =
+        ErrorClass::RetryWithoutAttempt { retry_after: None };
 
     /// Try again after exactly `delay`, without spending an attempt.
-    pub const fn transient_after(delay: Duration) -> ErrorClass {
-        ErrorClass::Transient {
+    pub const fn retry_without_attempt_after(delay: Duration) -> ErrorClass {
+        ErrorClass::RetryWithoutAttempt {
             retry_after: Some(delay),
         }
     }
@@ -57,6 +59,13 @@ impl ErrorClass {
 ///
 /// Every error is retryable unless its type says otherwise, so an empty
 /// `impl Classify for MyError {}` is a complete implementation.
+///
+/// The orphan rule allows the impl only in the crate of the error type (or
+/// of this trait): an error type of another crate, such as `kube::Error`,
+/// is wrapped in an error enum of the operator's own. For Kubernetes
+/// errors, `fsm_kube::HandlerError` is such a type, ready-made: `?`
+/// converts a `kube::Error` into it, classed by
+/// `fsm_kube::classify_kube_error`.
 ///
 /// ```
 /// use fsm_core::{Classify, ErrorClass};
@@ -80,7 +89,9 @@ impl ErrorClass {
 /// assert_eq!(AppError::Quota.class(), ErrorClass::Permanent);
 /// ```
 #[diagnostic::on_unimplemented(
-    note = "add `impl fsm_core::Classify for {Self} {{}}` to retry every error, or override `class` to mark some permanent"
+    note = "add `impl fsm_core::Classify for {Self} {{}}` to retry every error, or override `class` to mark some permanent",
+    note = "for an error type of another crate (which the orphan rule forbids implementing `Classify` for), wrap it in an error enum of your own",
+    note = "for Kubernetes errors (`kube::Error`), use `error = fsm_kube::HandlerError`: `?` converts a `kube::Error` into it, classed by `fsm_kube::classify_kube_error`"
 )]
 pub trait Classify {
     /// The class of this error; retryable unless overridden.

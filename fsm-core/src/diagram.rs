@@ -1,22 +1,91 @@
-//! Mermaid and Graphviz renderings of a machine's declared transitions.
+//! Mermaid and Graphviz renderings of a machine: the transitions its
+//! handlers declare, the ones the engine takes by itself (timeout, retries
+//! exhausted, failure), and the states that have a compensation.
 
 use std::fmt::Write;
 
-use crate::Machine;
+use crate::{Machine, StateMeta};
 
-/// The edges of a machine's diagram, in declaration order: handler targets
-/// unlabelled, then the timeout and exhaustion targets labelled.
-fn edges(
-    machine: &Machine,
-) -> impl Iterator<Item = (&'static str, &'static str, Option<&'static str>)> {
-    machine.states().iter().flat_map(|s| {
-        let name = s.name();
-        let next = s.targets().iter().map(move |t| (name, *t, None));
-        let timeout = s.timeout_target().map(|t| (name, t, Some("timeout")));
-        let exhausted = s
-            .exhausted_target()
-            .map(|t| (name, t, Some("retries exhausted")));
-        next.chain(timeout).chain(exhausted)
+/// One arrow of a diagram.
+struct Edge {
+    from: &'static str,
+    to: &'static str,
+    /// `None` for a handler's declared `next` target; else what makes the
+    /// engine take it by itself (`timeout`, `exhausted`, `fail`, joined by
+    /// `, ` when several lead to the same state).
+    engine: Option<String>,
+}
+
+/// The edges the engine takes by itself out of `state`, grouped by target:
+/// `timeout` (to `on_timeout`, else the default failed state, when the
+/// state has a timeout or an `on_timeout`), `exhausted` (to `on_exhausted`,
+/// else the default failed state) and `fail` (a permanent error or
+/// `Transition::fail`, to the default failed state). Only states with a
+/// handler have them.
+fn engine_edges(machine: &Machine, state: &StateMeta) -> Vec<(&'static str, String)> {
+    if !state.has_handler() {
+        return Vec::new();
+    }
+    let failed = machine.default_failed().map(StateMeta::name);
+    let timeout = state
+        .timeout_target()
+        .or_else(|| state.state_timeout().and(failed));
+    let exhausted = state.exhausted_target().or(failed);
+    let causes = [
+        (timeout, "timeout"),
+        (exhausted, "exhausted"),
+        (failed, "fail"),
+    ];
+    let mut grouped: Vec<(&'static str, String)> = Vec::new();
+    for (target, cause) in causes {
+        let Some(target) = target else { continue };
+        match grouped.iter_mut().find(|(t, _)| *t == target) {
+            Some((_, label)) => {
+                label.push_str(", ");
+                label.push_str(cause);
+            }
+            None => grouped.push((target, cause.to_owned())),
+        }
+    }
+    grouped
+}
+
+/// The edges of a machine's diagram, state by state in declaration order:
+/// the handler's declared targets, then the engine's edges.
+fn edges(machine: &Machine) -> Vec<Edge> {
+    let mut out = Vec::new();
+    for s in machine.states() {
+        let from = s.name();
+        out.extend(s.targets().iter().map(|to| Edge {
+            from,
+            to,
+            engine: None,
+        }));
+        out.extend(
+            engine_edges(machine, s)
+                .into_iter()
+                .map(|(to, label)| Edge {
+                    from,
+                    to,
+                    engine: Some(label),
+                }),
+        );
+    }
+    out
+}
+
+/// What a state's compensation is called in a diagram: its function's
+/// name (the last segment of its path), or `compensated` when unnamed.
+fn compensation(state: &StateMeta) -> Option<String> {
+    if !state.has_compensation() {
+        return None;
+    }
+    Some(match state.compensation_name() {
+        Some(name) => {
+            let short = name.rsplit("::").next().unwrap_or(name).trim();
+            format!("compensate {short}")
+        }
+        None => "compensated".to_owned(),
     })
 }
 
@@ -24,15 +93,20 @@ impl Machine {
     /// The machine as a Mermaid `stateDiagram-v2`.
     ///
     /// The initial state hangs off `[*]`; final and failed states lead to
-    /// `[*]`; `on_timeout` and `on_exhausted` edges are labelled. The
-    /// implicit edges to the default failed state (a failing handler) are
-    /// left out to keep the diagram readable.
+    /// `[*]`. A handler's declared targets are plain arrows; the arrows the
+    /// engine takes by itself are labelled with why: `timeout` (to
+    /// `on_timeout`, else the default failed state), `exhausted` (retries
+    /// exhausted: to `on_exhausted`, else the default failed state) and
+    /// `fail` (a permanent error or `Transition::fail`), causes that lead
+    /// to the same state sharing one arrow. A state with a compensation
+    /// gets a note naming it; the compensations run in reverse order of
+    /// entry when the workflow fails, before it rests in the failed state.
     ///
     /// ```
     /// use fsm_core::{Machine, StateMeta};
     ///
     /// static STATES: [StateMeta; 3] = [
-    ///     StateMeta::new("Pending").initial().with_handler().next(&["Done"]),
+    ///     StateMeta::new("Pending").initial().with_handler().compensated_by("undo").next(&["Done"]),
     ///     StateMeta::new("Done").final_state(),
     ///     StateMeta::new("Failed").failed(),
     /// ];
@@ -40,6 +114,8 @@ impl Machine {
     /// assert_eq!(text, "stateDiagram-v2
     ///     [*] --> Pending
     ///     Pending --> Done
+    ///     Pending --> Failed: exhausted, fail
+    ///     note right of Pending : compensate undo
     ///     Done --> [*]
     ///     Failed --> [*]
     /// ");
@@ -49,14 +125,19 @@ impl Machine {
         if let Some(initial) = self.initial_state() {
             let _ = writeln!(out, "    [*] --> {}", initial.name());
         }
-        for (from, to, label) in edges(self) {
-            match label {
+        for Edge { from, to, engine } in edges(self) {
+            match engine {
                 Some(label) => {
                     let _ = writeln!(out, "    {from} --> {to}: {label}");
                 }
                 None => {
                     let _ = writeln!(out, "    {from} --> {to}");
                 }
+            }
+        }
+        for s in self.states() {
+            if let Some(note) = compensation(s) {
+                let _ = writeln!(out, "    note right of {} : {note}", s.name());
             }
         }
         for s in self.states().iter().filter(|s| s.is_resting()) {
@@ -66,8 +147,22 @@ impl Machine {
     }
 
     /// The machine as a Graphviz `digraph`, with the same edges as
-    /// [`Machine::mermaid`]; ready states are drawn with a double border and
-    /// failed states in red.
+    /// [`Machine::mermaid`]: the engine's edges dashed and labelled, a
+    /// state with a compensation labelled with it; ready states are drawn
+    /// with a double border and failed states in red.
+    ///
+    /// ```
+    /// use fsm_core::{Machine, StateMeta};
+    ///
+    /// static STATES: [StateMeta; 3] = [
+    ///     StateMeta::new("Pending").initial().with_handler().compensated_by("undo").next(&["Done"]),
+    ///     StateMeta::new("Done").final_state(),
+    ///     StateMeta::new("Failed").failed(),
+    /// ];
+    /// let text = Machine::new("Job", &STATES).dot();
+    /// assert!(text.contains("\"Pending\" [label=\"Pending\\ncompensate undo\"];"));
+    /// assert!(text.contains("\"Pending\" -> \"Failed\" [label=\"exhausted, fail\", style=dashed];"));
+    /// ```
     pub fn dot(&self) -> String {
         let mut out = format!(
             "digraph \"{}\" {{\n    rankdir=LR;\n    node [shape=box, style=rounded];\n    \"[*]\" [shape=point];\n",
@@ -75,11 +170,14 @@ impl Machine {
         );
         for s in self.states() {
             let mut attrs = Vec::new();
+            if let Some(note) = compensation(s) {
+                attrs.push(format!("label=\"{}\\n{note}\"", s.name()));
+            }
             if s.is_ready() {
-                attrs.push("peripheries=2");
+                attrs.push("peripheries=2".to_owned());
             }
             if s.is_failed() {
-                attrs.push("color=red");
+                attrs.push("color=red".to_owned());
             }
             if !attrs.is_empty() {
                 let _ = writeln!(out, "    \"{}\" [{}];", s.name(), attrs.join(", "));
@@ -88,10 +186,13 @@ impl Machine {
         if let Some(initial) = self.initial_state() {
             let _ = writeln!(out, "    \"[*]\" -> \"{}\";", initial.name());
         }
-        for (from, to, label) in edges(self) {
-            match label {
+        for Edge { from, to, engine } in edges(self) {
+            match engine {
                 Some(label) => {
-                    let _ = writeln!(out, "    \"{from}\" -> \"{to}\" [label=\"{label}\"];");
+                    let _ = writeln!(
+                        out,
+                        "    \"{from}\" -> \"{to}\" [label=\"{label}\", style=dashed];"
+                    );
                 }
                 None => {
                     let _ = writeln!(out, "    \"{from}\" -> \"{to}\";");
@@ -113,6 +214,7 @@ mod tests {
         StateMeta::new("Provisioning")
             .initial()
             .with_handler()
+            .compensated_by("handlers::undo_provision")
             .next(&["WaitingReady"]),
         StateMeta::new("WaitingReady")
             .with_handler()
@@ -124,21 +226,24 @@ mod tests {
             .ready()
             .with_handler()
             .with_data()
-            .on_exhausted("Failed")
+            .on_exhausted("Provisioning")
             .next(&["Provisioning"]),
         StateMeta::new("Deleted").final_state(),
         StateMeta::new("Failed").failed(),
     ];
 
     #[test]
-    fn mermaid_lists_declared_edges() {
+    fn mermaid_draws_declared_and_engine_edges_and_compensations() {
         let expected = "stateDiagram-v2
     [*] --> Provisioning
     Provisioning --> WaitingReady
+    Provisioning --> Failed: exhausted, fail
     WaitingReady --> Ready
-    WaitingReady --> Failed: timeout
+    WaitingReady --> Failed: timeout, exhausted, fail
     Ready --> Provisioning
-    Ready --> Failed: retries exhausted
+    Ready --> Provisioning: exhausted
+    Ready --> Failed: fail
+    note right of Provisioning : compensate undo_provision
     Deleted --> [*]
     Failed --> [*]
 ";
@@ -146,13 +251,56 @@ mod tests {
     }
 
     #[test]
-    fn dot_lists_the_same_edges() {
-        let dot = Machine::new("Db", &STATES).dot();
-        assert!(dot.starts_with("digraph \"Db\" {"));
-        assert!(dot.contains("\"[*]\" -> \"Provisioning\";"));
-        assert!(dot.contains("\"WaitingReady\" -> \"Failed\" [label=\"timeout\"];"));
-        assert!(dot.contains("\"Ready\" [peripheries=2];"));
-        assert!(dot.contains("\"Failed\" [color=red];"));
-        assert!(dot.trim_end().ends_with('}'));
+    fn dot_draws_the_same_edges_with_the_engines_dashed() {
+        let expected = r#"digraph "Db" {
+    rankdir=LR;
+    node [shape=box, style=rounded];
+    "[*]" [shape=point];
+    "Provisioning" [label="Provisioning\ncompensate undo_provision"];
+    "Ready" [peripheries=2];
+    "Failed" [color=red];
+    "[*]" -> "Provisioning";
+    "Provisioning" -> "WaitingReady";
+    "Provisioning" -> "Failed" [label="exhausted, fail", style=dashed];
+    "WaitingReady" -> "Ready";
+    "WaitingReady" -> "Failed" [label="timeout, exhausted, fail", style=dashed];
+    "Ready" -> "Provisioning";
+    "Ready" -> "Provisioning" [label="exhausted", style=dashed];
+    "Ready" -> "Failed" [label="fail", style=dashed];
+}
+"#;
+        assert_eq!(Machine::new("Db", &STATES).dot(), expected);
+    }
+
+    #[test]
+    fn engine_edges_lead_to_the_on_failure_state_among_several() {
+        static SEVERAL: [StateMeta; 4] = [
+            StateMeta::new("Waiting")
+                .initial()
+                .with_handler()
+                .with_compensation()
+                .timeout(Duration::from_secs(5))
+                .next(&["Done"]),
+            StateMeta::new("Done").final_state(),
+            StateMeta::new("Broken").failed(),
+            StateMeta::new("Cancelled").failed(),
+        ];
+        let expected = "stateDiagram-v2
+    [*] --> Waiting
+    Waiting --> Done
+    Waiting --> Cancelled: timeout, exhausted, fail
+    note right of Waiting : compensated
+    Done --> [*]
+    Broken --> [*]
+    Cancelled --> [*]
+";
+        let machine = Machine::new("Job", &SEVERAL).on_failure("Cancelled");
+        assert_eq!(machine.mermaid(), expected);
+        // Without a default failed state (an invalid machine), only the
+        // declared edges are drawn.
+        let ambiguous = Machine::new("Job", &SEVERAL).mermaid();
+        assert!(ambiguous.contains("    Waiting --> Done\n"), "{ambiguous}");
+        assert!(!ambiguous.contains("Waiting --> Broken"), "{ambiguous}");
+        assert!(!ambiguous.contains("Waiting --> Cancelled"), "{ambiguous}");
     }
 }

@@ -78,7 +78,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
     message = "`{Self}` is not a state machine",
     note = "add `#[derive(OperatorFsm)]` to the state enum, or implement `fsm_core::Fsm` by hand"
 )]
-pub trait Fsm: Sized + Clone + Send + Sync + Serialize + DeserializeOwned + 'static {
+pub trait Fsm: Sized + Clone + Send + Sync + StoredState + 'static {
     /// The object the machine runs for (a `kube::Resource` in an operator).
     type Resource: Send + Sync + 'static;
     /// The operator's shared context, given to every handler.
@@ -151,7 +151,7 @@ pub trait Fsm: Sized + Clone + Send + Sync + Serialize + DeserializeOwned + 'sta
     /// # Errors
     /// The state's data could not be serialized.
     fn to_parts(&self) -> Result<(&'static str, Option<Value>), serde_json::Error> {
-        Ok((self.state_name(), crate::parts::data_of(self)?))
+        Ok((self.state_name(), self.variant_data()?))
     }
 
     /// Rebuilds a state from its variant name and data.
@@ -159,6 +159,49 @@ pub trait Fsm: Sized + Clone + Send + Sync + Serialize + DeserializeOwned + 'sta
     /// # Errors
     /// The data does not fit the variant.
     fn from_parts(name: &str, data: Option<&Value>) -> Result<Self, serde_json::Error> {
+        Self::from_variant(name, data)
+    }
+}
+
+/// A state enum that can be stored: one that implements serde's
+/// `Serialize` and `Deserialize`. It is implemented for every such type,
+/// so there is nothing to implement: derive serde's traits.
+///
+/// [`Fsm`] requires serde through this trait rather than naming serde's
+/// traits, so that a state enum that lacks a serde derive gets one error
+/// that says so, instead of one per missing trait and use. Generic code
+/// that serializes a state itself bounds it with `S: Fsm + Serialize`.
+#[diagnostic::on_unimplemented(
+    message = "the state enum `{Self}` must derive `Serialize` and `Deserialize`",
+    label = "add `Serialize, Deserialize` to the derives of `{Self}`",
+    note = "a machine's states are stored as JSON in its record: \
+            `#[derive(OperatorFsm, Clone, Serialize, Deserialize)]` \
+            (both from `fsm_core::prelude` or `serde`)"
+)]
+pub trait StoredState: Sized {
+    /// The data of this state's variant: `None` for a unit variant, else
+    /// its fields as JSON (what [`Fsm::to_parts`] stores by default).
+    ///
+    /// # Errors
+    /// The data cannot be represented as JSON, or the type does not
+    /// serialize as an externally tagged enum variant.
+    fn variant_data(&self) -> Result<Option<Value>, serde_json::Error>;
+
+    /// Rebuilds a state from its variant name and data (what
+    /// [`Fsm::from_parts`] does by default).
+    ///
+    /// # Errors
+    /// The data does not fit the variant, or there is no such variant.
+    fn from_variant(name: &str, data: Option<&Value>) -> Result<Self, serde_json::Error>;
+}
+
+#[diagnostic::do_not_recommend]
+impl<T: Serialize + DeserializeOwned> StoredState for T {
+    fn variant_data(&self) -> Result<Option<Value>, serde_json::Error> {
+        crate::parts::data_of(self)
+    }
+
+    fn from_variant(name: &str, data: Option<&Value>) -> Result<Self, serde_json::Error> {
         crate::parts::from_parts(name, data)
     }
 }

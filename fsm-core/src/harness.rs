@@ -54,7 +54,7 @@ pub enum HarnessError {
 
 /// Why [`Harness::run_handler`] returned no transition.
 #[derive(Debug, thiserror::Error)]
-pub enum HandlerError<E> {
+pub enum RunHandlerError<E> {
     /// The handler returned this error.
     #[error(transparent)]
     Handler(E),
@@ -84,11 +84,11 @@ pub enum HandlerError<E> {
     },
 }
 
-impl<E> HandlerError<E> {
+impl<E> RunHandlerError<E> {
     /// The handler's own error, if that is what this is.
     pub fn handler_error(&self) -> Option<&E> {
         match self {
-            HandlerError::Handler(e) => Some(e),
+            RunHandlerError::Handler(e) => Some(e),
             _ => None,
         }
     }
@@ -96,18 +96,18 @@ impl<E> HandlerError<E> {
     /// The handler's own error, if that is what this is.
     pub fn into_handler_error(self) -> Option<E> {
         match self {
-            HandlerError::Handler(e) => Some(e),
+            RunHandlerError::Handler(e) => Some(e),
             _ => None,
         }
     }
 }
 
-impl<E: Classify> Classify for HandlerError<E> {
+impl<E: Classify> Classify for RunHandlerError<E> {
     /// The handler error's class; an undeclared transition or an attempt
     /// timeout is retryable, as the engine treats them.
     fn class(&self) -> ErrorClass {
         match self {
-            HandlerError::Handler(e) => e.class(),
+            RunHandlerError::Handler(e) => e.class(),
             _ => ErrorClass::RETRYABLE,
         }
     }
@@ -500,13 +500,13 @@ impl<S: Fsm> Harness<S> {
     /// with the clock moved by the timeout.
     ///
     /// # Errors
-    /// [`HandlerError::Handler`] with the handler's error;
-    /// [`HandlerError::UndeclaredTransition`] when it returns a target its
+    /// [`RunHandlerError::Handler`] with the handler's error;
+    /// [`RunHandlerError::UndeclaredTransition`] when it returns a target its
     /// state does not declare in `next(...)` (the engine would refuse it);
-    /// [`HandlerError::AttemptTimedOut`] when it outlives its
+    /// [`RunHandlerError::AttemptTimedOut`] when it outlives its
     /// `attempt_timeout`. (A machine that cannot build its initial state
     /// runs nothing and stays; see `in_state`.)
-    pub async fn run_handler(&self) -> Result<Transition<S>, HandlerError<S::Error>> {
+    pub async fn run_handler(&self) -> Result<Transition<S>, RunHandlerError<S::Error>> {
         let Some(state) = self.current() else {
             return Ok(Transition::Stay);
         };
@@ -533,16 +533,16 @@ impl<S: Fsm> Harness<S> {
             }
         };
         let Some(result) = drive(&self.clock, self.idle_after, raced).await else {
-            return Err(HandlerError::AttemptTimedOut {
+            return Err(RunHandlerError::AttemptTimedOut {
                 state: name,
                 limit: limit.unwrap_or_default(),
             });
         };
-        let transition = result.map_err(HandlerError::Handler)?;
+        let transition = result.map_err(RunHandlerError::Handler)?;
         if let (Some(meta), Transition::Next(next)) = (meta, &transition) {
             let to = next.state_name();
             if !meta.allows(to) {
-                return Err(HandlerError::UndeclaredTransition {
+                return Err(RunHandlerError::UndeclaredTransition {
                     from: name,
                     to,
                     declared: meta.targets(),

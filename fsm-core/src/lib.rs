@@ -116,6 +116,10 @@ mod transition;
 
 pub mod prelude;
 
+#[doc(hidden)]
+#[path = "derive_support.rs"]
+pub mod __derive;
+
 pub use authority::{Authority, AuthorityLost};
 pub use classify::{Classify, ErrorClass};
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
@@ -123,11 +127,11 @@ pub use engine::{
     DecideError, Decider, Decision, Effect, Engine, EngineOptions, InvalidMachine, Observed,
     Outcome, Plan, ReconcileError, Report, StepResult, plan,
 };
-pub use fsm::{BoxFuture, Fsm};
+pub use fsm::{BoxFuture, Fsm, StoredState};
 #[cfg(feature = "derive")]
 pub use fsm_macros::OperatorFsm;
 pub use harness::{
-    DEFAULT_IDLE_AFTER, HARNESS_EPOCH, HandlerError, Harness, HarnessError, Settled,
+    DEFAULT_IDLE_AFTER, HARNESS_EPOCH, Harness, HarnessError, RunHandlerError, Settled,
 };
 pub use machine::{Machine, MachineError, OnDelete, SpecChange, StateMeta};
 pub use memory::EphemeralStore;

@@ -60,6 +60,7 @@ pub struct StateMeta {
     sensitive: bool,
     has_handler: bool,
     has_compensation: bool,
+    compensation_name: Option<&'static str>,
     has_data: bool,
     next: &'static [&'static str],
     retry: Option<RetryPolicy>,
@@ -81,6 +82,7 @@ impl StateMeta {
             sensitive: false,
             has_handler: false,
             has_compensation: false,
+            compensation_name: None,
             has_data: false,
             next: &[],
             retry: None,
@@ -125,6 +127,13 @@ impl StateMeta {
     /// Declares that the state has a compensation (rollback) function.
     pub const fn with_compensation(mut self) -> Self {
         self.has_compensation = true;
+        self
+    }
+    /// Declares that the state has a compensation function and names it
+    /// for the diagrams (the derive gives the function's name).
+    pub const fn compensated_by(mut self, function: &'static str) -> Self {
+        self.has_compensation = true;
+        self.compensation_name = Some(function);
         self
     }
     /// Declares that the variant carries data (is not a unit variant).
@@ -194,6 +203,11 @@ impl StateMeta {
     /// Whether the state has a compensation function.
     pub const fn has_compensation(&self) -> bool {
         self.has_compensation
+    }
+    /// The name of the compensation function, when it was given with
+    /// [`StateMeta::compensated_by`].
+    pub const fn compensation_name(&self) -> Option<&'static str> {
+        self.compensation_name
     }
     /// Whether the variant carries data.
     pub const fn has_data(&self) -> bool {

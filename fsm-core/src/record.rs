@@ -118,13 +118,14 @@ pub struct StateRecord {
     /// Failed attempts of the current state's handler.
     #[serde(default)]
     pub attempt: u32,
-    /// Transient failures of the current state's handler since it was
-    /// entered or last succeeded (see [`ErrorClass::Transient`]): they
-    /// lengthen the backoff but spend no attempt.
+    /// Failures of the current state's handler classed
+    /// [`ErrorClass::RetryWithoutAttempt`] since it was entered or last
+    /// succeeded: they lengthen the backoff but spend no attempt. Stored
+    /// as `transientFailures`, its name before the class was renamed.
     ///
-    /// [`ErrorClass::Transient`]: crate::ErrorClass::Transient
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub transient_failures: u32,
+    /// [`ErrorClass::RetryWithoutAttempt`]: crate::ErrorClass::RetryWithoutAttempt
+    #[serde(default, rename = "transientFailures", skip_serializing_if = "is_zero")]
+    pub failures_without_attempt: u32,
     /// When the handler may run again after a failure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_attempt_at: Option<Timestamp>,
@@ -295,7 +296,7 @@ impl StateRecord {
             data,
             entered_at: now,
             attempt: 0,
-            transient_failures: 0,
+            failures_without_attempt: 0,
             next_attempt_at: None,
             last_error: None,
             observed_generation: None,

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fsm_core::prelude::*;
-use fsm_core::{Effect, HandlerError, HarnessError, StateRecord};
+use fsm_core::{Effect, HarnessError, RunHandlerError, StateRecord};
 
 /// What the seeding handler does.
 #[derive(Clone, Copy, Debug, Default)]
@@ -341,7 +341,7 @@ async fn run_handler_refuses_a_transition_the_state_does_not_declare() {
     assert!(
         matches!(
             err,
-            HandlerError::UndeclaredTransition {
+            RunHandlerError::UndeclaredTransition {
                 from: "Ready",
                 to: "Seeding",
                 declared: ["Provisioning"],
@@ -414,7 +414,7 @@ async fn run_handler_times_a_hanging_handler_out_on_the_virtual_clock() {
     assert!(
         matches!(
             err,
-            HandlerError::AttemptTimedOut {
+            RunHandlerError::AttemptTimedOut {
                 state: "Seeding",
                 limit
             } if limit == secs(30)

@@ -70,14 +70,14 @@ pub fn from_record(
                 record.attempt
             ),
         }
-    } else if record.transient_failures > 0 {
+    } else if record.failures_without_attempt > 0 {
         Wanted {
             type_: "Progressing",
             status: true,
             reason: "Retrying".into(),
             message: format!(
                 "{in_state}, {} transient failure(s) in a row, no attempt spent: {last_error}",
-                record.transient_failures
+                record.failures_without_attempt
             ),
         }
     } else {
@@ -112,7 +112,7 @@ pub fn from_record(
             reason: "Failed".into(),
             message: last_error,
         }
-    } else if unwinding || record.attempt > 0 || record.transient_failures > 0 {
+    } else if unwinding || record.attempt > 0 || record.failures_without_attempt > 0 {
         Wanted {
             type_: "Degraded",
             status: true,
@@ -293,7 +293,7 @@ mod tests {
     #[test]
     fn transient_failures_are_progressing_and_degraded_without_an_attempt() {
         let mut r = record("Provisioning");
-        r.transient_failures = 3;
+        r.failures_without_attempt = 3;
         r.last_error = Some("Kubernetes API call failed: 503".into());
         let cs = from_record(&MACHINE, &r, Some(1), &[], t(10));
         assert_eq!(get(&cs, "Progressing").reason, "Retrying");

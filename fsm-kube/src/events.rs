@@ -34,7 +34,7 @@ pub fn for_effect(effect: &Effect) -> Option<Event> {
             format!("Retry {state}"),
             format!("{state}: attempt {attempt} failed ({error}); retrying in {delay:?}"),
         ),
-        Effect::TransientFailure {
+        Effect::RetryWithoutAttempt {
             state,
             failures,
             delay,

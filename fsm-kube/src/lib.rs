@@ -42,7 +42,7 @@ mod reconciler;
 mod status;
 pub mod store;
 
-pub use classify::classify_kube_error;
+pub use classify::{HandlerError, classify_kube_error};
 pub use fsm_core;
 pub use metrics::FsmMetrics;
 pub use reconciler::{Error, FsmReconciler, ReconcileFuture, ReconcilerBuilder, ReconcilerOptions};
@@ -84,7 +84,7 @@ pub mod prelude {
 
     pub use crate::store::{RecordObject, record_object_name_for};
     pub use crate::{
-        ConfigMapStore, FsmMetrics, FsmReconciler, FsmStatus, ObjectStore, ReconcilerOptions,
-        SecretStore, StatusStore,
+        ConfigMapStore, FsmMetrics, FsmReconciler, FsmStatus, HandlerError, ObjectStore,
+        ReconcilerOptions, SecretStore, StatusStore, classify_kube_error,
     };
 }

@@ -103,7 +103,8 @@ impl FsmMetrics {
                             .observe(seconds);
                     }
                 }
-                Effect::RetryScheduled { state, .. } | Effect::TransientFailure { state, .. } => {
+                Effect::RetryScheduled { state, .. }
+                | Effect::RetryWithoutAttempt { state, .. } => {
                     self.handler_errors
                         .get_or_create(&vec![m(), ("state", state.clone())])
                         .inc();

@@ -192,6 +192,12 @@ fn state_meta(s: &State, core: &TokenStream) -> TokenStream {
         let target = target.to_string();
         calls.push(quote!(.on_exhausted(#target)));
     }
+    if let Some(path) = &s.compensate {
+        // Named for the diagrams (`.with_compensation()` above stays the
+        // flag the engine reads).
+        let function = diagram::path_name(path);
+        calls.push(quote!(.compensated_by(#function)));
+    }
     quote!(#core::StateMeta::new(#name) #(#calls)*)
 }
 
@@ -329,28 +335,61 @@ fn initial_state(model: &Model, core: &TokenStream) -> TokenStream {
     }
 }
 
-/// A call of a user function (handler or compensation) with the step and
-/// the variant's fields, boxed into the trait's future type (the match arm
-/// is coerced to the function's return type). Spanned on the function's
-/// path, so that a signature that does not fit is reported there.
-fn call(path: &syn::Path, cx: &Ident, fields: &[Ident]) -> TokenStream {
+/// The most fields a variant may have for the first-argument check of its
+/// functions (`fsm_core::__derive::TakesStepMut` has impls up to it).
+const MAX_CHECKED_FIELDS: usize = 12;
+
+/// A call of a user function (handler, compensation or cleanup) with the
+/// step and the variant's fields, boxed into the trait's future type (the
+/// match arm is coerced to the function's return type). Spanned on the
+/// function's path, so that a signature that does not fit is reported
+/// there.
+///
+/// The function is first checked to take `&mut Step<'_, Self>`: one taking
+/// `&Step` would otherwise accept the step by reborrow and be reported only
+/// as a future that is not `Send` (as `Step` is not `Sync`). The path is
+/// named once, bound to a local, so that a path that does not resolve is
+/// one error.
+fn call(path: &syn::Path, cx: &Ident, fields: &[Ident], core: &TokenStream) -> TokenStream {
     let span = path.span();
     let cx = Ident::new(&cx.to_string(), Span::mixed_site().located_at(span));
+    let function = Ident::new("__fsm_function", Span::mixed_site().located_at(span));
+    let check = if fields.len() <= MAX_CHECKED_FIELDS {
+        quote_spanned!(span=> #core::__derive::takes_step_mut::<Self, _, _>(&#function);)
+    } else {
+        TokenStream::new()
+    };
     quote_spanned! {span=>
-        ::std::boxed::Box::pin(#path(#cx #(, #fields)*))
+        {
+            let #function = #path;
+            #check
+            ::std::boxed::Box::pin(#function(#cx #(, #fields)*))
+        }
+    }
+}
+
+/// The machine's error type, as the dispatch methods name it: the declared
+/// type itself rather than `<Self as Fsm>::Error`, whose well-formedness
+/// would repeat every error of a supertrait the enum lacks (a missing serde
+/// derive) on the derive.
+fn error_type(model: &Model) -> TokenStream {
+    match &model.error {
+        Some(t) => quote!(#t),
+        None => quote!(::core::convert::Infallible),
     }
 }
 
 /// `fn handle`.
 fn handle(model: &Model, core: &TokenStream) -> TokenStream {
     let cx = Ident::new("__fsm_cx", Span::mixed_site());
+    let error = error_type(model);
     let output = quote! {
-        ::core::result::Result<#core::Transition<Self>, <Self as #core::Fsm>::Error>
+        ::core::result::Result<#core::Transition<Self>, #error>
     };
     let arms = model.states.iter().map(|s| match &s.handler {
         Some(handler) => {
             let (pattern, fields) = binding_pattern(s, handler.span());
-            let call = call(handler, &cx, &fields);
+            let call = call(handler, &cx, &fields, core);
             quote!(#pattern => #call)
         }
         None => {
@@ -381,14 +420,15 @@ fn compensate(model: &Model, core: &TokenStream) -> TokenStream {
         return TokenStream::new();
     }
     let cx = Ident::new("__fsm_cx", Span::mixed_site());
-    let output = quote!(::core::result::Result<(), <Self as #core::Fsm>::Error>);
+    let error = error_type(model);
+    let output = quote!(::core::result::Result<(), #error>);
     let mut arms: Vec<TokenStream> = model
         .states
         .iter()
         .filter_map(|s| {
             let path = s.compensate.as_ref()?;
             let (pattern, fields) = binding_pattern(s, path.span());
-            let call = call(path, &cx, &fields);
+            let call = call(path, &cx, &fields, core);
             Some(quote!(#pattern => #call))
         })
         .collect();
@@ -415,10 +455,11 @@ fn cleanup(model: &Model, core: &TokenStream) -> TokenStream {
         return TokenStream::new();
     };
     let cx = Ident::new("__fsm_cx", Span::mixed_site());
-    let output = quote!(::core::result::Result<(), <Self as #core::Fsm>::Error>);
+    let error = error_type(model);
+    let output = quote!(::core::result::Result<(), #error>);
     // The state goes in as `self`, the second argument.
     let state = Ident::new("self", path.span());
-    let call = call(path, &cx, std::slice::from_ref(&state));
+    let call = call(path, &cx, std::slice::from_ref(&state), core);
     quote! {
         fn cleanup<'a>(
             &'a #state,

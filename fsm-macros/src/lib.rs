@@ -71,8 +71,14 @@ mod parse;
 ///
 /// # Generated
 /// The `Fsm` impl (with its static `Machine` table, so `mermaid()` and
-/// `dot()` draw the declared machine) and an inherent `MERMAID` constant
-/// whose documentation shows the diagram.
+/// `dot()` draw the declared machine: the `next` targets, the `timeout`,
+/// `exhausted` and `fail` edges the engine takes by itself, and the
+/// compensations) and an inherent `MERMAID` constant whose documentation
+/// shows the diagram.
+///
+/// A function that does not take `cx: &mut Step<'_, S>` first (`&Step`,
+/// say) and an enum without `Serialize` and `Deserialize` are reported as
+/// such, once.
 ///
 /// ```
 /// use fsm_core::prelude::*;

@@ -99,14 +99,33 @@ fn the_diagram_constant_is_the_core_rendering() {
     let expected = "stateDiagram-v2
     [*] --> Provisioning
     Provisioning --> WaitingReady
+    Provisioning --> Failed: exhausted, fail
     WaitingReady --> Seeding
-    WaitingReady --> Failed: timeout
+    WaitingReady --> Failed: timeout, exhausted, fail
     Seeding --> Ready
+    Seeding --> Failed: exhausted, fail
     Ready --> Provisioning
+    Ready --> Failed: exhausted, fail
+    note right of WaitingReady : compensate deprovision
     Failed --> [*]
 ";
     assert_eq!(DbState::mermaid(), expected);
     assert_eq!(DbState::MERMAID, expected);
+    assert_eq!(
+        DbState::machine()
+            .state("WaitingReady")
+            .and_then(StateMeta::compensation_name),
+        Some("deprovision")
+    );
+    let dot = DbState::dot();
+    assert!(
+        dot.contains("\"WaitingReady\" [label=\"WaitingReady\\ncompensate deprovision\"];"),
+        "{dot}"
+    );
+    assert!(
+        dot.contains("\"Seeding\" -> \"Failed\" [label=\"exhausted, fail\", style=dashed];"),
+        "{dot}"
+    );
 }
 
 #[test]

@@ -156,12 +156,12 @@ mod hand {
         StateMeta::new("Provisioning")
             .initial()
             .with_handler()
-            .with_compensation()
+            .compensated_by("deprovision")
             .next(&["Configuring"]),
         StateMeta::new("Configuring")
             .with_handler()
             .with_data()
-            .with_compensation()
+            .compensated_by("unconfigure")
             .next(&["Verifying"]),
         StateMeta::new("Verifying")
             .with_handler()
@@ -238,7 +238,9 @@ struct Run {
     log: Vec<String>,
 }
 
-async fn run<S: Fsm<Resource = Scenario, Context = Arc<Log>>>(scenario: Scenario) -> Run {
+async fn run<S: Fsm<Resource = Scenario, Context = Arc<Log>> + serde::Serialize>(
+    scenario: Scenario,
+) -> Run {
     let log = Arc::new(Log::default());
     let settled: Settled<S> = Harness::<S>::new(scenario, log.clone())
         .run_until_settled()

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fsm_core::prelude::*;
-use fsm_core::{Effect, Engine, EphemeralStore, HandlerError, ObjectKey, Observed};
+use fsm_core::{Effect, Engine, EphemeralStore, ObjectKey, Observed, RunHandlerError};
 
 /// A tiny external API that charges for every create, like a cloud.
 #[derive(Default)]
@@ -203,7 +203,7 @@ async fn the_seeding_handler_retries_then_moves_on() {
     });
     assert!(matches!(
         harness.run_handler().await,
-        Err(HandlerError::Handler(AppError::Unavailable))
+        Err(RunHandlerError::Handler(AppError::Unavailable))
     ));
     let retried = Harness::<Db>::new(1, Arc::default())
         .in_state(Db::Seeding {

@@ -223,7 +223,7 @@ pub(super) async fn check_instance(
 mod tests {
     use std::time::Duration;
 
-    use fsm_core::{HandlerError, Harness};
+    use fsm_core::{Harness, RunHandlerError};
     use kube::Client;
 
     use super::*;
@@ -275,7 +275,7 @@ mod tests {
             });
         let error = resumed.run_handler().await.unwrap_err();
         assert!(
-            matches!(error, HandlerError::Handler(DbError::NotLeading(_))),
+            matches!(error, RunHandlerError::Handler(DbError::NotLeading(_))),
             "{error:?}"
         );
         // Without one: the checkpoint refuses, before anything is written.
@@ -286,7 +286,7 @@ mod tests {
         assert!(
             matches!(
                 error,
-                HandlerError::Handler(DbError::Checkpoint(
+                RunHandlerError::Handler(DbError::Checkpoint(
                     fsm_core::CheckpointError::AuthorityLost(_)
                 ))
             ),

@@ -144,7 +144,7 @@ pub(super) async fn monitor(
 mod tests {
     use std::time::Duration;
 
-    use fsm_core::{HandlerError, Harness};
+    use fsm_core::{Harness, RunHandlerError};
     use kube::Client;
     use serde_json::json;
 
@@ -213,7 +213,7 @@ mod tests {
         set_job_status(&client, &job0, json!({"failed": 1})).await;
         let err = first.run_handler().await.unwrap_err();
         assert!(
-            matches!(&err, HandlerError::Handler(IntegrationError::BuildFailed { job }) if *job == job0),
+            matches!(&err, RunHandlerError::Handler(IntegrationError::BuildFailed { job }) if *job == job0),
             "{err:?}"
         );
         assert_eq!(err.class(), ErrorClass::RETRYABLE);

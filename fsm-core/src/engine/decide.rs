@@ -162,7 +162,7 @@ impl Decider<'_> {
         record.data = data;
         record.entered_at = self.now;
         record.attempt = 0;
-        record.transient_failures = 0;
+        record.failures_without_attempt = 0;
         record.next_attempt_at = None;
         if self.meta(to).is_some_and(StateMeta::has_compensation) {
             let known = record
@@ -409,7 +409,7 @@ impl Decider<'_> {
             } => self.failed_attempt(record, meta, message, retry_after),
             Outcome::Error {
                 message,
-                class: ErrorClass::Transient { retry_after },
+                class: ErrorClass::RetryWithoutAttempt { retry_after },
             } => Ok(self.transient_failure(record, meta, message, retry_after)),
             Outcome::AttemptTimedOut(limit) => {
                 let message = format!("attempt timed out after {}", humanize(limit));
@@ -422,11 +422,11 @@ impl Decider<'_> {
     /// and look again after `delay`.
     fn resting_attempt(&self, mut record: StateRecord, delay: Duration) -> Decision {
         let dirty = record.attempt != 0
-            || record.transient_failures != 0
+            || record.failures_without_attempt != 0
             || record.next_attempt_at.is_some()
             || record.last_error.is_some();
         record.attempt = 0;
-        record.transient_failures = 0;
+        record.failures_without_attempt = 0;
         record.next_attempt_at = None;
         record.last_error = None;
         let requeue = self.until_deadline(&record, Some(delay));
@@ -471,7 +471,7 @@ impl Decider<'_> {
         Ok(self.decision(record, requeue, effects))
     }
 
-    /// A transient failure: try again after the backoff of the failures in
+    /// A failure classed `RetryWithoutAttempt`: try again after the backoff of the failures in
     /// a row (or `retry_after`), spending no attempt. Only the state's
     /// timeout ends it.
     fn transient_failure(
@@ -482,14 +482,14 @@ impl Decider<'_> {
         retry_after: Option<Duration>,
     ) -> Decision {
         let policy = self.machine.retry_policy(meta);
-        record.transient_failures = record.transient_failures.saturating_add(1);
+        record.failures_without_attempt = record.failures_without_attempt.saturating_add(1);
         record.last_error = Some(message.clone());
-        let delay =
-            retry_after.unwrap_or_else(|| policy.delay(record.transient_failures, self.random));
+        let delay = retry_after
+            .unwrap_or_else(|| policy.delay(record.failures_without_attempt, self.random));
         record.next_attempt_at = Some(add(self.now, delay));
-        let effects = vec![Effect::TransientFailure {
+        let effects = vec![Effect::RetryWithoutAttempt {
             state: record.state.clone(),
-            failures: record.transient_failures,
+            failures: record.failures_without_attempt,
             delay,
             error: message,
         }];
@@ -721,7 +721,7 @@ impl Decider<'_> {
             // transient error spends an attempt like a retryable one.
             StepResult::Error {
                 message,
-                class: ErrorClass::Transient { retry_after },
+                class: ErrorClass::RetryWithoutAttempt { retry_after },
             } => (message, Some(retry_after)),
         };
         unwind.attempt = unwind.attempt.saturating_add(1);

@@ -27,12 +27,13 @@ pub enum Effect {
         /// The error.
         error: String,
     },
-    /// A handler failed transiently ([`crate::ErrorClass::Transient`]) and
-    /// will be tried again; no attempt was spent.
-    TransientFailure {
+    /// A handler failed with an error classed
+    /// [`crate::ErrorClass::RetryWithoutAttempt`] and will be tried again;
+    /// no attempt was spent.
+    RetryWithoutAttempt {
         /// The state.
         state: String,
-        /// Transient failures in a row.
+        /// Such failures in a row.
         failures: u32,
         /// The wait before the next try.
         delay: Duration,

@@ -60,7 +60,7 @@ impl Classify for FlowError {
             FlowError::Temporary(None) | FlowError::Checkpoint(_) => ErrorClass::RETRYABLE,
             FlowError::Temporary(Some(d)) => ErrorClass::retry_after(*d),
             FlowError::Broken => ErrorClass::Permanent,
-            FlowError::Unavailable => ErrorClass::TRANSIENT,
+            FlowError::Unavailable => ErrorClass::RETRY_WITHOUT_ATTEMPT,
         }
     }
 }
@@ -1007,7 +1007,7 @@ proptest! {
                 last = Some(record);
             }
             for e in &effects {
-                if let Effect::RetryScheduled { delay, .. } | Effect::TransientFailure { delay, .. } = e {
+                if let Effect::RetryScheduled { delay, .. } | Effect::RetryWithoutAttempt { delay, .. } = e {
                     prop_assert!(*delay <= Duration::from_secs(300));
                 }
             }
@@ -1309,7 +1309,7 @@ async fn transient_failures_spend_no_attempt_and_back_off_to_the_cap() {
     let transient: Vec<(u32, Duration)> = effects
         .iter()
         .filter_map(|e| match e {
-            Effect::TransientFailure {
+            Effect::RetryWithoutAttempt {
                 failures, delay, ..
             } => Some((*failures, *delay)),
             _ => None,
@@ -1335,7 +1335,7 @@ async fn transient_failures_spend_no_attempt_and_back_off_to_the_cap() {
     )));
     let record = record_in(&store);
     assert_eq!(record.state, "Ready");
-    assert_eq!((record.attempt, record.transient_failures), (0, 0));
+    assert_eq!((record.attempt, record.failures_without_attempt), (0, 0));
 }
 
 #[tokio::test]
@@ -1382,11 +1382,11 @@ fn a_record_without_transient_failures_does_not_mention_them() {
     let json = serde_json::to_value(&record).unwrap();
     assert!(json.get("transientFailures").is_none(), "{json}");
     let mut failing = record;
-    failing.transient_failures = 3;
+    failing.failures_without_attempt = 3;
     let json = serde_json::to_value(&failing).unwrap();
     assert_eq!(json["transientFailures"], 3);
     let back: StateRecord = serde_json::from_value(json).unwrap();
-    assert_eq!(back.transient_failures, 3);
+    assert_eq!(back.failures_without_attempt, 3);
 }
 
 /// A machine whose initial state carries data (and checkpoints), which

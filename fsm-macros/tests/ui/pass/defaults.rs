@@ -31,7 +31,7 @@ fn main() {
     let _: fn() -> Option<Infallible> = || None::<<Job as Fsm>::Error>;
     assert_eq!(
         Job::MERMAID,
-        "stateDiagram-v2\n    [*] --> Pending\n    Pending --> Done\n    Done --> [*]\n    Failed --> [*]\n"
+        "stateDiagram-v2\n    [*] --> Pending\n    Pending --> Done\n    Pending --> Failed: exhausted, fail\n    Done --> [*]\n    Failed --> [*]\n"
     );
     assert_eq!(Job::MERMAID, Job::mermaid());
 }
