@@ -16,6 +16,8 @@ use super::route::ResourcePath;
 use crate::cluster::{DeleteOptions, ListQuery, Ownership, Part, PatchOptions};
 use crate::limits;
 use crate::patch::PatchType;
+use crate::protobuf;
+use crate::resources::ResourceDef;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::server::Shared;
 use crate::status::{self, ApiError, Subject};
@@ -187,12 +189,23 @@ async fn read_body(body: Body) -> Result<bytes::Bytes, ApiError> {
     Ok(buffer.freeze())
 }
 
-async fn read_object(parts: &Parts, body: Body) -> Result<Value, ApiError> {
+async fn read_object(parts: &Parts, body: Body, def: &ResourceDef) -> Result<Value, ApiError> {
     let ct = header_str(parts, header::CONTENT_TYPE);
     let essence = ct.split(';').next().unwrap_or_default().trim();
+    // Built-in kinds also take Kubernetes protobuf, as kubectl's generators
+    // (`kubectl create configmap …`) send it; custom resources do not.
+    if essence == protobuf::MEDIA_TYPE && !def.custom {
+        let bytes = read_body(body).await?;
+        return protobuf::decode(&bytes).map_err(|e| ApiError::BadRequest(e.to_string()));
+    }
     if !(essence.is_empty() || essence == "application/json" || essence == "*/*") {
+        let accepted = if def.custom {
+            "application/json, application/yaml"
+        } else {
+            "application/json, application/yaml, application/vnd.kubernetes.protobuf"
+        };
         return Err(ApiError::UnsupportedMediaType(format!(
-            "the body of the request was in an unknown format ({ct}) - accepted media types include: application/json"
+            "the body of the request was in an unknown format - accepted media types include: {accepted}"
         )));
     }
     let bytes = read_body(body).await?;
@@ -342,7 +355,7 @@ pub async fn handle(
             Ok(response)
         }
         Verb::Create => {
-            let obj = read_object(parts, body).await?;
+            let obj = read_object(parts, body, &def).await?;
             let manager = field_manager(&q, parts);
             let owner = Ownership::Update(&manager);
             let created = shared
@@ -351,7 +364,7 @@ pub async fn handle(
             ok(StatusCode::CREATED, created)
         }
         Verb::Update => {
-            let obj = read_object(parts, body).await?;
+            let obj = read_object(parts, body, &def).await?;
             let manager = field_manager(&q, parts);
             let owner = Ownership::Update(&manager);
             let (updated, created) = shared
