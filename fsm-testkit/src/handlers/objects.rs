@@ -194,19 +194,23 @@ async fn read_object(parts: &Parts, body: Body, def: &ResourceDef) -> Result<Val
     let essence = ct.split(';').next().unwrap_or_default().trim();
     // Built-in kinds also take Kubernetes protobuf, as kubectl's generators
     // (`kubectl create configmap …`) send it; custom resources do not.
-    if essence == protobuf::MEDIA_TYPE && !def.custom {
+    if essence == protobuf::MEDIA_TYPE {
         let bytes = read_body(body).await?;
+        if def.custom {
+            // The real server's protobuf decoder cannot fill an
+            // unstructured object: it answers 400 (not 415).
+            return Err(ApiError::BadRequest(format!(
+                "{kind} in version {version:?} cannot be handled as a {kind}: Object 'Kind' is missing in 'object has no kind field '",
+                kind = def.kind,
+                version = def.version,
+            )));
+        }
         return protobuf::decode(&bytes).map_err(|e| ApiError::BadRequest(e.to_string()));
     }
     if !(essence.is_empty() || essence == "application/json" || essence == "*/*") {
-        let accepted = if def.custom {
-            "application/json, application/yaml"
-        } else {
-            "application/json, application/yaml, application/vnd.kubernetes.protobuf"
-        };
-        return Err(ApiError::UnsupportedMediaType(format!(
-            "the body of the request was in an unknown format - accepted media types include: {accepted}"
-        )));
+        return Err(ApiError::UnsupportedMediaType(
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf".into(),
+        ));
     }
     let bytes = read_body(body).await?;
     serde_json::from_slice(&bytes).map_err(|e| {

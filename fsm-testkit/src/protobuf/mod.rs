@@ -139,7 +139,11 @@ fn message_of(api_version: &str, kind: &str) -> Option<String> {
         "meta.k8s.io" => "apimachinery.pkg.apis.meta".into(),
         g => format!("api.{}", g.split('.').next().unwrap_or(g)),
     };
-    let message = format!("{package}.{version}.{kind}");
+    let message = match kind {
+        // A `Status` is `v1` but lives in meta.
+        "Status" if api_version == "v1" => "apimachinery.pkg.apis.meta.v1.Status".to_string(),
+        _ => format!("{package}.{version}.{kind}"),
+    };
     messages().contains_key(message.as_str()).then_some(message)
 }
 
@@ -648,6 +652,273 @@ fn go_duration(nanos: i64) -> String {
     }
 }
 
+// --------------------------------------------------------------- encode ---
+
+/// Whether an `Accept` header asks for protobuf and for nothing the server
+/// answers in JSON (`application/json`, `*/*`, `application/*`, or none).
+#[must_use]
+pub fn wants_protobuf_only(accept: &str) -> bool {
+    let mut protobuf = false;
+    for range in accept.split(',') {
+        let mut params = range.split(';');
+        let essence = params.next().unwrap_or_default().trim().to_ascii_lowercase();
+        // `as=Table` and the like ask for something else than the object.
+        if params.any(|p| p.trim().starts_with("as=")) {
+            return false;
+        }
+        match essence.as_str() {
+            MEDIA_TYPE => protobuf = true,
+            "application/json" | "*/*" | "application/*" | "" => return false,
+            _ => {}
+        }
+    }
+    protobuf
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    loop {
+        let byte = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+fn put_key(out: &mut Vec<u8>, tag: u32, wire: u8) {
+    put_varint(out, (u64::from(tag) << 3) | u64::from(wire));
+}
+
+fn put_bytes(out: &mut Vec<u8>, tag: u32, bytes: &[u8]) {
+    put_key(out, tag, 2);
+    put_varint(out, bytes.len() as u64);
+    out.extend_from_slice(bytes);
+}
+
+/// Encodes a JSON object of a built-in kind (or its list, or a `Status`)
+/// as the real server does: the magic, then a `runtime.Unknown` with the
+/// object's message.
+///
+/// # Errors
+/// [`DecodeError`] when the kind has no protobuf encoding here or a value
+/// does not fit its field.
+pub fn encode(object: &Value) -> Result<Vec<u8>, DecodeError> {
+    let api_version = object["apiVersion"].as_str().unwrap_or_default();
+    let kind = object["kind"].as_str().unwrap_or_default();
+    let Some(message) = message_of(api_version, kind) else {
+        return err(format!("no protobuf encoding for {api_version}/{kind}"));
+    };
+    let raw = encode_message(&message, None, object, 0)?;
+    let mut type_meta = Vec::new();
+    put_bytes(&mut type_meta, 1, api_version.as_bytes());
+    put_bytes(&mut type_meta, 2, kind.as_bytes());
+    let mut out = MAGIC.to_vec();
+    put_bytes(&mut out, 1, &type_meta);
+    put_bytes(&mut out, 2, &raw);
+    put_bytes(&mut out, 3, b"");
+    put_bytes(&mut out, 4, b"");
+    Ok(out)
+}
+
+fn encode_message(
+    message: &str,
+    parent: Option<&Value>,
+    object: &Value,
+    depth: usize,
+) -> Result<Vec<u8>, DecodeError> {
+    if depth > MAX_DEPTH {
+        return err("object nested too deeply");
+    }
+    let Some(fields) = messages().get(message) else {
+        return err(format!("unknown message {message}"));
+    };
+    // A message of its own has its schema; an embedded one shares its
+    // parent's; a list or a `Status` may have none (names then come from
+    // the object's keys).
+    let schema = schemas().get(&schema_name(message)).or(parent);
+    let mut sorted: Vec<&Field> = fields.iter().collect();
+    sorted.sort_by_key(|f| f.tag);
+    let mut out = Vec::new();
+    let keys = object.as_object();
+    for field in sorted {
+        let found = match schema.and_then(|s| property(s, field)) {
+            Some((name, prop)) => Some((name.as_str(), Some(prop))),
+            None => keys.and_then(|k| {
+                let wanted = normalize(field.name);
+                k.keys()
+                    .find(|k| normalize(k) == wanted)
+                    .map(|k| (k.as_str(), None))
+            }),
+        };
+        let Some((name, prop)) = found else {
+            if let Some(m) = field.message
+                && special_kind(m).is_none()
+                && schema.is_some()
+            {
+                put_bytes(&mut out, field.tag, &encode_message(m, schema, object, depth + 1)?);
+            }
+            continue;
+        };
+        let Some(value) = object.get(name).filter(|v| !v.is_null()) else {
+            // A zero `Time` (`null`): Go writes the empty message.
+            if object.get(name).is_some_and(Value::is_null)
+                && field.message.and_then(special_kind) == Some(Special::Time)
+            {
+                put_bytes(&mut out, field.tag, b"");
+            }
+            continue;
+        };
+        let prop = prop.map(resolve);
+        match value {
+            Value::Array(items) => {
+                let item = prop.and_then(|p| p.get("items"));
+                for v in items {
+                    encode_value(&mut out, field, item, v, depth)?;
+                }
+            }
+            Value::Object(map)
+                if prop.and_then(|p| p.get("additionalProperties")).is_some()
+                    && field.message.is_none_or(|m| special_kind(m) != Some(Special::RawJson)) =>
+            {
+                let values = prop.and_then(|p| p.get("additionalProperties"));
+                let mut entries: Vec<_> = map.iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+                for (k, v) in entries {
+                    let mut entry = Vec::new();
+                    put_bytes(&mut entry, 1, k.as_bytes());
+                    encode_value(&mut entry, &Field { tag: 2, ..*field }, values, v, depth)?;
+                    put_bytes(&mut out, field.tag, &entry);
+                }
+            }
+            v => encode_value(&mut out, field, prop, v, depth)?,
+        }
+    }
+    Ok(out)
+}
+
+fn encode_value(
+    out: &mut Vec<u8>,
+    field: &Field,
+    schema: Option<&Value>,
+    value: &Value,
+    depth: usize,
+) -> Result<(), DecodeError> {
+    let schema = schema.map(resolve);
+    if let Some(m) = field.message {
+        let bytes = match special_kind(m) {
+            Some(Special::Time | Special::MicroTime) => {
+                let Some(text) = value.as_str() else {
+                    return err(format!("{}: not a time", field.name));
+                };
+                let ts: jiff::Timestamp = text
+                    .parse()
+                    .map_err(|e| DecodeError(format!("{}: {e}", field.name)))?;
+                let mut b = Vec::new();
+                put_key(&mut b, 1, 0);
+                #[allow(clippy::cast_sign_loss)]
+                put_varint(&mut b, ts.as_second() as u64);
+                put_key(&mut b, 2, 0);
+                #[allow(clippy::cast_sign_loss)]
+                put_varint(&mut b, i64::from(ts.subsec_nanosecond()) as u64);
+                b
+            }
+            Some(Special::IntOrString) => {
+                let mut b = Vec::new();
+                match value {
+                    Value::String(s) => {
+                        put_key(&mut b, 1, 0);
+                        put_varint(&mut b, 1);
+                        put_key(&mut b, 2, 0);
+                        put_varint(&mut b, 0);
+                        put_bytes(&mut b, 3, s.as_bytes());
+                    }
+                    v => {
+                        put_key(&mut b, 1, 0);
+                        put_varint(&mut b, 0);
+                        put_key(&mut b, 2, 0);
+                        #[allow(clippy::cast_sign_loss)]
+                        put_varint(&mut b, v.as_i64().unwrap_or_default() as u64);
+                        put_bytes(&mut b, 3, b"");
+                    }
+                }
+                b
+            }
+            Some(Special::Quantity) => {
+                let text = match value {
+                    Value::String(s) => s.clone(),
+                    v => v.to_string(),
+                };
+                let mut b = Vec::new();
+                put_bytes(&mut b, 1, text.as_bytes());
+                b
+            }
+            Some(Special::RawJson) => {
+                let mut b = Vec::new();
+                put_bytes(&mut b, 1, value.to_string().as_bytes());
+                b
+            }
+            Some(Special::Duration) => {
+                return err(format!("{}: durations are not encoded", field.name));
+            }
+            None => encode_message(m, schema, value, depth + 1)?,
+        };
+        put_bytes(out, field.tag, &bytes);
+        return Ok(());
+    }
+    match value {
+        Value::Bool(b) => {
+            put_key(out, field.tag, 0);
+            put_varint(out, u64::from(*b));
+        }
+        Value::Number(n) => {
+            if schema.is_some_and(|s| schema_type(s) == "number") {
+                put_key(out, field.tag, 1);
+                out.extend_from_slice(&n.as_f64().unwrap_or_default().to_bits().to_le_bytes());
+            } else {
+                put_key(out, field.tag, 0);
+                #[allow(clippy::cast_sign_loss)]
+                put_varint(out, n.as_i64().unwrap_or_default() as u64);
+            }
+        }
+        Value::String(s) => {
+            if schema.and_then(|s| s.get("format")).and_then(Value::as_str) == Some("byte") {
+                let bytes = base64_decode(s)
+                    .ok_or_else(|| DecodeError(format!("{}: invalid base64", field.name)))?;
+                put_bytes(out, field.tag, &bytes);
+            } else {
+                put_bytes(out, field.tag, s.as_bytes());
+            }
+        }
+        _ => return err(format!("{}: unexpected value", field.name)),
+    }
+    Ok(())
+}
+
+/// Standard base64 (padding optional), as Go's JSON reads `[]byte`.
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len() / 4 * 3);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in text.trim_end_matches('=').bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push(((acc >> bits) & 0xff) as u8);
+        }
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -712,5 +983,75 @@ mod tests {
             let got = decode(body).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(got, want, "{name}");
         }
+    }
+
+    #[test]
+    fn encoding_round_trips() {
+        for (name, body, _) in CAPTURED {
+            let json = decode(body).unwrap();
+            let again = decode(&encode(&json).unwrap()).unwrap();
+            assert_eq!(again, json, "{name}");
+        }
+        // What a server adds: times, quantities, int-or-strings, a list.
+        let pod = serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "d", "uid": "u-1", "resourceVersion": "7",
+                "creationTimestamp": "2026-01-02T03:04:05Z", "generation": 2,
+                "managedFields": [{"manager": "m", "operation": "Update", "apiVersion": "v1",
+                    "time": "2026-01-02T03:04:05Z", "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:metadata": {}}}]},
+            "spec": {"containers": [{"name": "c", "image": "i",
+                "resources": {"limits": {"cpu": "500m", "memory": "1Gi"}},
+                "livenessProbe": {"httpGet": {"port": "http", "path": "/"}},
+                "readinessProbe": {"tcpSocket": {"port": 8080}}}]},
+            "status": {"phase": "Running", "startTime": "2026-01-02T03:04:05Z"}
+        });
+        assert_eq!(decode(&encode(&pod).unwrap()).unwrap(), pod);
+        let list = serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMapList",
+            "metadata": {"resourceVersion": "9", "continue": "c"},
+            "items": [{"metadata": {"name": "a"}, "data": {"k": "v"}}]
+        });
+        let bytes = encode(&list).unwrap();
+        assert_eq!(envelope(&bytes).unwrap().kind, "ConfigMapList");
+    }
+
+    #[test]
+    fn malformed_bodies_are_errors() {
+        assert!(decode(b"{}").is_err());
+        assert!(decode(b"k8s\0\x0a\xff").is_err());
+        // A kind without protobuf here.
+        let mut body = MAGIC.to_vec();
+        let mut tm = Vec::new();
+        put_bytes(&mut tm, 1, b"example.com/v1");
+        put_bytes(&mut tm, 2, b"Widget");
+        put_bytes(&mut body, 1, &tm);
+        assert!(decode(&body).is_err());
+        // Truncated inside the object.
+        let (_, cm, _) = CAPTURED[0];
+        assert!(decode(&cm[..cm.len() - 3]).is_err());
+    }
+
+    #[test]
+    fn accept_headers() {
+        assert!(wants_protobuf_only("application/vnd.kubernetes.protobuf"));
+        assert!(wants_protobuf_only("application/vnd.kubernetes.protobuf;q=1"));
+        assert!(!wants_protobuf_only(
+            "application/vnd.kubernetes.protobuf,application/json"
+        ));
+        assert!(!wants_protobuf_only("application/json"));
+        assert!(!wants_protobuf_only(""));
+        assert!(!wants_protobuf_only(
+            "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io"
+        ));
+    }
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(go_duration(0), "0s");
+        assert_eq!(go_duration(1_500_000_000), "1.5s");
+        assert_eq!(go_duration(3_600_000_000_000), "1h0m0s");
+        assert_eq!(go_duration(90_000_000_000), "1m30s");
+        assert_eq!(go_duration(2_000_000), "2ms");
     }
 }
