@@ -205,7 +205,13 @@ async fn read_object(parts: &Parts, body: Body, def: &ResourceDef) -> Result<Val
                 version = def.version,
             )));
         }
-        return protobuf::decode(&bytes).map_err(|e| ApiError::BadRequest(e.to_string()));
+        return protobuf::decode(&bytes).map_err(|e| {
+            let shown: String = bytes.iter().take(64).map(|b| format!("{b:02x}")).collect();
+            ApiError::BadRequest(format!(
+                "the object provided is unrecognized (must be of type {}): {e} ({shown})",
+                def.kind
+            ))
+        });
     }
     if !(essence.is_empty() || essence == "application/json" || essence == "*/*") {
         return Err(ApiError::UnsupportedMediaType(
