@@ -329,7 +329,9 @@ pub struct Envelope {
 /// [`DecodeError`] for a body without the magic or a malformed envelope.
 pub fn envelope(body: &[u8]) -> Result<Envelope, DecodeError> {
     let Some(rest) = body.strip_prefix(MAGIC) else {
-        return err("provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]");
+        return err(
+            "provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]",
+        );
     };
     let mut out = Envelope::default();
     for (tag, w) in fields_of(rest)? {
@@ -344,11 +346,7 @@ pub fn envelope(body: &[u8]) -> Result<Envelope, DecodeError> {
                 }
             }
             2 => out.raw = bytes_of(w)?.to_vec(),
-            3 => {
-                if !bytes_of(w)?.is_empty() {
-                    return err("unsupported content encoding");
-                }
-            }
+            3 if !bytes_of(w)?.is_empty() => return err("unsupported content encoding"),
             _ => {}
         }
     }
@@ -506,8 +504,9 @@ fn scalar(schema: &Value, w: Wire<'_>) -> Result<Value, DecodeError> {
         #[allow(clippy::cast_possible_wrap)]
         "integer" => Value::from(varint_of(w)? as i64),
         "number" => match w {
-            Wire::Fixed64(v) => serde_json::Number::from_f64(f64::from_bits(v))
-                .map_or(Value::Null, Value::Number),
+            Wire::Fixed64(v) => {
+                serde_json::Number::from_f64(f64::from_bits(v)).map_or(Value::Null, Value::Number)
+            }
             Wire::Fixed32(v) => serde_json::Number::from_f64(f64::from(f32::from_bits(v)))
                 .map_or(Value::Null, Value::Number),
             _ => return err("proto: wrong wireType for a number"),
@@ -661,7 +660,11 @@ pub fn wants_protobuf_only(accept: &str) -> bool {
     let mut protobuf = false;
     for range in accept.split(',') {
         let mut params = range.split(';');
-        let essence = params.next().unwrap_or_default().trim().to_ascii_lowercase();
+        let essence = params
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase();
         // `as=Table` and the like ask for something else than the object.
         if params.any(|p| p.trim().starts_with("as=")) {
             return false;
@@ -757,7 +760,11 @@ fn encode_message(
                 && special_kind(m).is_none()
                 && schema.is_some()
             {
-                put_bytes(&mut out, field.tag, &encode_message(m, schema, object, depth + 1)?);
+                put_bytes(
+                    &mut out,
+                    field.tag,
+                    &encode_message(m, schema, object, depth + 1)?,
+                );
             }
             continue;
         };
@@ -780,7 +787,9 @@ fn encode_message(
             }
             Value::Object(map)
                 if prop.and_then(|p| p.get("additionalProperties")).is_some()
-                    && field.message.is_none_or(|m| special_kind(m) != Some(Special::RawJson)) =>
+                    && field
+                        .message
+                        .is_none_or(|m| special_kind(m) != Some(Special::RawJson)) =>
             {
                 let values = prop.and_then(|p| p.get("additionalProperties"));
                 let mut entries: Vec<_> = map.iter().collect();
@@ -1035,7 +1044,9 @@ mod tests {
     #[test]
     fn accept_headers() {
         assert!(wants_protobuf_only("application/vnd.kubernetes.protobuf"));
-        assert!(wants_protobuf_only("application/vnd.kubernetes.protobuf;q=1"));
+        assert!(wants_protobuf_only(
+            "application/vnd.kubernetes.protobuf;q=1"
+        ));
         assert!(!wants_protobuf_only(
             "application/vnd.kubernetes.protobuf,application/json"
         ));

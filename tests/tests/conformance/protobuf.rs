@@ -123,13 +123,25 @@ pub async fn protobuf_bodies(s: &mut Scene) -> Fallible {
     assert!(bytes.starts_with(protobuf::MAGIC));
     let read = reply((code, content_type.clone(), bytes))?;
     assert_eq!(read.body["binaryData"]["blob"], "AAEC/w==");
-    s.record("configmap read in protobuf", json!({"contentType": content_type, "reply": read}));
+    s.record(
+        "configmap read in protobuf",
+        json!({"contentType": content_type, "reply": read}),
+    );
     let (code, content_type, bytes) = s
-        .send_bytes(Method::GET, &s.core("configmaps"), PB, "application/json", Vec::new())
+        .send_bytes(
+            Method::GET,
+            &s.core("configmaps"),
+            PB,
+            "application/json",
+            Vec::new(),
+        )
         .await?;
     assert!(content_type.starts_with(PB), "answered in {content_type}");
     let envelope = protobuf::envelope(&bytes)?;
-    s.record("list read in protobuf", json!([code, envelope.api_version, envelope.kind]));
+    s.record(
+        "list read in protobuf",
+        json!([code, envelope.api_version, envelope.kind]),
+    );
     // An error, in protobuf too.
     let missing = reply(
         s.send_bytes(
@@ -149,13 +161,25 @@ pub async fn protobuf_bodies(s: &mut Scene) -> Fallible {
     let mut truncated = protobuf::encode(&json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "pb-bad"}, "data": {"k": "v"}}))?;
     truncated.truncate(truncated.len() - 6);
-    for (label, body) in [("truncated", truncated), ("no magic", b"{not protobuf".to_vec())] {
+    for (label, body) in [
+        ("truncated", truncated),
+        ("no magic", b"{not protobuf".to_vec()),
+    ] {
         let bad = reply(
-            s.send_bytes(Method::POST, &s.core("configmaps"), "application/json", PB, body)
-                .await?,
+            s.send_bytes(
+                Method::POST,
+                &s.core("configmaps"),
+                "application/json",
+                PB,
+                body,
+            )
+            .await?,
         )?
         .expect(400)?;
-        s.record(format!("{label} protobuf body"), [bad.code.to_string(), bad.reason().to_owned()]);
+        s.record(
+            format!("{label} protobuf body"),
+            [bad.code.to_string(), bad.reason().to_owned()],
+        );
     }
 
     // Custom resources have no protobuf: a body is refused (400, as the
@@ -166,10 +190,14 @@ pub async fn protobuf_bodies(s: &mut Scene) -> Fallible {
     let mut body = protobuf::MAGIC.to_vec();
     body.extend_from_slice(&[0x0a, 0x00]);
     let refused = reply(
-        s.send_bytes(Method::POST, &gadgets, "application/json", PB, body).await?,
+        s.send_bytes(Method::POST, &gadgets, "application/json", PB, body)
+            .await?,
     )?
     .expect(400)?;
-    s.record("custom resource in protobuf", [refused.code.to_string(), refused.reason().to_owned()]);
+    s.record(
+        "custom resource in protobuf",
+        [refused.code.to_string(), refused.reason().to_owned()],
+    );
     let not_acceptable = reply(
         s.send_bytes(Method::GET, &gadgets, PB, "application/json", Vec::new())
             .await?,
@@ -198,10 +226,19 @@ pub async fn protobuf_and_json_bodies_agree(s: &mut Scene) -> Fallible {
     .expect(201)?;
     let mut json_object = object.clone();
     json_object["metadata"]["name"] = Value::from("twin-json");
-    let from_json = s.post(&s.core("configmaps"), json_object).await?.expect(201)?;
+    let from_json = s
+        .post(&s.core("configmaps"), json_object)
+        .await?
+        .expect(201)?;
     let strip = |v: &Value| {
         let mut v = v.clone();
-        for k in ["name", "uid", "resourceVersion", "creationTimestamp", "managedFields"] {
+        for k in [
+            "name",
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "managedFields",
+        ] {
             v["metadata"].as_object_mut().map(|m| m.remove(k));
         }
         v
