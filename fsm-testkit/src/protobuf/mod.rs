@@ -198,6 +198,16 @@ fn property<'a>(schema: &'a Value, field: &Field) -> Option<(&'a String, &'a Val
         .find(|(k, _)| normalize(k) == wanted)
 }
 
+/// Whether `message` is a Go struct embedded in the object of `schema`
+/// (`LocalObjectReference` in `ConfigMapKeySelector`, `ProbeHandler` in
+/// `Probe`): all its fields are the object's own.
+fn embedded(message: &str, schema: &Value) -> bool {
+    special_kind(message).is_none()
+        && messages()
+            .get(message)
+            .is_some_and(|fields| fields.iter().all(|f| property(schema, f).is_some()))
+}
+
 fn required(schema: &Value, name: &str) -> bool {
     resolve(schema)
         .get("required")
@@ -399,8 +409,9 @@ fn decode_into(
             continue;
         };
         let Some((name, prop)) = property(schema, field) else {
-            // A Go struct embedded in its parent: its fields are the parent's.
-            if let Some(m) = field.message {
+            // A Go struct embedded in its parent: its fields are the
+            // parent's. (Else a field newer than the schema: skipped.)
+            if let Some(m) = field.message.filter(|m| embedded(m, schema)) {
                 decode_into(m, schema, bytes_of(w)?, object, depth + 1)?;
             }
             continue;
@@ -757,14 +768,13 @@ fn encode_message(
         };
         let Some((name, prop)) = found else {
             if let Some(m) = field.message
-                && special_kind(m).is_none()
-                && schema.is_some()
+                && let Some(parent) = schema
+                && embedded(m, parent)
             {
-                put_bytes(
-                    &mut out,
-                    field.tag,
-                    &encode_message(m, schema, object, depth + 1)?,
-                );
+                let inner = encode_message(m, schema, object, depth + 1)?;
+                if !inner.is_empty() {
+                    put_bytes(&mut out, field.tag, &inner);
+                }
             }
             continue;
         };
