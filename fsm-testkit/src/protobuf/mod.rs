@@ -58,6 +58,7 @@ fn messages() -> &'static HashMap<&'static str, Vec<Field>> {
     TABLE.get_or_init(|| {
         FIELDS
             .lines()
+            .filter(|line| !line.starts_with('#'))
             .filter_map(|line| {
                 let mut cols = line.split('\t');
                 let name = cols.next()?;
@@ -1074,5 +1075,25 @@ mod tests {
         assert_eq!(go_duration(3_600_000_000_000), "1h0m0s");
         assert_eq!(go_duration(90_000_000_000), "1m30s");
         assert_eq!(go_duration(2_000_000), "2ms");
+    }
+
+    proptest::proptest! {
+        /// Any bytes are an answer (a value or an error), never a panic.
+        #[test]
+        fn arbitrary_bodies_never_panic(tail in proptest::collection::vec(proptest::num::u8::ANY, 0..256)) {
+            let mut body = MAGIC.to_vec();
+            body.extend(tail);
+            let _ = decode(&body);
+        }
+
+        /// Nor does a kubectl body with some bytes changed.
+        #[test]
+        fn mangled_kubectl_bodies_never_panic(at in 4usize..246, byte in proptest::num::u8::ANY) {
+            let (_, deployment, _) = CAPTURED[3];
+            let mut body = deployment.to_vec();
+            let at = at % body.len();
+            body[at] = byte;
+            let _ = decode(&body);
+        }
     }
 }
