@@ -781,7 +781,7 @@ fn real_kubectl(dir: &Path) -> Option<Kubectl> {
 
 /// Drops what differs between any two servers or runs: uid,
 /// resourceVersion, timestamps, managedFields, allocated IPs and node ports.
-fn normalize(mut object: Value) -> Value {
+fn normalize(mut object: Value, node_port: u64) -> Value {
     if let Some(meta) = object["metadata"].as_object_mut() {
         for k in [
             "uid",
@@ -800,8 +800,8 @@ fn normalize(mut object: Value) -> Value {
         }
         if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
             for p in ports {
-                // Allocated unless asked for (`--node-port` is 30080 below).
-                if p.get("nodePort").is_some_and(|n| n != 30080) {
+                // Allocated unless asked for (`--node-port`).
+                if p.get("nodePort").is_some_and(|n| n != node_port) {
                     p["nodePort"] = Value::from("<allocated>");
                 }
             }
@@ -923,6 +923,9 @@ async fn every_create_generator_stores_what_the_real_server_stores() {
             % 0xff_ffff
     );
     let ns = format!("gen-{token}");
+    // A node port of this run's own: another run's may still be allocated
+    // on the real server while its namespace terminates.
+    let node_port = 30_000 + u64::from_str_radix(&token, 16).unwrap() % 2_700;
     let cert = write(&dir, "tls.crt", TLS_CERT);
     let key = write(&dir, "tls.key", TLS_KEY);
     let file = write(&dir, "settings.ini", "[main]\nmode=fast\n");
@@ -1041,7 +1044,7 @@ async fn every_create_generator_stores_what_the_real_server_stores() {
                 "nodeport".into(),
                 "np".into(),
                 "--tcp=80:8080".into(),
-                "--node-port=30080".into(),
+                format!("--node-port={node_port}"),
             ],
         ),
         (
@@ -1144,9 +1147,12 @@ async fn every_create_generator_stores_what_the_real_server_stores() {
         // What kubectl builds, and what the embedded server stores of it.
         let built: Value = serde_json::from_str(&embedded.ok(&client_side).await).unwrap();
         embedded.ok(&create).await;
-        let stored = normalize(serde_json::from_str(&embedded.ok(&get).await).unwrap());
+        let stored = normalize(
+            serde_json::from_str(&embedded.ok(&get).await).unwrap(),
+            node_port,
+        );
         let mut diffs = Vec::new();
-        differences("", &normalize(built), &stored, &mut diffs);
+        differences("", &normalize(built, node_port), &stored, &mut diffs);
         for (path, sent, kept) in diffs {
             // The server adds its own (a namespace's status); it keeps all
             // it was sent, but for an empty status.
@@ -1159,7 +1165,10 @@ async fn every_create_generator_stores_what_the_real_server_stores() {
         }
         let Some(real) = &real else { continue };
         real.ok(&create).await;
-        let theirs = normalize(serde_json::from_str(&real.ok(&get).await).unwrap());
+        let theirs = normalize(
+            serde_json::from_str(&real.ok(&get).await).unwrap(),
+            node_port,
+        );
         let mut diffs = Vec::new();
         differences("", &stored, &theirs, &mut diffs);
         for (path, ours, real_value) in diffs {
