@@ -29,7 +29,10 @@
 //! # Caveats
 //! A pointer to an empty string or zero (`*string` set to `""`) is
 //! indistinguishable on the wire from an unset non-pointer field and is
-//! left out like it. Watches are answered in JSON only.
+//! left out like it. An empty list Go writes as `null` (no `omitempty`)
+//! is left out. Watches are answered in JSON only; `Duration` fields are
+//! not encoded; the unions of `JSONSchemaProps` (CRDs) have no special
+//! handling.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;

@@ -68,6 +68,25 @@ pub async fn protobuf_bodies(s: &mut Scene) -> Fallible {
         s.record(format!("{kind} created from protobuf"), &created);
     }
 
+    // A replace in protobuf (what a Go client's Update sends).
+    let item = format!("{}/pb-config", s.core("configmaps"));
+    let current = s.get(&item).await?.expect(200)?;
+    let mut changed = current.body.clone();
+    changed["data"] = json!({"greeting": "bonjour"});
+    let replaced = reply(
+        s.send_bytes(
+            Method::PUT,
+            &item,
+            "application/json",
+            PB,
+            protobuf::encode(&changed)?,
+        )
+        .await?,
+    )?
+    .expect(200)?;
+    assert_ne!(replaced.rv(), current.rv());
+    s.record("configmap replaced in protobuf", &replaced);
+
     // Int-or-string and quantities (a Deployment's defaults vary by
     // version: only what was sent is compared).
     let deployments = s.core("deployments").replace("/api/v1/", "/apis/apps/v1/");
