@@ -86,6 +86,7 @@ pub mod limits;
 pub mod log;
 pub mod openapi;
 pub mod patch;
+pub mod protobuf;
 pub mod rbac;
 pub mod resources;
 pub mod schema;

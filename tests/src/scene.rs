@@ -231,6 +231,37 @@ impl Scene {
         Ok(Reply { code, body })
     }
 
+    /// Sends `body` as it is (a protobuf body, say) with `accept` and
+    /// `content_type`; answers the code, the `Content-Type` and the bytes.
+    ///
+    /// # Errors
+    /// Transport errors only.
+    pub async fn send_bytes(
+        &self,
+        method: Method,
+        path: &str,
+        accept: &str,
+        content_type: &str,
+        body: Vec<u8>,
+    ) -> Fallible<(u16, String, Vec<u8>)> {
+        let request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("accept", accept)
+            .header("content-type", content_type)
+            .body(kube::client::Body::from(body))?;
+        let response = self.client.send(request).await?;
+        let code = response.status().as_u16();
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        let bytes = response.into_body().collect_bytes().await?;
+        Ok((code, content_type, bytes.to_vec()))
+    }
+
     /// GET `path` as a `meta.k8s.io/v1` Table (what `kubectl get` asks for).
     ///
     /// # Errors

@@ -21,6 +21,7 @@ mod conformance {
     pub mod events;
     pub mod gaps;
     pub mod limits;
+    pub mod protobuf;
     pub mod watch;
 }
 
@@ -105,6 +106,8 @@ macro_rules! scenarios {
 }
 
 scenarios! {
+    protobuf::protobuf_bodies,
+    protobuf::protobuf_and_json_bodies_agree,
     builtin::configmap_lifecycle,
     builtin::error_statuses,
     builtin::empty_maps_are_dropped,

@@ -22,6 +22,7 @@ use crate::discovery;
 use crate::faults;
 use crate::log::RequestRecord;
 use crate::openapi;
+use crate::protobuf;
 use crate::server::Shared;
 use crate::status::ApiError;
 use route::Route;
@@ -54,8 +55,11 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     if !injection.latency.is_zero() {
         tokio::time::sleep(injection.latency).await;
     }
+    // What the answer is written in (JSON unless protobuf alone is asked).
+    let protobuf = wants_protobuf(&shared, &parts, &route);
     // 3. Serve.
     let result = match route {
+        _ if protobuf == Some(false) => Ok(not_acceptable()),
         // A fault answers instead (below), unless it lets the request
         // through first and loses its answer.
         _ if injection.answer.is_some() && !injection.serve_first => Ok(Response::default()),
@@ -76,6 +80,8 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         .is_some()
     {
         response = shared.faults.guard_watch(&record.resource, response);
+    } else if protobuf == Some(true) {
+        response = to_protobuf(response).await;
     }
     // 4. Record the outcome.
     record.code = response.status().as_u16();
@@ -88,6 +94,85 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     );
     shared.log.record(record);
     response
+}
+
+/// For a request on a resource whose `Accept` asks for protobuf alone:
+/// `Some(true)` for a built-in kind (answered in protobuf), `Some(false)`
+/// for a custom resource (the real server has no protobuf for them: 406);
+/// `None` otherwise (JSON).
+fn wants_protobuf(shared: &Shared, parts: &http::request::Parts, route: &Route) -> Option<bool> {
+    let Route::Resource(rp) = route else {
+        return None;
+    };
+    let accept = parts
+        .headers
+        .get(header::ACCEPT)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
+    if !protobuf::wants_protobuf_only(accept) {
+        return None;
+    }
+    let def = shared
+        .cluster()
+        .registry
+        .get(&rp.group, &rp.version, &rp.resource)?;
+    Some(!def.custom && protobuf::supports(&def.api_version(), &def.kind))
+}
+
+/// The real server's answer to a client that accepts only what it cannot
+/// write (in protobuf, which the client asked for).
+fn not_acceptable() -> Response {
+    let status = serde_json::json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+        "reason": "NotAcceptable",
+        "code": 406,
+    });
+    let mut response = json(StatusCode::NOT_ACCEPTABLE, &status);
+    if let Ok(body) = protobuf::encode(&status) {
+        response = (
+            StatusCode::NOT_ACCEPTABLE,
+            [(header::CONTENT_TYPE, protobuf::MEDIA_TYPE)],
+            body,
+        )
+            .into_response();
+    }
+    response
+}
+
+/// Rewrites a JSON answer (an object, a list, a Status) in protobuf.
+async fn to_protobuf(response: Response) -> Response {
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|ct| ct.as_bytes().starts_with(b"application/json"));
+    if !is_json {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+        return Response::from_parts(parts, axum::body::Body::empty());
+    };
+    let encoded = serde_json::from_slice::<Value>(&bytes)
+        .map_err(|e| e.to_string())
+        .and_then(|v| protobuf::encode(&v).map_err(|e| e.to_string()));
+    match encoded {
+        Ok(body) => {
+            parts.headers.insert(
+                header::CONTENT_TYPE,
+                http::HeaderValue::from_static(protobuf::MEDIA_TYPE),
+            );
+            parts.headers.remove(header::CONTENT_LENGTH);
+            Response::from_parts(parts, axum::body::Body::from(body))
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, "answering in JSON: no protobuf encoding");
+            Response::from_parts(parts, axum::body::Body::from(bytes))
+        }
+    }
 }
 
 /// Describes a request for the log (and for steps that act on its
