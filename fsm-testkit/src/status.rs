@@ -144,10 +144,14 @@ pub enum ApiError {
 }
 
 fn causes_text(causes: &[Cause]) -> String {
-    let parts: Vec<String> = causes
-        .iter()
-        .map(|c| format!("{}: {}", c.field, c.message))
-        .collect();
+    // Go's `ErrorList.ToAggregate` lists a message once.
+    let mut parts: Vec<String> = Vec::new();
+    for c in causes {
+        let part = format!("{}: {}", c.field, c.message);
+        if !parts.contains(&part) {
+            parts.push(part);
+        }
+    }
     if parts.len() == 1 {
         parts.join("")
     } else {
@@ -257,7 +261,13 @@ pub fn deleted(group: &str, resource: &str, name: &str, uid: &str) -> Value {
 }
 
 fn subject_details(s: &Subject) -> Value {
+    // The real server leaves an empty name out (`omitempty`).
     let mut d = json!({ "name": s.name, "kind": s.kind });
+    if s.name.is_empty()
+        && let Some(m) = d.as_object_mut()
+    {
+        m.remove("name");
+    }
     if !s.group.is_empty() {
         d["group"] = json!(s.group);
     }

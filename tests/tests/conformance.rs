@@ -22,6 +22,7 @@ mod conformance {
     pub mod gaps;
     pub mod limits;
     pub mod watch;
+    pub mod writes;
 }
 
 use integration_tests::{Fallible, Scene, run_differential};
@@ -140,4 +141,12 @@ scenarios! {
     events::event_validation,
     events::rbac_objects_and_service_accounts,
     events::printer_column_priority,
+    writes::write_options_are_validated,
+    writes::create_rules,
+    writes::names_and_metadata_rules,
+    writes::uid_is_a_precondition_and_immutable,
+    writes::client_written_managed_fields,
+    writes::lease_writes,
+    writes::create_in_terminating_namespace,
+    writes::crd_pattern_and_format,
 }
