@@ -149,4 +149,5 @@ scenarios! {
     writes::lease_writes,
     writes::create_in_terminating_namespace,
     writes::crd_pattern_and_format,
+    writes::kubectl_server_side_apply_after_client_side,
 }

@@ -11,6 +11,7 @@ mod ids;
 mod meta;
 mod paging;
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -825,7 +826,29 @@ impl Cluster {
                 .create_as(def, ns, object, dry_run, now, &owner)
                 .map(|o| (o, true));
         };
-        let object = patch::apply::apply(Some(&live), &config, &writer, opts.force, scope)?;
+        let object = match patch::apply::apply(Some(&live), &config, &writer, opts.force, scope) {
+            Err(ApiError::ApplyConflict(message, causes)) => {
+                // kubectl's first server-side apply of an object it applied
+                // client-side: conflicts on fields the last-applied
+                // annotation still matches are forced (the real server's
+                // lastAppliedManager), for the manager "kubectl" only.
+                let allowed = if manager == "kubectl" {
+                    last_applied_fields(def, &live, scope)
+                } else {
+                    BTreeSet::new()
+                };
+                if causes.iter().all(|c| allowed.contains(&c.field)) {
+                    patch::apply::apply(Some(&live), &config, &writer, true, scope)?
+                } else {
+                    let left = causes
+                        .into_iter()
+                        .filter(|c| !allowed.contains(&c.field))
+                        .collect();
+                    return Err(ApiError::ApplyConflict(message, left));
+                }
+            }
+            other => other?,
+        };
         let owner = Ownership::Applied(object["metadata"]["managedFields"].clone());
         self.update_as(def, ns, name, object, part, dry_run, now, &owner)
             .map(|o| (o, false))
@@ -1106,6 +1129,30 @@ fn normalize_integers(v: &mut Value) {
         Value::Object(m) => m.values_mut().for_each(normalize_integers),
         _ => {}
     }
+}
+
+/// The fields (as conflicts name them: `.data.mode`) that `live`'s
+/// `kubectl.kubernetes.io/last-applied-configuration` sets to the value
+/// they still have: those client-side apply owned.
+fn last_applied_fields(def: &ResourceDef, live: &Value, scope: Scope<'_>) -> BTreeSet<String> {
+    let Some(text) = live["metadata"]["annotations"]
+        ["kubectl.kubernetes.io/last-applied-configuration"]
+        .as_str()
+    else {
+        return BTreeSet::new();
+    };
+    let Ok(applied) = serde_json::from_str::<Value>(text) else {
+        return BTreeSet::new();
+    };
+    if applied["apiVersion"] != def.api_version().as_str() {
+        return BTreeSet::new();
+    }
+    let live_leaves = managed_fields::leaves(live, scope);
+    managed_fields::leaves(&applied, scope)
+        .into_iter()
+        .filter(|(path, value)| live_leaves.get(path) == Some(value))
+        .map(|(path, _)| managed_fields::display(&path))
+        .collect()
 }
 
 /// Whether a PUT without `metadata.resourceVersion` is an unconditional

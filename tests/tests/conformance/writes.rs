@@ -552,3 +552,50 @@ pub async fn crd_pattern_and_format(s: &mut Scene) -> Fallible {
     s.record("PUT without resourceVersion", &put);
     Ok(())
 }
+
+/// The first server-side apply by `kubectl` of an object it applied
+/// client-side: conflicts on fields the last-applied annotation still
+/// matches are forced; another manager, or a field changed since, still
+/// conflicts.
+pub async fn kubectl_server_side_apply_after_client_side(s: &mut Scene) -> Fallible {
+    let path = s.core("configmaps");
+    let item = format!("{path}/migrated");
+    let last = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                      "metadata": {"name": "migrated", "namespace": s.ns},
+                      "data": {"mode": "a", "other": "x"}});
+    let mut body = configmap("migrated");
+    body["data"] = json!({"mode": "a", "other": "x"});
+    body["metadata"]["annotations"] =
+        json!({"kubectl.kubernetes.io/last-applied-configuration": last.to_string()});
+    s.post(&format!("{path}?fieldManager=kubectl-client-side-apply"), body)
+        .await?
+        .expect(201)?;
+    // Changed since by someone else: not covered by last-applied.
+    s.merge(
+        &format!("{item}?fieldManager=editor"),
+        json!({"data": {"other": "y"}}),
+    )
+    .await?
+    .expect(200)?;
+    let config = |mode: &str, other: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "migrated"},
+               "data": {"mode": mode, "other": other}})
+    };
+    let apply = "application/apply-patch+yaml";
+    let someone = s
+        .patch(&format!("{item}?fieldManager=someone"), apply, config("b", "y"))
+        .await?
+        .expect(409)?;
+    s.record("another manager conflicts", sorted_causes(&someone));
+    let changed = s
+        .patch(&format!("{item}?fieldManager=kubectl"), apply, config("b", "z"))
+        .await?
+        .expect(409)?;
+    s.record("kubectl, a field changed since", sorted_causes(&changed));
+    let ok = s
+        .patch(&format!("{item}?fieldManager=kubectl"), apply, config("b", "y"))
+        .await?
+        .expect(200)?;
+    s.record("kubectl, last-applied fields", &ok.body["data"]);
+    Ok(())
+}
