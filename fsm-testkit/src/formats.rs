@@ -24,11 +24,12 @@ static DATE_TIME: LazyLock<Regex> = LazyLock::new(|| {
 });
 static DATE: LazyLock<Regex> = LazyLock::new(|| re(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"));
 static HOSTNAME: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"^([a-zA-Z0-9\p{S}\p{L}]((-?[a-zA-Z0-9\p{S}\p{L}]{0,62})?)|([a-zA-Z0-9\p{S}\p{L}](([a-zA-Z0-9-\p{S}\p{L}]{0,61}[a-zA-Z0-9\p{S}\p{L}])?)(\.)){1,}([a-zA-Z\p{L}]){2,63})$")
+    re(
+        r"^([a-zA-Z0-9\p{S}\p{L}]((-?[a-zA-Z0-9\p{S}\p{L}]{0,62})?)|([a-zA-Z0-9\p{S}\p{L}](([a-zA-Z0-9-\p{S}\p{L}]{0,61}[a-zA-Z0-9\p{S}\p{L}])?)(\.)){1,}([a-zA-Z\p{L}]){2,63})$",
+    )
 });
-static UUID: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$")
-});
+static UUID: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$"));
 static UUID3: LazyLock<Regex> = LazyLock::new(|| {
     re(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?3[0-9a-f]{3}-?[0-9a-f]{4}-?[0-9a-f]{12}$")
 });
@@ -41,12 +42,10 @@ static UUID5: LazyLock<Regex> = LazyLock::new(|| {
 static BASE64: LazyLock<Regex> = LazyLock::new(|| {
     re(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})$")
 });
-static GO_DURATION: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"^[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$")
-});
+static GO_DURATION: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$"));
 static LOOSE_DURATION: LazyLock<Regex> = LazyLock::new(|| re(r"((\d+)\s*([A-Za-zµ]+))"));
-static HEXCOLOR: LazyLock<Regex> =
-    LazyLock::new(|| re(r"^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$"));
+static HEXCOLOR: LazyLock<Regex> = LazyLock::new(|| re(r"^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$"));
 static RGBCOLOR: LazyLock<Regex> = LazyLock::new(|| {
     let c = r"\s*(0|[1-9]\d?|1\d\d?|2[0-4]\d|25[0-5])\s*";
     re(&format!(r"^rgb\({c},{c},{c}\)$"))
@@ -125,9 +124,10 @@ fn is_duration(value: &str) -> bool {
         let unit = m.get(3).map_or("", |g| g.as_str()).trim().to_lowercase();
         UNITS.iter().any(|variants| {
             let last = variants.len() - 1;
-            variants.iter().enumerate().any(|(i, v)| {
-                (i == last && unit.starts_with(v)) || unit.eq_ignore_ascii_case(v)
-            })
+            variants
+                .iter()
+                .enumerate()
+                .any(|(i, v)| (i == last && unit.starts_with(v)) || unit.eq_ignore_ascii_case(v))
         })
     })
 }
@@ -147,7 +147,9 @@ fn is_email(value: &str) -> bool {
         Some((local, domain)) => {
             !local.is_empty()
                 && !domain.is_empty()
-                && !address.chars().any(|c| c.is_whitespace() || c == '<' || c == '>')
+                && !address
+                    .chars()
+                    .any(|c| c.is_whitespace() || c == '<' || c == '>')
                 && !domain.starts_with('.')
                 && !domain.ends_with('.')
         }
@@ -207,7 +209,11 @@ mod tests {
     fn as_the_real_server_checks_them() {
         let cases = [
             ("date-time", "2020-01-01T00:00:00Z", "yesterday"),
-            ("date-time", "2020-01-01t10:20:30.5+02:00", "2020-01-01T24:00:00Z"),
+            (
+                "date-time",
+                "2020-01-01t10:20:30.5+02:00",
+                "2020-01-01T24:00:00Z",
+            ),
             ("date", "2020-12-01", "2020-13-01"),
             ("uuid", "6b7a3b2e-0000-0000-0000-000000000000", "nope"),
             ("ipv4", "1.2.3.4", "1.2.3"),

@@ -72,7 +72,12 @@ pub fn generate_name_problems(rule: NameRule, prefix: &str) -> Vec<String> {
         _ => prefix.to_string(),
     };
     match rule {
-        NameRule::PathSegment => name_problems(rule, prefix),
+        // A prefix may be "." or "..": only '/' and '%' are refused.
+        NameRule::PathSegment => ["/", "%"]
+            .into_iter()
+            .filter(|bad| prefix.contains(bad))
+            .map(|bad| format!("may not contain '{bad}'"))
+            .collect(),
         _ => name_problems(rule, &masked),
     }
 }
@@ -157,7 +162,10 @@ pub fn label_value_problem(value: &str) -> Option<String> {
 fn is_subdomain(s: &str) -> bool {
     s.split('.').all(|part| {
         let ok_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-';
-        !part.is_empty() && part.chars().all(ok_char) && !part.starts_with('-') && !part.ends_with('-')
+        !part.is_empty()
+            && part.chars().all(ok_char)
+            && !part.starts_with('-')
+            && !part.ends_with('-')
     })
 }
 
@@ -169,7 +177,8 @@ fn is_lease(def: &ResourceDef) -> bool {
 /// exactly six fractional digits.
 fn is_micro_time(s: &str) -> bool {
     let b = s.as_bytes();
-    let digits = |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
+    let digits =
+        |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
     let shape = b.len() >= 27
         && digits(0..4)
         && b[4] == b'-'
@@ -227,10 +236,16 @@ pub fn lease_causes(def: &ResourceDef, body: &Value) -> Vec<Cause> {
         return causes;
     }
     let spec = &body["spec"];
-    if spec["leaseDurationSeconds"].as_f64().is_some_and(|d| d <= 0.0) {
+    if spec["leaseDurationSeconds"]
+        .as_f64()
+        .is_some_and(|d| d <= 0.0)
+    {
         causes.push(Cause {
             reason: "FieldValueInvalid".into(),
-            message: format!("Invalid value: {}: must be greater than 0", spec["leaseDurationSeconds"]),
+            message: format!(
+                "Invalid value: {}: must be greater than 0",
+                spec["leaseDurationSeconds"]
+            ),
             field: "spec.leaseDurationSeconds".into(),
         });
     }
@@ -309,7 +324,10 @@ mod tests {
 
     #[test]
     fn subdomain_parts_have_no_length_limit() {
-        assert_eq!(name_problems(NameRule::Subdomain, &"a".repeat(100)), Vec::<String>::new());
+        assert_eq!(
+            name_problems(NameRule::Subdomain, &"a".repeat(100)),
+            Vec::<String>::new()
+        );
         assert_eq!(
             name_problems(NameRule::Subdomain, &format!("{}.b", "a".repeat(200))),
             Vec::<String>::new()
@@ -318,14 +336,20 @@ mod tests {
             name_problems(NameRule::Subdomain, &"a".repeat(254)),
             vec!["must be no more than 253 characters".to_string()]
         );
-        assert_eq!(name_problems(NameRule::Subdomain, &"A".repeat(254)).len(), 2);
+        assert_eq!(
+            name_problems(NameRule::Subdomain, &"A".repeat(254)).len(),
+            2
+        );
     }
 
     #[test]
     fn generate_name_prefixes_may_end_in_a_dash() {
         assert!(generate_name_problems(NameRule::Subdomain, "web-").is_empty());
         assert!(generate_name_problems(NameRule::Subdomain, "web.").len() == 1);
-        assert_eq!(generate_name_problems(NameRule::Subdomain, "Bad_"), vec![SUBDOMAIN_MSG.to_string()]);
+        assert_eq!(
+            generate_name_problems(NameRule::Subdomain, "Bad_"),
+            vec![SUBDOMAIN_MSG.to_string()]
+        );
         assert!(generate_name_problems(NameRule::Subdomain, "-").len() == 1);
     }
 

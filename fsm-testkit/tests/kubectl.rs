@@ -764,7 +764,14 @@ async fn client_side_then_server_side_apply_migrates_managed_fields() {
     let out = k.ok(&["apply", "--server-side", "-f", &file]).await;
     assert_eq!(out.trim(), "configmap/migrate serverside-applied");
     let shown = k
-        .ok(&["get", "configmap", "migrate", "-o", "json", "--show-managed-fields"])
+        .ok(&[
+            "get",
+            "configmap",
+            "migrate",
+            "-o",
+            "json",
+            "--show-managed-fields",
+        ])
         .await;
     let obj: Value = serde_json::from_str(&shown).unwrap();
     assert_eq!(obj["data"]["mode"], "b");
@@ -830,7 +837,8 @@ async fn refused_writes_read_as_on_the_real_server() {
         "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: leaving\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: held\n  namespace: leaving\n  finalizers: [example.com/hold]\n",
     );
     k.ok(&["apply", "-f", &held]).await;
-    k.ok(&["delete", "namespace", "leaving", "--wait=false"]).await;
+    k.ok(&["delete", "namespace", "leaving", "--wait=false"])
+        .await;
     let new = write(
         &dir,
         "new.yaml",

@@ -856,7 +856,12 @@ impl Cluster {
 
     /// The namespace lifecycle admission of a create of `name` (or its
     /// `generateName`) in `ns`.
-    fn check_namespace_open(&self, def: &ResourceDef, ns: &str, name: &str) -> Result<(), ApiError> {
+    fn check_namespace_open(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+    ) -> Result<(), ApiError> {
         match self.store.get(&namespaces(), "", ns) {
             None => Err(ApiError::NotFound(Subject::new("", "namespaces", ns))),
             Some(n) if n["metadata"].get("deletionTimestamp").is_some() => {
@@ -1135,9 +1140,9 @@ fn normalize_integers(v: &mut Value) {
 /// `kubectl.kubernetes.io/last-applied-configuration` sets to the value
 /// they still have: those client-side apply owned.
 fn last_applied_fields(def: &ResourceDef, live: &Value, scope: Scope<'_>) -> BTreeSet<String> {
-    let Some(text) = live["metadata"]["annotations"]
-        ["kubectl.kubernetes.io/last-applied-configuration"]
-        .as_str()
+    let Some(text) =
+        live["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+            .as_str()
     else {
         return BTreeSet::new();
     };

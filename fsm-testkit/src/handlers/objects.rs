@@ -19,8 +19,8 @@ use crate::patch::PatchType;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::server::Shared;
 use crate::status::{self, ApiError, Cause, Subject};
-use crate::validation;
 use crate::table::{self, IncludeObject};
+use crate::validation;
 use crate::watch::{Watch, WatchRequest};
 
 /// Marks the response of a watch (a long-lived stream), so that a listener

@@ -86,29 +86,46 @@ pub async fn write_options_are_validated(s: &mut Scene) -> Fallible {
     s.post(&path, configmap("opts")).await?.expect(201)?;
     let long = "m".repeat(129);
     let cases = [
-        ("create dryRun=Foo", s.post(&format!("{path}?dryRun=Foo"), configmap("x")).await?),
-        ("update dryRun=Foo", s.put(&format!("{item}?dryRun=Foo"), configmap("opts")).await?),
+        (
+            "create dryRun=Foo",
+            s.post(&format!("{path}?dryRun=Foo"), configmap("x"))
+                .await?,
+        ),
+        (
+            "update dryRun=Foo",
+            s.put(&format!("{item}?dryRun=Foo"), configmap("opts"))
+                .await?,
+        ),
         (
             "patch dryRun=All&dryRun=Foo",
-            s.merge(&format!("{item}?dryRun=All&dryRun=Foo"), json!({"data": {"b": "2"}}))
-                .await?,
+            s.merge(
+                &format!("{item}?dryRun=All&dryRun=Foo"),
+                json!({"data": {"b": "2"}}),
+            )
+            .await?,
         ),
         (
             "patch dryRun empty",
-            s.merge(&format!("{item}?dryRun="), json!({"data": {"b": "2"}})).await?,
+            s.merge(&format!("{item}?dryRun="), json!({"data": {"b": "2"}}))
+                .await?,
         ),
         (
             "create fieldManager of 129 bytes",
-            s.post(&format!("{path}?fieldManager={long}"), configmap("x")).await?,
+            s.post(&format!("{path}?fieldManager={long}"), configmap("x"))
+                .await?,
         ),
         (
             "update fieldManager of 129 bytes",
-            s.put(&format!("{item}?fieldManager={long}"), configmap("opts")).await?,
+            s.put(&format!("{item}?fieldManager={long}"), configmap("opts"))
+                .await?,
         ),
         (
             "patch fieldManager of 129 bytes",
-            s.merge(&format!("{item}?fieldManager={long}"), json!({"data": {"b": "2"}}))
-                .await?,
+            s.merge(
+                &format!("{item}?fieldManager={long}"),
+                json!({"data": {"b": "2"}}),
+            )
+            .await?,
         ),
         (
             "apply fieldManager of 129 bytes",
@@ -121,12 +138,16 @@ pub async fn write_options_are_validated(s: &mut Scene) -> Fallible {
         ),
         (
             "fieldManager with a newline",
-            s.post(&format!("{path}?fieldManager=a%0Ab"), configmap("x")).await?,
+            s.post(&format!("{path}?fieldManager=a%0Ab"), configmap("x"))
+                .await?,
         ),
         (
             "dryRun=Foo and a long fieldManager",
-            s.post(&format!("{path}?dryRun=Foo&fieldManager={long}"), configmap("x"))
-                .await?,
+            s.post(
+                &format!("{path}?dryRun=Foo&fieldManager={long}"),
+                configmap("x"),
+            )
+            .await?,
         ),
     ];
     for (label, reply) in cases {
@@ -134,7 +155,10 @@ pub async fn write_options_are_validated(s: &mut Scene) -> Fallible {
         s.record(label, &reply);
     }
     let ok = s
-        .post(&format!("{path}?fieldManager={}", "m".repeat(128)), configmap("ok"))
+        .post(
+            &format!("{path}?fieldManager={}", "m".repeat(128)),
+            configmap("ok"),
+        )
         .await?
         .expect(201)?;
     s.record("fieldManager of 128 bytes", &ok.body["metadata"]["name"]);
@@ -217,12 +241,21 @@ pub async fn names_and_metadata_rules(s: &mut Scene) -> Fallible {
     let path = s.core("configmaps");
     let long_part = "a".repeat(100);
     let made = s.post(&path, configmap(&long_part)).await?;
-    s.record("100-character single-part name", (made.code, &made.body["metadata"]["name"]));
+    s.record(
+        "100-character single-part name",
+        (made.code, &made.body["metadata"]["name"]),
+    );
     let longest = format!("{}.{}", "b".repeat(200), "c".repeat(52));
     assert_eq!(longest.len(), 253);
     let made = s.post(&path, configmap(&longest)).await?;
-    s.record("253-character name", (made.code, &made.body["metadata"]["name"]));
-    let too_long = s.post(&path, configmap(&"B".repeat(254))).await?.expect(422)?;
+    s.record(
+        "253-character name",
+        (made.code, &made.body["metadata"]["name"]),
+    );
+    let too_long = s
+        .post(&path, configmap(&"B".repeat(254)))
+        .await?
+        .expect(422)?;
     s.record("254 characters, not lowercase", &too_long);
 
     let mut cm = configmap("keys");
@@ -250,7 +283,10 @@ pub async fn uid_is_a_precondition_and_immutable(s: &mut Scene) -> Fallible {
     let path = s.core("configmaps");
     let item = format!("{path}/held");
     let created = s.post(&path, configmap("held")).await?.expect(201)?;
-    let uid = created.body["metadata"]["uid"].as_str().unwrap_or_default().to_owned();
+    let uid = created.body["metadata"]["uid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     let other = "6b7a3b2e-0000-0000-0000-000000000000";
     let hide = |r: &Reply| {
         let mut r = r.clone();
@@ -265,7 +301,10 @@ pub async fn uid_is_a_precondition_and_immutable(s: &mut Scene) -> Fallible {
     s.record("PUT with another uid", hide(&put));
     body["metadata"]["resourceVersion"] = json!("1");
     let put_stale = s.put(&item, body).await?.expect(409)?;
-    s.record("PUT with another uid and a stale resourceVersion", hide(&put_stale));
+    s.record(
+        "PUT with another uid and a stale resourceVersion",
+        hide(&put_stale),
+    );
     let mut no_rv = configmap("held");
     no_rv["metadata"]["uid"] = json!(other);
     let put_no_rv = s.put(&item, no_rv).await?.expect(409)?;
@@ -342,9 +381,16 @@ pub async fn client_written_managed_fields(s: &mut Scene) -> Fallible {
     if let Some(m) = put["metadata"].as_object_mut() {
         m.remove("managedFields");
     }
-    let updated = send_as(s, "other agent/2", Method::PUT, &item, "application/json", &put)
-        .await?
-        .expect(200)?;
+    let updated = send_as(
+        s,
+        "other agent/2",
+        Method::PUT,
+        &item,
+        "application/json",
+        &put,
+    )
+    .await?
+    .expect(200)?;
     s.record("an update without managedFields", managers(&updated.body));
 
     // kubectl's migration: a JSON patch replacing managedFields, guarded by
@@ -378,10 +424,7 @@ pub async fn client_written_managed_fields(s: &mut Scene) -> Fallible {
 /// Leases: a PUT without resourceVersion (422, naming the resource), the
 /// spec's durations and transitions, and `MicroTime`s.
 pub async fn lease_writes(s: &mut Scene) -> Fallible {
-    let path = format!(
-        "/apis/coordination.k8s.io/v1/namespaces/{}/leases",
-        s.ns
-    );
+    let path = format!("/apis/coordination.k8s.io/v1/namespaces/{}/leases", s.ns);
     let lease = |name: &str, spec: Value| {
         json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                "metadata": {"name": name}, "spec": spec})
@@ -402,7 +445,10 @@ pub async fn lease_writes(s: &mut Scene) -> Fallible {
     let no_rv = s
         .put(
             &format!("{path}/l1"),
-            lease("l1", json!({"holderIdentity": "b", "leaseDurationSeconds": 10})),
+            lease(
+                "l1",
+                json!({"holderIdentity": "b", "leaseDurationSeconds": 10}),
+            ),
         )
         .await?
         .expect(422)?;
@@ -410,7 +456,10 @@ pub async fn lease_writes(s: &mut Scene) -> Fallible {
     let bad = s
         .post(
             &path,
-            lease("l2", json!({"leaseDurationSeconds": 0, "leaseTransitions": -1})),
+            lease(
+                "l2",
+                json!({"leaseDurationSeconds": 0, "leaseTransitions": -1}),
+            ),
         )
         .await?
         .expect(422)?;
@@ -449,7 +498,9 @@ pub async fn create_in_terminating_namespace(s: &mut Scene) -> Fallible {
     let mut held = configmap("held");
     held["metadata"]["finalizers"] = json!(["example.com/hold"]);
     s.post(&configmaps, held).await?.expect(201)?;
-    s.delete(&format!("/api/v1/namespaces/{ns}")).await?.expect(200)?;
+    s.delete(&format!("/api/v1/namespaces/{ns}"))
+        .await?
+        .expect(200)?;
     let refused = eventually("the namespace to refuse new content", 30, async || {
         let r = s.post(&configmaps, configmap("new")).await?;
         Ok((r.code == 403).then_some(r))
@@ -465,7 +516,10 @@ pub async fn create_in_terminating_namespace(s: &mut Scene) -> Fallible {
         .expect(403)?;
     s.record("create with generateName", &generated);
     let invalid = s.post(&configmaps, configmap("Bad_Name")).await?;
-    s.record("create with an invalid name", (invalid.code, invalid.reason()));
+    s.record(
+        "create with an invalid name",
+        (invalid.code, invalid.reason()),
+    );
     s.merge(
         &format!("{configmaps}/held"),
         json!({"metadata": {"finalizers": null}}),
@@ -487,8 +541,18 @@ pub async fn crd_pattern_and_format(s: &mut Scene) -> Fallible {
         v
     };
     let formats = [
-        "date-time", "date", "uuid", "ipv4", "ipv6", "cidr", "byte", "hostname", "email",
-        "duration", "mac", "foo",
+        "date-time",
+        "date",
+        "uuid",
+        "ipv4",
+        "ipv6",
+        "cidr",
+        "byte",
+        "hostname",
+        "email",
+        "duration",
+        "mac",
+        "foo",
     ];
     let mut properties = serde_json::Map::new();
     properties.insert("p".into(), string(json!({"pattern": "^[a-z]+$"})));
@@ -541,11 +605,17 @@ pub async fn crd_pattern_and_format(s: &mut Scene) -> Fallible {
         )
         .await?
         .expect(201)?;
-    s.record("every format kept, integral numbers as integers", &good.body["spec"]);
+    s.record(
+        "every format kept, integral numbers as integers",
+        &good.body["spec"],
+    );
     let name = format!("{}.{}", "a".repeat(100), "b".repeat(152));
     assert_eq!(name.len(), 253);
     let long = s.post(&path, gadget(&name, json!({}))).await?;
-    s.record("253-character name", (long.code, &long.body["metadata"]["name"]));
+    s.record(
+        "253-character name",
+        (long.code, &long.body["metadata"]["name"]),
+    );
     let mut no_rv = gadget("good", json!({"p": "x"}));
     no_rv["metadata"]["uid"] = json!(null);
     let put = s.put(&format!("{path}/good"), no_rv).await?.expect(422)?;
@@ -567,9 +637,12 @@ pub async fn kubectl_server_side_apply_after_client_side(s: &mut Scene) -> Falli
     body["data"] = json!({"mode": "a", "other": "x"});
     body["metadata"]["annotations"] =
         json!({"kubectl.kubernetes.io/last-applied-configuration": last.to_string()});
-    s.post(&format!("{path}?fieldManager=kubectl-client-side-apply"), body)
-        .await?
-        .expect(201)?;
+    s.post(
+        &format!("{path}?fieldManager=kubectl-client-side-apply"),
+        body,
+    )
+    .await?
+    .expect(201)?;
     // Changed since by someone else: not covered by last-applied.
     s.merge(
         &format!("{item}?fieldManager=editor"),
@@ -583,17 +656,29 @@ pub async fn kubectl_server_side_apply_after_client_side(s: &mut Scene) -> Falli
     };
     let apply = "application/apply-patch+yaml";
     let someone = s
-        .patch(&format!("{item}?fieldManager=someone"), apply, config("b", "y"))
+        .patch(
+            &format!("{item}?fieldManager=someone"),
+            apply,
+            config("b", "y"),
+        )
         .await?
         .expect(409)?;
     s.record("another manager conflicts", sorted_causes(&someone));
     let changed = s
-        .patch(&format!("{item}?fieldManager=kubectl"), apply, config("b", "z"))
+        .patch(
+            &format!("{item}?fieldManager=kubectl"),
+            apply,
+            config("b", "z"),
+        )
         .await?
         .expect(409)?;
     s.record("kubectl, a field changed since", sorted_causes(&changed));
     let ok = s
-        .patch(&format!("{item}?fieldManager=kubectl"), apply, config("b", "y"))
+        .patch(
+            &format!("{item}?fieldManager=kubectl"),
+            apply,
+            config("b", "y"),
+        )
         .await?
         .expect(200)?;
     s.record("kubectl, last-applied fields", &ok.body["data"]);
