@@ -189,7 +189,7 @@ pub async fn create_rules(s: &mut Scene) -> Fallible {
     assert!(name.starts_with(&prefix[..58]), "{name}");
     s.record(
         "long generateName",
-        json!({"length": name.len(), "kept": &name[..58] == &prefix[..58],
+        json!({"length": name.len(), "kept": name[..58] == prefix[..58],
                "generateName": made.body["metadata"]["generateName"]}),
     );
 
