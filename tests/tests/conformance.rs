@@ -44,11 +44,6 @@ pub mod known {
         events.k8s.io may change only metadata and series (422 'field is immutable', a changed \
         series validated); 1.20 accepts anything there because its check compares the new \
         Event with itself (pkg/registry/core/event/strategy.go, oldEvent := obj), fixed since";
-    /// Namespace deletion.
-    pub const NAMESPACE_TERMINATING: &str = "a namespace being deleted stays, refusing new \
-        content with 403 Forbidden ('unable to create new content in namespace … because it is \
-        being terminated'), until the namespace controller has emptied it; on the embedded \
-        server new content right after the DELETE gets 404 (namespace not found)";
     /// The causes of a CRD without exactly one storage version.
     pub const CRD_VALIDATION_DETAILS: &str = "a CRD without exactly one storage version also \
         gets a status.storedVersions cause on the real server; the embedded server gives one \
