@@ -79,6 +79,7 @@ pub mod debug;
 pub mod discovery;
 pub mod events;
 pub mod faults;
+pub mod formats;
 pub mod handlers;
 pub mod kinds;
 pub mod kubeconfig;

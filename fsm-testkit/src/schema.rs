@@ -16,10 +16,12 @@
 //!    be of type integer: "string"`).
 //!
 //! # Caveats
-//! Not checked: `pattern`, `format`, `allOf`/`anyOf`/`oneOf`/`not`,
+//! `pattern` and `format` (see [`crate::formats`]) are checked too.
+//!
+//! Not checked: `allOf`/`anyOf`/`oneOf`/`not`,
 //! `x-kubernetes-validations` (CEL), list-type and map-type uniqueness.
-//! Defaults (`default`) are not applied. `metadata` is not pruned to
-//! `ObjectMeta`'s fields.
+//! Defaults (`default`) are not applied here. `metadata` is pruned to
+//! `ObjectMeta`'s fields by the cluster, for every kind.
 
 use serde_json::{Map, Value};
 
@@ -183,6 +185,9 @@ fn walk(schema: &Value, value: &mut Value, path: &str, root: bool, causes: &mut 
         });
     }
     bounds(schema, value, path, causes);
+    if let Value::String(text) = &*value {
+        strings(schema, text, path, causes);
+    }
     match value {
         Value::Object(map) => object(schema, map, path, root, causes),
         Value::Array(items) => {
@@ -245,6 +250,31 @@ fn bounds(schema: &Value, value: &Value, path: &str, causes: &mut Vec<Cause>) {
                 field: path.into(),
             });
         }
+    }
+}
+
+/// `pattern` (Go's regexp search, unanchored unless the pattern anchors
+/// it) and `format` ([`crate::formats`]) of a string.
+fn strings(schema: &Value, text: &str, path: &str, causes: &mut Vec<Cause>) {
+    let value = Value::String(text.to_string());
+    if let Some(pattern) = schema.get("pattern").and_then(Value::as_str)
+        && let Ok(re) = regex::Regex::new(pattern)
+        && !re.is_match(text)
+    {
+        causes.push(invalid(
+            path,
+            &value,
+            &format!("{path} in body should match '{pattern}'"),
+        ));
+    }
+    if let Some(format) = schema.get("format").and_then(Value::as_str)
+        && !crate::formats::is_valid(format, text)
+    {
+        causes.push(invalid(
+            path,
+            &value,
+            &format!("{path} in body must be of type {format}: {text:?}"),
+        ));
     }
 }
 

@@ -108,6 +108,11 @@ pub enum ApiError {
     /// 403: the request is understood but refused (e.g. a terminating namespace).
     #[error("{1}")]
     Forbidden(Subject, String),
+    /// 403 with causes: `<resource> "<name>" is forbidden: <message>`, e.g.
+    /// a create in a terminating namespace (cause `NamespaceTerminating`,
+    /// which client-go's `HasStatusCause` looks for).
+    #[error("{} {:?} is forbidden: {}", .0.qualified(), .0.name, .1)]
+    ForbiddenBecause(Subject, String, Vec<Cause>),
     /// 405: the verb is not allowed on this path.
     #[error("the server does not allow this method on the requested resource")]
     MethodNotAllowed,
@@ -139,10 +144,14 @@ pub enum ApiError {
 }
 
 fn causes_text(causes: &[Cause]) -> String {
-    let parts: Vec<String> = causes
-        .iter()
-        .map(|c| format!("{}: {}", c.field, c.message))
-        .collect();
+    // Go's `ErrorList.ToAggregate` lists a message once.
+    let mut parts: Vec<String> = Vec::new();
+    for c in causes {
+        let part = format!("{}: {}", c.field, c.message);
+        if !parts.contains(&part) {
+            parts.push(part);
+        }
+    }
     if parts.len() == 1 {
         parts.join("")
     } else {
@@ -161,7 +170,7 @@ impl ApiError {
             }
             Self::Invalid(..) | Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
-            Self::Forbidden(..) => StatusCode::FORBIDDEN,
+            Self::Forbidden(..) | Self::ForbiddenBecause(..) => StatusCode::FORBIDDEN,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::Gone(_) => StatusCode::GONE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -180,7 +189,7 @@ impl ApiError {
             Self::Conflict(..) | Self::ApplyConflict(..) => "Conflict",
             Self::Invalid(..) | Self::Unprocessable(_) => "Invalid",
             Self::BadRequest(_) => "BadRequest",
-            Self::Forbidden(..) => "Forbidden",
+            Self::Forbidden(..) | Self::ForbiddenBecause(..) => "Forbidden",
             Self::MethodNotAllowed => "MethodNotAllowed",
             Self::Gone(_) => "Expired",
             Self::UnsupportedMediaType(_) => "UnsupportedMediaType",
@@ -212,7 +221,7 @@ impl ApiError {
             | Self::AlreadyExists(s)
             | Self::Conflict(s, _)
             | Self::Forbidden(s, _) => Some(subject_details(s)),
-            Self::Invalid(s, causes) => {
+            Self::Invalid(s, causes) | Self::ForbiddenBecause(s, _, causes) => {
                 let mut d = subject_details(s);
                 d["causes"] = causes
                     .iter()
@@ -252,7 +261,13 @@ pub fn deleted(group: &str, resource: &str, name: &str, uid: &str) -> Value {
 }
 
 fn subject_details(s: &Subject) -> Value {
+    // The real server leaves an empty name out (`omitempty`).
     let mut d = json!({ "name": s.name, "kind": s.kind });
+    if s.name.is_empty()
+        && let Some(m) = d.as_object_mut()
+    {
+        m.remove("name");
+    }
     if !s.group.is_empty() {
         d["group"] = json!(s.group);
     }

@@ -1203,3 +1203,142 @@ async fn every_create_generator_stores_what_the_real_server_stores() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// kubectl's move from client-side to server-side apply rewrites
+/// managedFields with a JSON patch; the embedded server keeps what it
+/// writes, as the real one does (managers `kubectl` and
+/// `kubectl-last-applied`, both `Apply`, on kube-apiserver 1.20).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_side_then_server_side_apply_migrates_managed_fields() {
+    let server = ApiServer::new();
+    let http = server.serve_http().await.unwrap();
+    let k = Kubectl::new(&http);
+    let dir = http.kubeconfig().parent().unwrap().to_path_buf();
+    let cm = |v: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: migrate\ndata:\n  mode: {v}\n")
+    };
+    let file = write(&dir, "cm.yaml", &cm("a"));
+    k.ok(&["apply", "-f", &file]).await;
+    write(&dir, "cm.yaml", &cm("b"));
+    let out = k.ok(&["apply", "--server-side", "-f", &file]).await;
+    assert_eq!(out.trim(), "configmap/migrate serverside-applied");
+    let shown = k
+        .ok(&[
+            "get",
+            "configmap",
+            "migrate",
+            "-o",
+            "json",
+            "--show-managed-fields",
+        ])
+        .await;
+    let obj: Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(obj["data"]["mode"], "b");
+    let entries: Vec<(String, String, Value)> = obj["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["manager"].as_str().unwrap_or_default().to_string(),
+                e["operation"].as_str().unwrap_or_default().to_string(),
+                e["fieldsV1"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        entries,
+        [
+            (
+                "kubectl".to_string(),
+                "Apply".to_string(),
+                serde_json::json!({"f:data": {"f:mode": {}}})
+            ),
+            (
+                "kubectl-last-applied".to_string(),
+                "Apply".to_string(),
+                serde_json::json!({"f:metadata": {"f:annotations": {
+                    "f:kubectl.kubernetes.io/last-applied-configuration": {}}}})
+            ),
+        ],
+        "{shown}"
+    );
+}
+
+/// What kubectl prints for writes the real server refuses: an annotation
+/// key that is not a qualified name, a create in a namespace being
+/// deleted, a custom resource breaking its schema's `format`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_writes_read_as_on_the_real_server() {
+    let server = ApiServer::new();
+    let http = server.serve_http().await.unwrap();
+    let k = Kubectl::new(&http);
+    let dir = http.kubeconfig().parent().unwrap().to_path_buf();
+    let cm = write(
+        &dir,
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n",
+    );
+    k.ok(&["apply", "-f", &cm]).await;
+    let bad = k
+        .run(&["annotate", "configmap", "settings", "bad key=x"])
+        .await;
+    assert_eq!(bad.code, 1);
+    assert_eq!(
+        bad.stderr.trim(),
+        "The ConfigMap \"settings\" is invalid: metadata.annotations: Invalid value: \"bad key\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+    );
+
+    // A namespace held by a finalizer of its content stays terminating.
+    let held = write(
+        &dir,
+        "held.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: leaving\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: held\n  namespace: leaving\n  finalizers: [example.com/hold]\n",
+    );
+    k.ok(&["apply", "-f", &held]).await;
+    k.ok(&["delete", "namespace", "leaving", "--wait=false"])
+        .await;
+    let new = write(
+        &dir,
+        "new.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: leaving\n",
+    );
+    let refused = k.run(&["create", "-f", &new]).await;
+    assert_eq!(refused.code, 1);
+    assert_eq!(
+        refused.stderr.trim(),
+        format!(
+            "Error from server (Forbidden): error when creating \"{new}\": configmaps \"x\" is forbidden: unable to create new content in namespace leaving because it is being terminated"
+        )
+    );
+
+    let crd = write(
+        &dir,
+        "crd.yaml",
+        &CRD.replace(
+            "        x-kubernetes-preserve-unknown-fields: true\n",
+            "        properties:\n          spec:\n            type: object\n            properties:\n              when:\n                type: string\n                format: date-time\n",
+        ),
+    );
+    k.ok(&["apply", "-f", &crd]).await;
+    within(30, async {
+        while k.run(&["get", "widgets"]).await.code != 0 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    let cr = write(
+        &dir,
+        "w.yaml",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\nspec:\n  when: yesterday\n",
+    );
+    let invalid = k.run(&["apply", "-f", &cr]).await;
+    assert_eq!(invalid.code, 1);
+    assert!(
+        invalid.stderr.contains(
+            "The Widget \"w1\" is invalid: spec.when: Invalid value: \"yesterday\": spec.when in body must be of type date-time: \"yesterday\""
+        ),
+        "{}",
+        invalid.stderr
+    );
+}

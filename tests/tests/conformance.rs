@@ -23,6 +23,7 @@ mod conformance {
     pub mod limits;
     pub mod protobuf;
     pub mod watch;
+    pub mod writes;
 }
 
 use integration_tests::{Fallible, Scene, run_differential};
@@ -44,11 +45,6 @@ pub mod known {
         events.k8s.io may change only metadata and series (422 'field is immutable', a changed \
         series validated); 1.20 accepts anything there because its check compares the new \
         Event with itself (pkg/registry/core/event/strategy.go, oldEvent := obj), fixed since";
-    /// Namespace deletion.
-    pub const NAMESPACE_TERMINATING: &str = "a namespace being deleted stays, refusing new \
-        content with 403 Forbidden ('unable to create new content in namespace … because it is \
-        being terminated'), until the namespace controller has emptied it; on the embedded \
-        server new content right after the DELETE gets 404 (namespace not found)";
     /// The causes of a CRD without exactly one storage version.
     pub const CRD_VALIDATION_DETAILS: &str = "a CRD without exactly one storage version also \
         gets a status.storedVersions cause on the real server; the embedded server gives one \
@@ -143,4 +139,13 @@ scenarios! {
     events::event_validation,
     events::rbac_objects_and_service_accounts,
     events::printer_column_priority,
+    writes::write_options_are_validated,
+    writes::create_rules,
+    writes::names_and_metadata_rules,
+    writes::uid_is_a_precondition_and_immutable,
+    writes::client_written_managed_fields,
+    writes::lease_writes,
+    writes::create_in_terminating_namespace,
+    writes::crd_pattern_and_format,
+    writes::kubectl_server_side_apply_after_client_side,
 }

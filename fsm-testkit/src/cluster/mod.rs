@@ -11,6 +11,7 @@ mod ids;
 mod meta;
 mod paging;
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -23,7 +24,7 @@ use crate::resources::{GroupResource, Registry, ResourceDef};
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::status::{ApiError, Cause, Subject};
 use crate::store::Store;
-use crate::validation::name_problem;
+use crate::validation::{generate_name_problems, name_problems};
 
 use ids::IdSource;
 use meta::{
@@ -135,6 +136,27 @@ pub struct Cluster {
 
 const NAMESPACE_GR: (&str, &str) = ("", "namespaces");
 const CRD_GROUP: &str = "apiextensions.k8s.io";
+/// The bytes of a `generateName` the real server keeps.
+const MAX_GENERATED_PREFIX: usize = 58;
+/// The fields of `ObjectMeta`: others in a body's metadata are dropped.
+const OBJECT_META_FIELDS: [&str; 16] = [
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+    "clusterName",
+];
 /// Namespaces the real server refuses to delete.
 const PROTECTED_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
 
@@ -280,55 +302,107 @@ impl Cluster {
         &mut self,
         def: &ResourceDef,
         ns: &str,
+        body: Value,
+        dry_run: bool,
+        now: jiff::Timestamp,
+        owner: &Ownership<'_>,
+    ) -> Result<Value, ApiError> {
+        self.create_checked(def, ns, body, dry_run, now, owner, false)
+    }
+
+    /// A POST: [`Cluster::create_as`], and a body carrying
+    /// `metadata.resourceVersion` is refused as the real storage refuses it
+    /// (500 with no reason, `resourceVersion should not be set on objects to
+    /// be created`; a dry run does not reach storage and passes).
+    ///
+    /// # Errors
+    /// As [`Cluster::create`], and `Storage` for a resourceVersion.
+    pub fn post_as(
+        &mut self,
+        def: &ResourceDef,
+        ns: &str,
+        body: Value,
+        dry_run: bool,
+        now: jiff::Timestamp,
+        owner: &Ownership<'_>,
+    ) -> Result<Value, ApiError> {
+        self.create_checked(def, ns, body, dry_run, now, owner, true)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn create_checked(
+        &mut self,
+        def: &ResourceDef,
+        ns: &str,
         mut body: Value,
         dry_run: bool,
         now: jiff::Timestamp,
         owner: &Ownership<'_>,
+        refuse_resource_version: bool,
     ) -> Result<Value, ApiError> {
         check_type(def, &body)?;
         if crate::events::is_event(def) {
             body = crate::events::to_storage(def, body)?;
         }
+        crate::validation::check_lease_times(def, &body)?;
+        if def.custom {
+            normalize_integers(&mut body);
+        }
         let meta = metadata_mut(&mut body)?;
         check_namespace_field(def, meta, ns)?;
+        drop_unknown_metadata(meta);
         let explicit = meta
             .get("name")
             .and_then(Value::as_str)
             .filter(|n| !n.is_empty())
             .map(String::from);
-        let name = match explicit {
-            Some(n) => n,
-            None => match meta.get("generateName").and_then(Value::as_str) {
-                Some(prefix) if !prefix.is_empty() => self.generate_name(def, ns, prefix),
-                _ => {
-                    return Err(ApiError::Invalid(
-                        Subject::new(&def.group, &def.kind, ""),
-                        vec![Cause::required(
-                            "metadata.name",
-                            "name or generateName is required",
-                        )],
-                    ));
-                }
-            },
+        let prefix = meta
+            .get("generateName")
+            .and_then(Value::as_str)
+            .filter(|p| !p.is_empty())
+            .map(String::from);
+        // Admission (the namespace's lifecycle) comes before the name is
+        // generated and validated.
+        if def.namespaced {
+            let named = explicit.as_deref().or(prefix.as_deref()).unwrap_or("");
+            self.check_namespace_open(def, ns, named)?;
+        }
+        let name = match (explicit, &prefix) {
+            (Some(n), _) => n,
+            (None, Some(prefix)) => self.generate_name(def, ns, prefix),
+            (None, None) => {
+                return Err(ApiError::Invalid(
+                    Subject::new(&def.group, &def.kind, ""),
+                    vec![Cause::required(
+                        "metadata.name",
+                        "name or generateName is required",
+                    )],
+                ));
+            }
         };
-        if let Some(problem) = name_problem(def.name_rule, &name) {
+        let mut causes = Vec::new();
+        if let Some(prefix) = &prefix {
+            for problem in generate_name_problems(def.name_rule, prefix) {
+                causes.push(Cause::invalid("metadata.generateName", prefix, &problem));
+            }
+        }
+        for problem in name_problems(def.name_rule, &name) {
+            causes.push(Cause::invalid("metadata.name", &name, &problem));
+        }
+        causes.extend(metadata_causes(meta));
+        causes.extend(crate::validation::lease_causes(def, &body));
+        if !causes.is_empty() {
             return Err(ApiError::Invalid(
                 Subject::new(&def.group, &def.kind, &name),
-                vec![Cause::invalid("metadata.name", &name, &problem)],
+                causes,
             ));
         }
-        check_labels(def, &name, meta)?;
-        if def.namespaced {
-            self.check_namespace_open(ns)?;
-        }
+        let meta = metadata_mut(&mut body)?;
         let gr = def.group_resource();
-        if self.store.get(&gr, ns, &name).is_some() {
-            return Err(ApiError::AlreadyExists(Subject::new(
-                &def.group,
-                &def.plural,
-                &name,
-            )));
-        }
+        let resource_version = meta
+            .get("resourceVersion")
+            .and_then(Value::as_str)
+            .is_some_and(|rv| !rv.is_empty());
         meta.insert("name".into(), json!(name));
         meta.insert("uid".into(), json!(self.ids.uid()));
         meta.insert("creationTimestamp".into(), json!(timestamp(now)));
@@ -362,6 +436,19 @@ impl Cluster {
         record_ownership(def, &json!({}), &mut body, scope, owner, now);
         let crd_storage = self.crd_prepare(def, &mut body, now)?;
         crate::limits::check_data_size(def, &name, &body)?;
+        // Storage: a resourceVersion on a new object, then the key taken.
+        if refuse_resource_version && resource_version && !dry_run {
+            return Err(ApiError::Storage(
+                "resourceVersion should not be set on objects to be created".into(),
+            ));
+        }
+        if self.store.get(&gr, ns, &name).is_some() {
+            return Err(ApiError::AlreadyExists(Subject::new(
+                &def.group,
+                &def.plural,
+                &name,
+            )));
+        }
         if dry_run {
             return Ok(present(def, &body));
         }
@@ -422,6 +509,10 @@ impl Cluster {
         if crate::events::is_event(def) {
             body = crate::events::to_storage(def, body)?;
         }
+        crate::validation::check_lease_times(def, &body)?;
+        if def.custom {
+            normalize_integers(&mut body);
+        }
         let meta = metadata_mut(&mut body)?;
         match meta.get("name").and_then(Value::as_str) {
             Some(n) if !n.is_empty() && n != name => {
@@ -432,6 +523,7 @@ impl Cluster {
             _ => {}
         }
         check_namespace_field(def, meta, ns)?;
+        drop_unknown_metadata(meta);
         let gr = def.group_resource();
         let current = self
             .store
@@ -443,9 +535,10 @@ impl Cluster {
                 return Err(conflict(def, name));
             }
             Some(rv) if !rv.is_empty() => {}
-            _ if def.custom => {
+            _ if !allows_unconditional_update(def) => {
+                // The real store names the resource, not the kind, here.
                 return Err(ApiError::Invalid(
-                    Subject::new(&def.group, &def.kind, name),
+                    Subject::new(&def.group, &def.plural, name),
                     vec![Cause {
                         reason: "FieldValueInvalid".into(),
                         message: "Invalid value: 0x0: must be specified for an update".into(),
@@ -454,6 +547,19 @@ impl Cluster {
                 ));
             }
             _ => {}
+        }
+        if part == Part::Main
+            && let Some(uid) = meta.get("uid").and_then(Value::as_str)
+            && !uid.is_empty()
+            && uid != str_at(&current, "uid")
+        {
+            // Checked twice on the real server (the common metadata checks
+            // of every update, then the kind's own): two causes.
+            let cause = Cause::invalid("metadata.uid", uid, "field is immutable");
+            return Err(ApiError::Invalid(
+                Subject::new(&def.group, &def.kind, name),
+                vec![cause.clone(), cause],
+            ));
         }
         let mut new = match part {
             Part::Main => {
@@ -512,7 +618,14 @@ impl Cluster {
             new["metadata"]["generation"] = json!(generation);
         }
         if let Some(meta) = new.get("metadata").and_then(Value::as_object) {
-            check_labels(def, name, meta)?;
+            let mut causes = metadata_causes(meta);
+            causes.extend(crate::validation::lease_causes(def, &new));
+            if !causes.is_empty() {
+                return Err(ApiError::Invalid(
+                    Subject::new(&def.group, &def.kind, name),
+                    causes,
+                ));
+            }
         }
         kinds::on_write(def, &mut new);
         crate::schema::enforce(&self.store, def, &mut new)?;
@@ -566,7 +679,23 @@ impl Cluster {
         now: jiff::Timestamp,
         owner: &Ownership<'_>,
     ) -> Result<(Value, bool), ApiError> {
-        let absent = self.store.get(&def.group_resource(), ns, name).is_none();
+        let current = self.store.get(&def.group_resource(), ns, name);
+        let absent = current.is_none();
+        if let Some(current) = &current
+            && let Some(uid) = body["metadata"]["uid"].as_str()
+            && !uid.is_empty()
+            && uid != str_at(current, "uid")
+        {
+            // The body's uid is a precondition of the storage update.
+            return Err(ApiError::Conflict(
+                Subject::new(&def.group, &def.plural, name),
+                format!(
+                    "StorageError: invalid object, Code: 4, Key: {}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    storage_key(def, ns, name),
+                    str_at(current, "uid")
+                ),
+            ));
+        }
         if !(absent && part == Part::Main && def.creates_on_update()) {
             return self
                 .update_as(def, ns, name, body, part, dry_run, now, owner)
@@ -697,21 +826,55 @@ impl Cluster {
                 .create_as(def, ns, object, dry_run, now, &owner)
                 .map(|o| (o, true));
         };
-        let object = patch::apply::apply(Some(&live), &config, &writer, opts.force, scope)?;
+        let object = match patch::apply::apply(Some(&live), &config, &writer, opts.force, scope) {
+            Err(ApiError::ApplyConflict(message, causes)) => {
+                // kubectl's first server-side apply of an object it applied
+                // client-side: conflicts on fields the last-applied
+                // annotation still matches are forced (the real server's
+                // lastAppliedManager), for the manager "kubectl" only.
+                let allowed = if manager == "kubectl" {
+                    last_applied_fields(def, &live, scope)
+                } else {
+                    BTreeSet::new()
+                };
+                if causes.iter().all(|c| allowed.contains(&c.field)) {
+                    patch::apply::apply(Some(&live), &config, &writer, true, scope)?
+                } else {
+                    let left = causes
+                        .into_iter()
+                        .filter(|c| !allowed.contains(&c.field))
+                        .collect();
+                    return Err(ApiError::ApplyConflict(message, left));
+                }
+            }
+            other => other?,
+        };
         let owner = Ownership::Applied(object["metadata"]["managedFields"].clone());
         self.update_as(def, ns, name, object, part, dry_run, now, &owner)
             .map(|o| (o, false))
     }
 
-    fn check_namespace_open(&self, ns: &str) -> Result<(), ApiError> {
+    /// The namespace lifecycle admission of a create of `name` (or its
+    /// `generateName`) in `ns`.
+    fn check_namespace_open(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+    ) -> Result<(), ApiError> {
         match self.store.get(&namespaces(), "", ns) {
             None => Err(ApiError::NotFound(Subject::new("", "namespaces", ns))),
             Some(n) if n["metadata"].get("deletionTimestamp").is_some() => {
-                Err(ApiError::Forbidden(
-                    Subject::new("", "namespaces", ns),
+                Err(ApiError::ForbiddenBecause(
+                    Subject::new(&def.group, &def.plural, name),
                     format!(
                         "unable to create new content in namespace {ns} because it is being terminated"
                     ),
+                    vec![Cause {
+                        reason: "NamespaceTerminating".into(),
+                        message: format!("namespace {ns} is being terminated"),
+                        field: "metadata.namespace".into(),
+                    }],
                 ))
             }
             Some(_) => Ok(()),
@@ -773,6 +936,14 @@ impl Cluster {
 
     fn generate_name(&mut self, def: &ResourceDef, ns: &str, prefix: &str) -> String {
         let gr = def.group_resource();
+        // The real server keeps 58 bytes of the prefix (63 with the suffix).
+        let cut = prefix
+            .char_indices()
+            .map(|(i, c)| i + c.len_utf8())
+            .take_while(|end| *end <= MAX_GENERATED_PREFIX)
+            .last()
+            .unwrap_or(0);
+        let prefix = &prefix[..cut];
         loop {
             let candidate = format!("{prefix}{}", self.ids.suffix());
             if self.store.get(&gr, ns, &candidate).is_none() {
@@ -841,8 +1012,30 @@ fn record_ownership(
                 }
             }
         }
-        Ownership::Internal => managed_fields::record_update(old, new, scope, None),
-        Ownership::Update(manager) => {
+        Ownership::Internal | Ownership::Update(_) => {
+            // managedFields the client wrote: `[{}]` resets them (the
+            // object keeps none); a valid list replaces the live one
+            // before this write is recorded; anything else is ignored.
+            let base = match managed_fields::given(new) {
+                managed_fields::Given::Reset => {
+                    if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) {
+                        meta.remove("managedFields");
+                    }
+                    return;
+                }
+                managed_fields::Given::Entries(list) => {
+                    let mut base = old.clone();
+                    if let Some(meta) = base.get_mut("metadata").and_then(Value::as_object_mut) {
+                        meta.insert("managedFields".into(), list);
+                    }
+                    std::borrow::Cow::Owned(base)
+                }
+                managed_fields::Given::None => std::borrow::Cow::Borrowed(old),
+            };
+            let Ownership::Update(manager) = owner else {
+                managed_fields::record_update(&base, new, scope, None);
+                return;
+            };
             let time = timestamp(now);
             let api_version = def.api_version();
             let writer = Writer {
@@ -852,7 +1045,7 @@ fn record_ownership(
                 subresource: scope.status_only.then_some("status"),
                 time: &time,
             };
-            managed_fields::record_update(old, new, scope, Some(&writer));
+            managed_fields::record_update(&base, new, scope, Some(&writer));
         }
     }
 }
@@ -869,40 +1062,128 @@ fn set_type(def: &ResourceDef, new: &mut Value, current: &Value) {
     }
 }
 
-/// Refuses label keys and values the real server refuses.
-fn check_labels(
-    def: &ResourceDef,
-    name: &str,
-    meta: &serde_json::Map<String, Value>,
-) -> Result<(), ApiError> {
-    let Some(labels) = meta.get("labels").and_then(Value::as_object) else {
-        return Ok(());
-    };
+/// The causes the real server finds in labels and annotations: label keys
+/// and values, annotation keys (qualified names, the prefix lowercased)
+/// and the annotations' total size.
+fn metadata_causes(meta: &serde_json::Map<String, Value>) -> Vec<Cause> {
     let mut causes = Vec::new();
-    for (k, v) in labels {
-        if let Some(problem) = crate::validation::label_key_problem(k) {
-            causes.push(Cause::invalid("metadata.labels", k, &problem));
-        }
-        match v.as_str() {
-            Some(text) => {
-                if let Some(problem) = crate::validation::label_value_problem(text) {
-                    causes.push(Cause::invalid("metadata.labels", text, &problem));
-                }
+    if let Some(labels) = meta.get("labels").and_then(Value::as_object) {
+        for (k, v) in labels {
+            for problem in crate::validation::qualified_name_problems(k) {
+                causes.push(Cause::invalid("metadata.labels", k, &problem));
             }
-            None => causes.push(Cause::invalid(
-                "metadata.labels",
-                &v.to_string(),
-                "label values must be strings",
-            )),
+            match v.as_str() {
+                Some(text) => {
+                    if let Some(problem) = crate::validation::label_value_problem(text) {
+                        causes.push(Cause::invalid("metadata.labels", text, &problem));
+                    }
+                }
+                None => causes.push(Cause::invalid(
+                    "metadata.labels",
+                    &v.to_string(),
+                    "label values must be strings",
+                )),
+            }
         }
     }
-    if causes.is_empty() {
-        Ok(())
+    if let Some(annotations) = meta.get("annotations").and_then(Value::as_object) {
+        let mut total = 0;
+        for (k, v) in annotations {
+            for problem in crate::validation::qualified_name_problems(&k.to_lowercase()) {
+                causes.push(Cause::invalid("metadata.annotations", k, &problem));
+            }
+            total += k.len() + v.as_str().map_or(0, str::len);
+        }
+        if total > crate::validation::TOTAL_ANNOTATION_BYTES {
+            causes.push(Cause {
+                reason: "FieldValueTooLong".into(),
+                message: format!(
+                    "Too long: must have at most {} bytes",
+                    crate::validation::TOTAL_ANNOTATION_BYTES
+                ),
+                field: "metadata.annotations".into(),
+            });
+        }
+    }
+    causes
+}
+
+/// Drops what a body's metadata carries beyond `ObjectMeta`'s fields, as
+/// decoding into `ObjectMeta` does on the real server.
+fn drop_unknown_metadata(meta: &mut serde_json::Map<String, Value>) {
+    meta.retain(|k, _| OBJECT_META_FIELDS.contains(&k.as_str()));
+}
+
+/// Writes integral numbers as integers (`2.0` → `2`), as the real server
+/// re-encodes a custom resource (its JSON decoder reads numbers into
+/// `int64` or `float64`, and Go writes an integral `float64` without a
+/// fraction).
+fn normalize_integers(v: &mut Value) {
+    match v {
+        Value::Number(n) if !n.is_i64() && !n.is_u64() => {
+            if let Some(f) = n.as_f64()
+                && f.fract() == 0.0
+                && f.abs() < 9.0e15
+            {
+                #[allow(clippy::cast_possible_truncation)]
+                let i = f as i64;
+                *v = json!(i);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(normalize_integers),
+        Value::Object(m) => m.values_mut().for_each(normalize_integers),
+        _ => {}
+    }
+}
+
+/// The fields (as conflicts name them: `.data.mode`) that `live`'s
+/// `kubectl.kubernetes.io/last-applied-configuration` sets to the value
+/// they still have: those client-side apply owned.
+fn last_applied_fields(def: &ResourceDef, live: &Value, scope: Scope<'_>) -> BTreeSet<String> {
+    let Some(text) =
+        live["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+            .as_str()
+    else {
+        return BTreeSet::new();
+    };
+    let Ok(applied) = serde_json::from_str::<Value>(text) else {
+        return BTreeSet::new();
+    };
+    if applied["apiVersion"] != def.api_version().as_str() {
+        return BTreeSet::new();
+    }
+    let live_leaves = managed_fields::leaves(live, scope);
+    managed_fields::leaves(&applied, scope)
+        .into_iter()
+        .filter(|(path, value)| live_leaves.get(path) == Some(value))
+        .map(|(path, _)| managed_fields::display(&path))
+        .collect()
+}
+
+/// Whether a PUT without `metadata.resourceVersion` is an unconditional
+/// update (the real strategies' `AllowUnconditionalUpdate`): not for custom
+/// resources, CRDs and Leases.
+fn allows_unconditional_update(def: &ResourceDef) -> bool {
+    !(def.custom
+        || def.group_resource() == crds()
+        || (def.group == "coordination.k8s.io" && def.plural == "leases"))
+}
+
+/// The etcd key of an object on the real server, as its storage errors
+/// name it: `/registry/<resource>/…` for built-in kinds,
+/// `/registry/<group>/<resource>/…` for custom resources and CRDs.
+fn storage_key(def: &ResourceDef, ns: &str, name: &str) -> String {
+    let resource = if def.custom || def.group_resource() == crds() {
+        format!("{}/{}", def.group, def.plural)
+    } else if def.group.is_empty() && def.plural == "services" {
+        "services/specs".into()
     } else {
-        Err(ApiError::Invalid(
-            Subject::new(&def.group, &def.kind, name),
-            causes,
-        ))
+        def.plural.clone()
+    };
+    if ns.is_empty() {
+        format!("/registry/{resource}/{name}")
+    } else {
+        format!("/registry/{resource}/{ns}/{name}")
     }
 }
 

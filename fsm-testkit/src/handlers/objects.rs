@@ -20,8 +20,9 @@ use crate::protobuf;
 use crate::resources::ResourceDef;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::server::Shared;
-use crate::status::{self, ApiError, Subject};
+use crate::status::{self, ApiError, Cause, Subject};
 use crate::table::{self, IncludeObject};
+use crate::validation;
 use crate::watch::{Watch, WatchRequest};
 
 /// Marks the response of a watch (a long-lived stream), so that a listener
@@ -145,16 +146,123 @@ fn header_str(parts: &Parts, name: header::HeaderName) -> &str {
 }
 
 /// The field manager of a write: `fieldManager`, else the User-Agent up to
-/// its first `/`, as the real server names it.
+/// its first `/`, without unprintable characters and cut at 128 bytes, as
+/// the real server names it (`prefixFromUserAgent`); "unknown" when that
+/// leaves nothing.
 fn field_manager(q: &HashMap<String, String>, parts: &Parts) -> String {
     if let Some(m) = q.get("fieldManager").filter(|m| !m.is_empty()) {
         return m.clone();
     }
     let agent = header_str(parts, header::USER_AGENT);
-    match agent.split('/').next().filter(|a| !a.is_empty()) {
-        Some(a) => a.to_string(),
-        None => "unknown".into(),
+    let manager = manager_from_user_agent(agent);
+    if manager.is_empty() {
+        "unknown".into()
+    } else {
+        manager
     }
+}
+
+fn manager_from_user_agent(agent: &str) -> String {
+    let mut out = String::new();
+    for c in agent.split('/').next().unwrap_or_default().chars() {
+        if !is_printable(c) {
+            continue;
+        }
+        if out.len() + c.len_utf8() > validation::FIELD_MANAGER_MAX_BYTES {
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Go's `unicode.IsPrint`, closely enough: no control characters, and
+/// the ASCII space is the only space.
+fn is_printable(c: char) -> bool {
+    !(c.is_control() || (c.is_whitespace() && c != ' '))
+}
+
+/// Which options a write carries: `CreateOptions`, `UpdateOptions` or
+/// `PatchOptions`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WriteOptions {
+    Create,
+    Update,
+    Patch(bool),
+}
+
+/// Validates a write's options as the real server does before it reads the
+/// body: `fieldManager` (at most 128 bytes, printable), `dryRun` (only
+/// `All`), and for a patch `force` (apply only) and `fieldManager`
+/// (required for apply).
+fn check_write_options(parts: &Parts, kind: WriteOptions) -> Result<(), ApiError> {
+    let pairs = parts.uri.query().map(url_decode_pairs).unwrap_or_default();
+    let values = |key: &str| -> Vec<&str> {
+        pairs
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    };
+    let manager = values("fieldManager").first().copied().unwrap_or_default();
+    let mut causes = Vec::new();
+    if let WriteOptions::Patch(apply) = kind {
+        if !apply && !values("force").is_empty() {
+            causes.push(Cause::forbidden(
+                "force",
+                "may not be specified for non-apply patch",
+            ));
+        }
+        if apply && manager.is_empty() {
+            causes.push(Cause::required(
+                "fieldManager",
+                "is required for apply patch",
+            ));
+        }
+    }
+    if manager.len() > validation::FIELD_MANAGER_MAX_BYTES {
+        causes.push(Cause {
+            reason: "FieldValueTooLong".into(),
+            message: format!(
+                "Too long: must have at most {} bytes",
+                validation::FIELD_MANAGER_MAX_BYTES
+            ),
+            field: "fieldManager".into(),
+        });
+    }
+    for (i, c) in manager.char_indices() {
+        if !is_printable(c) {
+            causes.push(Cause::invalid(
+                "fieldManager",
+                manager,
+                &format!("invalid character U+{:04X} (at position {i})", u32::from(c)),
+            ));
+        }
+    }
+    let dry_run = values("dryRun");
+    if dry_run.iter().any(|d| *d != "All") {
+        let listed: Vec<String> = dry_run.iter().map(|d| format!("{d:?}")).collect();
+        causes.push(Cause {
+            reason: "FieldValueNotSupported".into(),
+            message: format!(
+                "Unsupported value: []string{{{}}}: supported values: \"All\"",
+                listed.join(", ")
+            ),
+            field: "dryRun".into(),
+        });
+    }
+    if causes.is_empty() {
+        return Ok(());
+    }
+    let options = match kind {
+        WriteOptions::Create => "CreateOptions",
+        WriteOptions::Update => "UpdateOptions",
+        WriteOptions::Patch(_) => "PatchOptions",
+    };
+    Err(ApiError::Invalid(
+        Subject::new("meta.k8s.io", options, ""),
+        causes,
+    ))
 }
 
 fn list_query(q: &HashMap<String, String>) -> Result<ListQuery, ApiError> {
@@ -365,15 +473,17 @@ pub async fn handle(
             Ok(response)
         }
         Verb::Create => {
+            check_write_options(parts, WriteOptions::Create)?;
             let obj = read_object(parts, body, &def).await?;
             let manager = field_manager(&q, parts);
             let owner = Ownership::Update(&manager);
             let created = shared
                 .cluster()
-                .create_as(&def, &ns, obj, dry_run, now, &owner)?;
+                .post_as(&def, &ns, obj, dry_run, now, &owner)?;
             ok(StatusCode::CREATED, created)
         }
         Verb::Update => {
+            check_write_options(parts, WriteOptions::Update)?;
             let obj = read_object(parts, body, &def).await?;
             let manager = field_manager(&q, parts);
             let owner = Ownership::Update(&manager);
@@ -389,6 +499,7 @@ pub async fn handle(
         }
         Verb::Patch => {
             let kind = PatchType::from_content_type(header_str(parts, header::CONTENT_TYPE))?;
+            check_write_options(parts, WriteOptions::Patch(kind == PatchType::Apply))?;
             let patch = read_body(body).await?;
             let opts = PatchOptions {
                 field_manager: match q.get("fieldManager") {

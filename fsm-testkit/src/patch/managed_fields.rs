@@ -12,8 +12,11 @@
 //! Writes other than an apply (create, update, patch) are recorded as
 //! operation `Update` of their field manager (`fieldManager`, else the
 //! User-Agent up to its first `/`): the fields they change move to that
-//! manager. Fields a write removes leave every set. A client cannot write
-//! `managedFields` itself here: what a body carries is ignored.
+//! manager. Fields a write removes leave every set. What a client writes
+//! into `managedFields` counts as the real server counts it ([`given`]):
+//! `[{}]` drops every entry, a list of valid entries replaces the live ones
+//! (kubectl's client-side to server-side apply migration writes them with
+//! a JSON patch), anything else leaves the live entries.
 //!
 //! Not tracked: `apiVersion`, `kind`, the identity and system fields of
 //! `metadata` (`name`, `namespace`, `uid`, `resourceVersion`, `generation`,
@@ -299,6 +302,17 @@ impl Entry {
             "fieldsType": "FieldsV1",
             "fieldsV1": to_fields_v1(&self.fields),
         });
+        // Entries a client wrote may lack these; the real server keeps
+        // them absent.
+        for (key, empty) in [
+            ("manager", self.manager.is_empty()),
+            ("apiVersion", self.api_version.is_empty()),
+            ("time", self.time.is_empty()),
+        ] {
+            if empty && let Some(m) = v.as_object_mut() {
+                m.remove(key);
+            }
+        }
         if let Some(s) = &self.subresource {
             v["subresource"] = json!(s);
         }
@@ -308,7 +322,7 @@ impl Entry {
     fn from_json(v: &Value) -> Option<Self> {
         let s = |k: &str| v.get(k).and_then(Value::as_str).map(String::from);
         Some(Self {
-            manager: s("manager")?,
+            manager: s("manager").unwrap_or_default(),
             operation: match v.get("operation").and_then(Value::as_str)? {
                 "Apply" => Operation::Apply,
                 _ => Operation::Update,
@@ -319,6 +333,37 @@ impl Entry {
             fields: v.get("fieldsV1").map(from_fields_v1).unwrap_or_default(),
         })
     }
+}
+
+/// What a written object carries in `metadata.managedFields`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Given {
+    /// Nothing usable (absent, empty, or an entry the real server cannot
+    /// decode): the live object's entries stay.
+    None,
+    /// `[{}]`: the real server drops every entry.
+    Reset,
+    /// A list of valid entries: they replace the live ones.
+    Entries(Value),
+}
+
+/// Classifies the `managedFields` a client wrote into `object`, as the
+/// real field manager does: `[{}]` resets, a list of entries each with
+/// `fieldsType: FieldsV1` and a `fieldsV1` object replaces the live
+/// entries, anything else is ignored.
+#[must_use]
+pub fn given(object: &Value) -> Given {
+    let Some(list) = object["metadata"]["managedFields"].as_array() else {
+        return Given::None;
+    };
+    if list.len() == 1 && list[0].as_object().is_some_and(Map::is_empty) {
+        return Given::Reset;
+    }
+    let valid = |e: &Value| e["fieldsType"] == "FieldsV1" && e["fieldsV1"].is_object();
+    if list.is_empty() || !list.iter().all(valid) {
+        return Given::None;
+    }
+    Given::Entries(Value::Array(list.clone()))
 }
 
 /// The entries of `object`'s `metadata.managedFields`.
