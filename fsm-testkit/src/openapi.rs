@@ -33,7 +33,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
 
-use schemars::{JsonSchema, SchemaGenerator};
+use k8s_openapi::schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 
 use crate::resources::{GroupResource, Registry};

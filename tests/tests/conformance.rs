@@ -21,6 +21,7 @@ mod conformance {
     pub mod events;
     pub mod gaps;
     pub mod limits;
+    pub mod openapi;
     pub mod watch;
 }
 
@@ -138,6 +139,7 @@ scenarios! {
     limits::objects_too_large_for_etcd,
     events::events_are_one_storage_with_two_apis,
     events::event_validation,
+    openapi::openapi_v2_definitions,
     events::rbac_objects_and_service_accounts,
     events::printer_column_priority,
 }
