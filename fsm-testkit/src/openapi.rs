@@ -36,7 +36,7 @@ use std::sync::OnceLock;
 use k8s_openapi::schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 
-use crate::resources::{GroupResource, Registry};
+use crate::resources::{GroupResource, Registry, ResourceDef};
 use crate::store::Store;
 
 /// Which OpenAPI version a schema is written for.
@@ -624,6 +624,106 @@ pub fn accepts_json(accept: &str) -> bool {
         })
 }
 
+/// The unknown fields of `object`, a `def` object as a client sent it,
+/// by the schema the server publishes for its kind (what a request with
+/// `fieldValidation` `Strict` is refused for and `Warn` warns about), as
+/// the real server names them: `spec.bogus`, `spec.containers[0].x`.
+/// Nothing is unknown under `x-kubernetes-preserve-unknown-fields`, a map
+/// (`additionalProperties`) or an object schema without properties.
+#[must_use]
+pub fn unknown_fields(store: &Store, def: &ResourceDef, object: &Value) -> Vec<String> {
+    let builtin = builtin_definitions(Flavor::V3);
+    let (custom, root) = if def.custom {
+        let crd = store.get(
+            &GroupResource {
+                group: "apiextensions.k8s.io".into(),
+                resource: "customresourcedefinitions".into(),
+            },
+            "",
+            &format!("{}.{}", def.plural, def.group),
+        );
+        let custom = crd
+            .map(|crd| crd_definitions(&crd, &def.version, Flavor::V3))
+            .unwrap_or_default();
+        (
+            custom,
+            custom_definition_name(&def.group, &def.version, &def.kind),
+        )
+    } else {
+        let name = builtins()
+            .kinds
+            .iter()
+            .find(|((g, v, k), _)| (*g, *v, *k) == (def.group.as_str(), def.version.as_str(), def.kind.as_str()))
+            .map(|(_, n)| n.clone())
+            .unwrap_or_default();
+        (Definitions::new(), name)
+    };
+    let lookup = |name: &str| custom.get(name).or_else(|| builtin.get(name));
+    let Some(schema) = lookup(&root) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    walk_unknown(&lookup, schema, object, "", 0, &mut out);
+    out
+}
+
+fn walk_unknown<'a>(
+    lookup: &impl Fn(&str) -> Option<&'a Value>,
+    schema: &'a Value,
+    value: &Value,
+    path: &str,
+    depth: usize,
+    out: &mut Vec<String>,
+) {
+    // Deep enough for any real object; a bound against reference cycles.
+    if depth > 64 {
+        return;
+    }
+    let reference = schema
+        .get("$ref")
+        .or_else(|| schema.get("allOf").and_then(|a| a.get(0)).and_then(|a| a.get("$ref")))
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix(Flavor::V3.ref_prefix()));
+    if let Some(target) = reference.and_then(lookup) {
+        walk_unknown(lookup, target, value, path, depth + 1, out);
+        return;
+    }
+    if schema.get("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(true) {
+        return;
+    }
+    match value {
+        Value::Object(fields) => {
+            let join = |k: &str| {
+                if path.is_empty() {
+                    k.to_string()
+                } else {
+                    format!("{path}.{k}")
+                }
+            };
+            if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+                for (k, v) in fields {
+                    match props.get(k) {
+                        Some(sub) => walk_unknown(lookup, sub, v, &join(k), depth + 1, out),
+                        None => out.push(join(k)),
+                    }
+                }
+            } else if let Some(sub @ Value::Object(_)) = schema.get("additionalProperties") {
+                for (k, v) in fields {
+                    walk_unknown(lookup, sub, v, &join(k), depth + 1, out);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(sub) = schema.get("items") {
+                for (i, v) in items.iter().enumerate() {
+                    walk_unknown(lookup, sub, v, &format!("{path}[{i}]"), depth + 1, out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -802,6 +902,44 @@ mod tests {
             "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
         );
         assert!(crd_definitions(&crd, "v0", Flavor::V3).is_empty());
+    }
+
+    #[test]
+    fn unknown_fields_by_the_published_schema() {
+        let registry = Registry::with_builtins();
+        let mut store = Store::new(10, 10);
+        let crds = GroupResource {
+            group: "apiextensions.k8s.io".into(),
+            resource: "customresourcedefinitions".into(),
+        };
+        store.put(&crds, "", "gizmos.example.com", gizmo_crd());
+        let mut gizmo = registry.get("", "v1", "configmaps").unwrap().as_ref().clone();
+        (gizmo.group, gizmo.version, gizmo.kind, gizmo.plural, gizmo.custom) =
+            ("example.com".into(), "v1".into(), "Gizmo".into(), "gizmos".into(), true);
+        let object = json!({
+            "apiVersion": "example.com/v1", "kind": "Gizmo",
+            "metadata": {"name": "g", "labels": {"a": "b"}, "bogus": 1},
+            "spec": {"color": "red", "bogus": 1, "free": {"any": 1}, "port": 3,
+                     "inner": {"apiVersion": "v1", "kind": "X", "spec": {"x": "y", "z": 1}}},
+            "extra": true,
+        });
+        assert_eq!(
+            unknown_fields(&store, &gizmo, &object),
+            // `inner` preserves unknown fields; `free` too, `port` is a value.
+            ["extra", "metadata.bogus", "spec.bogus"]
+        );
+        let deployment = registry.get("apps", "v1", "deployments").unwrap();
+        let object = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "c", "imagee": "x"}]}}},
+        });
+        assert_eq!(
+            unknown_fields(&store, &deployment, &object),
+            ["spec.template.spec.containers[0].imagee"]
+        );
+        let cm = registry.get("", "v1", "configmaps").unwrap();
+        assert!(unknown_fields(&store, &cm, &json!({"data": {"k": "v"}})).is_empty());
+        assert!(unknown_fields(&store, &cm, &json!("not an object")).is_empty());
     }
 
     #[test]

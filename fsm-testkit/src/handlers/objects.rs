@@ -212,6 +212,48 @@ fn run_namespace_controller(shared: &Arc<Shared>) {
     });
 }
 
+/// The `fieldValidation` of a create or update: the body's fields that
+/// the kind's published schema does not know ([`crate::openapi::unknown_fields`])
+/// refuse the request under `Strict` (`400`, worded as the real server's
+/// strict decoding error) and are returned, to be sent as warnings, under
+/// `Warn` (the default); `Ignore` ignores them.
+fn field_validation(
+    shared: &Arc<Shared>,
+    def: &crate::resources::ResourceDef,
+    q: &HashMap<String, String>,
+    obj: &Value,
+) -> Result<Vec<String>, ApiError> {
+    let directive = q.get("fieldValidation").map_or("Warn", String::as_str);
+    if directive == "Ignore" {
+        return Ok(Vec::new());
+    }
+    let unknown = crate::openapi::unknown_fields(&shared.cluster().store, def, obj);
+    let listed: Vec<String> = unknown
+        .iter()
+        .map(|f| format!("unknown field {f:?}"))
+        .collect();
+    if directive == "Strict" && !listed.is_empty() {
+        return Err(ApiError::BadRequest(format!(
+            "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
+            listed.join(", "),
+            kind = def.kind,
+            version = def.version,
+        )));
+    }
+    Ok(listed)
+}
+
+/// Adds a `Warning` header (`299 - "<text>"`) per warning.
+fn with_warnings(mut response: Response, warnings: &[String]) -> Response {
+    for w in warnings {
+        let text = format!("299 - {w:?}");
+        if let Ok(value) = http::HeaderValue::from_str(&text) {
+            response.headers_mut().append(header::WARNING, value);
+        }
+    }
+    response
+}
+
 /// Serves a request on a resource path.
 pub async fn handle(
     shared: &Arc<Shared>,
@@ -343,15 +385,17 @@ pub async fn handle(
         }
         Verb::Create => {
             let obj = read_object(parts, body).await?;
+            let warnings = field_validation(shared, &def, &q, &obj)?;
             let manager = field_manager(&q, parts);
             let owner = Ownership::Update(&manager);
             let created = shared
                 .cluster()
                 .create_as(&def, &ns, obj, dry_run, now, &owner)?;
-            ok(StatusCode::CREATED, created)
+            Ok(with_warnings(json(StatusCode::CREATED, &created), &warnings))
         }
         Verb::Update => {
             let obj = read_object(parts, body).await?;
+            let warnings = field_validation(shared, &def, &q, &obj)?;
             let manager = field_manager(&q, parts);
             let owner = Ownership::Update(&manager);
             let (updated, created) = shared
@@ -362,7 +406,7 @@ pub async fn handle(
             } else {
                 StatusCode::OK
             };
-            ok(code, updated)
+            Ok(with_warnings(json(code, &updated), &warnings))
         }
         Verb::Patch => {
             let kind = PatchType::from_content_type(header_str(parts, header::CONTENT_TYPE))?;
