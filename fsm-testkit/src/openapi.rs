@@ -632,6 +632,13 @@ pub fn accepts_json(accept: &str) -> bool {
 /// (`additionalProperties`) or an object schema without properties.
 #[must_use]
 pub fn unknown_fields(store: &Store, def: &ResourceDef, object: &Value) -> Vec<String> {
+    let mut copy = object.clone();
+    drop_unknown_fields(store, def, &mut copy)
+}
+
+/// Drops the [`unknown_fields`] of `object`, as the real server's decoding
+/// into its types drops them, and returns their paths.
+pub fn drop_unknown_fields(store: &Store, def: &ResourceDef, object: &mut Value) -> Vec<String> {
     let builtin = builtin_definitions(Flavor::V3);
     let (custom, root) = if def.custom {
         let crd = store.get(
@@ -653,7 +660,9 @@ pub fn unknown_fields(store: &Store, def: &ResourceDef, object: &Value) -> Vec<S
         let name = builtins()
             .kinds
             .iter()
-            .find(|((g, v, k), _)| (*g, *v, *k) == (def.group.as_str(), def.version.as_str(), def.kind.as_str()))
+            .find(|((g, v, k), _)| {
+                (*g, *v, *k) == (def.group.as_str(), def.version.as_str(), def.kind.as_str())
+            })
             .map(|(_, n)| n.clone())
             .unwrap_or_default();
         (Definitions::new(), name)
@@ -670,7 +679,7 @@ pub fn unknown_fields(store: &Store, def: &ResourceDef, object: &Value) -> Vec<S
 fn walk_unknown<'a>(
     lookup: &impl Fn(&str) -> Option<&'a Value>,
     schema: &'a Value,
-    value: &Value,
+    value: &mut Value,
     path: &str,
     depth: usize,
     out: &mut Vec<String>,
@@ -681,14 +690,23 @@ fn walk_unknown<'a>(
     }
     let reference = schema
         .get("$ref")
-        .or_else(|| schema.get("allOf").and_then(|a| a.get(0)).and_then(|a| a.get("$ref")))
+        .or_else(|| {
+            schema
+                .get("allOf")
+                .and_then(|a| a.get(0))
+                .and_then(|a| a.get("$ref"))
+        })
         .and_then(Value::as_str)
         .and_then(|r| r.strip_prefix(Flavor::V3.ref_prefix()));
     if let Some(target) = reference.and_then(lookup) {
         walk_unknown(lookup, target, value, path, depth + 1, out);
         return;
     }
-    if schema.get("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(true) {
+    if schema
+        .get("x-kubernetes-preserve-unknown-fields")
+        .and_then(Value::as_bool)
+        == Some(true)
+    {
         return;
     }
     match value {
@@ -701,21 +719,27 @@ fn walk_unknown<'a>(
                 }
             };
             if let Some(props) = schema.get("properties").and_then(Value::as_object) {
-                for (k, v) in fields {
-                    match props.get(k) {
-                        Some(sub) => walk_unknown(lookup, sub, v, &join(k), depth + 1, out),
-                        None => out.push(join(k)),
+                fields.retain(|k, _| {
+                    let known = props.contains_key(k);
+                    if !known {
+                        out.push(join(k));
+                    }
+                    known
+                });
+                for (k, v) in fields.iter_mut() {
+                    if let Some(sub) = props.get(k) {
+                        walk_unknown(lookup, sub, v, &join(k), depth + 1, out);
                     }
                 }
             } else if let Some(sub @ Value::Object(_)) = schema.get("additionalProperties") {
-                for (k, v) in fields {
+                for (k, v) in fields.iter_mut() {
                     walk_unknown(lookup, sub, v, &join(k), depth + 1, out);
                 }
             }
         }
         Value::Array(items) => {
             if let Some(sub) = schema.get("items") {
-                for (i, v) in items.iter().enumerate() {
+                for (i, v) in items.iter_mut().enumerate() {
                     walk_unknown(lookup, sub, v, &format!("{path}[{i}]"), depth + 1, out);
                 }
             }
@@ -939,6 +963,9 @@ mod tests {
         );
         let cm = registry.get("", "v1", "configmaps").unwrap();
         assert!(unknown_fields(&store, &cm, &json!({"data": {"k": "v"}})).is_empty());
+        let mut sent = json!({"data": {"k": "v"}, "datta": 1, "metadata": {"name": "c", "nam": 1}});
+        assert_eq!(drop_unknown_fields(&store, &cm, &mut sent), ["datta", "metadata.nam"]);
+        assert_eq!(sent, json!({"data": {"k": "v"}, "metadata": {"name": "c"}}));
         assert!(unknown_fields(&store, &cm, &json!("not an object")).is_empty());
     }
 

@@ -215,19 +215,20 @@ fn run_namespace_controller(shared: &Arc<Shared>) {
 /// The `fieldValidation` of a create or update: the body's fields that
 /// the kind's published schema does not know ([`crate::openapi::unknown_fields`])
 /// refuse the request under `Strict` (`400`, worded as the real server's
-/// strict decoding error) and are returned, to be sent as warnings, under
-/// `Warn` (the default); `Ignore` ignores them.
+/// strict decoding error); otherwise they are dropped (as decoding into the
+/// real server's types drops them) and, under `Warn` (the default),
+/// returned to be sent as warnings.
 fn field_validation(
     shared: &Arc<Shared>,
     def: &crate::resources::ResourceDef,
     q: &HashMap<String, String>,
-    obj: &Value,
+    obj: &mut Value,
 ) -> Result<Vec<String>, ApiError> {
     let directive = q.get("fieldValidation").map_or("Warn", String::as_str);
+    let unknown = crate::openapi::drop_unknown_fields(&shared.cluster().store, def, obj);
     if directive == "Ignore" {
         return Ok(Vec::new());
     }
-    let unknown = crate::openapi::unknown_fields(&shared.cluster().store, def, obj);
     let listed: Vec<String> = unknown
         .iter()
         .map(|f| format!("unknown field {f:?}"))
@@ -384,8 +385,8 @@ pub async fn handle(
             Ok(response)
         }
         Verb::Create => {
-            let obj = read_object(parts, body).await?;
-            let warnings = field_validation(shared, &def, &q, &obj)?;
+            let mut obj = read_object(parts, body).await?;
+            let warnings = field_validation(shared, &def, &q, &mut obj)?;
             let manager = field_manager(&q, parts);
             let owner = Ownership::Update(&manager);
             let created = shared
@@ -394,8 +395,8 @@ pub async fn handle(
             Ok(with_warnings(json(StatusCode::CREATED, &created), &warnings))
         }
         Verb::Update => {
-            let obj = read_object(parts, body).await?;
-            let warnings = field_validation(shared, &def, &q, &obj)?;
+            let mut obj = read_object(parts, body).await?;
+            let warnings = field_validation(shared, &def, &q, &mut obj)?;
             let manager = field_manager(&q, parts);
             let owner = Ownership::Update(&manager);
             let (updated, created) = shared
