@@ -107,11 +107,36 @@ fn builtins() -> &'static Builtins {
             ("apps", "v1", "StatefulSet", apps::v1::StatefulSet),
             ("batch", "v1", "Job", batch::v1::Job),
             ("rbac.authorization.k8s.io", "v1", "Role", rbac::v1::Role),
-            ("rbac.authorization.k8s.io", "v1", "ClusterRole", rbac::v1::ClusterRole),
-            ("rbac.authorization.k8s.io", "v1", "RoleBinding", rbac::v1::RoleBinding),
-            ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", rbac::v1::ClusterRoleBinding),
-            ("coordination.k8s.io", "v1", "Lease", coordination::v1::Lease),
-            ("apiextensions.k8s.io", "v1", "CustomResourceDefinition", apiext::CustomResourceDefinition),
+            (
+                "rbac.authorization.k8s.io",
+                "v1",
+                "ClusterRole",
+                rbac::v1::ClusterRole
+            ),
+            (
+                "rbac.authorization.k8s.io",
+                "v1",
+                "RoleBinding",
+                rbac::v1::RoleBinding
+            ),
+            (
+                "rbac.authorization.k8s.io",
+                "v1",
+                "ClusterRoleBinding",
+                rbac::v1::ClusterRoleBinding
+            ),
+            (
+                "coordination.k8s.io",
+                "v1",
+                "Lease",
+                coordination::v1::Lease
+            ),
+            (
+                "apiextensions.k8s.io",
+                "v1",
+                "CustomResourceDefinition",
+                apiext::CustomResourceDefinition
+            ),
         ];
         // Lists of custom resources refer to ListMeta.
         generator.subschema_for::<meta::ListMeta>();
@@ -141,7 +166,10 @@ fn builtin_definitions(flavor: Flavor) -> &'static Definitions {
         if flavor == Flavor::V2 {
             // v2 has no int-or-string: the real server says string.
             for (name, format) in [
-                ("io.k8s.apimachinery.pkg.util.intstr.IntOrString", Some("int-or-string")),
+                (
+                    "io.k8s.apimachinery.pkg.util.intstr.IntOrString",
+                    Some("int-or-string"),
+                ),
                 ("io.k8s.apimachinery.pkg.api.resource.Quantity", None),
             ] {
                 if let Some(Value::Object(s)) = defs.get_mut(name) {
@@ -210,12 +238,9 @@ pub fn from_json_schema(schema: &Value, flavor: Flavor) -> Value {
             }
             Value::Object(out)
         }
-        Value::Array(items) => Value::Array(
-            items
-                .iter()
-                .map(|v| from_json_schema(v, flavor))
-                .collect(),
-        ),
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|v| from_json_schema(v, flavor)).collect())
+        }
         other => other.clone(),
     }
 }
@@ -511,7 +536,11 @@ fn gv_path(group: &str, version: &str) -> String {
 
 /// The `PATCH` operations of `group/version` (or every group/version):
 /// enough for clients to learn that the server takes `fieldValidation`.
-fn patch_paths(registry: &Registry, gv: Option<(&str, &str)>, flavor: Flavor) -> Map<String, Value> {
+fn patch_paths(
+    registry: &Registry,
+    gv: Option<(&str, &str)>,
+    flavor: Flavor,
+) -> Map<String, Value> {
     let mut gvs = vec![(String::new(), "v1".to_string())];
     for (group, versions) in registry.groups() {
         gvs.extend(versions.into_iter().map(|v| (group.clone(), v)));
@@ -531,7 +560,9 @@ fn patch_paths(registry: &Registry, gv: Option<(&str, &str)>, flavor: Flavor) ->
             let gvk = json!({"group": d.group, "version": d.version, "kind": d.kind});
             let param = |name: &str, ty: &str| match flavor {
                 Flavor::V2 => json!({"name": name, "in": "query", "type": ty, "uniqueItems": true}),
-                Flavor::V3 => json!({"name": name, "in": "query", "schema": {"type": ty, "uniqueItems": true}}),
+                Flavor::V3 => {
+                    json!({"name": name, "in": "query", "schema": {"type": ty, "uniqueItems": true}})
+                }
             };
             let op = json!({
                 "description": format!("partially update the specified {}", d.kind),
@@ -565,11 +596,7 @@ pub fn index(registry: &Registry, store: &Store) -> Value {
             return;
         };
         let digest = ring::digest::digest(&ring::digest::SHA512, doc.to_string().as_bytes());
-        let hash: String = digest
-            .as_ref()
-            .iter()
-            .map(|b| format!("{b:02X}"))
-            .collect();
+        let hash: String = digest.as_ref().iter().map(|b| format!("{b:02X}")).collect();
         let p = gv_path(group, version);
         paths.insert(
             p.clone(),
@@ -837,7 +864,10 @@ mod tests {
             "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
         );
         let ios = &v2["io.k8s.apimachinery.pkg.util.intstr.IntOrString"];
-        assert_eq!((&ios["type"], &ios["format"]), (&json!("string"), &json!("int-or-string")));
+        assert_eq!(
+            (&ios["type"], &ios["format"]),
+            (&json!("string"), &json!("int-or-string"))
+        );
         // Every reference resolves.
         for flavor in [Flavor::V2, Flavor::V3] {
             let defs = builtin_definitions(flavor);
@@ -898,7 +928,10 @@ mod tests {
         let spec = &g["properties"]["spec"];
         assert_eq!(spec["properties"]["color"]["description"], "Its color.");
         assert_eq!(spec["properties"]["note"]["nullable"], true);
-        assert_eq!(spec["properties"]["free"]["properties"]["a"]["type"], "string");
+        assert_eq!(
+            spec["properties"]["free"]["properties"]["a"]["type"],
+            "string"
+        );
         assert_eq!(
             spec["properties"]["inner"]["required"],
             json!(["kind", "apiVersion"])
@@ -937,9 +970,24 @@ mod tests {
             resource: "customresourcedefinitions".into(),
         };
         store.put(&crds, "", "gizmos.example.com", gizmo_crd());
-        let mut gizmo = registry.get("", "v1", "configmaps").unwrap().as_ref().clone();
-        (gizmo.group, gizmo.version, gizmo.kind, gizmo.plural, gizmo.custom) =
-            ("example.com".into(), "v1".into(), "Gizmo".into(), "gizmos".into(), true);
+        let mut gizmo = registry
+            .get("", "v1", "configmaps")
+            .unwrap()
+            .as_ref()
+            .clone();
+        (
+            gizmo.group,
+            gizmo.version,
+            gizmo.kind,
+            gizmo.plural,
+            gizmo.custom,
+        ) = (
+            "example.com".into(),
+            "v1".into(),
+            "Gizmo".into(),
+            "gizmos".into(),
+            true,
+        );
         let object = json!({
             "apiVersion": "example.com/v1", "kind": "Gizmo",
             "metadata": {"name": "g", "labels": {"a": "b"}, "bogus": 1},
@@ -964,7 +1012,10 @@ mod tests {
         let cm = registry.get("", "v1", "configmaps").unwrap();
         assert!(unknown_fields(&store, &cm, &json!({"data": {"k": "v"}})).is_empty());
         let mut sent = json!({"data": {"k": "v"}, "datta": 1, "metadata": {"name": "c", "nam": 1}});
-        assert_eq!(drop_unknown_fields(&store, &cm, &mut sent), ["datta", "metadata.nam"]);
+        assert_eq!(
+            drop_unknown_fields(&store, &cm, &mut sent),
+            ["datta", "metadata.nam"]
+        );
         assert_eq!(sent, json!({"data": {"k": "v"}, "metadata": {"name": "c"}}));
         assert!(unknown_fields(&store, &cm, &json!("not an object")).is_empty());
     }

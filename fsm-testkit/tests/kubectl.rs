@@ -818,7 +818,12 @@ async fn explain_custom_and_builtin_kinds() {
     let out = k.ok(&["explain", "gizmo.spec.parts.name"]).await;
     assert!(out.contains("The part's name."), "{out}");
     let out = k.ok(&["explain", "gizmo.spec", "--recursive"]).await;
-    for text in ["color\t<string> -required-", "size\t<integer>", "parts\t<[]Object>", "name\t<string>"] {
+    for text in [
+        "color\t<string> -required-",
+        "size\t<integer>",
+        "parts\t<[]Object>",
+        "name\t<string>",
+    ] {
         assert!(out.contains(text), "{text:?} not in:\n{out}");
     }
     // The other version.
@@ -902,29 +907,50 @@ async fn apply_validate_strict_refuses_unknown_fields() {
         let out = k.run(&["apply", validate, "-f", &cm]).await;
         assert_ne!(out.code, 0, "{}", out.stdout);
         assert!(
-            out.stderr.contains(r#"strict decoding error: unknown field "datta""#),
+            out.stderr
+                .contains(r#"strict decoding error: unknown field "datta""#),
             "{}",
             out.stderr
         );
     }
     // Nothing was created.
     let out = k.run(&["get", "gizmo", "g1"]).await;
-    assert!(out.stderr.contains("NotFound") || out.stderr.contains("not found"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("NotFound") || out.stderr.contains("not found"),
+        "{}",
+        out.stderr
+    );
     // Warn: created, with a warning; the unknown field is dropped.
     let out = k.run(&["apply", "--validate=warn", "-f", &gizmo]).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(out.stderr.contains(r#"Warning: unknown field "spec.colour""#), "{}", out.stderr);
-    let spec = k.ok(&["get", "gizmo", "g1", "-o", "jsonpath={.spec}"]).await;
-    assert_eq!(serde_json::from_str::<Value>(&spec).unwrap(), serde_json::json!({"color": "red"}));
+    assert!(
+        out.stderr
+            .contains(r#"Warning: unknown field "spec.colour""#),
+        "{}",
+        out.stderr
+    );
+    let spec = k
+        .ok(&["get", "gizmo", "g1", "-o", "jsonpath={.spec}"])
+        .await;
+    assert_eq!(
+        serde_json::from_str::<Value>(&spec).unwrap(),
+        serde_json::json!({"color": "red"})
+    );
     // A mistyped field of a custom resource: the schema's 422.
     let mistyped = write(
         &dir,
         "mistyped.yaml",
         "apiVersion: example.com/v1\nkind: Gizmo\nmetadata: {name: g2, namespace: default}\nspec: {color: red, size: big}\n",
     );
-    let out = k.run(&["apply", "--validate=strict", "-f", &mistyped]).await;
+    let out = k
+        .run(&["apply", "--validate=strict", "-f", &mistyped])
+        .await;
     assert_ne!(out.code, 0);
-    assert!(out.stderr.contains("spec.size: Invalid value"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("spec.size: Invalid value"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -949,5 +975,12 @@ async fn openapi_v2_is_json_and_refuses_protobuf_only() {
         .unwrap();
     let response = server.client().send(request).await.unwrap();
     assert_eq!(response.status(), 406);
-    assert!(response.into_body().collect_bytes().await.unwrap().is_empty());
+    assert!(
+        response
+            .into_body()
+            .collect_bytes()
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }

@@ -167,8 +167,10 @@ fn serve_discovery(
         Route::ResourceList(g, v) => discovery::resource_list(&cluster.registry, &g, &v)
             .map_or(Err(ApiError::UnknownResource), ok),
         Route::OpenApiIndex => ok(openapi::index(&cluster.registry, &cluster.store)),
-        Route::OpenApiDocument(g, v) => openapi::document(&cluster.registry, &cluster.store, &g, &v)
-            .map_or(Err(ApiError::UnknownResource), ok),
+        Route::OpenApiDocument(g, v) => {
+            openapi::document(&cluster.registry, &cluster.store, &g, &v)
+                .map_or(Err(ApiError::UnknownResource), ok)
+        }
         Route::OpenApiV2 => {
             let accept = parts
                 .headers

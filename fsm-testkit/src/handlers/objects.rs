@@ -392,7 +392,10 @@ pub async fn handle(
             let created = shared
                 .cluster()
                 .create_as(&def, &ns, obj, dry_run, now, &owner)?;
-            Ok(with_warnings(json(StatusCode::CREATED, &created), &warnings))
+            Ok(with_warnings(
+                json(StatusCode::CREATED, &created),
+                &warnings,
+            ))
         }
         Verb::Update => {
             let mut obj = read_object(parts, body).await?;

@@ -77,8 +77,14 @@ pub async fn openapi_v2_definitions(s: &mut Scene) -> Fallible {
     let defs = &doc["definitions"];
     for n in &names {
         let def = &defs[n];
-        assert!(def["x-kubernetes-group-version-kind"].is_array(), "{n}: {def}");
-        s.record(format!("definition {}", n.replacen(&prefix, "<group>", 1)), def);
+        assert!(
+            def["x-kubernetes-group-version-kind"].is_array(),
+            "{n}: {def}"
+        );
+        s.record(
+            format!("definition {}", n.replacen(&prefix, "<group>", 1)),
+            def,
+        );
     }
     assert_eq!(
         defs[&names[0]]["properties"]["metadata"]["$ref"],
@@ -91,7 +97,12 @@ pub async fn openapi_v2_definitions(s: &mut Scene) -> Fallible {
         let props = def["properties"].as_object().cloned().unwrap_or_default();
         let props: serde_json::Map<String, Value> = props
             .into_iter()
-            .map(|(k, v)| (k, json!({"type": v["type"], "$ref": v["$ref"], "format": v["format"]})))
+            .map(|(k, v)| {
+                (
+                    k,
+                    json!({"type": v["type"], "$ref": v["$ref"], "format": v["format"]}),
+                )
+            })
             .collect();
         json!({"type": def["type"], "properties": props, "gvk": def["x-kubernetes-group-version-kind"]})
     };
@@ -130,7 +141,10 @@ pub async fn field_validation_of_unknown_fields(s: &mut Scene) -> Fallible {
         crate::known::VERSION_FIELD_VALIDATION,
     );
     for (label, query) in [("ignore", "?fieldValidation=Ignore"), ("default", "")] {
-        let reply = s.post(&format!("{gizmos}{query}"), gizmo(label)).await?.expect(201)?;
+        let reply = s
+            .post(&format!("{gizmos}{query}"), gizmo(label))
+            .await?
+            .expect(201)?;
         assert!(reply.body["spec"].get("colour").is_none(), "{}", reply.body);
         s.record(format!("{label} create: spec"), &reply.body["spec"]);
     }
