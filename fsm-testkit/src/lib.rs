@@ -43,9 +43,10 @@
 //! - Custom resources are pruned and validated by their CRD's structural
 //!   schema ([`schema`]: types, `enum`, `required`, bounds; not `pattern`,
 //!   `format`, CEL or defaults). `fieldValidation` checks the body of a
-//!   create or update against the kind's published schema (see
-//!   [`openapi::unknown_fields`]), not the result of a patch. No conversion
-//!   between versions, no authentication.
+//!   create, update, merge or strategic merge patch against the kind's
+//!   published schema (see [`openapi::unknown_fields`]); JSON patches and
+//!   apply patches are not checked. No conversion between versions, no
+//!   authentication.
 //! - Controllers: the namespace controller (a deleted namespace is
 //!   `Terminating`, refusing new content, then emptied and removed after
 //!   [`ServerConfig::namespace_controller_delay`]), the CRD controller (a

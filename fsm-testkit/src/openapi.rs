@@ -666,6 +666,22 @@ pub fn unknown_fields(store: &Store, def: &ResourceDef, object: &Value) -> Vec<S
 /// Drops the [`unknown_fields`] of `object`, as the real server's decoding
 /// into its types drops them, and returns their paths.
 pub fn drop_unknown_fields(store: &Store, def: &ResourceDef, object: &mut Value) -> Vec<String> {
+    drop_unknown(store, def, object, false)
+}
+
+/// Drops the unknown fields of a merge or strategic merge patch of a `def`
+/// object and returns their paths: as [`drop_unknown_fields`], except that
+/// a strategic merge patch's directives (`$patch`, `$setElementOrder/…`,
+/// …) and the removal of a field (`null`) are not unknown fields.
+pub fn drop_unknown_patch_fields(
+    store: &Store,
+    def: &ResourceDef,
+    patch: &mut Value,
+) -> Vec<String> {
+    drop_unknown(store, def, patch, true)
+}
+
+fn drop_unknown(store: &Store, def: &ResourceDef, object: &mut Value, patch: bool) -> Vec<String> {
     let builtin = builtin_definitions(Flavor::V3);
     let (custom, root) = if def.custom {
         let crd = store.get(
@@ -699,7 +715,7 @@ pub fn drop_unknown_fields(store: &Store, def: &ResourceDef, object: &mut Value)
         return Vec::new();
     };
     let mut out = Vec::new();
-    walk_unknown(&lookup, schema, object, "", 0, &mut out);
+    walk_unknown(&lookup, schema, object, "", 0, patch, &mut out);
     out
 }
 
@@ -709,6 +725,7 @@ fn walk_unknown<'a>(
     value: &mut Value,
     path: &str,
     depth: usize,
+    patch: bool,
     out: &mut Vec<String>,
 ) {
     // Deep enough for any real object; a bound against reference cycles.
@@ -726,7 +743,7 @@ fn walk_unknown<'a>(
         .and_then(Value::as_str)
         .and_then(|r| r.strip_prefix(Flavor::V3.ref_prefix()));
     if let Some(target) = reference.and_then(lookup) {
-        walk_unknown(lookup, target, value, path, depth + 1, out);
+        walk_unknown(lookup, target, value, path, depth + 1, patch, out);
         return;
     }
     if schema
@@ -746,8 +763,9 @@ fn walk_unknown<'a>(
                 }
             };
             if let Some(props) = schema.get("properties").and_then(Value::as_object) {
-                fields.retain(|k, _| {
-                    let known = props.contains_key(k);
+                fields.retain(|k, v| {
+                    let known =
+                        props.contains_key(k) || (patch && (k.starts_with('$') || v.is_null()));
                     if !known {
                         out.push(join(k));
                     }
@@ -755,19 +773,27 @@ fn walk_unknown<'a>(
                 });
                 for (k, v) in fields.iter_mut() {
                     if let Some(sub) = props.get(k) {
-                        walk_unknown(lookup, sub, v, &join(k), depth + 1, out);
+                        walk_unknown(lookup, sub, v, &join(k), depth + 1, patch, out);
                     }
                 }
             } else if let Some(sub @ Value::Object(_)) = schema.get("additionalProperties") {
                 for (k, v) in fields.iter_mut() {
-                    walk_unknown(lookup, sub, v, &join(k), depth + 1, out);
+                    walk_unknown(lookup, sub, v, &join(k), depth + 1, patch, out);
                 }
             }
         }
         Value::Array(items) => {
             if let Some(sub) = schema.get("items") {
                 for (i, v) in items.iter_mut().enumerate() {
-                    walk_unknown(lookup, sub, v, &format!("{path}[{i}]"), depth + 1, out);
+                    walk_unknown(
+                        lookup,
+                        sub,
+                        v,
+                        &format!("{path}[{i}]"),
+                        depth + 1,
+                        patch,
+                        out,
+                    );
                 }
             }
         }
@@ -1017,6 +1043,21 @@ mod tests {
             ["datta", "metadata.nam"]
         );
         assert_eq!(sent, json!({"data": {"k": "v"}, "metadata": {"name": "c"}}));
+        // A patch: directives and removals are not unknown fields.
+        let deployment = registry.get("apps", "v1", "deployments").unwrap();
+        let mut patch = json!({"spec": {"template": {"spec": {
+            "$setElementOrder/containers": [{"name": "c"}],
+            "containers": [{"name": "c", "$patch": "replace", "imagee": "x"}],
+            "old": null, "neu": 1,
+        }}}});
+        assert_eq!(
+            drop_unknown_patch_fields(&store, &deployment, &mut patch),
+            [
+                "spec.template.spec.neu",
+                "spec.template.spec.containers[0].imagee"
+            ]
+        );
+        assert!(patch["spec"]["template"]["spec"].get("old").is_some());
         assert!(unknown_fields(&store, &cm, &json!("not an object")).is_empty());
     }
 

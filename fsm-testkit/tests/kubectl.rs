@@ -951,6 +951,46 @@ async fn apply_validate_strict_refuses_unknown_fields() {
         "{}",
         out.stderr
     );
+
+    // An existing object: apply sends a strategic merge patch, checked too.
+    let good = write(
+        &dir,
+        "good.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c1, namespace: default}\ndata: {a: b}\n",
+    );
+    k.ok(&["apply", "-f", &good]).await;
+    let out = k.run(&["apply", "--validate=strict", "-f", &cm]).await;
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    assert!(
+        out.stderr
+            .contains(r#"strict decoding error: unknown field "datta""#),
+        "{}",
+        out.stderr
+    );
+    let out = k
+        .run(&[
+            "patch",
+            "configmap",
+            "c1",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"datta":{"x":"y"}}"#,
+        ])
+        .await;
+    // kubectl patch sends no fieldValidation: the server's default, Warn.
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(r#"Warning: unknown field "datta""#),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stdout.trim(), "configmap/c1 patched (no change)");
+    // Without validation the field is dropped, as the real server drops it.
+    k.ok(&["apply", "--validate=false", "-f", &cm]).await;
+    let data = k.ok(&["get", "configmap", "c1", "-o", "json"]).await;
+    let data: Value = serde_json::from_str(&data).unwrap();
+    assert!(data.get("datta").is_none(), "{data}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

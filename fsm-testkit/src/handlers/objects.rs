@@ -244,6 +244,49 @@ fn field_validation(
     Ok(listed)
 }
 
+/// The `fieldValidation` of a merge or strategic merge patch: its unknown
+/// fields ([`crate::openapi::drop_unknown_patch_fields`]) are refused under
+/// `Strict` (`400`), else dropped and, under `Warn`, returned as warnings.
+/// JSON patches and apply patches are not checked; a body that is not JSON
+/// is left to the patch's own error.
+fn patch_field_validation(
+    shared: &Arc<Shared>,
+    def: &crate::resources::ResourceDef,
+    q: &HashMap<String, String>,
+    kind: PatchType,
+    patch: &mut bytes::Bytes,
+) -> Result<Vec<String>, ApiError> {
+    if !matches!(kind, PatchType::Merge | PatchType::StrategicMerge) {
+        return Ok(Vec::new());
+    }
+    let Ok(mut value) = serde_json::from_slice::<Value>(patch) else {
+        return Ok(Vec::new());
+    };
+    let unknown =
+        crate::openapi::drop_unknown_patch_fields(&shared.cluster().store, def, &mut value);
+    if unknown.is_empty() {
+        return Ok(Vec::new());
+    }
+    let listed: Vec<String> = unknown
+        .iter()
+        .map(|f| format!("unknown field {f:?}"))
+        .collect();
+    match q.get("fieldValidation").map_or("Warn", String::as_str) {
+        "Strict" => Err(ApiError::BadRequest(format!(
+            "strict decoding error: {}",
+            listed.join(", ")
+        ))),
+        directive => {
+            *patch = bytes::Bytes::from(value.to_string());
+            Ok(if directive == "Ignore" {
+                Vec::new()
+            } else {
+                listed
+            })
+        }
+    }
+}
+
 /// Adds a `Warning` header (`299 - "<text>"`) per warning.
 fn with_warnings(mut response: Response, warnings: &[String]) -> Response {
     for w in warnings {
@@ -414,7 +457,8 @@ pub async fn handle(
         }
         Verb::Patch => {
             let kind = PatchType::from_content_type(header_str(parts, header::CONTENT_TYPE))?;
-            let patch = read_body(body).await?;
+            let mut patch = read_body(body).await?;
+            let warnings = patch_field_validation(shared, &def, &q, kind, &mut patch)?;
             let opts = PatchOptions {
                 field_manager: match q.get("fieldManager") {
                     Some(m) => Some(m.clone()),
@@ -431,7 +475,7 @@ pub async fn handle(
             } else {
                 StatusCode::OK
             };
-            ok(code, patched)
+            Ok(with_warnings(json(code, &patched), &warnings))
         }
         Verb::Delete => {
             let mut opts = DeleteOptions::from_body(&read_body(body).await?)?;

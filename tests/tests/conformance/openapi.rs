@@ -167,5 +167,26 @@ pub async fn field_validation_of_unknown_fields(s: &mut Scene) -> Fallible {
         .expect(201)?;
     assert!(reply.body.get("datta").is_none(), "{}", reply.body);
     s.record("ignore create of a ConfigMap: data", &reply.body["data"]);
+
+    // Merge patches: the unknown field is dropped by default, refused
+    // under Strict (newer servers).
+    let path = format!("{configmaps}/ignored");
+    let reply = s
+        .merge(&path, json!({"data": {"x": "y"}, "datta": {"c": "d"}}))
+        .await?
+        .expect(200)?;
+    assert!(reply.body.get("datta").is_none(), "{}", reply.body);
+    s.record("merge patch of a ConfigMap: data", &reply.body["data"]);
+    let strict = s
+        .merge(
+            &format!("{path}?fieldValidation=Strict"),
+            json!({"datta": {"c": "d"}}),
+        )
+        .await?;
+    s.record_known(
+        "strict merge patch of a ConfigMap",
+        json!({"code": strict.code, "reason": strict.reason()}),
+        crate::known::VERSION_FIELD_VALIDATION,
+    );
     Ok(())
 }
