@@ -22,6 +22,12 @@
 //!   fields itself, so `apply` and `create` send `fieldValidation` instead of
 //!   validating against the schema client-side.
 //!
+//! The same schemas say which fields of a request body are unknown
+//! ([`unknown_fields`]): the handlers refuse them under `fieldValidation=Strict`
+//! (`400`, "strict decoding error: unknown field …"), and otherwise drop them
+//! (the real server's decoding into its types drops them), with a `Warning`
+//! header under `Warn`, the default.
+//!
 //! The index's `hash` of a group/version is a digest of its document, so it
 //! changes when a CRD's schema changes and `kubectl explain` refetches.
 //! `/openapi/v2` is served as JSON to clients that accept JSON; a client
