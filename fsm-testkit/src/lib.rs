@@ -21,10 +21,14 @@
 //! CRD's printer columns, `priority > 0` ones only with `-o wide`),
 //! `describe` (with the object's Events), `get -o json|yaml|jsonpath`, `get --watch`,
 //! `api-resources`, `api-versions`, `patch --type merge`, `label`,
-//! `delete`. Discovery is served aggregated (`apidiscovery.k8s.io/v2`) to
-//! clients that ask for it and in the legacy form to others, and
-//! `/openapi/v3` declares `fieldValidation` so `apply` validates through the
-//! server without `--validate=false`.
+//! `delete`, `explain` (custom kinds, every served version, and the
+//! built-in kinds, with their descriptions). Discovery is served aggregated
+//! (`apidiscovery.k8s.io/v2`) to clients that ask for it and in the legacy
+//! form to others. OpenAPI v3 (`/openapi/v3`) and v2 (`/openapi/v2`, JSON)
+//! carry the kinds' schemas ([`openapi`]) and declare `fieldValidation`, so
+//! `apply` validates through the server: unknown fields are refused under
+//! `--validate=strict`/`true` as on a real server (`Warn`, the default for
+//! other clients, sends `Warning` headers; either way they are dropped).
 //!
 //! # Caveats
 //!
@@ -38,8 +42,10 @@
 //!   says `x-kubernetes-list-type: map` (see [`patch::apply`]).
 //! - Custom resources are pruned and validated by their CRD's structural
 //!   schema ([`schema`]: types, `enum`, `required`, bounds; not `pattern`,
-//!   `format`, CEL or defaults); `fieldValidation=Strict` is accepted but
-//!   unknown fields are pruned silently. No conversion between versions, no
+//!   `format`, CEL or defaults). `fieldValidation` checks the body of a
+//!   create, update, merge or strategic merge patch against the kind's
+//!   published schema (see [`openapi::unknown_fields`]); JSON patches and
+//!   apply patches are not checked. No conversion between versions, no
 //!   authentication.
 //! - Controllers: the namespace controller (a deleted namespace is
 //!   `Terminating`, refusing new content, then emptied and removed after

@@ -1342,3 +1342,283 @@ async fn refused_writes_read_as_on_the_real_server() {
         invalid.stderr
     );
 }
+
+/// A CRD with two served versions and descriptions, for `kubectl explain`.
+const GIZMO_CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gizmos.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gizmos, singular: gizmo, kind: Gizmo}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        description: A Gizmo is a test kind.
+        properties:
+          spec:
+            type: object
+            description: The desired gizmo.
+            required: [color]
+            properties:
+              color: {type: string, description: The gizmo's color., enum: [red, blue]}
+              size: {type: integer, description: How big the gizmo is.}
+              parts:
+                type: array
+                description: The gizmo's parts.
+                items:
+                  type: object
+                  properties:
+                    name: {type: string, description: The part's name.}
+  - name: v2
+    served: true
+    storage: false
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              shade: {type: string, description: The v2 shade of the gizmo.}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_custom_and_builtin_kinds() {
+    let dir = std::env::temp_dir().join(format!("fsm-apiserver-explain-{}", std::process::id()));
+    let (mut server, k) = start_binary(&dir).await;
+    k.ok(&["apply", "-f", &write(&dir, "crd.yaml", GIZMO_CRD)])
+        .await;
+
+    // The kind: its description and fields, with theirs.
+    let out = k.ok(&["explain", "gizmo"]).await;
+    for text in [
+        "KIND:       Gizmo",
+        "VERSION:    v1",
+        "A Gizmo is a test kind.",
+        "metadata\t<ObjectMeta>",
+        "Standard object's metadata.",
+        "spec\t<Object>",
+        "The desired gizmo.",
+    ] {
+        assert!(out.contains(text), "{text:?} not in:\n{out}");
+    }
+    // A nested field, and a subtree.
+    let out = k.ok(&["explain", "gizmo.spec.color"]).await;
+    assert!(out.contains("FIELD: color <string>"), "{out}");
+    assert!(out.contains("The gizmo's color."), "{out}");
+    assert!(out.contains("red"), "{out}");
+    let out = k.ok(&["explain", "gizmo.spec.parts.name"]).await;
+    assert!(out.contains("The part's name."), "{out}");
+    let out = k.ok(&["explain", "gizmo.spec", "--recursive"]).await;
+    for text in [
+        "color\t<string> -required-",
+        "size\t<integer>",
+        "parts\t<[]Object>",
+        "name\t<string>",
+    ] {
+        assert!(out.contains(text), "{text:?} not in:\n{out}");
+    }
+    // The other version.
+    let out = k
+        .ok(&["explain", "gizmo.spec", "--api-version=example.com/v2"])
+        .await;
+    assert!(out.contains("VERSION:    v2"), "{out}");
+    assert!(out.contains("shade\t<string>"), "{out}");
+    assert!(out.contains("The v2 shade of the gizmo."), "{out}");
+    assert!(!out.contains("color"), "{out}");
+
+    // Built-in kinds, with the real descriptions.
+    let out = k.ok(&["explain", "deployment.spec.replicas"]).await;
+    assert!(out.contains("GROUP:      apps"), "{out}");
+    assert!(out.contains("FIELD: replicas <integer>"), "{out}");
+    assert!(out.contains("Number of desired pods."), "{out}");
+    let out = k.ok(&["explain", "configmap"]).await;
+    assert!(
+        out.contains("ConfigMap holds configuration data for pods to consume."),
+        "{out}"
+    );
+    assert!(out.contains("data\t<map[string]string>"), "{out}");
+    let out = k.ok(&["explain", "pod.spec.containers.image"]).await;
+    assert!(out.contains("Container image name."), "{out}");
+    server.kill().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_sees_a_changed_crd_schema() {
+    let server = ApiServer::new();
+    let http = server.serve_http().await.unwrap();
+    let k = Kubectl::new(&http);
+    let dir = http.kubeconfig().parent().unwrap().to_path_buf();
+    k.ok(&["apply", "-f", &write(&dir, "crd.yaml", GIZMO_CRD)])
+        .await;
+    let out = k.ok(&["explain", "gizmo.spec"]).await;
+    assert!(out.contains("How big the gizmo is."), "{out}");
+    assert!(!out.contains("weight"), "{out}");
+    // A new field and a new description: kubectl, with its cache, sees both.
+    let changed = GIZMO_CRD.replace(
+        "              size: {type: integer, description: How big the gizmo is.}\n",
+        "              size: {type: integer, description: The gizmo's size in cm.}\n              weight: {type: number, description: How heavy.}\n",
+    );
+    k.ok(&["apply", "-f", &write(&dir, "crd.yaml", &changed)])
+        .await;
+    let out = k.ok(&["explain", "gizmo.spec"]).await;
+    assert!(out.contains("The gizmo's size in cm."), "{out}");
+    assert!(out.contains("weight\t<number>"), "{out}");
+    assert!(!out.contains("How big the gizmo is."), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_validate_strict_refuses_unknown_fields() {
+    let server = ApiServer::new();
+    let http = server.serve_http().await.unwrap();
+    let k = Kubectl::new(&http);
+    let dir = http.kubeconfig().parent().unwrap().to_path_buf();
+    k.ok(&["apply", "-f", &write(&dir, "crd.yaml", GIZMO_CRD)])
+        .await;
+    let gizmo = write(
+        &dir,
+        "gizmo.yaml",
+        "apiVersion: example.com/v1\nkind: Gizmo\nmetadata: {name: g1, namespace: default}\nspec: {color: red, colour: blue}\n",
+    );
+    let cm = write(
+        &dir,
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c1, namespace: default}\ndata: {a: b}\ndatta: {c: d}\n",
+    );
+    for validate in ["--validate=strict", "--validate=true"] {
+        let out = k.run(&["apply", validate, "-f", &gizmo]).await;
+        assert_ne!(out.code, 0, "{}", out.stdout);
+        assert!(
+            out.stderr.contains(
+                r#"Gizmo in version "v1" cannot be handled as a Gizmo: strict decoding error: unknown field "spec.colour""#
+            ),
+            "{}",
+            out.stderr
+        );
+        let out = k.run(&["apply", validate, "-f", &cm]).await;
+        assert_ne!(out.code, 0, "{}", out.stdout);
+        assert!(
+            out.stderr
+                .contains(r#"strict decoding error: unknown field "datta""#),
+            "{}",
+            out.stderr
+        );
+    }
+    // Nothing was created.
+    let out = k.run(&["get", "gizmo", "g1"]).await;
+    assert!(
+        out.stderr.contains("NotFound") || out.stderr.contains("not found"),
+        "{}",
+        out.stderr
+    );
+    // Warn: created, with a warning; the unknown field is dropped.
+    let out = k.run(&["apply", "--validate=warn", "-f", &gizmo]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains(r#"Warning: unknown field "spec.colour""#),
+        "{}",
+        out.stderr
+    );
+    let spec = k
+        .ok(&["get", "gizmo", "g1", "-o", "jsonpath={.spec}"])
+        .await;
+    assert_eq!(
+        serde_json::from_str::<Value>(&spec).unwrap(),
+        serde_json::json!({"color": "red"})
+    );
+    // A mistyped field of a custom resource: the schema's 422.
+    let mistyped = write(
+        &dir,
+        "mistyped.yaml",
+        "apiVersion: example.com/v1\nkind: Gizmo\nmetadata: {name: g2, namespace: default}\nspec: {color: red, size: big}\n",
+    );
+    let out = k
+        .run(&["apply", "--validate=strict", "-f", &mistyped])
+        .await;
+    assert_ne!(out.code, 0);
+    assert!(
+        out.stderr.contains("spec.size: Invalid value"),
+        "{}",
+        out.stderr
+    );
+
+    // An existing object: apply sends a strategic merge patch, checked too.
+    let good = write(
+        &dir,
+        "good.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c1, namespace: default}\ndata: {a: b}\n",
+    );
+    k.ok(&["apply", "-f", &good]).await;
+    let out = k.run(&["apply", "--validate=strict", "-f", &cm]).await;
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    assert!(
+        out.stderr
+            .contains(r#"strict decoding error: unknown field "datta""#),
+        "{}",
+        out.stderr
+    );
+    let out = k
+        .run(&[
+            "patch",
+            "configmap",
+            "c1",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"datta":{"x":"y"}}"#,
+        ])
+        .await;
+    // kubectl patch sends no fieldValidation: the server's default, Warn.
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(r#"Warning: unknown field "datta""#),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stdout.trim(), "configmap/c1 patched (no change)");
+    // Without validation the field is dropped, as the real server drops it.
+    k.ok(&["apply", "--validate=false", "-f", &cm]).await;
+    let data = k.ok(&["get", "configmap", "c1", "-o", "json"]).await;
+    let data: Value = serde_json::from_str(&data).unwrap();
+    assert!(data.get("datta").is_none(), "{data}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openapi_v2_is_json_and_refuses_protobuf_only() {
+    let server = ApiServer::new();
+    let http = server.serve_http().await.unwrap();
+    let k = Kubectl::new(&http);
+    let out = k.ok(&["get", "--raw", "/openapi/v2"]).await;
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["swagger"], "2.0");
+    assert_eq!(
+        doc["definitions"]["io.k8s.api.core.v1.ConfigMap"]["x-kubernetes-group-version-kind"],
+        serde_json::json!([{"group": "", "kind": "ConfigMap", "version": "v1"}])
+    );
+    // client-go asks for protobuf only: the real server's 406, empty.
+    let request = http::Request::get("/openapi/v2")
+        .header(
+            "accept",
+            "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+        )
+        .body(kube::client::Body::empty())
+        .unwrap();
+    let response = server.client().send(request).await.unwrap();
+    assert_eq!(response.status(), 406);
+    assert!(
+        response
+            .into_body()
+            .collect_bytes()
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}

@@ -21,6 +21,7 @@ mod conformance {
     pub mod events;
     pub mod gaps;
     pub mod limits;
+    pub mod openapi;
     pub mod protobuf;
     pub mod watch;
     pub mod writes;
@@ -45,6 +46,11 @@ pub mod known {
         events.k8s.io may change only metadata and series (422 'field is immutable', a changed \
         series validated); 1.20 accepts anything there because its check compares the new \
         Event with itself (pkg/registry/core/event/strategy.go, oldEvent := obj), fixed since";
+    /// Not a fidelity difference: 1.20 predates server-side field validation.
+    pub const VERSION_FIELD_VALIDATION: &str = "VERSION DIFFERENCE: fieldValidation=Strict \
+        refuses unknown fields with 400 BadRequest ('strict decoding error: unknown field \
+        \"spec.x\"') since 1.25, as the embedded server does; 1.20 ignores the parameter and \
+        drops the fields";
     /// The causes of a CRD without exactly one storage version.
     pub const CRD_VALIDATION_DETAILS: &str = "a CRD without exactly one storage version also \
         gets a status.storedVersions cause on the real server; the embedded server gives one \
@@ -137,6 +143,8 @@ scenarios! {
     limits::objects_too_large_for_etcd,
     events::events_are_one_storage_with_two_apis,
     events::event_validation,
+    openapi::openapi_v2_definitions,
+    openapi::field_validation_of_unknown_fields,
     events::rbac_objects_and_service_accounts,
     events::printer_column_priority,
     writes::write_options_are_validated,

@@ -251,9 +251,30 @@ fn serve_discovery(
         }
         Route::ResourceList(g, v) => discovery::resource_list(&cluster.registry, &g, &v)
             .map_or(Err(ApiError::UnknownResource), ok),
-        Route::OpenApiIndex => ok(openapi::index(&cluster.registry, cluster.store.revision())),
+        Route::OpenApiIndex => ok(openapi::index(&cluster.registry, &cluster.store)),
         Route::OpenApiDocument(g, v) => {
-            openapi::document(&cluster.registry, &g, &v).map_or(Err(ApiError::UnknownResource), ok)
+            openapi::document(&cluster.registry, &cluster.store, &g, &v)
+                .map_or(Err(ApiError::UnknownResource), ok)
+        }
+        Route::OpenApiV2 => {
+            let accept = parts
+                .headers
+                .get(header::ACCEPT)
+                .and_then(|h| h.to_str().ok())
+                .unwrap_or_default();
+            if openapi::accepts_json(accept) {
+                let mut response = json(
+                    StatusCode::OK,
+                    &openapi::swagger(&cluster.registry, &cluster.store),
+                );
+                response
+                    .headers_mut()
+                    .insert(header::VARY, http::HeaderValue::from_static("Accept"));
+                Ok(response)
+            } else {
+                // The real server's answer when it speaks none of the types asked for.
+                Ok((StatusCode::NOT_ACCEPTABLE, [(header::VARY, "Accept")]).into_response())
+            }
         }
         Route::Resource(_) | Route::Unknown => Err(ApiError::UnknownResource),
     }

@@ -343,6 +343,92 @@ fn run_namespace_controller(shared: &Arc<Shared>) {
     });
 }
 
+/// The `fieldValidation` of a create or update: the body's fields that
+/// the kind's published schema does not know ([`crate::openapi::unknown_fields`])
+/// refuse the request under `Strict` (`400`, worded as the real server's
+/// strict decoding error); otherwise they are dropped (as decoding into the
+/// real server's types drops them) and, under `Warn` (the default),
+/// returned to be sent as warnings.
+fn field_validation(
+    shared: &Arc<Shared>,
+    def: &crate::resources::ResourceDef,
+    q: &HashMap<String, String>,
+    obj: &mut Value,
+) -> Result<Vec<String>, ApiError> {
+    let directive = q.get("fieldValidation").map_or("Warn", String::as_str);
+    let unknown = crate::openapi::drop_unknown_fields(&shared.cluster().store, def, obj);
+    if directive == "Ignore" {
+        return Ok(Vec::new());
+    }
+    let listed: Vec<String> = unknown
+        .iter()
+        .map(|f| format!("unknown field {f:?}"))
+        .collect();
+    if directive == "Strict" && !listed.is_empty() {
+        return Err(ApiError::BadRequest(format!(
+            "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
+            listed.join(", "),
+            kind = def.kind,
+            version = def.version,
+        )));
+    }
+    Ok(listed)
+}
+
+/// The `fieldValidation` of a merge or strategic merge patch: its unknown
+/// fields ([`crate::openapi::drop_unknown_patch_fields`]) are refused under
+/// `Strict` (`400`), else dropped and, under `Warn`, returned as warnings.
+/// JSON patches and apply patches are not checked; a body that is not JSON
+/// is left to the patch's own error.
+fn patch_field_validation(
+    shared: &Arc<Shared>,
+    def: &crate::resources::ResourceDef,
+    q: &HashMap<String, String>,
+    kind: PatchType,
+    patch: &mut bytes::Bytes,
+) -> Result<Vec<String>, ApiError> {
+    if !matches!(kind, PatchType::Merge | PatchType::StrategicMerge) {
+        return Ok(Vec::new());
+    }
+    let Ok(mut value) = serde_json::from_slice::<Value>(patch) else {
+        return Ok(Vec::new());
+    };
+    let unknown =
+        crate::openapi::drop_unknown_patch_fields(&shared.cluster().store, def, &mut value);
+    if unknown.is_empty() {
+        return Ok(Vec::new());
+    }
+    let listed: Vec<String> = unknown
+        .iter()
+        .map(|f| format!("unknown field {f:?}"))
+        .collect();
+    match q.get("fieldValidation").map_or("Warn", String::as_str) {
+        "Strict" => Err(ApiError::BadRequest(format!(
+            "strict decoding error: {}",
+            listed.join(", ")
+        ))),
+        directive => {
+            *patch = bytes::Bytes::from(value.to_string());
+            Ok(if directive == "Ignore" {
+                Vec::new()
+            } else {
+                listed
+            })
+        }
+    }
+}
+
+/// Adds a `Warning` header (`299 - "<text>"`) per warning.
+fn with_warnings(mut response: Response, warnings: &[String]) -> Response {
+    for w in warnings {
+        let text = format!("299 - {w:?}");
+        if let Ok(value) = http::HeaderValue::from_str(&text) {
+            response.headers_mut().append(header::WARNING, value);
+        }
+    }
+    response
+}
+
 /// Serves a request on a resource path.
 pub async fn handle(
     shared: &Arc<Shared>,
@@ -474,17 +560,22 @@ pub async fn handle(
         }
         Verb::Create => {
             check_write_options(parts, WriteOptions::Create)?;
-            let obj = read_object(parts, body, &def).await?;
+            let mut obj = read_object(parts, body, &def).await?;
+            let warnings = field_validation(shared, &def, &q, &mut obj)?;
             let manager = field_manager(&q, parts);
             let owner = Ownership::Update(&manager);
             let created = shared
                 .cluster()
                 .post_as(&def, &ns, obj, dry_run, now, &owner)?;
-            ok(StatusCode::CREATED, created)
+            Ok(with_warnings(
+                json(StatusCode::CREATED, &created),
+                &warnings,
+            ))
         }
         Verb::Update => {
             check_write_options(parts, WriteOptions::Update)?;
-            let obj = read_object(parts, body, &def).await?;
+            let mut obj = read_object(parts, body, &def).await?;
+            let warnings = field_validation(shared, &def, &q, &mut obj)?;
             let manager = field_manager(&q, parts);
             let owner = Ownership::Update(&manager);
             let (updated, created) = shared
@@ -495,12 +586,13 @@ pub async fn handle(
             } else {
                 StatusCode::OK
             };
-            ok(code, updated)
+            Ok(with_warnings(json(code, &updated), &warnings))
         }
         Verb::Patch => {
             let kind = PatchType::from_content_type(header_str(parts, header::CONTENT_TYPE))?;
             check_write_options(parts, WriteOptions::Patch(kind == PatchType::Apply))?;
-            let patch = read_body(body).await?;
+            let mut patch = read_body(body).await?;
+            let warnings = patch_field_validation(shared, &def, &q, kind, &mut patch)?;
             let opts = PatchOptions {
                 field_manager: match q.get("fieldManager") {
                     Some(m) => Some(m.clone()),
@@ -517,7 +609,7 @@ pub async fn handle(
             } else {
                 StatusCode::OK
             };
-            ok(code, patched)
+            Ok(with_warnings(json(code, &patched), &warnings))
         }
         Verb::Delete => {
             let mut opts = DeleteOptions::from_body(&read_body(body).await?)?;

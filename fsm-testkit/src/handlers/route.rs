@@ -32,6 +32,8 @@ pub enum Route {
     ApiGroup(String),
     /// `/api/v1`, `/apis/{group}/{version}`.
     ResourceList(String, String),
+    /// `/openapi/v2`.
+    OpenApiV2,
     /// `/openapi/v3`.
     OpenApiIndex,
     /// `/openapi/v3/api/v1`, `/openapi/v3/apis/{group}/{version}`.
@@ -49,6 +51,7 @@ pub fn parse(path: &str) -> Route {
     match segs.as_slice() {
         ["version"] => Route::Version,
         ["healthz" | "readyz" | "livez", ..] => Route::Health,
+        ["openapi", "v2"] => Route::OpenApiV2,
         ["openapi", "v3"] => Route::OpenApiIndex,
         ["openapi", "v3", "api", v] => Route::OpenApiDocument(String::new(), (*v).into()),
         ["openapi", "v3", "apis", g, v] => Route::OpenApiDocument((*g).into(), (*v).into()),
@@ -146,5 +149,6 @@ mod tests {
             parse("/openapi/v3/apis/apps/v1"),
             Route::OpenApiDocument("apps".into(), "v1".into())
         );
+        assert_eq!(parse("/openapi/v2"), Route::OpenApiV2);
     }
 }
