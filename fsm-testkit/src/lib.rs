@@ -96,6 +96,7 @@ pub mod status;
 pub mod store;
 pub mod table;
 pub mod test_cluster;
+pub mod typed;
 pub mod validation;
 pub mod watch;
 

@@ -252,7 +252,10 @@ pub fn deleted(group: &str, resource: &str, name: &str, uid: &str) -> Value {
 }
 
 fn subject_details(s: &Subject) -> Value {
-    let mut d = json!({ "name": s.name, "kind": s.kind });
+    let mut d = json!({ "kind": s.kind });
+    if !s.name.is_empty() {
+        d["name"] = json!(s.name);
+    }
     if !s.group.is_empty() {
         d["group"] = json!(s.group);
     }

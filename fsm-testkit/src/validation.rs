@@ -72,6 +72,50 @@ pub fn label_key_problem(key: &str) -> Option<String> {
     (!is_qualified_part(name)).then(|| NAME_PART_MSG.into())
 }
 
+/// Every problem of `value` as a qualified name (`IsQualifiedName`: an
+/// optional DNS subdomain prefix and `/`, then a name part), empty when it
+/// is one.
+#[must_use]
+pub fn qualified_name_problems(value: &str) -> Vec<String> {
+    let parts: Vec<&str> = value.split('/').collect();
+    let mut problems = Vec::new();
+    let name = match parts.as_slice() {
+        [name] => *name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                problems.push("prefix part must be non-empty".into());
+            } else if let Some(problem) = name_problem(NameRule::Subdomain, prefix) {
+                problems.push(format!("prefix part {problem}"));
+            }
+            *name
+        }
+        _ => {
+            return vec![format!(
+                "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+                &NAME_PART_MSG["name part ".len()..]
+            )];
+        }
+    };
+    if name.is_empty() {
+        problems.push("name part must be non-empty".into());
+    } else if name.len() > 63 {
+        problems.push("name part must be no more than 63 characters".into());
+    }
+    if !is_qualified_part_chars(name) {
+        problems.push(NAME_PART_MSG.into());
+    }
+    problems
+}
+
+/// The regex of a qualified name's name part, without its length limit.
+fn is_qualified_part_chars(s: &str) -> bool {
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    edge(s.chars().next())
+        && edge(s.chars().last())
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
 /// Why a label value is invalid, or `None`.
 #[must_use]
 pub fn label_value_problem(value: &str) -> Option<String> {
@@ -102,6 +146,23 @@ mod tests {
         for bad in ["", "A", "a_b", "-a", "a-", "a..b", ".a", &"a".repeat(254)] {
             assert!(name_problem(NameRule::Subdomain, bad).is_some(), "{bad}");
         }
+    }
+
+    #[test]
+    fn qualified_names() {
+        for ok in ["kubernetes", "example.com/hold", "A_b.c", "x/y"] {
+            assert!(qualified_name_problems(ok).is_empty(), "{ok}");
+        }
+        assert_eq!(
+            qualified_name_problems("bad name!"),
+            vec![NAME_PART_MSG.to_string()]
+        );
+        assert_eq!(
+            qualified_name_problems("/x"),
+            vec!["prefix part must be non-empty".to_string()]
+        );
+        assert_eq!(qualified_name_problems("a/b/c").len(), 1);
+        assert_eq!(qualified_name_problems("").len(), 2);
     }
 
     #[test]

@@ -18,6 +18,7 @@
 mod conformance {
     pub mod builtin;
     pub mod custom;
+    pub mod deletion;
     pub mod events;
     pub mod gaps;
     pub mod limits;
@@ -43,6 +44,11 @@ pub mod known {
         events.k8s.io may change only metadata and series (422 'field is immutable', a changed \
         series validated); 1.20 accepts anything there because its check compares the new \
         Event with itself (pkg/registry/core/event/strategy.go, oldEvent := obj), fixed since";
+    /// Metadata causes of an update, listed once.
+    pub const METADATA_CAUSES_TWICE_ON_UPDATE: &str = "an update of a ConfigMap with an \
+        invalid finalizer lists each metadata cause twice on the real server (its update \
+        validation checks metadata for the update, then the whole object as on create); the \
+        embedded server lists them once";
     /// Namespace deletion.
     pub const NAMESPACE_TERMINATING: &str = "a namespace being deleted stays, refusing new \
         content with 403 Forbidden ('unable to create new content in namespace … because it is \
@@ -133,6 +139,12 @@ scenarios! {
     gaps::garbage_collection_foreground_and_orphan,
     gaps::schema_pruning_and_validation,
     gaps::managed_fields_bookkeeping,
+    deletion::delete_options_as_query_parameters,
+    deletion::dry_run_delete_of_a_held_object,
+    deletion::cascade_as_query_parameter,
+    deletion::dangling_owner_reference_is_collected,
+    deletion::owner_references_and_finalizers_are_validated,
+    deletion::builtin_kinds_are_decoded_against_their_types,
     limits::configmap_and_secret_data_limit,
     limits::request_body_limit,
     limits::objects_too_large_for_etcd,

@@ -67,37 +67,8 @@ pub struct DeleteOptions {
     /// `propagationPolicy` (or the deprecated `orphanDependents: true`);
     /// `None` is the default, background.
     pub propagation: Option<Propagation>,
-}
-
-impl DeleteOptions {
-    /// Reads a `DeleteOptions` body (which may be empty).
-    ///
-    /// # Errors
-    /// [`ApiError::BadRequest`] for a body that is not JSON.
-    pub fn from_body(body: &[u8]) -> Result<Self, ApiError> {
-        if body.iter().all(u8::is_ascii_whitespace) {
-            return Ok(Self::default());
-        }
-        let v: Value = serde_json::from_slice(body)
-            .map_err(|e| ApiError::BadRequest(format!("error decoding DeleteOptions: {e}")))?;
-        let s = |p: &Value| p.as_str().map(String::from);
-        Ok(Self {
-            uid: s(&v["preconditions"]["uid"]),
-            resource_version: s(&v["preconditions"]["resourceVersion"]),
-            dry_run: v["dryRun"]
-                .as_array()
-                .is_some_and(|a| a.iter().any(|x| x == "All")),
-            propagation: match v["propagationPolicy"].as_str() {
-                Some(p) => Some(Propagation::parse(p).ok_or_else(|| {
-                    ApiError::BadRequest(format!(
-                        "DeleteOptions.propagationPolicy: Unsupported value: {p:?}: supported values: \"Background\", \"Foreground\", \"Orphan\""
-                    ))
-                })?),
-                None if v["orphanDependents"] == json!(true) => Some(Propagation::Orphan),
-                None => None,
-            },
-        })
-    }
+    /// `gracePeriodSeconds` (accepted; objects here have no grace period).
+    pub grace_period_seconds: Option<i64>,
 }
 
 /// How a write records field ownership in `metadata.managedFields`.
@@ -286,6 +257,7 @@ impl Cluster {
         owner: &Ownership<'_>,
     ) -> Result<Value, ApiError> {
         check_type(def, &body)?;
+        crate::typed::decode(def, &mut body)?;
         if crate::events::is_event(def) {
             body = crate::events::to_storage(def, body)?;
         }
@@ -419,6 +391,7 @@ impl Cluster {
         owner: &Ownership<'_>,
     ) -> Result<Value, ApiError> {
         check_type(def, &body)?;
+        crate::typed::decode(def, &mut body)?;
         if crate::events::is_event(def) {
             body = crate::events::to_storage(def, body)?;
         }
@@ -869,17 +842,20 @@ fn set_type(def: &ResourceDef, new: &mut Value, current: &Value) {
     }
 }
 
-/// Refuses label keys and values the real server refuses.
+/// Refuses label keys and values the real server refuses, and invalid
+/// owner references and finalizers ([`gc::metadata_causes`]).
 fn check_labels(
     def: &ResourceDef,
     name: &str,
     meta: &serde_json::Map<String, Value>,
 ) -> Result<(), ApiError> {
-    let Some(labels) = meta.get("labels").and_then(Value::as_object) else {
-        return Ok(());
-    };
     let mut causes = Vec::new();
-    for (k, v) in labels {
+    for (k, v) in meta
+        .get("labels")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
         if let Some(problem) = crate::validation::label_key_problem(k) {
             causes.push(Cause::invalid("metadata.labels", k, &problem));
         }
@@ -896,6 +872,7 @@ fn check_labels(
             )),
         }
     }
+    causes.extend(gc::metadata_causes(def, meta));
     if causes.is_empty() {
         Ok(())
     } else {
