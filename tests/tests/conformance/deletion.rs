@@ -125,6 +125,32 @@ pub async fn delete_options_as_query_parameters(s: &mut Scene) -> Fallible {
         .expect(200)?;
     s.record("delete with query options", &deleted);
     s.record("gone", s.get(&item).await?.expect(404)?);
+
+    // deletecollection reads the same options.
+    s.post(&path, configmap("many", json!({"labels": {"set": "x"}})))
+        .await?
+        .expect(201)?;
+    let collection = format!("{path}?labelSelector=set%3Dx");
+    let refused = s
+        .delete(&format!("{collection}&propagationPolicy=Bogus"))
+        .await?
+        .expect(422)?;
+    s.record("deletecollection, unknown policy", &refused);
+    let dry = s
+        .delete(&format!("{collection}&dryRun=All"))
+        .await?
+        .expect(200)?;
+    s.record(
+        "deletecollection, dry run",
+        json!([
+            dry.body["kind"],
+            crate::conformance::builtin::names(&dry.body)
+        ]),
+    );
+    s.record(
+        "kept by the dry run",
+        s.get(&format!("{path}/many")).await?.expect(200)?,
+    );
     Ok(())
 }
 
