@@ -559,6 +559,115 @@ mod tests {
     }
 
     #[test]
+    fn dangling_owner_references_are_collected() {
+        let mut c = cluster();
+        let cm = def(&c, "", "configmaps");
+        let owner = c
+            .create(
+                &cm,
+                "default",
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owner"}}),
+                false,
+                now(),
+            )
+            .unwrap();
+        let r = |name: &str, uid: &Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "name": name, "uid": uid});
+        let live = r("owner", &owner["metadata"]["uid"]);
+        let ghost = r("ghost", &json!("no-such-uid"));
+        for (name, refs) in [("both", json!([live, ghost])), ("orphan", json!([ghost]))] {
+            c.create(
+                &cm,
+                "default",
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "ownerReferences": refs}}),
+                false,
+                now(),
+            )
+            .unwrap();
+        }
+        assert_eq!(c.collect_dangling(now()), 2);
+        assert_eq!(
+            c.get(&cm, "default", "orphan").unwrap_err().reason(),
+            "NotFound"
+        );
+        let both = c.get(&cm, "default", "both").unwrap();
+        assert_eq!(both["metadata"]["ownerReferences"], json!([live]));
+        assert_eq!(c.collect_dangling(now()), 0, "nothing left to do");
+    }
+
+    #[test]
+    fn dry_run_delete_answers_what_a_delete_would_leave() {
+        let mut c = cluster();
+        let cm = def(&c, "", "configmaps");
+        c.create(
+            &cm,
+            "default",
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "finalizers": ["example.com/x"]}}),
+            false,
+            now(),
+        )
+        .unwrap();
+        let opts = DeleteOptions {
+            dry_run: true,
+            propagation: Some(Propagation::Orphan),
+            ..DeleteOptions::default()
+        };
+        let (o, gone) = c.delete(&cm, "default", "a", &opts, now()).unwrap();
+        assert!(!gone);
+        assert!(o["metadata"]["deletionTimestamp"].is_string());
+        assert_eq!(
+            o["metadata"]["finalizers"],
+            json!(["example.com/x", "orphan"])
+        );
+        let stored = c.get(&cm, "default", "a").unwrap();
+        assert!(stored["metadata"].get("deletionTimestamp").is_none());
+        assert_eq!(
+            stored["metadata"]["resourceVersion"],
+            o["metadata"]["resourceVersion"]
+        );
+    }
+
+    #[test]
+    fn options_from_the_query_are_validated() {
+        let q = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+                .collect::<HashMap<_, _>>()
+        };
+        let o = DeleteOptions::from_request(
+            b"",
+            &q(&[("propagationPolicy", "Orphan"), ("dryRun", "All")]),
+        )
+        .unwrap();
+        assert_eq!(o.propagation, Some(Propagation::Orphan));
+        assert!(o.dry_run);
+        let o = DeleteOptions::from_request(b"", &q(&[("orphanDependents", "")])).unwrap();
+        assert_eq!(o.propagation, Some(Propagation::Orphan));
+        let o = DeleteOptions::from_request(b"{}", &q(&[("propagationPolicy", "Bogus")])).unwrap();
+        assert_eq!(o.propagation, None, "a body wins over the query");
+        for bad in [
+            q(&[("propagationPolicy", "Bogus")]),
+            q(&[
+                ("propagationPolicy", "Orphan"),
+                ("orphanDependents", "false"),
+            ]),
+            q(&[("dryRun", "Some")]),
+        ] {
+            let e = DeleteOptions::from_request(b"", &bad).unwrap_err();
+            assert_eq!(e.code().as_u16(), 422, "{bad:?}");
+            assert_eq!(
+                e.to_status()["details"],
+                json!({"group": "meta.k8s.io", "kind": "DeleteOptions",
+                "causes": e.to_status()["details"]["causes"]})
+            );
+        }
+        let e = DeleteOptions::from_request(b"", &q(&[("gracePeriodSeconds", "x")])).unwrap_err();
+        assert_eq!(e.code().as_u16(), 400);
+    }
+
+    #[test]
     fn system_namespaces_cannot_be_deleted() {
         let mut c = cluster();
         let ns = def(&c, "", "namespaces");

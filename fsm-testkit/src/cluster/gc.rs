@@ -16,8 +16,11 @@
 //! # Caveats
 //! The real garbage collector runs asynchronously; here it runs within the
 //! request that removes the owner, so a client sees the dependents' `DELETED`
-//! events right after the owner's. Dependents whose owner never existed (a
-//! dangling reference at creation) are not collected.
+//! events right after the owner's. Dangling references (an owner that
+//! never existed, or went while the collector did not look) are found by
+//! [`Cluster::collect_dangling`], which the server runs shortly after a
+//! write that stores owner references. Owners are identified by `uid`
+//! alone.
 
 use serde_json::{Value, json};
 
@@ -425,7 +428,7 @@ impl Cluster {
             } else {
                 let mut kept = (*current).clone();
                 if let Some(list) = kept["metadata"]["ownerReferences"].as_array_mut() {
-                    list.retain(|r| !r["uid"].as_str().is_some_and(|u| !uids.contains(u)));
+                    list.retain(|r| r["uid"].as_str().is_none_or(|u| uids.contains(u)));
                 }
                 self.store.put(&gr, &ns, &name, kept);
             }
