@@ -252,9 +252,13 @@ pub fn deleted(group: &str, resource: &str, name: &str, uid: &str) -> Value {
 }
 
 fn subject_details(s: &Subject) -> Value {
-    let mut d = json!({ "kind": s.kind });
+    // Empty fields are left out, as Go's `omitempty` does.
+    let mut d = json!({});
     if !s.name.is_empty() {
         d["name"] = json!(s.name);
+    }
+    if !s.kind.is_empty() {
+        d["kind"] = json!(s.kind);
     }
     if !s.group.is_empty() {
         d["group"] = json!(s.group);

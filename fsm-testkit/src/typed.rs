@@ -158,6 +158,27 @@ pub fn decode(def: &ResourceDef, body: &mut Value) -> Result<(), ApiError> {
     })
 }
 
+/// [`decode`] for the result of a patch: the real server answers `422
+/// Invalid` with a `patch` cause holding the patched object, not 400.
+///
+/// # Errors
+/// [`ApiError::Invalid`] (no kind, no name) when the patched object does
+/// not decode.
+pub fn decode_patched(def: &ResourceDef, patched: &mut Value) -> Result<(), ApiError> {
+    let shown = patched.to_string();
+    decode(def, patched).map_err(|e| {
+        let why = e.to_string();
+        let why = why
+            .split_once(": ")
+            .map_or(why.as_str(), |(_, w)| w)
+            .to_string();
+        ApiError::Invalid(
+            crate::status::Subject::new("", "", ""),
+            vec![crate::status::Cause::invalid("patch", &shown, &why)],
+        )
+    })
+}
+
 struct Walker<'a> {
     defs: Option<&'a Map<String, Value>>,
 }
@@ -367,6 +388,23 @@ mod tests {
                          "template": {"spec": {"containers": [{"name": "c", "image": "x",
                              "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]}}}
             })
+        );
+    }
+
+    #[test]
+    fn a_patch_that_does_not_decode_is_invalid() {
+        let cm = def("", "configmaps");
+        let mut patched = json!({"metadata": {"name": "a"}, "data": "x"});
+        let e = decode_patched(&cm, &mut patched).unwrap_err();
+        let status = e.to_status();
+        assert_eq!(status["code"], 422);
+        assert_eq!(status["details"]["causes"][0]["field"], "patch");
+        assert!(status["details"].get("kind").is_none(), "{status}");
+        assert!(
+            status["message"]
+                .as_str()
+                .unwrap()
+                .starts_with(" \"\" is invalid: patch: ")
         );
     }
 

@@ -601,6 +601,7 @@ impl Cluster {
             .ok_or_else(|| not_found(def, name))?;
         let mut target = present(def, &current);
         patch::apply_patch(kind, &mut target, patch_body, def.custom)?;
+        crate::typed::decode_patched(def, &mut target)?;
         let manager = opts.field_manager.as_deref().unwrap_or("unknown");
         let owner = Ownership::Update(manager);
         self.update_as(def, ns, name, target, part, dry_run, now, &owner)

@@ -484,6 +484,34 @@ pub async fn builtin_kinds_are_decoded_against_their_types(s: &mut Scene) -> Fal
         return Err(format!("update: expected 400, got {}: {}", update.code, update.body).into());
     }
     s.record("update with data a list", status_without_message(&update));
+    // A patch whose result does not decode is 422, its cause the patch
+    // (the message holds the patched object and the decoder's words).
+    let patches = [
+        (
+            "merge patch",
+            s.merge(&format!("{path}/b"), json!({"data": "x"})).await?,
+        ),
+        (
+            "JSON patch",
+            s.patch(
+                &format!("{path}/b"),
+                "application/json-patch+json",
+                json!([{"op": "add", "path": "/data", "value": "x"}]),
+            )
+            .await?,
+        ),
+    ];
+    for (label, reply) in patches {
+        let mut status = status_without_message(&reply.clone().expect(422)?);
+        for cause in status["details"]["causes"]
+            .as_array_mut()
+            .into_iter()
+            .flatten()
+        {
+            cause.as_object_mut().map(|c| c.remove("message"));
+        }
+        s.record(label, status);
+    }
     s.record("unchanged", s.get(&format!("{path}/b")).await?.expect(200)?);
     Ok(())
 }
