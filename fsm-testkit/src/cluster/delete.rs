@@ -593,6 +593,19 @@ mod tests {
         let both = c.get(&cm, "default", "both").unwrap();
         assert_eq!(both["metadata"]["ownerReferences"], json!([live]));
         assert_eq!(c.collect_dangling(now()), 0, "nothing left to do");
+        // The owner's uid under another name is no owner.
+        let wrong = r("impostor", &owner["metadata"]["uid"]);
+        c.create(
+            &cm,
+            "default",
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "misled", "ownerReferences": [wrong]}}),
+            false,
+            now(),
+        )
+        .unwrap();
+        assert_eq!(c.collect_dangling(now()), 1);
+        assert!(c.get(&cm, "default", "misled").is_err());
     }
 
     #[test]

@@ -19,8 +19,9 @@
 //! events right after the owner's. Dangling references (an owner that
 //! never existed, or went while the collector did not look) are found by
 //! [`Cluster::collect_dangling`], which the server runs shortly after a
-//! write that stores owner references. Owners are identified by `uid`
-//! alone.
+//! write that stores owner references; it looks an owner up by name and
+//! uid, as the real collector does. Deleting an owner collects the
+//! dependents that name its uid.
 
 use serde_json::{Value, json};
 
@@ -388,11 +389,18 @@ impl Cluster {
     /// loses its references to the absent ones. Returns how many objects
     /// it deleted or changed.
     pub fn collect_dangling(&mut self, now: jiff::Timestamp) -> usize {
-        let mut uids = std::collections::HashSet::new();
+        // uid → (namespace, name) of every stored object.
+        let mut owners = std::collections::HashMap::new();
         let mut dependents = Vec::new();
         for gr in self.store.resources() {
             for o in self.store.list(&gr, None) {
-                uids.insert(str_at(&o, "uid").to_string());
+                owners.insert(
+                    str_at(&o, "uid").to_string(),
+                    (
+                        str_at(&o, "namespace").to_string(),
+                        str_at(&o, "name").to_string(),
+                    ),
+                );
                 if !owner_refs(&o).is_empty() {
                     dependents.push((gr.clone(), o));
                 }
@@ -400,19 +408,27 @@ impl Cluster {
         }
         let mut touched = 0;
         for (gr, dependent) in dependents {
-            let refs = owner_refs(&dependent);
-            let dangling: Vec<&String> = refs
-                .iter()
-                .map(|(u, _)| u)
-                .filter(|u| !uids.contains(*u))
-                .collect();
-            if dangling.is_empty() {
-                continue;
-            }
             let (ns, name) = (
                 str_at(&dependent, "namespace").to_string(),
                 str_at(&dependent, "name").to_string(),
             );
+            // As the real collector, which looks an owner up by name (in
+            // the dependent's namespace unless it is cluster-scoped) and
+            // finds it absent when the uid differs.
+            let solid = |r: &Value| {
+                let (uid, owner) = (r["uid"].as_str(), r["name"].as_str());
+                uid.and_then(|u| owners.get(u)).is_some_and(|(ons, oname)| {
+                    Some(oname.as_str()) == owner && (ons.is_empty() || *ons == ns)
+                })
+            };
+            let refs = dependent["metadata"]["ownerReferences"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let dangling = refs.iter().filter(|r| !solid(r)).count();
+            if dangling == 0 {
+                continue;
+            }
             // An earlier deletion in this sweep may have taken it.
             let Some(current) = self.store.get(&gr, &ns, &name) else {
                 continue;
@@ -421,14 +437,14 @@ impl Cluster {
                 continue;
             };
             touched += 1;
-            if dangling.len() == refs.len() {
+            if dangling == refs.len() {
                 if current["metadata"].get("deletionTimestamp").is_none() {
                     self.delete_object(&def, &ns, &name, &current, now);
                 }
             } else {
                 let mut kept = (*current).clone();
                 if let Some(list) = kept["metadata"]["ownerReferences"].as_array_mut() {
-                    list.retain(|r| r["uid"].as_str().is_none_or(|u| uids.contains(u)));
+                    list.retain(solid);
                 }
                 self.store.put(&gr, &ns, &name, kept);
             }

@@ -295,6 +295,37 @@ pub async fn dangling_owner_reference_is_collected(s: &mut Scene) -> Fallible {
     )
     .await?;
     s.record("collected", &gone);
+
+    // An owner is looked up by name: the uid of an existing object under
+    // another name is no owner.
+    let real = s
+        .post(&path, configmap("real-owner", json!({})))
+        .await?
+        .expect(201)?;
+    s.post(
+        &path,
+        configmap(
+            "misled",
+            json!({"ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap",
+                "name": "impostor", "uid": real.body["metadata"]["uid"]}]}),
+        ),
+    )
+    .await?
+    .expect(201)?;
+    let gone = eventually(
+        "the dependent of a misnamed owner to be collected",
+        30,
+        async || {
+            let r = s.get(&format!("{path}/misled")).await?;
+            Ok((r.code == 404).then_some(r))
+        },
+    )
+    .await?;
+    s.record("misnamed owner: collected", &gone);
+    s.record(
+        "the real owner stays",
+        s.get(&format!("{path}/real-owner")).await?.expect(200)?,
+    );
     Ok(())
 }
 
