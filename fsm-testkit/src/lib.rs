@@ -52,8 +52,11 @@
 //!   [`ServerConfig::namespace_controller_delay`]), the CRD controller (a
 //!   CRD is established at once; deleting it deletes its objects at once),
 //!   and the garbage collector (owner references, `propagationPolicy`
-//!   `Background`, `Foreground`, `Orphan`; it runs within the request that
-//!   removes an owner). Workload controllers only when asked
+//!   `Background`, `Foreground`, `Orphan`, from a `DeleteOptions` body or
+//!   query parameters; it runs within the request that removes an owner,
+//!   and sweeps dangling owner references shortly after a write).
+//! - Built-in kinds are decoded against their k8s-openapi types
+//!   ([`typed`]): a wrong JSON type is 400, unknown fields are dropped. Workload controllers only when asked
 //!   ([`ApiServer::simulate`], see [`simulation`]).
 //! - Faults (errors, latency, dropped watches, `410 Gone`) can be injected
 //!   at run time with [`ApiServer::faults`], or over HTTP under
@@ -104,6 +107,7 @@ pub mod status;
 pub mod store;
 pub mod table;
 pub mod test_cluster;
+pub mod typed;
 pub mod validation;
 pub mod watch;
 

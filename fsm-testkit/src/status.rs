@@ -261,12 +261,13 @@ pub fn deleted(group: &str, resource: &str, name: &str, uid: &str) -> Value {
 }
 
 fn subject_details(s: &Subject) -> Value {
-    // The real server leaves an empty name out (`omitempty`).
-    let mut d = json!({ "name": s.name, "kind": s.kind });
-    if s.name.is_empty()
-        && let Some(m) = d.as_object_mut()
-    {
-        m.remove("name");
+    // Empty fields are left out, as Go's `omitempty` does.
+    let mut d = json!({});
+    if !s.name.is_empty() {
+        d["name"] = json!(s.name);
+    }
+    if !s.kind.is_empty() {
+        d["kind"] = json!(s.kind);
     }
     if !s.group.is_empty() {
         d["group"] = json!(s.group);

@@ -286,6 +286,23 @@ mod tests {
     }
 
     #[test]
+    fn qualified_names() {
+        for ok in ["kubernetes", "example.com/hold", "A_b.c", "x/y"] {
+            assert!(qualified_name_problems(ok).is_empty(), "{ok}");
+        }
+        assert_eq!(
+            qualified_name_problems("bad name!"),
+            vec![NAME_PART_MSG.to_string()]
+        );
+        assert_eq!(
+            qualified_name_problems("/x"),
+            vec!["prefix part must be non-empty".to_string()]
+        );
+        assert_eq!(qualified_name_problems("a/b/c").len(), 1);
+        assert_eq!(qualified_name_problems("").len(), 2);
+    }
+
+    #[test]
     fn label_keys_and_values() {
         for ok in ["app", "app.kubernetes.io/name", "A_b-c.d", "example.com/x"] {
             assert_eq!(label_key_problem(ok), None, "{ok}");

@@ -181,7 +181,7 @@ async fn orphan_deletion_strips_the_owner_reference() {
 }
 
 #[tokio::test]
-async fn an_unknown_policy_is_a_bad_request() {
+async fn an_unknown_policy_is_invalid() {
     let (server, _, cms, _) = setup().await;
     let mut cm = ConfigMap::default();
     cm.metadata.name = Some("x".into());
@@ -195,6 +195,20 @@ async fn an_unknown_policy_is_a_bad_request() {
         .request::<serde_json::Value>(request)
         .await
         .unwrap_err();
-    assert_eq!(common::status(e).code, 400);
+    let status = common::status(e);
+    assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
+    assert!(cms.get_opt("x").await.unwrap().is_some());
+    // The same policy as a query parameter (kubectl's `--cascade` sends
+    // it so) is refused the same way.
+    let request =
+        http::Request::delete("/api/v1/namespaces/default/configmaps/x?propagationPolicy=Sideways")
+            .body(Vec::new())
+            .unwrap();
+    let e = server
+        .client()
+        .request::<serde_json::Value>(request)
+        .await
+        .unwrap_err();
+    assert_eq!(common::status(e).code, 422);
     assert!(cms.get_opt("x").await.unwrap().is_some());
 }

@@ -1622,3 +1622,170 @@ async fn openapi_v2_is_json_and_refuses_protobuf_only() {
             .is_empty()
     );
 }
+
+/// A ConfigMap named `name`, owned by `owner` (when given) through a
+/// blocking reference, with `finalizers`.
+fn owned_configmap(name: &str, owner: Option<(&str, &str)>, finalizers: &[&str]) -> String {
+    let mut text = format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n");
+    if let Some((owner, uid)) = owner {
+        text.push_str(&format!(
+            "  ownerReferences:\n  - apiVersion: v1\n    kind: ConfigMap\n    name: {owner}\n    uid: {uid}\n    blockOwnerDeletion: true\n"
+        ));
+    }
+    if !finalizers.is_empty() {
+        text.push_str(&format!("  finalizers: [{}]\n", finalizers.join(", ")));
+    }
+    text
+}
+
+/// Polls `kubectl args` until its output satisfies `done`, for at most 10 s.
+async fn eventually_kubectl(k: &Kubectl, args: &[&str], done: impl Fn(&Output) -> bool) {
+    for _ in 0..100 {
+        if done(&k.run(args).await) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let last = k.run(args).await;
+    panic!(
+        "kubectl {args:?} never got there: {} / {}",
+        last.stdout, last.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_cascade_and_server_dry_run_from_kubectl() {
+    let server = ApiServer::new();
+    let http = server.serve_http().await.unwrap();
+    let k = Kubectl::new(&http);
+    let dir = http.kubeconfig().parent().unwrap().to_path_buf();
+    let create = async |name: &str, owner: Option<(&str, &str)>, finalizers: &[&str]| {
+        let file = write(
+            &dir,
+            &format!("{name}.yaml"),
+            &owned_configmap(name, owner, finalizers),
+        );
+        k.ok(&["create", "-f", &file]).await;
+        k.ok(&["get", "cm", name, "-o", "jsonpath={.metadata.uid}"])
+            .await
+    };
+
+    // --cascade=orphan: the owner goes, the dependent stays without its
+    // owner reference.
+    let uid = create("owner", None, &[]).await;
+    create("child", Some(("owner", &uid)), &[]).await;
+    let out = k.ok(&["delete", "cm", "owner", "--cascade=orphan"]).await;
+    assert_eq!(out.trim(), r#"configmap "owner" deleted"#);
+    eventually_kubectl(&k, &["get", "cm", "owner"], |o| o.code != 0).await;
+    let refs = k
+        .ok(&[
+            "get",
+            "cm",
+            "child",
+            "-o",
+            "jsonpath={.metadata.ownerReferences}",
+        ])
+        .await;
+    assert_eq!(refs, "", "the orphan keeps no reference to its owner");
+
+    // --dry-run=server: answered as deleted, nothing changes, even for an
+    // object a finalizer holds.
+    let out = k.ok(&["delete", "cm", "child", "--dry-run=server"]).await;
+    assert_eq!(out.trim(), r#"configmap "child" deleted (server dry run)"#);
+    k.ok(&["get", "cm", "child"]).await;
+    create("held", None, &["example.com/hold"]).await;
+    let out = k
+        .ok(&[
+            "delete",
+            "cm",
+            "held",
+            "--dry-run=server",
+            "--cascade=foreground",
+        ])
+        .await;
+    assert_eq!(out.trim(), r#"configmap "held" deleted (server dry run)"#);
+    let held = k.ok(&["get", "cm", "held", "-o", "json"]).await;
+    let held: Value = serde_json::from_str(&held).unwrap();
+    assert!(
+        held["metadata"].get("deletionTimestamp").is_none(),
+        "{held}"
+    );
+    assert_eq!(
+        held["metadata"]["finalizers"],
+        serde_json::json!(["example.com/hold"])
+    );
+
+    // --cascade=foreground: the owner waits, with the foregroundDeletion
+    // finalizer, until its blocking dependent is gone.
+    let uid = create("boss", None, &[]).await;
+    create("worker", Some(("boss", &uid)), &["example.com/hold"]).await;
+    k.ok(&[
+        "delete",
+        "cm",
+        "boss",
+        "--cascade=foreground",
+        "--wait=false",
+    ])
+    .await;
+    let finalizers = k
+        .ok(&["get", "cm", "boss", "-o", "jsonpath={.metadata.finalizers}"])
+        .await;
+    assert_eq!(finalizers, r#"["foregroundDeletion"]"#);
+    let worker = k
+        .ok(&[
+            "get",
+            "cm",
+            "worker",
+            "-o",
+            "jsonpath={.metadata.deletionTimestamp}",
+        ])
+        .await;
+    assert!(!worker.is_empty(), "the dependent is being deleted");
+    k.ok(&[
+        "patch",
+        "cm",
+        "worker",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ])
+    .await;
+    eventually_kubectl(&k, &["get", "cm", "boss"], |o| o.code != 0).await;
+    eventually_kubectl(&k, &["get", "cm", "worker"], |o| o.code != 0).await;
+
+    // An unknown --cascade value never reaches the server; a bad policy
+    // sent as a query parameter is refused as the real server does.
+    k.ok(&[
+        "delete",
+        "cm",
+        "held",
+        "--dry-run=server",
+        "--cascade=background",
+    ])
+    .await;
+    let out = k
+        .run(&[
+            "delete",
+            "--raw",
+            "/api/v1/namespaces/default/configmaps/held?propagationPolicy=Bogus",
+        ])
+        .await;
+    assert_ne!(out.code, 0);
+    assert!(
+        out.stderr.contains("Unsupported value: \"Bogus\""),
+        "{}",
+        out.stderr
+    );
+    k.ok(&["get", "cm", "held"]).await;
+    k.ok(&[
+        "patch",
+        "cm",
+        "held",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ])
+    .await;
+}

@@ -18,6 +18,7 @@
 mod conformance {
     pub mod builtin;
     pub mod custom;
+    pub mod deletion;
     pub mod events;
     pub mod gaps;
     pub mod limits;
@@ -51,6 +52,11 @@ pub mod known {
         refuses unknown fields with 400 BadRequest ('strict decoding error: unknown field \
         \"spec.x\"') since 1.25, as the embedded server does; 1.20 ignores the parameter and \
         drops the fields";
+    /// Metadata causes of an update, listed once.
+    pub const METADATA_CAUSES_TWICE_ON_UPDATE: &str = "an update of a ConfigMap with an \
+        invalid finalizer lists each metadata cause twice on the real server (its update \
+        validation checks metadata for the update, then the whole object as on create); the \
+        embedded server lists them once";
     /// The causes of a CRD without exactly one storage version.
     pub const CRD_VALIDATION_DETAILS: &str = "a CRD without exactly one storage version also \
         gets a status.storedVersions cause on the real server; the embedded server gives one \
@@ -138,6 +144,12 @@ scenarios! {
     gaps::garbage_collection_foreground_and_orphan,
     gaps::schema_pruning_and_validation,
     gaps::managed_fields_bookkeeping,
+    deletion::delete_options_as_query_parameters,
+    deletion::dry_run_delete_of_a_held_object,
+    deletion::cascade_as_query_parameter,
+    deletion::dangling_owner_reference_is_collected,
+    deletion::owner_references_and_finalizers_are_validated,
+    deletion::builtin_kinds_are_decoded_against_their_types,
     limits::configmap_and_secret_data_limit,
     limits::request_body_limit,
     limits::objects_too_large_for_etcd,

@@ -1,17 +1,153 @@
 //! Deletion: finalizers and `deletionTimestamp`, preconditions, and the
 //! cascade from a namespace or a CRD to the objects it contains.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
+use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::gc::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Propagation};
 use super::meta::{finalizers, str_at};
 use super::{
     Cluster, DeleteOptions, ListQuery, PROTECTED_NAMESPACES, crds, namespaces, not_found, present,
     timestamp,
 };
 use crate::resources::{GroupResource, ResourceDef};
-use crate::status::{ApiError, Subject};
+use crate::status::{ApiError, Cause, Subject};
+
+/// `DeleteOptions` as sent (a body, or query parameters).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireOptions {
+    grace_period_seconds: Option<i64>,
+    #[serde(default)]
+    preconditions: Option<WirePreconditions>,
+    orphan_dependents: Option<bool>,
+    propagation_policy: Option<String>,
+    #[serde(default)]
+    dry_run: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WirePreconditions {
+    uid: Option<String>,
+    resource_version: Option<String>,
+}
+
+/// A boolean query parameter as the real server reads it
+/// (`Convert_Slice_string_To_Pointer_bool`): only `0` and `false` (any
+/// case) are false, anything else (`maybe`, the empty string) is true.
+fn query_bool(text: &str) -> bool {
+    !(text == "0" || text.eq_ignore_ascii_case("false"))
+}
+
+impl DeleteOptions {
+    /// Reads a `DeleteOptions` body (which may be empty).
+    ///
+    /// # Errors
+    /// [`ApiError::BadRequest`] for a body that is not a `DeleteOptions`;
+    /// [`ApiError::Invalid`] for options the real server refuses.
+    pub fn from_body(body: &[u8]) -> Result<Self, ApiError> {
+        Self::from_request(body, &HashMap::new())
+    }
+
+    /// Reads the options of a DELETE as the real server does: from the
+    /// body when there is one, else from the query parameters
+    /// (`propagationPolicy`, `orphanDependents`, `gracePeriodSeconds`,
+    /// `dryRun`; preconditions only come in a body), then validates them.
+    ///
+    /// # Errors
+    /// [`ApiError::BadRequest`] for a body that is not a `DeleteOptions`
+    /// or a parameter that does not parse; [`ApiError::Invalid`] (kind
+    /// `DeleteOptions.meta.k8s.io`) for a policy other than the three,
+    /// `orphanDependents` together with `propagationPolicy`, or a `dryRun`
+    /// other than `All`.
+    pub fn from_request(body: &[u8], query: &HashMap<String, String>) -> Result<Self, ApiError> {
+        let wire = if body.iter().all(u8::is_ascii_whitespace) {
+            WireOptions {
+                grace_period_seconds: match query.get("gracePeriodSeconds") {
+                    Some(g) => Some(g.parse().map_err(|_| {
+                        ApiError::BadRequest(format!(
+                            "strconv.ParseInt: parsing {g:?}: invalid syntax"
+                        ))
+                    })?),
+                    None => None,
+                },
+                preconditions: None,
+                orphan_dependents: query.get("orphanDependents").map(|o| query_bool(o)),
+                propagation_policy: query.get("propagationPolicy").cloned(),
+                dry_run: query.get("dryRun").map(|d| vec![d.clone()]),
+            }
+        } else {
+            serde_json::from_slice(body).map_err(|e| {
+                ApiError::BadRequest(format!(
+                    "DeleteOptions in version \"v1\" cannot be handled as a DeleteOptions: {e}"
+                ))
+            })?
+        };
+        let mut causes = Vec::new();
+        if wire.orphan_dependents.is_some()
+            && let Some(p) = &wire.propagation_policy
+        {
+            causes.push(Cause::invalid(
+                "propagationPolicy",
+                p,
+                "orphanDependents and deletionPropagation cannot be both set",
+            ));
+        }
+        let propagation = match &wire.propagation_policy {
+            Some(p) => {
+                let parsed = Propagation::parse(p);
+                if parsed.is_none() {
+                    causes.push(Cause {
+                        reason: "FieldValueNotSupported".into(),
+                        message: format!(
+                            "Unsupported value: {p:?}: supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
+                        ),
+                        field: "propagationPolicy".into(),
+                    });
+                }
+                parsed
+            }
+            None => match wire.orphan_dependents {
+                Some(true) => Some(Propagation::Orphan),
+                Some(false) => Some(Propagation::Background),
+                None => None,
+            },
+        };
+        let dry_run = wire.dry_run.unwrap_or_default();
+        if dry_run.iter().any(|d| d != "All") {
+            let values = dry_run
+                .iter()
+                .map(|d| format!("{d:?}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            causes.push(Cause {
+                reason: "FieldValueNotSupported".into(),
+                message: format!(
+                    "Unsupported value: []string{{{values}}}: supported values: \"All\""
+                ),
+                field: "dryRun".into(),
+            });
+        }
+        if !causes.is_empty() {
+            return Err(ApiError::Invalid(
+                Subject::new("meta.k8s.io", "DeleteOptions", ""),
+                causes,
+            ));
+        }
+        let preconditions = wire.preconditions.unwrap_or_default();
+        Ok(Self {
+            uid: preconditions.uid,
+            resource_version: preconditions.resource_version,
+            dry_run: !dry_run.is_empty(),
+            propagation,
+            grace_period_seconds: wire.grace_period_seconds,
+        })
+    }
+}
 
 impl Cluster {
     /// Deletes an object: removed at once without finalizers, else marked
@@ -59,10 +195,10 @@ impl Cluster {
                 ));
             }
         }
-        if opts.dry_run {
-            return Ok((present(def, &current), finalizers(&current).is_empty()));
-        }
         let policy = opts.propagation.unwrap_or_default();
+        if opts.dry_run {
+            return Ok(self.delete_dry_run(def, &current, policy, now));
+        }
         Ok(self.delete_with_policy(def, ns, name, &current, policy, now))
     }
 
@@ -93,6 +229,53 @@ impl Cluster {
         }
         list["items"] = Value::Array(deleted);
         Ok(list)
+    }
+
+    /// What a delete would answer, changing nothing: an object that a
+    /// finalizer (its own, or the one `policy` adds) or content would hold
+    /// is answered marked for deletion; any other is answered gone.
+    fn delete_dry_run(
+        &self,
+        def: &ResourceDef,
+        current: &Value,
+        policy: Propagation,
+        now: jiff::Timestamp,
+    ) -> (Value, bool) {
+        let is_namespace = def.group_resource() == namespaces();
+        let contains = is_namespace || def.group_resource() == crds();
+        let added = match policy {
+            _ if contains => None,
+            Propagation::Orphan => Some(ORPHAN_FINALIZER),
+            Propagation::Foreground => Some(FOREGROUND_FINALIZER),
+            Propagation::Background => None,
+        };
+        let mut list = finalizers(current);
+        if let Some(f) = added
+            && !list.iter().any(|x| x == f)
+        {
+            list.push(f.into());
+        }
+        if !is_namespace && list.is_empty() && !self.has_content(def, current) {
+            return (present(def, current), true);
+        }
+        let mut marked = current.clone();
+        if !list.is_empty() {
+            marked["metadata"]["finalizers"] = json!(list);
+        }
+        if marked["metadata"].get("deletionTimestamp").is_none() {
+            marked["metadata"]["deletionTimestamp"] = json!(timestamp(now));
+            if !is_namespace {
+                marked["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+            }
+            if def.generation {
+                let g = marked["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
+                marked["metadata"]["generation"] = json!(g);
+            }
+            if is_namespace {
+                marked["status"]["phase"] = json!("Terminating");
+            }
+        }
+        (present(def, &marked), false)
     }
 
     pub(super) fn delete_object(
@@ -319,7 +502,7 @@ mod tests {
             now(),
         )
         .unwrap();
-        c.create(&cm, "t", json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "finalizers": ["f"]}}), false, now()).unwrap();
+        c.create(&cm, "t", json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "finalizers": ["example.com/f"]}}), false, now()).unwrap();
         let (o, gone) = c
             .delete(&ns, "", "t", &DeleteOptions::default(), now())
             .unwrap();
@@ -373,6 +556,128 @@ mod tests {
         assert_eq!(o["status"]["phase"], "Terminating");
         assert_eq!(c.finalize_namespaces(now()), vec!["e".to_string()]);
         assert!(c.get(&ns, "", "e").is_err());
+    }
+
+    #[test]
+    fn dangling_owner_references_are_collected() {
+        let mut c = cluster();
+        let cm = def(&c, "", "configmaps");
+        let owner = c
+            .create(
+                &cm,
+                "default",
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owner"}}),
+                false,
+                now(),
+            )
+            .unwrap();
+        let r = |name: &str, uid: &Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "name": name, "uid": uid});
+        let live = r("owner", &owner["metadata"]["uid"]);
+        let ghost = r("ghost", &json!("no-such-uid"));
+        for (name, refs) in [("both", json!([live, ghost])), ("orphan", json!([ghost]))] {
+            c.create(
+                &cm,
+                "default",
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "ownerReferences": refs}}),
+                false,
+                now(),
+            )
+            .unwrap();
+        }
+        assert_eq!(c.collect_dangling(now()), 2);
+        assert_eq!(
+            c.get(&cm, "default", "orphan").unwrap_err().reason(),
+            "NotFound"
+        );
+        let both = c.get(&cm, "default", "both").unwrap();
+        assert_eq!(both["metadata"]["ownerReferences"], json!([live]));
+        assert_eq!(c.collect_dangling(now()), 0, "nothing left to do");
+        // The owner's uid under another name is no owner.
+        let wrong = r("impostor", &owner["metadata"]["uid"]);
+        c.create(
+            &cm,
+            "default",
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "misled", "ownerReferences": [wrong]}}),
+            false,
+            now(),
+        )
+        .unwrap();
+        assert_eq!(c.collect_dangling(now()), 1);
+        assert!(c.get(&cm, "default", "misled").is_err());
+    }
+
+    #[test]
+    fn dry_run_delete_answers_what_a_delete_would_leave() {
+        let mut c = cluster();
+        let cm = def(&c, "", "configmaps");
+        c.create(
+            &cm,
+            "default",
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "finalizers": ["example.com/x"]}}),
+            false,
+            now(),
+        )
+        .unwrap();
+        let opts = DeleteOptions {
+            dry_run: true,
+            propagation: Some(Propagation::Orphan),
+            ..DeleteOptions::default()
+        };
+        let (o, gone) = c.delete(&cm, "default", "a", &opts, now()).unwrap();
+        assert!(!gone);
+        assert!(o["metadata"]["deletionTimestamp"].is_string());
+        assert_eq!(
+            o["metadata"]["finalizers"],
+            json!(["example.com/x", "orphan"])
+        );
+        let stored = c.get(&cm, "default", "a").unwrap();
+        assert!(stored["metadata"].get("deletionTimestamp").is_none());
+        assert_eq!(
+            stored["metadata"]["resourceVersion"],
+            o["metadata"]["resourceVersion"]
+        );
+    }
+
+    #[test]
+    fn options_from_the_query_are_validated() {
+        let q = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+                .collect::<HashMap<_, _>>()
+        };
+        let o = DeleteOptions::from_request(
+            b"",
+            &q(&[("propagationPolicy", "Orphan"), ("dryRun", "All")]),
+        )
+        .unwrap();
+        assert_eq!(o.propagation, Some(Propagation::Orphan));
+        assert!(o.dry_run);
+        let o = DeleteOptions::from_request(b"", &q(&[("orphanDependents", "")])).unwrap();
+        assert_eq!(o.propagation, Some(Propagation::Orphan));
+        let o = DeleteOptions::from_request(b"{}", &q(&[("propagationPolicy", "Bogus")])).unwrap();
+        assert_eq!(o.propagation, None, "a body wins over the query");
+        for bad in [
+            q(&[("propagationPolicy", "Bogus")]),
+            q(&[
+                ("propagationPolicy", "Orphan"),
+                ("orphanDependents", "false"),
+            ]),
+            q(&[("dryRun", "Some")]),
+        ] {
+            let e = DeleteOptions::from_request(b"", &bad).unwrap_err();
+            assert_eq!(e.code().as_u16(), 422, "{bad:?}");
+            assert_eq!(
+                e.to_status()["details"],
+                json!({"group": "meta.k8s.io", "kind": "DeleteOptions",
+                "causes": e.to_status()["details"]["causes"]})
+            );
+        }
+        let e = DeleteOptions::from_request(b"", &q(&[("gracePeriodSeconds", "x")])).unwrap_err();
+        assert_eq!(e.code().as_u16(), 400);
     }
 
     #[test]

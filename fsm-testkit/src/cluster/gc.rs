@@ -16,14 +16,19 @@
 //! # Caveats
 //! The real garbage collector runs asynchronously; here it runs within the
 //! request that removes the owner, so a client sees the dependents' `DELETED`
-//! events right after the owner's. Dependents whose owner never existed (a
-//! dangling reference at creation) are not collected.
+//! events right after the owner's. Dangling references (an owner that
+//! never existed, or went while the collector did not look) are found by
+//! [`Cluster::collect_dangling`], which the server runs shortly after a
+//! write that stores owner references; it looks an owner up by name and
+//! uid, as the real collector does. Deleting an owner collects the
+//! dependents that name its uid.
 
 use serde_json::{Value, json};
 
 use super::meta::{finalizers, str_at};
 use super::{Cluster, present};
 use crate::resources::{GroupResource, ResourceDef};
+use crate::status::Cause;
 
 /// The finalizer that holds an owner deleted in the foreground.
 pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
@@ -53,6 +58,129 @@ impl Propagation {
             _ => None,
         }
     }
+}
+
+/// The finalizers a built-in kind may name without a `/` (core
+/// validation's `standardFinalizers`).
+const STANDARD_FINALIZERS: [&str; 3] = ["kubernetes", ORPHAN_FINALIZER, FOREGROUND_FINALIZER];
+
+/// What the real server's `ValidateObjectMeta` says about `meta`'s owner
+/// references and finalizers (in its order: every reference's missing
+/// parts, a second controller, then each finalizer's qualified-name
+/// problems, `orphan` with `foregroundDeletion`, and for built-in kinds a
+/// finalizer without `/` that is not a standard one).
+pub(super) fn metadata_causes(
+    def: &ResourceDef,
+    meta: &serde_json::Map<String, Value>,
+) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let text = |r: &Value, k: &str| {
+        r.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let refs = meta
+        .get("ownerReferences")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut controller: Option<String> = None;
+    for r in &refs {
+        let api_version = text(r, "apiVersion");
+        let version = api_version.rsplit('/').next().unwrap_or_default();
+        let checks = [
+            (
+                "apiVersion",
+                api_version.clone(),
+                version.is_empty(),
+                "version must not be empty",
+            ),
+            (
+                "kind",
+                text(r, "kind"),
+                text(r, "kind").is_empty(),
+                "kind must not be empty",
+            ),
+            (
+                "name",
+                text(r, "name"),
+                text(r, "name").is_empty(),
+                "name must not be empty",
+            ),
+            (
+                "uid",
+                text(r, "uid"),
+                text(r, "uid").is_empty(),
+                "uid must not be empty",
+            ),
+        ];
+        for (field, value, bad, why) in checks {
+            if bad {
+                causes.push(Cause::invalid(
+                    &format!("metadata.ownerReferences.{field}"),
+                    &value,
+                    why,
+                ));
+            }
+        }
+        if api_version == "v1" && text(r, "kind") == "Event" {
+            causes.push(Cause::invalid(
+                "metadata.ownerReferences",
+                &r.to_string(),
+                "/v1, Kind=Event is disallowed from being an owner",
+            ));
+        }
+        if r.get("controller") == Some(&json!(true)) {
+            let name = text(r, "name");
+            match &controller {
+                Some(first) => causes.push(Cause {
+                    reason: "FieldValueInvalid".into(),
+                    message: format!(
+                        "Invalid value: {}: Only one reference can have Controller set to true. Found \"true\" in references for {first} and {name}",
+                        Value::Array(refs.clone())
+                    ),
+                    field: "metadata.ownerReferences".into(),
+                }),
+                None => controller = Some(name),
+            }
+        }
+    }
+    let list: Vec<String> = meta
+        .get("finalizers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|f| f.as_str().map_or_else(|| f.to_string(), String::from))
+        .collect();
+    for f in &list {
+        for problem in crate::validation::qualified_name_problems(f) {
+            causes.push(Cause::invalid("metadata.finalizers", f, &problem));
+        }
+    }
+    if list.iter().any(|f| f == ORPHAN_FINALIZER) && list.iter().any(|f| f == FOREGROUND_FINALIZER)
+    {
+        causes.push(Cause {
+            reason: "FieldValueInvalid".into(),
+            message: format!(
+                "Invalid value: []string{{{}}}: finalizer {ORPHAN_FINALIZER} and {FOREGROUND_FINALIZER} cannot be both set",
+                list.iter().map(|f| format!("{f:?}")).collect::<Vec<_>>().join(", ")
+            ),
+            field: "metadata.finalizers".into(),
+        });
+    }
+    if !def.custom {
+        for (i, f) in list.iter().enumerate() {
+            if !f.contains('/') && !STANDARD_FINALIZERS.contains(&f.as_str()) {
+                causes.push(Cause::invalid(
+                    &format!("metadata.finalizers[{i}]"),
+                    f,
+                    "name is neither a standard finalizer name nor is it fully qualified",
+                ));
+            }
+        }
+    }
+    causes
 }
 
 /// A stored object's identity: resource, namespace, name.
@@ -253,6 +381,75 @@ impl Cluster {
         for (owner, _) in owner_refs(removed) {
             self.release_foreground(&owner);
         }
+    }
+
+    /// The collector's sweep for dangling owner references (the real one
+    /// finds them shortly after a write): an object none of whose owners
+    /// exists is deleted (in the background); one with some owners left
+    /// loses its references to the absent ones. Returns how many objects
+    /// it deleted or changed.
+    pub fn collect_dangling(&mut self, now: jiff::Timestamp) -> usize {
+        // uid → (namespace, name) of every stored object.
+        let mut owners = std::collections::HashMap::new();
+        let mut dependents = Vec::new();
+        for gr in self.store.resources() {
+            for o in self.store.list(&gr, None) {
+                owners.insert(
+                    str_at(&o, "uid").to_string(),
+                    (
+                        str_at(&o, "namespace").to_string(),
+                        str_at(&o, "name").to_string(),
+                    ),
+                );
+                if !owner_refs(&o).is_empty() {
+                    dependents.push((gr.clone(), o));
+                }
+            }
+        }
+        let mut touched = 0;
+        for (gr, dependent) in dependents {
+            let (ns, name) = (
+                str_at(&dependent, "namespace").to_string(),
+                str_at(&dependent, "name").to_string(),
+            );
+            // As the real collector, which looks an owner up by name (in
+            // the dependent's namespace unless it is cluster-scoped) and
+            // finds it absent when the uid differs.
+            let solid = |r: &Value| {
+                let (uid, owner) = (r["uid"].as_str(), r["name"].as_str());
+                uid.and_then(|u| owners.get(u)).is_some_and(|(ons, oname)| {
+                    Some(oname.as_str()) == owner && (ons.is_empty() || *ons == ns)
+                })
+            };
+            let refs = dependent["metadata"]["ownerReferences"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let dangling = refs.iter().filter(|r| !solid(r)).count();
+            if dangling == 0 {
+                continue;
+            }
+            // An earlier deletion in this sweep may have taken it.
+            let Some(current) = self.store.get(&gr, &ns, &name) else {
+                continue;
+            };
+            let Some(def) = self.registry.preferred(&gr) else {
+                continue;
+            };
+            touched += 1;
+            if dangling == refs.len() {
+                if current["metadata"].get("deletionTimestamp").is_none() {
+                    self.delete_object(&def, &ns, &name, &current, now);
+                }
+            } else {
+                let mut kept = (*current).clone();
+                if let Some(list) = kept["metadata"]["ownerReferences"].as_array_mut() {
+                    list.retain(solid);
+                }
+                self.store.put(&gr, &ns, &name, kept);
+            }
+        }
+        touched
     }
 
     /// Removes the `foregroundDeletion` finalizer of the owner `uid` (and

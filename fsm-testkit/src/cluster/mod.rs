@@ -68,37 +68,8 @@ pub struct DeleteOptions {
     /// `propagationPolicy` (or the deprecated `orphanDependents: true`);
     /// `None` is the default, background.
     pub propagation: Option<Propagation>,
-}
-
-impl DeleteOptions {
-    /// Reads a `DeleteOptions` body (which may be empty).
-    ///
-    /// # Errors
-    /// [`ApiError::BadRequest`] for a body that is not JSON.
-    pub fn from_body(body: &[u8]) -> Result<Self, ApiError> {
-        if body.iter().all(u8::is_ascii_whitespace) {
-            return Ok(Self::default());
-        }
-        let v: Value = serde_json::from_slice(body)
-            .map_err(|e| ApiError::BadRequest(format!("error decoding DeleteOptions: {e}")))?;
-        let s = |p: &Value| p.as_str().map(String::from);
-        Ok(Self {
-            uid: s(&v["preconditions"]["uid"]),
-            resource_version: s(&v["preconditions"]["resourceVersion"]),
-            dry_run: v["dryRun"]
-                .as_array()
-                .is_some_and(|a| a.iter().any(|x| x == "All")),
-            propagation: match v["propagationPolicy"].as_str() {
-                Some(p) => Some(Propagation::parse(p).ok_or_else(|| {
-                    ApiError::BadRequest(format!(
-                        "DeleteOptions.propagationPolicy: Unsupported value: {p:?}: supported values: \"Background\", \"Foreground\", \"Orphan\""
-                    ))
-                })?),
-                None if v["orphanDependents"] == json!(true) => Some(Propagation::Orphan),
-                None => None,
-            },
-        })
-    }
+    /// `gracePeriodSeconds` (accepted; objects here have no grace period).
+    pub grace_period_seconds: Option<i64>,
 }
 
 /// How a write records field ownership in `metadata.managedFields`.
@@ -341,6 +312,7 @@ impl Cluster {
         refuse_resource_version: bool,
     ) -> Result<Value, ApiError> {
         check_type(def, &body)?;
+        crate::typed::decode(def, &mut body)?;
         if crate::events::is_event(def) {
             body = crate::events::to_storage(def, body)?;
         }
@@ -389,7 +361,7 @@ impl Cluster {
         for problem in name_problems(def.name_rule, &name) {
             causes.push(Cause::invalid("metadata.name", &name, &problem));
         }
-        causes.extend(metadata_causes(meta));
+        causes.extend(metadata_causes(def, meta));
         causes.extend(crate::validation::lease_causes(def, &body));
         if !causes.is_empty() {
             return Err(ApiError::Invalid(
@@ -506,6 +478,7 @@ impl Cluster {
         owner: &Ownership<'_>,
     ) -> Result<Value, ApiError> {
         check_type(def, &body)?;
+        crate::typed::decode(def, &mut body)?;
         if crate::events::is_event(def) {
             body = crate::events::to_storage(def, body)?;
         }
@@ -618,7 +591,7 @@ impl Cluster {
             new["metadata"]["generation"] = json!(generation);
         }
         if let Some(meta) = new.get("metadata").and_then(Value::as_object) {
-            let mut causes = metadata_causes(meta);
+            let mut causes = metadata_causes(def, meta);
             causes.extend(crate::validation::lease_causes(def, &new));
             if !causes.is_empty() {
                 return Err(ApiError::Invalid(
@@ -757,6 +730,7 @@ impl Cluster {
             .ok_or_else(|| not_found(def, name))?;
         let mut target = present(def, &current);
         patch::apply_patch(kind, &mut target, patch_body, def.custom)?;
+        crate::typed::decode_patched(def, &mut target)?;
         let manager = opts.field_manager.as_deref().unwrap_or("unknown");
         let owner = Ownership::Update(manager);
         self.update_as(def, ns, name, target, part, dry_run, now, &owner)
@@ -1062,11 +1036,12 @@ fn set_type(def: &ResourceDef, new: &mut Value, current: &Value) {
     }
 }
 
-/// The causes the real server finds in labels and annotations: label keys
-/// and values, annotation keys (qualified names, the prefix lowercased)
-/// and the annotations' total size.
-fn metadata_causes(meta: &serde_json::Map<String, Value>) -> Vec<Cause> {
-    let mut causes = Vec::new();
+/// The causes the real server finds in an object's metadata: label keys
+/// and values, annotation keys (qualified names, the prefix lowercased),
+/// the annotations' total size, and invalid owner references and
+/// finalizers ([`gc::metadata_causes`]).
+fn metadata_causes(def: &ResourceDef, meta: &serde_json::Map<String, Value>) -> Vec<Cause> {
+    let mut causes = gc::metadata_causes(def, meta);
     if let Some(labels) = meta.get("labels").and_then(Value::as_object) {
         for (k, v) in labels {
             for problem in crate::validation::qualified_name_problems(k) {

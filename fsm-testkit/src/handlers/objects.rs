@@ -429,6 +429,29 @@ fn with_warnings(mut response: Response, warnings: &[String]) -> Response {
     response
 }
 
+/// How long after a write of an object with owner references the garbage
+/// collector looks for dangling ones (the real one takes about as long).
+const GARBAGE_COLLECTOR_DELAY: Duration = Duration::from_millis(200);
+
+/// Schedules the garbage collector's sweep for dangling owner references
+/// ([`crate::cluster::Cluster::collect_dangling`]) after a write that
+/// stored `written` with owner references.
+fn run_garbage_collector(shared: &Arc<Shared>, written: &serde_json::Value, dry_run: bool) {
+    if dry_run
+        || written["metadata"]["ownerReferences"]
+            .as_array()
+            .is_none_or(Vec::is_empty)
+    {
+        return;
+    }
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(GARBAGE_COLLECTOR_DELAY).await;
+        let touched = shared.cluster().collect_dangling(jiff::Timestamp::now());
+        tracing::debug!(touched, "garbage collector swept dangling owner references");
+    });
+}
+
 /// Serves a request on a resource path.
 pub async fn handle(
     shared: &Arc<Shared>,
@@ -567,6 +590,7 @@ pub async fn handle(
             let created = shared
                 .cluster()
                 .post_as(&def, &ns, obj, dry_run, now, &owner)?;
+            run_garbage_collector(shared, &created, dry_run);
             Ok(with_warnings(
                 json(StatusCode::CREATED, &created),
                 &warnings,
@@ -581,6 +605,7 @@ pub async fn handle(
             let (updated, created) = shared
                 .cluster()
                 .replace_as(&def, &ns, &name, obj, part, dry_run, now, &owner)?;
+            run_garbage_collector(shared, &updated, dry_run);
             let code = if created {
                 StatusCode::CREATED
             } else {
@@ -604,6 +629,7 @@ pub async fn handle(
             let (patched, created) = shared
                 .cluster()
                 .patch(&def, &ns, &name, kind, &patch, part, &opts, dry_run, now)?;
+            run_garbage_collector(shared, &patched, dry_run);
             let code = if created {
                 StatusCode::CREATED
             } else {
@@ -612,8 +638,7 @@ pub async fn handle(
             Ok(with_warnings(json(code, &patched), &warnings))
         }
         Verb::Delete => {
-            let mut opts = DeleteOptions::from_body(&read_body(body).await?)?;
-            opts.dry_run |= dry_run;
+            let opts = DeleteOptions::from_request(&read_body(body).await?, &q)?;
             let (obj, gone) = shared.cluster().delete(&def, &ns, &name, &opts, now)?;
             if def.group.is_empty() && def.kind == "Namespace" && !opts.dry_run {
                 run_namespace_controller(shared);
@@ -628,8 +653,7 @@ pub async fn handle(
             ok(StatusCode::OK, obj)
         }
         Verb::DeleteCollection => {
-            let mut opts = DeleteOptions::from_body(&read_body(body).await?)?;
-            opts.dry_run |= dry_run;
+            let opts = DeleteOptions::from_request(&read_body(body).await?, &q)?;
             let list = shared.cluster().delete_collection(
                 &def,
                 namespace.as_deref(),
