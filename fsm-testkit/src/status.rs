@@ -297,12 +297,20 @@ fn subject_details(s: &Subject) -> Value {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = self.to_status().to_string();
-        (
+        let mut response = (
             self.code(),
             [(header::CONTENT_TYPE, "application/json")],
             body,
         )
-            .into_response()
+            .into_response();
+        if let Self::ResourceVersionTooLarge(..) = self {
+            // As the real server: clients (client-go, kube's retry policy)
+            // wait this long and ask again.
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, http::HeaderValue::from_static("1"));
+        }
+        response
     }
 }
 

@@ -21,6 +21,7 @@ mod conformance {
     pub mod events;
     pub mod gaps;
     pub mod limits;
+    pub mod lists;
     pub mod watch;
 }
 
@@ -118,6 +119,8 @@ scenarios! {
     watch::watch_event_sequence,
     watch::watch_with_label_selector,
     watch::runtime_watcher_sequence,
+    lists::consistent_lists,
+    lists::read_refusals,
     custom::crd_registration_and_discovery,
     custom::custom_resource_crud,
     custom::generation_and_status_subresource,
