@@ -67,17 +67,23 @@ pub fn render(
     let (before_age, after_age): (Vec<&PrinterColumn>, Vec<&PrinterColumn>) = def
         .printer_columns
         .iter()
-        .partition(|c| !c.type_.starts_with("subjects:"));
+        .partition(|c| !printed_after_age(c));
     let column = |c: &PrinterColumn| {
         let type_ = match c.type_.as_str() {
             "count" => "integer",
             "timestamp" => "date",
-            t if t == "roleRef" || t.starts_with("subjects:") => "string",
+            "roleRef" | "ratio" | "int0" => "string",
+            t if printed_after_age(c) || t.starts_with("subjects:") => "string",
             other => other,
+        };
+        let priority = if WIDE_TYPES.contains(&c.type_.as_str()) {
+            1
+        } else {
+            c.priority
         };
         json!({
             "name": c.name, "type": type_, "format": c.format,
-            "description": c.description, "priority": c.priority
+            "description": c.description, "priority": priority
         })
     };
     columns.extend(before_age.iter().map(|c| column(c)));
@@ -99,6 +105,12 @@ pub fn render(
                         .as_str()
                         .map_or(Value::Null, |t| json!(age(t, now))),
                     "count" => json!(count(o, &c.json_path)),
+                    "int0" => json!(lookup(o, &c.json_path).as_i64().unwrap_or(0)),
+                    "ratio" => {
+                        let n = |p: &str| lookup(o, p.trim()).as_i64().unwrap_or(0);
+                        let (a, b) = c.json_path.split_once(',').unwrap_or((&c.json_path, ""));
+                        json!(format!("{}/{}", n(a), n(b)))
+                    }
                     "roleRef" => {
                         let r = lookup(o, &c.json_path);
                         match (r["kind"].as_str(), r["name"].as_str()) {
@@ -116,13 +128,71 @@ pub fn render(
                 cells.push(json!(age(created, now)));
             }
             for c in &after_age {
-                let kind = c.type_.trim_start_matches("subjects:");
-                cells.push(json!(subjects(&lookup(o, &c.json_path), kind)));
+                cells.push(match c.type_.as_str() {
+                    "containers" | "images" => {
+                        let field = if c.type_ == "images" { "image" } else { "name" };
+                        json!(
+                            lookup(o, &c.json_path)
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .map(|x| x[field].as_str().unwrap_or_default())
+                                .collect::<Vec<_>>()
+                                .join(",")
+                        )
+                    }
+                    "selector" => json!(selector(&lookup(o, &c.json_path))),
+                    t => json!(subjects(
+                        &lookup(o, &c.json_path),
+                        t.trim_start_matches("subjects:")
+                    )),
+                });
             }
             row(cells, o, include)
         })
         .collect();
     table(columns, rows, revision)
+}
+
+/// Built-in column types the real server prints only with `-o wide`
+/// (priority 1), after AGE: a pod template's container names and images,
+/// and a label selector.
+const WIDE_TYPES: [&str; 3] = ["containers", "images", "selector"];
+
+fn printed_after_age(c: &PrinterColumn) -> bool {
+    c.type_.starts_with("subjects:") || WIDE_TYPES.contains(&c.type_.as_str())
+}
+
+/// A `LabelSelector` as the real printer formats it (`a=b,c in (d)`),
+/// `<none>` when empty.
+fn selector(s: &Value) -> String {
+    let mut parts: Vec<String> = s["matchLabels"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+        .collect();
+    for e in s["matchExpressions"].as_array().into_iter().flatten() {
+        let key = e["key"].as_str().unwrap_or_default();
+        let values: Vec<&str> = e["values"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        parts.push(match e["operator"].as_str().unwrap_or_default() {
+            "In" => format!("{key} in ({})", values.join(",")),
+            "NotIn" => format!("{key} notin ({})", values.join(",")),
+            "Exists" => key.to_string(),
+            "DoesNotExist" => format!("!{key}"),
+            other => format!("{key} {other}"),
+        });
+    }
+    if parts.is_empty() {
+        "<none>".into()
+    } else {
+        parts.join(",")
+    }
 }
 
 /// A binding's subjects of `kind`, joined as the real server prints them.
@@ -263,8 +333,23 @@ mod tests {
             .iter()
             .map(|c| c["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names, vec!["Name", "Ready", "Replicas", "Age"]);
-        assert_eq!(t["rows"][0]["cells"], json!(["web", 1, 3, "5m"]));
+        assert_eq!(
+            names,
+            vec![
+                "Name",
+                "Ready",
+                "Up-to-date",
+                "Available",
+                "Age",
+                "Containers",
+                "Images",
+                "Selector"
+            ]
+        );
+        assert_eq!(
+            t["rows"][0]["cells"],
+            json!(["web", "1/3", 0, 0, "5m", "", "", "<none>"])
+        );
         assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
         assert_eq!(t["metadata"]["resourceVersion"], "9");
     }

@@ -58,6 +58,9 @@ pub struct Watch {
     rx: broadcast::Receiver<Arc<StoreEvent>>,
     seen: u64,
     closed: bool,
+    /// Whether a Table event has carried the column definitions: the real
+    /// server sends them with the first only (`null` after).
+    columns_sent: std::cell::Cell<bool>,
 }
 
 impl Watch {
@@ -73,6 +76,7 @@ impl Watch {
             seen: store.revision(),
             pending: VecDeque::new(),
             closed: false,
+            columns_sent: std::cell::Cell::new(false),
             req,
         };
         let from = w.req.resource_version.filter(|rv| *rv > 0);
@@ -120,13 +124,19 @@ impl Watch {
     fn object(&self, o: &Value) -> Value {
         let presented = present(&self.req.def, o);
         match self.req.table {
-            Some(include) => table::render(
-                &self.req.def,
-                std::slice::from_ref(&presented),
-                presented["metadata"]["resourceVersion"].as_str(),
-                include,
-                jiff::Timestamp::now(),
-            ),
+            Some(include) => {
+                let mut t = table::render(
+                    &self.req.def,
+                    std::slice::from_ref(&presented),
+                    presented["metadata"]["resourceVersion"].as_str(),
+                    include,
+                    jiff::Timestamp::now(),
+                );
+                if self.columns_sent.replace(true) {
+                    t["columnDefinitions"] = Value::Null;
+                }
+                t
+            }
             None => presented,
         }
     }
@@ -369,6 +379,32 @@ mod tests {
             events[1]["object"]["metadata"]["resourceVersion"],
             c.store.revision().to_string()
         );
+    }
+
+    #[tokio::test]
+    async fn table_events_carry_the_columns_once() {
+        let mut c = Cluster::new(100, 64, 1);
+        let def = c.registry.get("", "v1", "configmaps").unwrap();
+        for name in ["a", "b"] {
+            c.create(
+                &def,
+                "default",
+                cm(name, "web"),
+                false,
+                jiff::Timestamp::now(),
+            )
+            .unwrap();
+        }
+        let mut r = req(&c, None);
+        r.table = Some(IncludeObject::None);
+        r.timeout = Duration::from_millis(50);
+        let w = Watch::start(&c, r).unwrap();
+        let events: Vec<Value> = w.into_stream().map(|b| parse(&b.unwrap())).collect().await;
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[0]["object"]["kind"], "Table");
+        assert!(events[0]["object"]["columnDefinitions"].is_array());
+        assert!(events[1]["object"]["columnDefinitions"].is_null());
+        assert_eq!(events[1]["object"]["rows"][0]["cells"][0], "b");
     }
 
     #[tokio::test(start_paused = true)]
