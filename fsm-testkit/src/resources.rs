@@ -31,7 +31,8 @@ pub struct PrinterColumn {
     /// and `subjects:KIND`: the names of a binding's subjects of that kind
     /// (`namespace/name` for service accounts), printed after AGE; `ratio`:
     /// `a/b` of the two integers at `json_path` (`.x,.y`, absent as 0);
-    /// `int0`: an integer, absent as 0; `containers`, `images`: a pod
+    /// `int0`: an integer, absent as 0; `externalIPs` (of a Service's
+    /// spec) and `ports` (a Service's): as the real printer; `containers`, `images`: a pod
     /// template's container names or images and `selector`: a label
     /// selector, printed after AGE with `-o wide` (priority 1).
     pub type_: String,
@@ -243,7 +244,10 @@ pub fn builtins() -> Vec<ResourceDef> {
         .short(&["svc"])
         .all()
         .column("Type", "string", ".spec.type")
-        .column("Cluster-IP", "string", ".spec.clusterIP");
+        .column("Cluster-IP", "string", ".spec.clusterIP")
+        .column("External-IP", "externalIPs", ".spec")
+        .column("Port(s)", "ports", ".spec.ports")
+        .column("Selector", "selector", ".spec.selector");
     service.name_rule = NameRule::Label1035;
     service.delete_returns_object = true;
     let mut crd = d(
