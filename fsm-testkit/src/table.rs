@@ -189,7 +189,10 @@ fn external_ips(spec: &Value, status: &Value) -> String {
         ips.extend(ingress);
     }
     if spec["type"] == "ExternalName" {
-        return spec["externalName"].as_str().unwrap_or("<none>").to_string();
+        return spec["externalName"]
+            .as_str()
+            .unwrap_or("<none>")
+            .to_string();
     }
     if ips.is_empty() {
         "<none>".into()
@@ -427,14 +430,30 @@ mod tests {
         let t = render(&def, &[o], None, IncludeObject::None, now);
         assert_eq!(
             t["rows"][0]["cells"],
-            json!(["n", "NodePort", "10.0.0.1", "1.2.3.4", "80:30080/TCP,53/UDP", "0s", "<none>"])
+            json!([
+                "n",
+                "NodePort",
+                "10.0.0.1",
+                "1.2.3.4",
+                "80:30080/TCP,53/UDP",
+                "0s",
+                "<none>"
+            ])
         );
         let lb = json!({"metadata": {"name": "l", "creationTimestamp": created},
             "spec": {"type": "LoadBalancer", "selector": {"app": "web"}, "ports": []}});
         let t = render(&def, &[lb], None, IncludeObject::None, now);
         assert_eq!(
             t["rows"][0]["cells"],
-            json!(["l", "LoadBalancer", null, "<pending>", "<none>", "0s", "app=web"])
+            json!([
+                "l",
+                "LoadBalancer",
+                null,
+                "<pending>",
+                "<none>",
+                "0s",
+                "app=web"
+            ])
         );
         assert_eq!(t["columnDefinitions"][6]["priority"], 1);
     }

@@ -121,6 +121,7 @@ scenarios! {
     watch::runtime_watcher_sequence,
     lists::consistent_lists,
     lists::read_refusals,
+    lists::builtin_tables_and_table_watch,
     custom::crd_registration_and_discovery,
     custom::custom_resource_crud,
     custom::generation_and_status_subresource,

@@ -193,3 +193,128 @@ pub async fn read_refusals(s: &mut Scene) -> Fallible {
     s.record("get ?resourceVersion=abc", refusal(&r));
     Ok(())
 }
+
+/// The columns and cells (AGE left out) of a Table.
+fn table_summary(t: &Value) -> Value {
+    let columns: Vec<Value> = t["columnDefinitions"]
+        .as_array()
+        .map(|c| {
+            c.iter()
+                .map(|c| json!([c["name"], c["type"], c["priority"]]))
+                .collect()
+        })
+        .unwrap_or_default();
+    let age = columns.iter().position(|c| c[0] == "Age");
+    let rows: Vec<Value> = t["rows"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            let mut cells = r["cells"].as_array().cloned().unwrap_or_default();
+            if let Some(i) = age.filter(|i| *i < cells.len()) {
+                cells.remove(i);
+            }
+            Value::from(cells)
+        })
+        .collect();
+    json!({"columns": columns, "rows": rows})
+}
+
+/// `kubectl get` of built-in kinds: the Table of Deployments, StatefulSets
+/// and Services (columns, `-o wide` ones with priority 1, cells); and a
+/// Table watch (`kubectl get -w`): one Table per event, the column
+/// definitions with the first event only.
+pub async fn builtin_tables_and_table_watch(s: &mut Scene) -> Fallible {
+    let ns = s.ns.clone();
+    let template = json!({"metadata": {"labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "nginx:1"}, {"name": "d", "image": "busybox"}]}});
+    s.post(
+        &format!("/apis/apps/v1/namespaces/{ns}/deployments"),
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+               "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}}, "template": template}}),
+    )
+    .await?
+    .expect(201)?;
+    s.merge(
+        &format!("/apis/apps/v1/namespaces/{ns}/deployments/web/status"),
+        json!({"status": {"replicas": 2, "readyReplicas": 1, "updatedReplicas": 2, "availableReplicas": 1}}),
+    )
+    .await?
+    .expect(200)?;
+    s.post(
+        &format!("/apis/apps/v1/namespaces/{ns}/statefulsets"),
+        json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+               "spec": {"serviceName": "db", "replicas": 1, "selector": {"matchLabels": {"app": "web"}}, "template": template}}),
+    )
+    .await?
+    .expect(201)?;
+    s.post(
+        &format!("/api/v1/namespaces/{ns}/services"),
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "db"},
+               "spec": {"clusterIP": "None", "selector": {"app": "web"},
+                        "ports": [{"name": "pg", "port": 5432}, {"name": "dns", "port": 53, "protocol": "UDP"}]}}),
+    )
+    .await?
+    .expect(201)?;
+    for path in [
+        format!("/apis/apps/v1/namespaces/{ns}/deployments"),
+        format!("/apis/apps/v1/namespaces/{ns}/statefulsets"),
+        format!("/api/v1/namespaces/{ns}/services"),
+    ] {
+        let t = s.get_table(&path).await?.expect(200)?;
+        let summary = table_summary(&t.body);
+        s.record(path.replace(&ns, "NS"), summary);
+    }
+    let deployment = table_summary(
+        &s.get_table(&format!("/apis/apps/v1/namespaces/{ns}/deployments"))
+            .await?
+            .body,
+    );
+    assert_eq!(
+        deployment["rows"][0],
+        json!(["web", "1/2", 2, 1, "c,d", "nginx:1,busybox", "app=web"])
+    );
+
+    // A Table watch from before two creations replays them.
+    let path = s.core("configmaps");
+    let rv = s.get(&path).await?.expect(200)?.rv();
+    for name in ["a", "b"] {
+        s.post(
+            &path,
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": "v"}}),
+        )
+        .await?
+        .expect(201)?;
+    }
+    let watched = s
+        .get_table(&format!(
+            "{path}?watch=true&resourceVersion={rv}&timeoutSeconds=2&includeObject=None"
+        ))
+        .await?
+        .expect(200)?;
+    let text = match &watched.body {
+        Value::String(t) => t.clone(),
+        other => other.to_string(),
+    };
+    let events: Vec<Value> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()?;
+    let summary: Vec<Value> = events
+        .iter()
+        .map(|e| {
+            json!([
+                e["type"],
+                e["object"]["kind"],
+                e["object"]["columnDefinitions"].is_null(),
+                table_summary(&e["object"])["rows"]
+            ])
+        })
+        .collect();
+    assert_eq!(summary.len(), 2, "{text}");
+    assert_eq!(summary[0][2], false, "the first event carries the columns");
+    assert_eq!(summary[1][2], true, "later ones do not");
+    s.record("table watch events", summary);
+    Ok(())
+}
