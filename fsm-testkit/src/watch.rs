@@ -194,7 +194,14 @@ impl Watch {
     pub fn into_stream(self) -> impl Stream<Item = Result<Bytes, std::convert::Infallible>> + Send {
         let deadline = Instant::now() + self.req.timeout;
         let interval = self.req.bookmark_interval.max(Duration::from_millis(10));
-        let next_bookmark = Instant::now() + interval;
+        // The real server also sends a bookmark 2 s before the watch's end,
+        // so that the client watches again from a fresh version.
+        let next_bookmark = (Instant::now() + interval).min(
+            deadline
+                .checked_sub(BOOKMARK_BEFORE_END)
+                .filter(|t| *t > Instant::now())
+                .unwrap_or(deadline),
+        );
         futures::stream::unfold(
             (self, deadline, next_bookmark),
             move |(mut w, deadline, mut next_bookmark)| async move {
@@ -231,6 +238,9 @@ impl Watch {
         )
     }
 }
+
+/// How long before a watch's end the real server sends it a bookmark.
+const BOOKMARK_BEFORE_END: Duration = Duration::from_secs(2);
 
 fn encoded_line(kind: &str, object: &[u8]) -> Bytes {
     let mut out = Vec::with_capacity(object.len() + 32);
@@ -405,6 +415,22 @@ mod tests {
         assert!(events[0]["object"]["columnDefinitions"].is_array());
         assert!(events[1]["object"]["columnDefinitions"].is_null());
         assert_eq!(events[1]["object"]["rows"][0]["cells"][0], "b");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_bookmark_comes_two_seconds_before_the_end() {
+        let c = Cluster::new(100, 64, 1);
+        let mut r = req(&c, None);
+        r.bookmarks = true;
+        r.bookmark_interval = Duration::from_secs(60);
+        r.timeout = Duration::from_secs(12);
+        let start = Instant::now();
+        let w = Watch::start(&c, r).unwrap();
+        let mut s = Box::pin(w.into_stream());
+        let e = parse(&s.next().await.unwrap().unwrap());
+        assert_eq!(e["type"], "BOOKMARK");
+        assert_eq!(start.elapsed(), Duration::from_secs(10));
+        assert!(s.next().await.is_none(), "then the watch ends");
     }
 
     #[tokio::test(start_paused = true)]
