@@ -438,12 +438,13 @@ mod tests {
         let c = Cluster::new(100, 64, 1);
         let mut r = req(&c, None);
         r.bookmarks = true;
-        r.bookmark_interval = Duration::from_secs(1);
+        r.bookmark_interval = Duration::from_millis(900);
         r.timeout = Duration::from_millis(2500);
         let rev = c.store.revision();
         let w = Watch::start(&c, r).unwrap();
         let events: Vec<Value> = w.into_stream().map(|b| parse(&b.unwrap())).collect().await;
-        assert_eq!(events.len(), 2, "{events:?}");
+        // 2 s before the end (0.5 s), then every 0.9 s: 1.4 s, 2.3 s.
+        assert_eq!(events.len(), 3, "{events:?}");
         for e in events {
             assert_eq!(e["type"], "BOOKMARK");
             assert_eq!(e["object"]["metadata"]["resourceVersion"], rev.to_string());
