@@ -154,6 +154,15 @@ impl Watch {
         if e.resource != self.req.def.group_resource() {
             return None;
         }
+        // From a version the server has not reached yet, only the changes
+        // after it (the real watch cache skips those up to it).
+        if self
+            .req
+            .resource_version
+            .is_some_and(|rv| !self.req.send_initial_events && e.revision <= rv)
+        {
+            return None;
+        }
         if let Some(ns) = &self.req.namespace
             && *ns != e.namespace
         {
@@ -389,6 +398,32 @@ mod tests {
             events[1]["object"]["metadata"]["resourceVersion"],
             c.store.revision().to_string()
         );
+    }
+
+    #[tokio::test]
+    async fn a_watch_from_a_future_version_starts_after_it() {
+        let mut c = Cluster::new(100, 64, 1);
+        let def = c.registry.get("", "v1", "configmaps").unwrap();
+        let future = c.store.revision() + 2;
+        let mut r = req(&c, Some(future));
+        r.timeout = Duration::from_millis(50);
+        let w = Watch::start(&c, r).unwrap();
+        for name in ["a", "b", "c"] {
+            c.create(
+                &def,
+                "default",
+                cm(name, "web"),
+                false,
+                jiff::Timestamp::now(),
+            )
+            .unwrap();
+        }
+        let events: Vec<Value> = w.into_stream().map(|b| parse(&b.unwrap())).collect().await;
+        let names: Vec<&Value> = events
+            .iter()
+            .map(|e| &e["object"]["metadata"]["name"])
+            .collect();
+        assert_eq!(names, [&json!("c")], "{events:?}");
     }
 
     #[tokio::test]
