@@ -32,7 +32,10 @@ pub struct PrinterColumn {
     /// (`namespace/name` for service accounts), printed after AGE; `ratio`:
     /// `a/b` of the two integers at `json_path` (`.x,.y`, absent as 0);
     /// `int0`: an integer, absent as 0; `externalIPs` (of a Service's
-    /// spec) and `ports` (a Service's): as the real printer; `containers`, `images`: a pod
+    /// spec) and `ports` (a Service's): as the real printer; `podReady`,
+    /// `podStatus`, `podRestarts`: a Pod's, from its container statuses;
+    /// `orNone` (a string, `<none>` when absent) and `readinessGates`:
+    /// printed after AGE with `-o wide`; `containers`, `images`: a pod
     /// template's container names or images and `selector`: a label
     /// selector, printed after AGE with `-o wide` (priority 1).
     pub type_: String,
@@ -279,7 +282,13 @@ pub fn builtins() -> Vec<ResourceDef> {
             .short(&["po"])
             .all()
             .fields(&["spec.nodeName", "spec.restartPolicy", "status.phase"])
-            .column("Status", "string", ".status.phase"),
+            .column("Ready", "podReady", "")
+            .column("Status", "podStatus", "")
+            .column("Restarts", "podRestarts", "")
+            .column("IP", "orNone", ".status.podIP")
+            .column("Node", "orNone", ".spec.nodeName")
+            .column("Nominated Node", "orNone", ".status.nominatedNodeName")
+            .column("Readiness Gates", "readinessGates", ""),
         d("", "v1", "Event", "events", true)
             .short(&["ev"])
             .fields(&crate::events::CORE_FIELD_LABELS),

@@ -71,7 +71,9 @@ pub fn render(
     let column = |c: &PrinterColumn| {
         let type_ = match c.type_.as_str() {
             "timestamp" => "date",
-            "count" | "roleRef" | "ratio" | "int0" | "externalIPs" | "ports" => "string",
+            "count" | "roleRef" | "ratio" | "int0" | "externalIPs" | "ports" | "podReady"
+            | "podStatus" => "string",
+            "podRestarts" => "integer",
             t if printed_after_age(c) || t.starts_with("subjects:") => "string",
             other => other,
         };
@@ -107,6 +109,14 @@ pub fn render(
                     "int0" => json!(lookup(o, &c.json_path).as_i64().unwrap_or(0)),
                     "externalIPs" => json!(external_ips(&lookup(o, &c.json_path), &o["status"])),
                     "ports" => json!(ports(&lookup(o, &c.json_path))),
+                    "podReady" | "podStatus" | "podRestarts" => {
+                        let (ready, status, restarts) = pod_state(o);
+                        match c.type_.as_str() {
+                            "podReady" => json!(ready),
+                            "podStatus" => json!(status),
+                            _ => json!(restarts),
+                        }
+                    }
                     "ratio" => {
                         let n = |p: &str| lookup(o, p.trim()).as_i64().unwrap_or(0);
                         let (a, b) = c.json_path.split_once(',').unwrap_or((&c.json_path, ""));
@@ -143,6 +153,11 @@ pub fn render(
                         )
                     }
                     "selector" => json!(selector(&lookup(o, &c.json_path))),
+                    "orNone" => match lookup(o, &c.json_path) {
+                        Value::String(v) if !v.is_empty() => json!(v),
+                        _ => json!("<none>"),
+                    },
+                    "readinessGates" => json!(readiness_gates(o)),
                     t => json!(subjects(
                         &lookup(o, &c.json_path),
                         t.trim_start_matches("subjects:")
@@ -158,7 +173,90 @@ pub fn render(
 /// Built-in column types the real server prints only with `-o wide`
 /// (priority 1), after AGE: a pod template's container names and images,
 /// and a label selector.
-const WIDE_TYPES: [&str; 3] = ["containers", "images", "selector"];
+const WIDE_TYPES: [&str; 5] = [
+    "containers",
+    "images",
+    "selector",
+    "orNone",
+    "readinessGates",
+];
+
+/// A Pod's READY (`ready/containers`), STATUS and RESTARTS, as the real
+/// printer reads them from its container statuses.
+fn pod_state(pod: &Value) -> (String, String, i64) {
+    let total = pod["spec"]["containers"].as_array().map_or(0, Vec::len);
+    let status = &pod["status"];
+    let mut reason = status["reason"]
+        .as_str()
+        .filter(|r| !r.is_empty())
+        .or_else(|| status["phase"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    let (mut ready, mut restarts, mut running) = (0, 0, false);
+    let statuses = status["containerStatuses"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for c in statuses.iter().rev() {
+        restarts += c["restartCount"].as_i64().unwrap_or(0);
+        let state = &c["state"];
+        let reason_of = |s: &Value| {
+            s["reason"]
+                .as_str()
+                .filter(|r| !r.is_empty())
+                .map(String::from)
+        };
+        if let Some(r) = reason_of(&state["waiting"]) {
+            reason = r;
+        } else if let Some(r) = reason_of(&state["terminated"]) {
+            reason = r;
+        } else if state["terminated"].is_object() {
+            let t = &state["terminated"];
+            reason = match t["signal"].as_i64().filter(|s| *s != 0) {
+                Some(signal) => format!("Signal:{signal}"),
+                None => format!("ExitCode:{}", t["exitCode"].as_i64().unwrap_or(0)),
+            };
+        } else if c["ready"] == true && state["running"].is_object() {
+            running = true;
+            ready += 1;
+        }
+    }
+    if reason == "Completed" && running {
+        reason = "Running".into();
+    }
+    if pod["metadata"]["deletionTimestamp"].is_string() {
+        reason = if status["reason"] == "NodeLost" {
+            "Unknown".into()
+        } else {
+            "Terminating".into()
+        };
+    }
+    (format!("{ready}/{total}"), reason, restarts)
+}
+
+/// A Pod's READINESS GATES: `true/all` of its gates' conditions, `<none>`.
+fn readiness_gates(pod: &Value) -> String {
+    let gates = pod["spec"]["readinessGates"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if gates.is_empty() {
+        return "<none>".into();
+    }
+    let conditions = pod["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let met = gates
+        .iter()
+        .filter(|g| {
+            conditions
+                .iter()
+                .any(|c| c["type"] == g["conditionType"] && c["status"] == "True")
+        })
+        .count();
+    format!("{met}/{}", gates.len())
+}
 
 fn printed_after_age(c: &PrinterColumn) -> bool {
     c.type_.starts_with("subjects:") || WIDE_TYPES.contains(&c.type_.as_str())
@@ -456,6 +554,63 @@ mod tests {
             ])
         );
         assert_eq!(t["columnDefinitions"][6]["priority"], 1);
+    }
+
+    #[test]
+    fn pods_print_ready_status_restarts_and_wide_columns() {
+        let r = Registry::with_builtins();
+        let def = r.get("", "v1", "pods").unwrap();
+        let now = jiff::Timestamp::from_second(1_000_000).unwrap();
+        let created = crate::cluster::timestamp(now);
+        let fresh = json!({"metadata": {"name": "p", "creationTimestamp": created},
+            "spec": {"containers": [{"name": "c"}, {"name": "d"}]}, "status": {"phase": "Pending"}});
+        let running = json!({"metadata": {"name": "q", "creationTimestamp": created},
+            "spec": {"containers": [{"name": "c"}, {"name": "d"}], "nodeName": "n1"},
+            "status": {"phase": "Running", "podIP": "10.1.1.1", "containerStatuses": [
+                {"name": "c", "ready": true, "restartCount": 2, "state": {"running": {}}},
+                {"name": "d", "ready": false, "restartCount": 1,
+                 "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}});
+        let t = render(&def, &[fresh, running], None, IncludeObject::None, now);
+        let names: Vec<&str> = t["columnDefinitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "Name",
+                "Ready",
+                "Status",
+                "Restarts",
+                "Age",
+                "IP",
+                "Node",
+                "Nominated Node",
+                "Readiness Gates"
+            ]
+        );
+        assert_eq!(
+            t["rows"][0]["cells"],
+            json!([
+                "p", "0/2", "Pending", 0, "0s", "<none>", "<none>", "<none>", "<none>"
+            ])
+        );
+        assert_eq!(
+            t["rows"][1]["cells"],
+            json!([
+                "q",
+                "1/2",
+                "CrashLoopBackOff",
+                3,
+                "0s",
+                "10.1.1.1",
+                "n1",
+                "<none>",
+                "<none>"
+            ])
+        );
     }
 
     #[test]

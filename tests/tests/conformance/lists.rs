@@ -256,7 +256,31 @@ pub async fn builtin_tables_and_table_watch(s: &mut Scene) -> Fallible {
     )
     .await?
     .expect(201)?;
+    // A Pod (its service account may still be on its way on the real server).
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"automountServiceAccountToken": false,
+                 "containers": [{"name": "c", "image": "nginx:1"}, {"name": "d", "image": "busybox"}]}});
+    let pods = format!("/api/v1/namespaces/{ns}/pods");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let r = s.post(&pods, pod.clone()).await?;
+        if r.code == 201 || std::time::Instant::now() > deadline {
+            r.expect(201)?;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    s.merge(
+        &format!("{pods}/p/status"),
+        json!({"status": {"phase": "Running", "podIP": "10.1.1.1", "containerStatuses": [
+            {"name": "c", "image": "nginx:1", "imageID": "", "ready": true, "restartCount": 2, "state": {"running": {}}},
+            {"name": "d", "image": "busybox", "imageID": "", "ready": false, "restartCount": 1,
+             "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}}),
+    )
+    .await?
+    .expect(200)?;
     for path in [
+        pods.clone(),
         format!("/apis/apps/v1/namespaces/{ns}/deployments"),
         format!("/apis/apps/v1/namespaces/{ns}/statefulsets"),
         format!("/api/v1/namespaces/{ns}/services"),
