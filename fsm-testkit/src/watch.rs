@@ -205,12 +205,11 @@ impl Watch {
         let interval = self.req.bookmark_interval.max(Duration::from_millis(10));
         // The real server also sends a bookmark 2 s before the watch's end,
         // so that the client watches again from a fresh version.
-        let next_bookmark = (Instant::now() + interval).min(
-            deadline
-                .checked_sub(BOOKMARK_BEFORE_END)
-                .filter(|t| *t > Instant::now())
-                .unwrap_or(deadline),
-        );
+        let regular = Instant::now() + interval;
+        let next_bookmark = deadline
+            .checked_sub(BOOKMARK_BEFORE_END)
+            .filter(|t| *t > Instant::now())
+            .map_or(regular, |before_end| before_end.min(regular));
         futures::stream::unfold(
             (self, deadline, next_bookmark),
             move |(mut w, deadline, mut next_bookmark)| async move {
