@@ -29,7 +29,15 @@ pub struct PrinterColumn {
     /// `roleRef`: a string `Kind/name` from the `roleRef` at `json_path`,
     /// `timestamp`: a `date` column printing the time itself, not an age,
     /// and `subjects:KIND`: the names of a binding's subjects of that kind
-    /// (`namespace/name` for service accounts), printed after AGE.
+    /// (`namespace/name` for service accounts), printed after AGE; `ratio`:
+    /// `a/b` of the two integers at `json_path` (`.x,.y`, absent as 0);
+    /// `int0`: an integer, absent as 0; `externalIPs` (of a Service's
+    /// spec) and `ports` (a Service's): as the real printer; `podReady`,
+    /// `podStatus`, `podRestarts`: a Pod's, from its container statuses;
+    /// `orNone` (a string, `<none>` when absent) and `readinessGates`:
+    /// printed after AGE with `-o wide`; `containers`, `images`: a pod
+    /// template's container names or images and `selector`: a label
+    /// selector, printed after AGE with `-o wide` (priority 1).
     pub type_: String,
     /// A simple JSONPath (`.spec.replicas`) into the object; for type
     /// `roleRef`, the path of a `roleRef`, printed `Kind/name`.
@@ -239,7 +247,10 @@ pub fn builtins() -> Vec<ResourceDef> {
         .short(&["svc"])
         .all()
         .column("Type", "string", ".spec.type")
-        .column("Cluster-IP", "string", ".spec.clusterIP");
+        .column("Cluster-IP", "string", ".spec.clusterIP")
+        .column("External-IP", "externalIPs", ".spec")
+        .column("Port(s)", "ports", ".spec.ports")
+        .column("Selector", "selector", ".spec.selector");
     service.name_rule = NameRule::Label1035;
     service.delete_returns_object = true;
     let mut crd = d(
@@ -271,7 +282,13 @@ pub fn builtins() -> Vec<ResourceDef> {
             .short(&["po"])
             .all()
             .fields(&["spec.nodeName", "spec.restartPolicy", "status.phase"])
-            .column("Status", "string", ".status.phase"),
+            .column("Ready", "podReady", "")
+            .column("Status", "podStatus", "")
+            .column("Restarts", "podRestarts", "")
+            .column("IP", "orNone", ".status.podIP")
+            .column("Node", "orNone", ".spec.nodeName")
+            .column("Nominated Node", "orNone", ".status.nominatedNodeName")
+            .column("Readiness Gates", "readinessGates", ""),
         d("", "v1", "Event", "events", true)
             .short(&["ev"])
             .fields(&crate::events::CORE_FIELD_LABELS),
@@ -284,15 +301,20 @@ pub fn builtins() -> Vec<ResourceDef> {
             .with_generation()
             .short(&["deploy"])
             .all()
-            .column("Ready", "integer", ".status.readyReplicas")
-            .column("Replicas", "integer", ".spec.replicas"),
+            .column("Ready", "ratio", ".status.readyReplicas,.spec.replicas")
+            .column("Up-to-date", "int0", ".status.updatedReplicas")
+            .column("Available", "int0", ".status.availableReplicas")
+            .column("Containers", "containers", ".spec.template.spec.containers")
+            .column("Images", "images", ".spec.template.spec.containers")
+            .column("Selector", "selector", ".spec.selector"),
         d("apps", "v1", "StatefulSet", "statefulsets", true)
             .with_status()
             .with_generation()
             .short(&["sts"])
             .all()
-            .column("Ready", "integer", ".status.readyReplicas")
-            .column("Replicas", "integer", ".spec.replicas"),
+            .column("Ready", "ratio", ".status.readyReplicas,.spec.replicas")
+            .column("Containers", "containers", ".spec.template.spec.containers")
+            .column("Images", "images", ".spec.template.spec.containers"),
         d("batch", "v1", "Job", "jobs", true)
             .with_status()
             .with_generation()

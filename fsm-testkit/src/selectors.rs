@@ -62,10 +62,11 @@ impl LabelSelector {
             if part.is_empty() {
                 continue;
             }
-            requirements.push(parse_requirement(part).ok_or_else(|| {
-                ApiError::BadRequest(format!(
-                    "unable to parse requirement: found '{part}', expected: a label selector"
-                ))
+            let requirement = parse_requirement(part)
+                .ok_or_else(|| format!("found '{part}', expected: a label selector"))
+                .and_then(|r| r.check());
+            requirements.push(requirement.map_err(|why| {
+                ApiError::BadRequest(format!("unable to parse requirement: {why}"))
             })?);
         }
         Ok(Self { requirements })
@@ -146,6 +147,29 @@ fn parse_requirement(part: &str) -> Option<LabelRequirement> {
         return parse_set(list).map(|s| LabelRequirement::In(key, s));
     }
     None
+}
+
+impl LabelRequirement {
+    /// The requirement, or why its key or a value is not a valid label
+    /// key or value, worded as the real server's selector parser.
+    fn check(self) -> Result<Self, String> {
+        let (key, values): (&str, Vec<&String>) = match &self {
+            Self::Equals(k, v) | Self::NotEquals(k, v) => (k, vec![v]),
+            Self::In(k, vs) | Self::NotIn(k, vs) => (k, vs.iter().collect()),
+            Self::Exists(k) | Self::NotExists(k) => (k, Vec::new()),
+        };
+        if let Some(problem) = crate::validation::label_key_problem(key) {
+            return Err(format!("invalid label key {key:?}: {problem}"));
+        }
+        for v in values {
+            if let Some(problem) = crate::validation::label_value_problem(v) {
+                return Err(format!(
+                    "invalid label value: {v:?}: at key: {key:?}: {problem}"
+                ));
+            }
+        }
+        Ok(self)
+    }
 }
 
 fn valid_key(key: &str) -> bool {
@@ -367,6 +391,26 @@ mod tests {
                 "{bad:?} should not parse"
             );
         }
+    }
+
+    #[test]
+    fn invalid_keys_and_values_are_named() {
+        let message = |sel: &str| LabelSelector::parse(sel).unwrap_err().to_string();
+        assert!(
+            message("-a=b").starts_with("unable to parse requirement: invalid label key \"-a\": "),
+            "{}",
+            message("-a=b")
+        );
+        assert!(
+            message("a=-b").starts_with(
+                "unable to parse requirement: invalid label value: \"-b\": at key: \"a\": "
+            ),
+            "{}",
+            message("a=-b")
+        );
+        assert!(LabelSelector::parse("a in (x, -y)").is_err());
+        assert!(LabelSelector::parse(&format!("a={}", "v".repeat(64))).is_err());
+        assert!(LabelSelector::parse("example.com/a=x_y").is_ok());
     }
 
     #[test]

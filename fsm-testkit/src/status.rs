@@ -141,6 +141,22 @@ pub enum ApiError {
     /// (etcd refusing an object too large; see [`crate::limits`]).
     #[error("{0}")]
     Storage(String),
+    /// 504 (reason `Timeout`): a read at a `resourceVersion` (requested,
+    /// current) the server has not reached after waiting for it, with the
+    /// real server's `ResourceVersionTooLarge` cause and `retryAfterSeconds`.
+    #[error("Timeout: Too large resource version: {0}, current: {1}")]
+    ResourceVersionTooLarge(u64, u64),
+    /// 410 (reason `Expired`) of a continue token older than the history,
+    /// carrying in `metadata.continue` a token that goes on with the rest of
+    /// the list at the current revision (an inconsistent continue).
+    #[error(
+        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list."
+    )]
+    ContinueExpired(String),
+    /// 422 (reason `Invalid`) of the request's options, e.g.
+    /// `ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: …`.
+    #[error("{}.meta.k8s.io \"\" is invalid: {}", .0, causes_text(.1))]
+    InvalidOptions(&'static str, Vec<Cause>),
 }
 
 fn causes_text(causes: &[Cause]) -> String {
@@ -168,11 +184,14 @@ impl ApiError {
             Self::AlreadyExists(_) | Self::Conflict(..) | Self::ApplyConflict(..) => {
                 StatusCode::CONFLICT
             }
-            Self::Invalid(..) | Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::Invalid(..) | Self::Unprocessable(_) | Self::InvalidOptions(..) => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Forbidden(..) | Self::ForbiddenBecause(..) => StatusCode::FORBIDDEN,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            Self::Gone(_) => StatusCode::GONE,
+            Self::Gone(_) | Self::ContinueExpired(_) => StatusCode::GONE,
+            Self::ResourceVersionTooLarge(..) => StatusCode::GATEWAY_TIMEOUT,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Internal(_) | Self::Storage(_) => StatusCode::INTERNAL_SERVER_ERROR,
             Self::RequestEntityTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -187,11 +206,12 @@ impl ApiError {
             Self::NotFound(_) | Self::UnknownResource => "NotFound",
             Self::AlreadyExists(_) => "AlreadyExists",
             Self::Conflict(..) | Self::ApplyConflict(..) => "Conflict",
-            Self::Invalid(..) | Self::Unprocessable(_) => "Invalid",
+            Self::Invalid(..) | Self::Unprocessable(_) | Self::InvalidOptions(..) => "Invalid",
             Self::BadRequest(_) => "BadRequest",
             Self::Forbidden(..) | Self::ForbiddenBecause(..) => "Forbidden",
             Self::MethodNotAllowed => "MethodNotAllowed",
-            Self::Gone(_) => "Expired",
+            Self::Gone(_) | Self::ContinueExpired(_) => "Expired",
+            Self::ResourceVersionTooLarge(..) => "Timeout",
             Self::UnsupportedMediaType(_) => "UnsupportedMediaType",
             Self::Internal(_) => "InternalError",
             Self::RequestEntityTooLarge(_) => "RequestEntityTooLarge",
@@ -236,8 +256,23 @@ impl ApiError {
                     .collect::<Vec<_>>(),
             })),
             Self::UnknownResource => Some(json!({})),
+            Self::InvalidOptions(kind, causes) => Some(json!({
+                "group": "meta.k8s.io",
+                "kind": kind,
+                "causes": causes
+                    .iter()
+                    .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                    .collect::<Vec<_>>(),
+            })),
+            Self::ResourceVersionTooLarge(..) => Some(json!({
+                "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                "retryAfterSeconds": 1,
+            })),
             _ => None,
         };
+        if let Self::ContinueExpired(token) = self {
+            status["metadata"]["continue"] = json!(token);
+        }
         if let Some(d) = details {
             status["details"] = d;
         }
@@ -278,12 +313,20 @@ fn subject_details(s: &Subject) -> Value {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = self.to_status().to_string();
-        (
+        let mut response = (
             self.code(),
             [(header::CONTENT_TYPE, "application/json")],
             body,
         )
-            .into_response()
+            .into_response();
+        if let Self::ResourceVersionTooLarge(..) = self {
+            // As the real server: clients (client-go, kube's retry policy)
+            // wait this long and ask again.
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, http::HeaderValue::from_static("1"));
+        }
+        response
     }
 }
 

@@ -67,17 +67,24 @@ pub fn render(
     let (before_age, after_age): (Vec<&PrinterColumn>, Vec<&PrinterColumn>) = def
         .printer_columns
         .iter()
-        .partition(|c| !c.type_.starts_with("subjects:"));
+        .partition(|c| !printed_after_age(c));
     let column = |c: &PrinterColumn| {
         let type_ = match c.type_.as_str() {
-            "count" => "integer",
             "timestamp" => "date",
-            t if t == "roleRef" || t.starts_with("subjects:") => "string",
+            "count" | "roleRef" | "ratio" | "int0" | "externalIPs" | "ports" | "podReady"
+            | "podStatus" => "string",
+            "podRestarts" => "integer",
+            t if printed_after_age(c) || t.starts_with("subjects:") => "string",
             other => other,
+        };
+        let priority = if WIDE_TYPES.contains(&c.type_.as_str()) {
+            1
+        } else {
+            c.priority
         };
         json!({
             "name": c.name, "type": type_, "format": c.format,
-            "description": c.description, "priority": c.priority
+            "description": c.description, "priority": priority
         })
     };
     columns.extend(before_age.iter().map(|c| column(c)));
@@ -99,6 +106,22 @@ pub fn render(
                         .as_str()
                         .map_or(Value::Null, |t| json!(age(t, now))),
                     "count" => json!(count(o, &c.json_path)),
+                    "int0" => json!(lookup(o, &c.json_path).as_i64().unwrap_or(0)),
+                    "externalIPs" => json!(external_ips(&lookup(o, &c.json_path), &o["status"])),
+                    "ports" => json!(ports(&lookup(o, &c.json_path))),
+                    "podReady" | "podStatus" | "podRestarts" => {
+                        let (ready, status, restarts) = pod_state(o);
+                        match c.type_.as_str() {
+                            "podReady" => json!(ready),
+                            "podStatus" => json!(status),
+                            _ => json!(restarts),
+                        }
+                    }
+                    "ratio" => {
+                        let n = |p: &str| lookup(o, p.trim()).as_i64().unwrap_or(0);
+                        let (a, b) = c.json_path.split_once(',').unwrap_or((&c.json_path, ""));
+                        json!(format!("{}/{}", n(a), n(b)))
+                    }
                     "roleRef" => {
                         let r = lookup(o, &c.json_path);
                         match (r["kind"].as_str(), r["name"].as_str()) {
@@ -116,13 +139,222 @@ pub fn render(
                 cells.push(json!(age(created, now)));
             }
             for c in &after_age {
-                let kind = c.type_.trim_start_matches("subjects:");
-                cells.push(json!(subjects(&lookup(o, &c.json_path), kind)));
+                cells.push(match c.type_.as_str() {
+                    "containers" | "images" => {
+                        let field = if c.type_ == "images" { "image" } else { "name" };
+                        json!(
+                            lookup(o, &c.json_path)
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .map(|x| x[field].as_str().unwrap_or_default())
+                                .collect::<Vec<_>>()
+                                .join(",")
+                        )
+                    }
+                    "selector" => json!(selector(&lookup(o, &c.json_path))),
+                    "orNone" => match lookup(o, &c.json_path) {
+                        Value::String(v) if !v.is_empty() => json!(v),
+                        _ => json!("<none>"),
+                    },
+                    "readinessGates" => json!(readiness_gates(o)),
+                    t => json!(subjects(
+                        &lookup(o, &c.json_path),
+                        t.trim_start_matches("subjects:")
+                    )),
+                });
             }
             row(cells, o, include)
         })
         .collect();
     table(columns, rows, revision)
+}
+
+/// Built-in column types the real server prints only with `-o wide`
+/// (priority 1), after AGE: a pod template's container names and images,
+/// and a label selector.
+const WIDE_TYPES: [&str; 5] = [
+    "containers",
+    "images",
+    "selector",
+    "orNone",
+    "readinessGates",
+];
+
+/// A Pod's READY (`ready/containers`), STATUS and RESTARTS, as the real
+/// printer reads them from its container statuses.
+fn pod_state(pod: &Value) -> (String, String, i64) {
+    let total = pod["spec"]["containers"].as_array().map_or(0, Vec::len);
+    let status = &pod["status"];
+    let mut reason = status["reason"]
+        .as_str()
+        .filter(|r| !r.is_empty())
+        .or_else(|| status["phase"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    let (mut ready, mut restarts, mut running) = (0, 0, false);
+    let statuses = status["containerStatuses"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for c in statuses.iter().rev() {
+        restarts += c["restartCount"].as_i64().unwrap_or(0);
+        let state = &c["state"];
+        let reason_of = |s: &Value| {
+            s["reason"]
+                .as_str()
+                .filter(|r| !r.is_empty())
+                .map(String::from)
+        };
+        if let Some(r) = reason_of(&state["waiting"]) {
+            reason = r;
+        } else if let Some(r) = reason_of(&state["terminated"]) {
+            reason = r;
+        } else if state["terminated"].is_object() {
+            let t = &state["terminated"];
+            reason = match t["signal"].as_i64().filter(|s| *s != 0) {
+                Some(signal) => format!("Signal:{signal}"),
+                None => format!("ExitCode:{}", t["exitCode"].as_i64().unwrap_or(0)),
+            };
+        } else if c["ready"] == true && state["running"].is_object() {
+            running = true;
+            ready += 1;
+        }
+    }
+    if reason == "Completed" && running {
+        reason = "Running".into();
+    }
+    if pod["metadata"]["deletionTimestamp"].is_string() {
+        reason = if status["reason"] == "NodeLost" {
+            "Unknown".into()
+        } else {
+            "Terminating".into()
+        };
+    }
+    (format!("{ready}/{total}"), reason, restarts)
+}
+
+/// A Pod's READINESS GATES: `true/all` of its gates' conditions, `<none>`.
+fn readiness_gates(pod: &Value) -> String {
+    let gates = pod["spec"]["readinessGates"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if gates.is_empty() {
+        return "<none>".into();
+    }
+    let conditions = pod["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let met = gates
+        .iter()
+        .filter(|g| {
+            conditions
+                .iter()
+                .any(|c| c["type"] == g["conditionType"] && c["status"] == "True")
+        })
+        .count();
+    format!("{met}/{}", gates.len())
+}
+
+fn printed_after_age(c: &PrinterColumn) -> bool {
+    c.type_.starts_with("subjects:") || WIDE_TYPES.contains(&c.type_.as_str())
+}
+
+/// A Service's EXTERNAL-IP: its external IPs, a load balancer's ingress
+/// (`<pending>` until it has one), else `<none>`.
+fn external_ips(spec: &Value, status: &Value) -> String {
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|x| x.as_str().map(String::from))
+            .collect()
+    };
+    let mut ips = strings(&spec["externalIPs"]);
+    if spec["type"] == "LoadBalancer" {
+        let ingress: Vec<String> = status["loadBalancer"]["ingress"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|i| i["ip"].as_str().or_else(|| i["hostname"].as_str()))
+            .map(String::from)
+            .collect();
+        if ingress.is_empty() && ips.is_empty() {
+            return "<pending>".into();
+        }
+        ips.extend(ingress);
+    }
+    if spec["type"] == "ExternalName" {
+        return spec["externalName"]
+            .as_str()
+            .unwrap_or("<none>")
+            .to_string();
+    }
+    if ips.is_empty() {
+        "<none>".into()
+    } else {
+        ips.join(",")
+    }
+}
+
+/// A Service's PORT(S): `port[:nodePort]/protocol`, joined; `<none>`.
+fn ports(list: &Value) -> String {
+    let parts: Vec<String> = list
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            let protocol = p["protocol"].as_str().unwrap_or("TCP");
+            match p["nodePort"].as_i64() {
+                Some(node) => format!("{}:{node}/{protocol}", p["port"]),
+                None => format!("{}/{protocol}", p["port"]),
+            }
+        })
+        .collect();
+    if parts.is_empty() {
+        "<none>".into()
+    } else {
+        parts.join(",")
+    }
+}
+
+/// A `LabelSelector` as the real printer formats it (`a=b,c in (d)`), or a
+/// plain label map (a Service's selector); `<none>` when empty.
+fn selector(s: &Value) -> String {
+    let labels = if s.get("matchLabels").is_some() || s.get("matchExpressions").is_some() {
+        &s["matchLabels"]
+    } else {
+        s
+    };
+    let mut parts: Vec<String> = labels
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+        .collect();
+    for e in s["matchExpressions"].as_array().into_iter().flatten() {
+        let key = e["key"].as_str().unwrap_or_default();
+        let values: Vec<&str> = e["values"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        parts.push(match e["operator"].as_str().unwrap_or_default() {
+            "In" => format!("{key} in ({})", values.join(",")),
+            "NotIn" => format!("{key} notin ({})", values.join(",")),
+            "Exists" => key.to_string(),
+            "DoesNotExist" => format!("!{key}"),
+            other => format!("{key} {other}"),
+        });
+    }
+    if parts.is_empty() {
+        "<none>".into()
+    } else {
+        parts.join(",")
+    }
 }
 
 /// A binding's subjects of `kind`, joined as the real server prints them.
@@ -263,10 +495,122 @@ mod tests {
             .iter()
             .map(|c| c["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names, vec!["Name", "Ready", "Replicas", "Age"]);
-        assert_eq!(t["rows"][0]["cells"], json!(["web", 1, 3, "5m"]));
+        assert_eq!(
+            names,
+            vec![
+                "Name",
+                "Ready",
+                "Up-to-date",
+                "Available",
+                "Age",
+                "Containers",
+                "Images",
+                "Selector"
+            ]
+        );
+        assert_eq!(
+            t["rows"][0]["cells"],
+            json!(["web", "1/3", 0, 0, "5m", "", "", "<none>"])
+        );
         assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
         assert_eq!(t["metadata"]["resourceVersion"], "9");
+    }
+
+    #[test]
+    fn services_print_external_ips_ports_and_selector() {
+        let r = Registry::with_builtins();
+        let def = r.get("", "v1", "services").unwrap();
+        let now = jiff::Timestamp::from_second(1_000_000).unwrap();
+        let created = crate::cluster::timestamp(now);
+        let o = json!({"metadata": {"name": "n", "creationTimestamp": created},
+            "spec": {"type": "NodePort", "clusterIP": "10.0.0.1", "externalIPs": ["1.2.3.4"],
+                     "ports": [{"port": 80, "nodePort": 30080, "protocol": "TCP"}, {"port": 53, "protocol": "UDP"}]}});
+        let t = render(&def, &[o], None, IncludeObject::None, now);
+        assert_eq!(
+            t["rows"][0]["cells"],
+            json!([
+                "n",
+                "NodePort",
+                "10.0.0.1",
+                "1.2.3.4",
+                "80:30080/TCP,53/UDP",
+                "0s",
+                "<none>"
+            ])
+        );
+        let lb = json!({"metadata": {"name": "l", "creationTimestamp": created},
+            "spec": {"type": "LoadBalancer", "selector": {"app": "web"}, "ports": []}});
+        let t = render(&def, &[lb], None, IncludeObject::None, now);
+        assert_eq!(
+            t["rows"][0]["cells"],
+            json!([
+                "l",
+                "LoadBalancer",
+                null,
+                "<pending>",
+                "<none>",
+                "0s",
+                "app=web"
+            ])
+        );
+        assert_eq!(t["columnDefinitions"][6]["priority"], 1);
+    }
+
+    #[test]
+    fn pods_print_ready_status_restarts_and_wide_columns() {
+        let r = Registry::with_builtins();
+        let def = r.get("", "v1", "pods").unwrap();
+        let now = jiff::Timestamp::from_second(1_000_000).unwrap();
+        let created = crate::cluster::timestamp(now);
+        let fresh = json!({"metadata": {"name": "p", "creationTimestamp": created},
+            "spec": {"containers": [{"name": "c"}, {"name": "d"}]}, "status": {"phase": "Pending"}});
+        let running = json!({"metadata": {"name": "q", "creationTimestamp": created},
+            "spec": {"containers": [{"name": "c"}, {"name": "d"}], "nodeName": "n1"},
+            "status": {"phase": "Running", "podIP": "10.1.1.1", "containerStatuses": [
+                {"name": "c", "ready": true, "restartCount": 2, "state": {"running": {}}},
+                {"name": "d", "ready": false, "restartCount": 1,
+                 "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}});
+        let t = render(&def, &[fresh, running], None, IncludeObject::None, now);
+        let names: Vec<&str> = t["columnDefinitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "Name",
+                "Ready",
+                "Status",
+                "Restarts",
+                "Age",
+                "IP",
+                "Node",
+                "Nominated Node",
+                "Readiness Gates"
+            ]
+        );
+        assert_eq!(
+            t["rows"][0]["cells"],
+            json!([
+                "p", "0/2", "Pending", 0, "0s", "<none>", "<none>", "<none>", "<none>"
+            ])
+        );
+        assert_eq!(
+            t["rows"][1]["cells"],
+            json!([
+                "q",
+                "1/2",
+                "CrashLoopBackOff",
+                3,
+                "0s",
+                "10.1.1.1",
+                "n1",
+                "<none>",
+                "<none>"
+            ])
+        );
     }
 
     #[test]
@@ -278,7 +622,8 @@ mod tests {
                        "data": {"a": "1", "b": "2"}, "binaryData": {"c": "AA=="}});
         let t = render(&def, &[o], None, IncludeObject::None, now);
         assert_eq!(t["columnDefinitions"][1]["name"], "Data");
-        assert_eq!(t["columnDefinitions"][1]["type"], "integer");
+        // The real printer declares the count a string column.
+        assert_eq!(t["columnDefinitions"][1]["type"], "string");
         assert_eq!(t["rows"][0]["cells"], json!(["c", 3, "0s"]));
         assert!(t["rows"][0].get("object").is_none());
     }

@@ -58,6 +58,9 @@ pub struct Watch {
     rx: broadcast::Receiver<Arc<StoreEvent>>,
     seen: u64,
     closed: bool,
+    /// Whether a Table event has carried the column definitions: the real
+    /// server sends them with the first only (`null` after).
+    columns_sent: std::cell::Cell<bool>,
 }
 
 impl Watch {
@@ -73,6 +76,7 @@ impl Watch {
             seen: store.revision(),
             pending: VecDeque::new(),
             closed: false,
+            columns_sent: std::cell::Cell::new(false),
             req,
         };
         let from = w.req.resource_version.filter(|rv| *rv > 0);
@@ -120,13 +124,19 @@ impl Watch {
     fn object(&self, o: &Value) -> Value {
         let presented = present(&self.req.def, o);
         match self.req.table {
-            Some(include) => table::render(
-                &self.req.def,
-                std::slice::from_ref(&presented),
-                presented["metadata"]["resourceVersion"].as_str(),
-                include,
-                jiff::Timestamp::now(),
-            ),
+            Some(include) => {
+                let mut t = table::render(
+                    &self.req.def,
+                    std::slice::from_ref(&presented),
+                    presented["metadata"]["resourceVersion"].as_str(),
+                    include,
+                    jiff::Timestamp::now(),
+                );
+                if self.columns_sent.replace(true) {
+                    t["columnDefinitions"] = Value::Null;
+                }
+                t
+            }
             None => presented,
         }
     }
@@ -142,6 +152,15 @@ impl Watch {
     /// The event line this watcher sends for a store event, if any.
     fn render(&self, e: &StoreEvent) -> Option<Bytes> {
         if e.resource != self.req.def.group_resource() {
+            return None;
+        }
+        // From a version the server has not reached yet, only the changes
+        // after it (the real watch cache skips those up to it).
+        if self
+            .req
+            .resource_version
+            .is_some_and(|rv| !self.req.send_initial_events && e.revision <= rv)
+        {
             return None;
         }
         if let Some(ns) = &self.req.namespace
@@ -184,7 +203,13 @@ impl Watch {
     pub fn into_stream(self) -> impl Stream<Item = Result<Bytes, std::convert::Infallible>> + Send {
         let deadline = Instant::now() + self.req.timeout;
         let interval = self.req.bookmark_interval.max(Duration::from_millis(10));
-        let next_bookmark = Instant::now() + interval;
+        // The real server also sends a bookmark 2 s before the watch's end,
+        // so that the client watches again from a fresh version.
+        let regular = Instant::now() + interval;
+        let next_bookmark = deadline
+            .checked_sub(BOOKMARK_BEFORE_END)
+            .filter(|t| *t > Instant::now())
+            .map_or(regular, |before_end| before_end.min(regular));
         futures::stream::unfold(
             (self, deadline, next_bookmark),
             move |(mut w, deadline, mut next_bookmark)| async move {
@@ -221,6 +246,9 @@ impl Watch {
         )
     }
 }
+
+/// How long before a watch's end the real server sends it a bookmark.
+const BOOKMARK_BEFORE_END: Duration = Duration::from_secs(2);
 
 fn encoded_line(kind: &str, object: &[u8]) -> Bytes {
     let mut out = Vec::with_capacity(object.len() + 32);
@@ -371,17 +399,86 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn a_watch_from_a_future_version_starts_after_it() {
+        let mut c = Cluster::new(100, 64, 1);
+        let def = c.registry.get("", "v1", "configmaps").unwrap();
+        let future = c.store.revision() + 2;
+        let mut r = req(&c, Some(future));
+        r.timeout = Duration::from_millis(50);
+        let w = Watch::start(&c, r).unwrap();
+        for name in ["a", "b", "c"] {
+            c.create(
+                &def,
+                "default",
+                cm(name, "web"),
+                false,
+                jiff::Timestamp::now(),
+            )
+            .unwrap();
+        }
+        let events: Vec<Value> = w.into_stream().map(|b| parse(&b.unwrap())).collect().await;
+        let names: Vec<&Value> = events
+            .iter()
+            .map(|e| &e["object"]["metadata"]["name"])
+            .collect();
+        assert_eq!(names, [&json!("c")], "{events:?}");
+    }
+
+    #[tokio::test]
+    async fn table_events_carry_the_columns_once() {
+        let mut c = Cluster::new(100, 64, 1);
+        let def = c.registry.get("", "v1", "configmaps").unwrap();
+        for name in ["a", "b"] {
+            c.create(
+                &def,
+                "default",
+                cm(name, "web"),
+                false,
+                jiff::Timestamp::now(),
+            )
+            .unwrap();
+        }
+        let mut r = req(&c, None);
+        r.table = Some(IncludeObject::None);
+        r.timeout = Duration::from_millis(50);
+        let w = Watch::start(&c, r).unwrap();
+        let events: Vec<Value> = w.into_stream().map(|b| parse(&b.unwrap())).collect().await;
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[0]["object"]["kind"], "Table");
+        assert!(events[0]["object"]["columnDefinitions"].is_array());
+        assert!(events[1]["object"]["columnDefinitions"].is_null());
+        assert_eq!(events[1]["object"]["rows"][0]["cells"][0], "b");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_bookmark_comes_two_seconds_before_the_end() {
+        let c = Cluster::new(100, 64, 1);
+        let mut r = req(&c, None);
+        r.bookmarks = true;
+        r.bookmark_interval = Duration::from_secs(60);
+        r.timeout = Duration::from_secs(12);
+        let start = Instant::now();
+        let w = Watch::start(&c, r).unwrap();
+        let mut s = Box::pin(w.into_stream());
+        let e = parse(&s.next().await.unwrap().unwrap());
+        assert_eq!(e["type"], "BOOKMARK");
+        assert_eq!(start.elapsed(), Duration::from_secs(10));
+        assert!(s.next().await.is_none(), "then the watch ends");
+    }
+
     #[tokio::test(start_paused = true)]
     async fn bookmarks_and_timeout() {
         let c = Cluster::new(100, 64, 1);
         let mut r = req(&c, None);
         r.bookmarks = true;
-        r.bookmark_interval = Duration::from_secs(1);
+        r.bookmark_interval = Duration::from_millis(900);
         r.timeout = Duration::from_millis(2500);
         let rev = c.store.revision();
         let w = Watch::start(&c, r).unwrap();
         let events: Vec<Value> = w.into_stream().map(|b| parse(&b.unwrap())).collect().await;
-        assert_eq!(events.len(), 2, "{events:?}");
+        // 2 s before the end (0.5 s), then every 0.9 s: 1.4 s, 2.3 s.
+        assert_eq!(events.len(), 3, "{events:?}");
         for e in events {
             assert_eq!(e["type"], "BOOKMARK");
             assert_eq!(e["object"]["metadata"]["resourceVersion"], rev.to_string());

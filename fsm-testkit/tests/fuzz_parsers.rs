@@ -55,7 +55,9 @@ const VALUES: [&str; 5] = ["", "web", "db", "v1.2", "x_y-z"];
 fn label_key() -> impl Strategy<Value = String> {
     prop_oneof![
         prop::sample::select(KEYS.to_vec()).prop_map(str::to_owned),
-        "[a-z0-9]([a-z0-9._-]{0,6}[a-z0-9])?(/[a-z0-9]{1,4})?",
+        "[a-z0-9]([a-z0-9._-]{0,6}[a-z0-9])?",
+        // A prefix is a DNS subdomain (no `_`), as the real server checks.
+        "[a-z0-9]([a-z0-9-]{0,4}[a-z0-9])?(\\.[a-z0-9]{1,3})?/[a-z0-9]([a-z0-9._-]{0,4}[a-z0-9])?",
     ]
 }
 

@@ -1789,3 +1789,100 @@ async fn delete_cascade_and_server_dry_run_from_kubectl() {
     ])
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_watch_of_deployments_prints_the_real_columns() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let server = ApiServer::new();
+    let http = server.serve_http().await.unwrap();
+    let k = Kubectl::new(&http);
+    let deployments: Api<Deployment> = Api::default_namespaced(server.client());
+    let web: Deployment = serde_json::from_value(serde_json::json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "c", "image": "nginx:1"},
+                                                      {"name": "d", "image": "busybox"}]}}}
+    }))
+    .unwrap();
+    deployments
+        .create(&PostParams::default(), &web)
+        .await
+        .unwrap();
+    let listed = table(&k.ok(&["get", "deployments"]).await);
+    assert_eq!(
+        listed,
+        [
+            vec!["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"],
+            vec!["web", "0/2", "0", "0", &listed[1][4]],
+        ]
+    );
+
+    let mut child = k
+        .command(&["get", "deployments", "--watch", "-o", "wide"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    within(30, async {
+        while server.request_log().count("watch", "deployments") == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let status = serde_json::json!({"status": {"replicas": 2, "readyReplicas": 1,
+        "updatedReplicas": 2, "availableReplicas": 1}});
+    deployments
+        .patch_status(
+            "web",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&status),
+        )
+        .await
+        .unwrap();
+    let mut printed = Vec::new();
+    within(30, async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            printed.push(line.clone());
+            if line.starts_with("web ") && line.contains("1/2") {
+                break;
+            }
+        }
+    })
+    .await;
+    child.kill().await.unwrap();
+    let rows = table(&printed.join("\n"));
+    assert_eq!(
+        rows[0],
+        [
+            "NAME",
+            "READY",
+            "UP-TO-DATE",
+            "AVAILABLE",
+            "AGE",
+            "CONTAINERS",
+            "IMAGES",
+            "SELECTOR"
+        ],
+        "{printed:?}"
+    );
+    assert_eq!(
+        rows.len(),
+        3,
+        "one header, then a line per event: {printed:?}"
+    );
+    let cells = |r: &[String]| {
+        let mut r = r.to_vec();
+        r.remove(4);
+        r
+    };
+    assert_eq!(
+        cells(&rows[1]),
+        ["web", "0/2", "0", "0", "c,d", "nginx:1,busybox", "app=web"]
+    );
+    assert_eq!(
+        cells(&rows[2]),
+        ["web", "1/2", "2", "1", "c,d", "nginx:1,busybox", "app=web"]
+    );
+}

@@ -20,4 +20,4 @@ pub mod scene;
 
 pub use cluster::{Backend, ClusterError, REAL_APISERVER_ENV, TestCluster};
 pub use observe::{Observations, normalize};
-pub use scene::{Fallible, Scene, run_differential};
+pub use scene::{Fallible, Reply, Scene, run_differential};

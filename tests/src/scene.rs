@@ -277,6 +277,44 @@ impl Scene {
         .await
     }
 
+    /// GET `path` once: with a client that does not repeat a request the
+    /// server answers 429, 503 or 504 (kube's default client repeats those
+    /// up to 15 times, honouring `Retry-After`).
+    ///
+    /// # Errors
+    /// Transport errors, or a kubeconfig that does not load.
+    pub async fn get_once(&self, path: &str) -> Fallible<Reply> {
+        let client = match self.cluster.kubeconfig() {
+            Some(file) => {
+                let kubeconfig = kube::config::Kubeconfig::read_from(file)?;
+                let mut config =
+                    kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+                config.default_retry = false;
+                kube::Client::try_from(config)?
+            }
+            None => self.client(),
+        };
+        let request = Request::builder()
+            .method(Method::GET)
+            .uri(path)
+            .header("accept", "application/json")
+            .body(kube::client::Body::empty())?;
+        let response = client.send(request).await?;
+        let code = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let bytes = response.into_body().collect_bytes().await?;
+        let mut body: Value = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| Value::from(String::from_utf8_lossy(&bytes).into_owned()));
+        if let (Some(retry_after), Some(o)) = (retry_after, body.as_object_mut()) {
+            o.insert("<Retry-After header>".into(), Value::from(retry_after));
+        }
+        Ok(Reply { code, body })
+    }
+
     /// GET `path`.
     ///
     /// # Errors

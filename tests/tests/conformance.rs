@@ -22,6 +22,7 @@ mod conformance {
     pub mod events;
     pub mod gaps;
     pub mod limits;
+    pub mod lists;
     pub mod openapi;
     pub mod protobuf;
     pub mod watch;
@@ -129,6 +130,9 @@ scenarios! {
     watch::watch_event_sequence,
     watch::watch_with_label_selector,
     watch::runtime_watcher_sequence,
+    lists::consistent_lists,
+    lists::read_refusals,
+    lists::builtin_tables_and_table_watch,
     custom::crd_registration_and_discovery,
     custom::custom_resource_crud,
     custom::generation_and_status_subresource,

@@ -30,6 +30,7 @@ use ids::IdSource;
 use meta::{
     check_namespace_field, check_type, copy_field, finalizers, metadata_mut, spec_changed, str_at,
 };
+pub use paging::{ReadAt, ReadOptions, parse_resource_version};
 use paging::{decode_continue, encode_continue};
 
 pub use gc::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Propagation};
@@ -54,6 +55,8 @@ pub struct ListQuery {
     pub limit: Option<usize>,
     /// `continue`, as returned by a previous page.
     pub continue_token: Option<String>,
+    /// The revision to list at (`resourceVersion`, `resourceVersionMatch`).
+    pub at: ReadAt,
 }
 
 /// `DeleteOptions` the server honours.
@@ -199,21 +202,40 @@ impl Cluster {
         q: &ListQuery,
     ) -> Result<Value, ApiError> {
         let fields = q.fields.resolve(def)?;
+        let current = self.store.revision();
         let (revision, after) = match &q.continue_token {
             Some(token) => {
                 let (rev, ns, name) = decode_continue(token)?;
+                // 0: the rest of a list whose snapshot expired, at the newest.
+                let rev = if rev == 0 { current } else { rev };
                 if rev < self.store.compacted() {
-                    return Err(ApiError::Gone(
-                        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.".into(),
+                    return Err(ApiError::ContinueExpired(encode_continue(0, &ns, &name)));
+                }
+                (rev.min(current), Some((ns, name)))
+            }
+            None => match q.at {
+                ReadAt::Latest | ReadAt::NotOlderThan(_) => (current, None),
+                // etcd's answer, passed on by the real server (1.20) as a 500.
+                ReadAt::Exact(n) if n > current => {
+                    return Err(ApiError::Storage(
+                        "etcdserver: mvcc: required revision is a future revision".into(),
                     ));
                 }
-                (rev, Some((ns, name)))
-            }
-            None => (self.store.revision(), None),
+                ReadAt::Exact(n) => (n, None),
+            },
         };
-        let mut items: Vec<Arc<Value>> = self
+        // One snapshot for every page of a list: the revision of its first page.
+        let objects = self
             .store
-            .list(&def.group_resource(), ns)
+            .list_at(&def.group_resource(), ns, revision)
+            .map_err(|_| {
+                if after.is_some() {
+                    ApiError::Gone("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.".into())
+                } else {
+                    ApiError::Gone("The resourceVersion for the provided list is too old.".into())
+                }
+            })?;
+        let mut items: Vec<Arc<Value>> = objects
             .into_iter()
             .filter(|o| {
                 after.as_ref().is_none_or(|(a_ns, a_name)| {

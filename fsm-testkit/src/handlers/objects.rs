@@ -13,7 +13,10 @@ use serde_json::Value;
 
 use super::json;
 use super::route::ResourcePath;
-use crate::cluster::{DeleteOptions, ListQuery, Ownership, Part, PatchOptions};
+use crate::cluster::{
+    DeleteOptions, ListQuery, Ownership, Part, PatchOptions, ReadAt, ReadOptions,
+    parse_resource_version,
+};
 use crate::limits;
 use crate::patch::PatchType;
 use crate::protobuf;
@@ -266,18 +269,64 @@ fn check_write_options(parts: &Parts, kind: WriteOptions) -> Result<(), ApiError
 }
 
 fn list_query(q: &HashMap<String, String>) -> Result<ListQuery, ApiError> {
+    let labels = LabelSelector::parse(q.get("labelSelector").map_or("", String::as_str))?;
+    let fields = FieldSelector::parse(q.get("fieldSelector").map_or("", String::as_str))?;
+    let limit: Option<usize> = match q.get("limit") {
+        Some(l) => Some(
+            l.parse()
+                .map_err(|_| ApiError::BadRequest(format!("invalid limit {l:?}")))?,
+        ),
+        None => None,
+    };
+    let continue_token = q.get("continue").filter(|c| !c.is_empty()).cloned();
+    let at = read_options(q, false)
+        .limited(limit.is_some_and(|l| l > 0))
+        .read_at()?;
     Ok(ListQuery {
-        labels: LabelSelector::parse(q.get("labelSelector").map_or("", String::as_str))?,
-        fields: FieldSelector::parse(q.get("fieldSelector").map_or("", String::as_str))?,
-        limit: match q.get("limit") {
-            Some(l) => Some(
-                l.parse()
-                    .map_err(|_| ApiError::BadRequest(format!("invalid limit {l:?}")))?,
-            ),
-            None => None,
-        },
-        continue_token: q.get("continue").filter(|c| !c.is_empty()).cloned(),
+        labels,
+        fields,
+        limit,
+        continue_token,
+        at,
     })
+}
+
+/// The options of `q` that decide the revision of a read.
+fn read_options(q: &HashMap<String, String>, watch: bool) -> ReadOptions<'_> {
+    ReadOptions {
+        resource_version: q.get("resourceVersion").map(String::as_str),
+        resource_version_match: q.get("resourceVersionMatch").map(String::as_str),
+        limited: false,
+        continued: q.get("continue").is_some_and(|c| !c.is_empty()),
+        watch,
+        send_initial_events: q.contains_key("sendInitialEvents"),
+    }
+}
+
+/// How long a read at a `resourceVersion` newer than the server's waits
+/// for it before `504 Timeout` (the real server's watch cache waits 3 s).
+const TOO_LARGE_WAIT: Duration = Duration::from_secs(3);
+
+/// Waits until the store has reached `wanted` (`NotOlderThan`), at most
+/// [`TOO_LARGE_WAIT`], as the real server's watch cache does.
+///
+/// # Errors
+/// [`ApiError::ResourceVersionTooLarge`] when it does not arrive.
+async fn wait_for_revision(shared: &Shared, at: ReadAt) -> Result<(), ApiError> {
+    let ReadAt::NotOlderThan(wanted) = at else {
+        return Ok(());
+    };
+    let deadline = tokio::time::Instant::now() + TOO_LARGE_WAIT;
+    loop {
+        let current = shared.cluster().store.revision();
+        if current >= wanted {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(ApiError::ResourceVersionTooLarge(wanted, current));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// Reads a request body of at most [`limits::MAX_REQUEST_BODY`] bytes; a
@@ -502,6 +551,12 @@ pub async fn handle(
 
     match verb {
         Verb::Get => {
+            if let Some(rv) = q.get("resourceVersion").filter(|r| !r.is_empty()) {
+                match parse_resource_version(rv)? {
+                    0 => {}
+                    n => wait_for_revision(shared, ReadAt::NotOlderThan(n)).await?,
+                }
+            }
             let obj = shared.cluster().get(&def, &ns, &name)?;
             match table {
                 Some(include) => {
@@ -517,9 +572,9 @@ pub async fn handle(
             }
         }
         Verb::List => {
-            let list = shared
-                .cluster()
-                .list(&def, namespace.as_deref(), &list_query(&q)?)?;
+            let query = list_query(&q)?;
+            wait_for_revision(shared, query.at).await?;
+            let list = shared.cluster().list(&def, namespace.as_deref(), &query)?;
             match table {
                 Some(include) => {
                     let items = list["items"].as_array().cloned().unwrap_or_default();
@@ -546,11 +601,14 @@ pub async fn handle(
                 }
                 selector.push_str(&format!("metadata.name={n}"));
             }
-            let resource_version = match q.get("resourceVersion").filter(|r| !r.is_empty()) {
-                Some(rv) => Some(rv.parse::<u64>().map_err(|_| {
-                    ApiError::BadRequest(format!("invalid resource version {rv:?}"))
-                })?),
-                None => None,
+            let labels = LabelSelector::parse(q.get("labelSelector").map_or("", String::as_str))?;
+            let fields = FieldSelector::parse(&selector)?;
+            let resource_version = match read_options(&q, true).read_at()? {
+                ReadAt::Latest => q
+                    .get("resourceVersion")
+                    .filter(|r| !r.is_empty())
+                    .map(|_| 0),
+                ReadAt::NotOlderThan(n) | ReadAt::Exact(n) => Some(n),
             };
             let timeout =
                 match q.get("timeoutSeconds") {
@@ -562,8 +620,8 @@ pub async fn handle(
             let req = WatchRequest {
                 def: def.clone(),
                 namespace,
-                labels: LabelSelector::parse(q.get("labelSelector").map_or("", String::as_str))?,
-                fields: FieldSelector::parse(&selector)?,
+                labels,
+                fields,
                 resource_version,
                 send_initial_events: flag(&q, "sendInitialEvents"),
                 bookmarks: flag(&q, "allowWatchBookmarks"),
