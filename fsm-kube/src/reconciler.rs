@@ -302,6 +302,7 @@ where
                 leadership,
                 recorder,
                 metrics,
+                too_large: std::sync::Mutex::default(),
             }),
         }
     }
@@ -318,6 +319,10 @@ where
     leadership: Option<Leadership>,
     recorder: Option<Recorder>,
     metrics: Option<FsmMetrics>,
+    /// Objects (UID, generation) already told that their record does not
+    /// fit: a reconcile of a watched copy from before that report must not
+    /// write it again.
+    too_large: std::sync::Mutex<std::collections::HashSet<(String, Option<i64>)>>,
 }
 
 /// Drives machine `F` for the objects a `Controller` hands it.
@@ -529,6 +534,7 @@ where
             }
             Err(other) => return Err(other.into()),
         };
+        self.forget_too_large(&target.uid);
         self.after(&target, &report).await;
         if report.released {
             finalizer::remove(&api, object.as_ref(), &inner.options.finalizer, &params)
@@ -555,11 +561,33 @@ where
         error: &StoreError,
     ) -> Result<Action, Error> {
         tracing::error!(error = %error, "the record does not fit; the last committed record is kept");
+        let key = (target.uid.clone(), target.generation);
+        if self.lock_too_large().contains(&key) {
+            return Ok(Action::requeue(self.inner.options.engine.poll_interval));
+        }
         if target.report_too_large(error).await.map_err(Error::Store)? {
             self.publish(target.object.as_ref(), events::for_too_large(error))
                 .await;
         }
+        self.lock_too_large().insert(key);
         Ok(Action::requeue(self.inner.options.engine.poll_interval))
+    }
+
+    /// Forgets that object `uid`'s record did not fit: it committed again.
+    fn forget_too_large(&self, uid: &str) {
+        let mut reported = self.lock_too_large();
+        if !reported.is_empty() {
+            reported.retain(|(u, _)| u != uid);
+        }
+    }
+
+    fn lock_too_large(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashSet<(String, Option<i64>)>> {
+        self.inner
+            .too_large
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn target(

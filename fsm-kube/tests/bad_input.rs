@@ -406,7 +406,10 @@ async fn refused_over(keeper: Keeper, size: usize, limit: usize) {
         .committed(&client, "big")
         .await
         .expect("the first record was committed");
-    let writes_before = record_writes(&server, keeper);
+    // The write that made the condition visible may still be on its way
+    // into the request log (the object is stored before the request
+    // returns): count once the log has settled.
+    let writes_before = settled_record_writes(&server, keeper).await;
     let fills_then = ctx.fills.load(Ordering::SeqCst);
     // Give a looping runtime the time to show itself.
     tokio::time::sleep(Duration::from_millis(1000)).await;
@@ -496,6 +499,20 @@ async fn refused_over(keeper: Keeper, size: usize, limit: usize) {
 /// from condition patches in the log, so for the status store this counts
 /// every status write; for the object stores, updates and patches of the
 /// record objects.
+/// [`record_writes`] once it has not changed for 200 ms (bounded).
+async fn settled_record_writes(server: &fsm_testkit::ApiServer, keeper: Keeper) -> usize {
+    let mut seen = record_writes(server, keeper);
+    for _ in 0..25 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let now = record_writes(server, keeper);
+        if now == seen {
+            break;
+        }
+        seen = now;
+    }
+    seen
+}
+
 fn record_writes(server: &fsm_testkit::ApiServer, keeper: Keeper) -> usize {
     server
         .request_log()
