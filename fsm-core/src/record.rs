@@ -257,14 +257,6 @@ impl RawRecord {
             }
         }
     }
-
-    /// The record as JSON text.
-    pub fn to_text(&self) -> String {
-        match self {
-            RawRecord::Json(v) => v.to_string(),
-            RawRecord::Text(t) => t.clone(),
-        }
-    }
 }
 
 /// serde's message about a state's data, or a redacted one for a

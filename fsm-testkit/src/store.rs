@@ -336,12 +336,6 @@ fn stamp(object: &mut Value, revision: u64) {
     }
 }
 
-/// Parses a `resourceVersion` string; empty means "none".
-#[must_use]
-pub fn parse_revision(rv: &str) -> Option<u64> {
-    rv.parse().ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

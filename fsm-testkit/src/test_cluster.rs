@@ -178,12 +178,6 @@ impl TestCluster {
         self.backend
     }
 
-    /// Whether this is a real kube-apiserver.
-    #[must_use]
-    pub fn is_real(&self) -> bool {
-        self.backend == Backend::Real
-    }
-
     /// A client for it.
     #[must_use]
     pub fn client(&self) -> kube::Client {
