@@ -99,22 +99,18 @@ impl<K: KubeResource> KubeStore<K> for StatusStore {
                 value: &value,
                 stored: stored.as_ref(),
             };
-            let mut next = commit.patch(&previous, expected.map(|v| v.0.as_str()));
-            if next.is_none() {
+            let mut write = commit.write(&previous, expected);
+            if !write.changes
+                && let Some(expected) = expected
+            {
                 // Nothing the object does not already hold: no write.
-                if let Some(expected) = expected {
-                    return Ok(expected.clone());
-                }
+                return Ok(expected.clone());
             }
             let mut superseded = expected.cloned();
             let mut rebases = 0;
             let (version, conditions) = loop {
-                let (patch, conditions) = match next.take() {
-                    Some(write) => write,
-                    None => commit.patch_anyway(&previous, superseded.as_ref()),
-                };
-                match patch_status(target, &patch).await {
-                    Ok(version) => break (version, conditions),
+                match patch_status(target, &write.patch).await {
+                    Ok(version) => break (version, write.conditions),
                     Err(kube::Error::Api(e)) if e.is_conflict() && rebases < MAX_REBASES => {
                         // Someone else wrote the object since it was read;
                         // when only outside the record and the spec (the
@@ -130,8 +126,8 @@ impl<K: KubeResource> KubeStore<K> for StatusStore {
                             version = %fresh.version,
                             "status write rebased over a change outside the record and the spec"
                         );
-                        next = commit.patch(&fresh.conditions, Some(fresh.version.0.as_str()));
-                        if next.is_none() {
+                        write = commit.write(&fresh.conditions, Some(&fresh.version));
+                        if !write.changes {
                             return Ok(fresh.version);
                         }
                         superseded = Some(fresh.version);
@@ -195,6 +191,14 @@ struct Commit<'a, K: KubeResource> {
     stored: &'a Value,
 }
 
+/// A status patch of a commit, and the conditions it writes.
+struct Write {
+    patch: Value,
+    conditions: Option<Vec<Condition>>,
+    /// Whether it changes anything the object holds.
+    changes: bool,
+}
+
 /// The object as a rebase finds it.
 struct Fresh {
     version: Version,
@@ -203,39 +207,26 @@ struct Fresh {
 
 impl<K: KubeResource> Commit<'_, K> {
     /// The status patch that writes this commit over an object whose
-    /// conditions are `previous`, with `version` as its precondition, and
-    /// the conditions it writes; `None` when the object already holds the
-    /// record, the conditions and the published fields.
-    fn patch(
-        &self,
-        previous: &[Condition],
-        version: Option<&str>,
-    ) -> Option<(Value, Option<Vec<Condition>>)> {
+    /// conditions are `previous`, with `version` as its precondition; it
+    /// `changes` nothing when the object already holds the record, the
+    /// conditions and the published fields.
+    fn write(&self, previous: &[Condition], version: Option<&Version>) -> Write {
         let record_diff = merge_patch::diff(self.stored, self.value);
         let conditions = self.conditions(previous);
-        let conditions_change = conditions
-            .as_ref()
-            .is_some_and(|c| !conditions::same(previous, c));
-        let status_change = self.status.is_some_and(|fields| {
-            merge_patch::changes(&self.target.status, &Value::Object(fields.clone()))
-        });
-        let record_change = record_diff.as_object().is_none_or(|d| !d.is_empty());
-        if !(record_change || conditions_change || status_change) {
-            return None;
+        let changes = record_diff.as_object().is_none_or(|d| !d.is_empty())
+            || conditions
+                .as_ref()
+                .is_some_and(|c| !conditions::same(previous, c))
+            || self.status.is_some_and(|fields| {
+                merge_patch::changes(&self.target.status, &Value::Object(fields.clone()))
+            });
+        let (patch, conditions) =
+            self.build(record_diff, conditions, version.map(|v| v.0.as_str()));
+        Write {
+            patch,
+            conditions,
+            changes,
         }
-        Some(self.build(record_diff, conditions, version))
-    }
-
-    /// The patch of this commit even when it changes nothing (a write
-    /// without a version to answer with).
-    fn patch_anyway(
-        &self,
-        previous: &[Condition],
-        version: Option<&Version>,
-    ) -> (Value, Option<Vec<Condition>>) {
-        let record_diff = merge_patch::diff(self.stored, self.value);
-        let conditions = self.conditions(previous);
-        self.build(record_diff, conditions, version.map(|v| v.0.as_str()))
     }
 
     fn conditions(&self, previous: &[Condition]) -> Option<Vec<Condition>> {
