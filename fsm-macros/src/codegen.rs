@@ -6,8 +6,8 @@ use quote::{quote, quote_spanned};
 use syn::Ident;
 use syn::spanned::Spanned;
 
-use crate::analyze::{Model, Policy, Shape, SpecChange, State};
 use crate::diagram;
+use crate::model::{Model, Policy, Shape, SpecChange, State};
 
 /// The path of the core crate: `#[fsm(crate = ...)]`, else `fsm-core` under
 /// whatever name the user's manifest gives it, else `fsm-kube`'s re-export,
@@ -176,12 +176,12 @@ fn state_meta(s: &State, core: &TokenStream) -> TokenStream {
         let policy = retry_policy(policy, core);
         calls.push(quote!(.retry(#policy)));
     }
-    if let Some(ms) = s.timeout_ms {
-        let d = duration(ms);
+    if let Some(timeout) = s.timeout {
+        let d = duration(timeout.millis);
         calls.push(quote!(.timeout(#d)));
     }
-    if let Some(ms) = s.attempt_timeout_ms {
-        let d = duration(ms);
+    if let Some(timeout) = s.attempt_timeout {
+        let d = duration(timeout.millis);
         calls.push(quote!(.attempt_timeout(#d)));
     }
     if let Some(target) = &s.on_timeout {
