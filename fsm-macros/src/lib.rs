@@ -139,7 +139,9 @@ fn derive(input: TokenStream2) -> TokenStream2 {
         Ok(model) => codegen::generate(&model),
         Err(errors) => {
             let mut out = errors.into_compile_error();
-            out.extend(codegen::fallback(&input));
+            if let Some(declared) = parse::lenient::fallback(&input) {
+                out.extend(codegen::fallback(&declared));
+            }
             out
         }
     }

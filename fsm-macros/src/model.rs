@@ -138,3 +138,20 @@ pub enum SpecChange {
     /// Compensate, then start again.
     CompensateAndRestart,
 }
+
+/// What the `Fsm` impl emitted next to the errors of a refused enum needs:
+/// the enum and the types its attributes declare, as far as they can be
+/// read (`parse::lenient` reads them, `codegen::fallback` writes the impl).
+#[derive(Debug, Clone)]
+pub struct Fallback {
+    /// The enum.
+    pub ident: Ident,
+    /// `resource = T`, when it reads as a type.
+    pub resource: Option<syn::Type>,
+    /// `context = T`, when it reads as a type.
+    pub context: Option<syn::Type>,
+    /// `error = T`, when it reads as a type.
+    pub error: Option<syn::Type>,
+    /// `crate = path`, when it reads as a path.
+    pub krate: Option<syn::Path>,
+}
