@@ -244,6 +244,23 @@ mod tests {
     }
 
     #[test]
+    fn durations_in_messages_are_written_as_in_the_attribute() {
+        let errors = messages(quote! {
+            #[fsm(resource = u8, retry(max = "0s"))]
+            enum S {
+                #[fsm(initial, handler = h)]
+                A,
+                #[fsm(failed)]
+                F,
+            }
+        });
+        assert_eq!(
+            errors,
+            ["`max` (\"0s\") must not be below `initial` (\"1s\"): `max` caps the backoff"]
+        );
+    }
+
+    #[test]
     fn serde_renames_are_refused() {
         let errors = messages(quote! {
             #[fsm(resource = u8)]

@@ -2,6 +2,7 @@
 //! and the default, then validated as `RetryPolicy::new` would.
 
 use super::checker::Checker;
+use crate::duration;
 use crate::model::Policy;
 use crate::parse::{JitterArg, RetryArgs};
 
@@ -54,9 +55,10 @@ impl Checker<'_> {
                 self.error(
                     span,
                     format!(
-                        "`max` ({}) must not be below `initial` ({}): `max` caps the backoff",
-                        show_millis(policy.max_ms),
-                        show_millis(policy.initial_ms)
+                        "`max` (\"{}\") must not be below `initial` (\"{}\"): `max` caps the \
+                         backoff",
+                        duration::literal(policy.max_ms),
+                        duration::literal(policy.initial_ms)
                     ),
                 );
             }
@@ -64,27 +66,4 @@ impl Checker<'_> {
         }
         valid.then_some(policy)
     }
-}
-
-/// Milliseconds in the attribute syntax, for messages.
-fn show_millis(ms: u64) -> String {
-    const UNITS: [(&str, u64); 5] = [
-        ("d", 86_400_000),
-        ("h", 3_600_000),
-        ("m", 60_000),
-        ("s", 1_000),
-        ("ms", 1),
-    ];
-    if ms == 0 {
-        return "0s".to_owned();
-    }
-    let mut rest = ms;
-    let mut out = String::new();
-    for (unit, size) in UNITS {
-        if rest >= size {
-            out.push_str(&format!("{}{unit}", rest / size));
-            rest %= size;
-        }
-    }
-    format!("\"{out}\"")
 }
