@@ -122,12 +122,12 @@ fn derive(input: TokenStream2) -> TokenStream2 {
     };
     let not_enum = match &input.data {
         syn::Data::Enum(_) => None,
-        syn::Data::Struct(s) => Some(syn::Error::new(s.struct_token.span, "")),
-        syn::Data::Union(u) => Some(syn::Error::new(u.union_token.span, "")),
+        syn::Data::Struct(s) => Some(s.struct_token.span),
+        syn::Data::Union(u) => Some(u.union_token.span),
     };
-    if let Some(e) = not_enum {
+    if let Some(span) = not_enum {
         return syn::Error::new(
-            e.span(),
+            span,
             "#[derive(OperatorFsm)] applies to enums only: each variant is a state",
         )
         .into_compile_error();
