@@ -108,6 +108,7 @@ mod machine;
 mod memory;
 mod parts;
 mod random;
+mod refuse;
 mod record;
 mod retry;
 mod step;
