@@ -108,14 +108,15 @@ mod machine;
 mod memory;
 mod parts;
 mod random;
-mod refuse;
 mod record;
+mod refuse;
 mod retry;
 mod step;
 mod store;
 mod transition;
 
 pub mod prelude;
+pub mod text;
 
 #[doc(hidden)]
 #[path = "derive_support.rs"]

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use fsm_core::Fsm;
+use fsm_core::text::display_chain;
 use kube::CustomResourceExt;
 
 use super::args::clashes_with_run;
@@ -195,13 +196,7 @@ where
         match self.execute(cli.command, run, &mut stdout).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
-                let mut message = format!("error: {error}");
-                let mut source = std::error::Error::source(&error);
-                while let Some(cause) = source {
-                    message.push_str(&format!("\n  caused by: {cause}"));
-                    source = cause.source();
-                }
-                eprintln!("{message}");
+                eprintln!("error: {}", display_chain(&error, "\n  caused by: "));
                 ExitCode::FAILURE
             }
         }
