@@ -519,11 +519,7 @@ fn status_args(env: &Env, name: &str, output: OutputFormat) -> StatusArgs {
 }
 
 fn spec() -> WidgetSpec {
-    WidgetSpec {
-        color: "blue".into(),
-        fail: false,
-        conflict_once: false,
-    }
+    WidgetSpec::colored("blue")
 }
 
 /// A kubeconfig for `env`'s server: the real server's own, or one written
