@@ -356,7 +356,8 @@ impl Simulation {
     }
 
     /// Stops simulating: nothing more is written, not even the pending
-    /// completions of workloads already seen.
+    /// completions of workloads already seen (through a client, a request
+    /// already sent may still land).
     pub fn stop(&self) {
         self.lock().stopped = true;
         self.task.abort();

@@ -74,19 +74,23 @@ fn observe(client: &Client, state: &Arc<Mutex<State>>, kind: Kind, object: &Dyna
             finish,
         } = reaction;
         if let Some(now) = now {
-            write_status(&client, &target, |_| now.clone()).await;
+            write_status(&client, &state, &target, |_| now.clone()).await;
         }
         let Some(finish) = finish else { return };
         tokio::time::sleep(delay).await;
-        if !stopped(&state) {
-            write_status(&client, &target, |o| finish.status(target.kind, o)).await;
-        }
+        write_status(&client, &state, &target, |o| finish.status(target.kind, o)).await;
     });
 }
 
 /// Replaces the status of the target with the one `f` computes from the
-/// object as read, if it is still the target; a conflict reads it again.
-async fn write_status(client: &Client, target: &Target, f: impl Fn(&Value) -> Value) {
+/// object as read, if it is still the target and the simulation has not
+/// stopped; a conflict reads it again.
+async fn write_status(
+    client: &Client,
+    state: &Mutex<State>,
+    target: &Target,
+    f: impl Fn(&Value) -> Value,
+) {
     let api: Api<DynamicObject> = Api::namespaced_with(
         client.clone(),
         &target.namespace,
@@ -94,6 +98,9 @@ async fn write_status(client: &Client, target: &Target, f: impl Fn(&Value) -> Va
     );
     let name = target.name.as_str();
     for _ in 0..ATTEMPTS {
+        if stopped(state) {
+            return;
+        }
         let mut current = match api.get_opt(name).await {
             Ok(Some(current)) => current,
             Ok(None) => return,
