@@ -32,8 +32,8 @@ where
 }
 
 /// An `Api` over the objects of `namespace`, or of every namespace when
-/// `None`: operators and the simulator scoped to one namespace leave others'
-/// objects alone on a shared cluster.
+/// `None`: operators scoped to one namespace leave others' objects alone
+/// on a shared cluster.
 pub fn scoped_api<K>(client: Client, namespace: Option<&str>) -> Api<K>
 where
     K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
