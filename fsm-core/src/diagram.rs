@@ -6,6 +6,14 @@ use std::fmt::Write;
 
 use crate::{Machine, StateMeta};
 
+/// The note on a state no workflow can enter
+/// ([`Machine::unreachable_states`]).
+pub(crate) const UNREACHABLE: &str = "unreachable";
+
+/// The note on a state from which no declared path leads to rest
+/// ([`Machine::states_that_never_rest`]).
+pub(crate) const NEVER_RESTS: &str = "never rests";
+
 /// One arrow of a diagram.
 struct Edge {
     from: &'static str,
@@ -22,7 +30,7 @@ struct Edge {
 /// else the default failed state) and `fail` (a permanent error or
 /// `Transition::fail`, to the default failed state). Only states with a
 /// handler have them.
-fn engine_edges(machine: &Machine, state: &StateMeta) -> Vec<(&'static str, String)> {
+pub(crate) fn engine_edges(machine: &Machine, state: &StateMeta) -> Vec<(&'static str, String)> {
     if !state.has_handler() {
         return Vec::new();
     }
@@ -101,6 +109,10 @@ impl Machine {
     /// to the same state sharing one arrow. A state with a compensation
     /// gets a note naming it; the compensations run in reverse order of
     /// entry when the workflow fails, before it rests in the failed state.
+    /// A state no workflow can enter gets the note `unreachable`, one from
+    /// which no declared path leads to rest the note `never rests` (see
+    /// [`Machine::unreachable_states`] and
+    /// [`Machine::states_that_never_rest`]).
     ///
     /// ```
     /// use fsm_core::{Machine, StateMeta};
@@ -140,6 +152,12 @@ impl Machine {
                 let _ = writeln!(out, "    note right of {} : {note}", s.name());
             }
         }
+        for name in self.unreachable_states() {
+            let _ = writeln!(out, "    note left of {name} : {UNREACHABLE}");
+        }
+        for name in self.states_that_never_rest() {
+            let _ = writeln!(out, "    note left of {name} : {NEVER_RESTS}");
+        }
         for s in self.states().iter().filter(|s| s.is_resting()) {
             let _ = writeln!(out, "    {} --> [*]", s.name());
         }
@@ -149,7 +167,8 @@ impl Machine {
     /// The machine as a Graphviz `digraph`, with the same edges as
     /// [`Machine::mermaid`]: the engine's edges dashed and labelled, a
     /// state with a compensation labelled with it; ready states are drawn
-    /// with a double border and failed states in red.
+    /// with a double border, failed states in red, and the states marked
+    /// in [`Machine::mermaid`] with a dashed border and their note.
     ///
     /// ```
     /// use fsm_core::{Machine, StateMeta};
@@ -168,10 +187,27 @@ impl Machine {
             "digraph \"{}\" {{\n    rankdir=LR;\n    node [shape=box, style=rounded];\n    \"[*]\" [shape=point];\n",
             self.name()
         );
+        let unreachable = self.unreachable_states();
+        let restless = self.states_that_never_rest();
         for s in self.states() {
             let mut attrs = Vec::new();
-            if let Some(note) = compensation(s) {
-                attrs.push(format!("label=\"{}\\n{note}\"", s.name()));
+            let mut notes: Vec<String> = compensation(s).into_iter().collect();
+            if unreachable.contains(&s.name()) {
+                notes.push(UNREACHABLE.to_owned());
+            }
+            if restless.contains(&s.name()) {
+                notes.push(NEVER_RESTS.to_owned());
+            }
+            if !notes.is_empty() {
+                let mut label = s.name().to_owned();
+                for note in notes {
+                    label.push_str("\\n");
+                    label.push_str(&note);
+                }
+                attrs.push(format!("label=\"{label}\""));
+            }
+            if unreachable.contains(&s.name()) || restless.contains(&s.name()) {
+                attrs.push("style=\"rounded,dashed\"".to_owned());
             }
             if s.is_ready() {
                 attrs.push("peripheries=2".to_owned());
@@ -244,6 +280,7 @@ mod tests {
     Ready --> Provisioning: exhausted
     Ready --> Failed: fail
     note right of Provisioning : compensate undo_provision
+    note left of Deleted : unreachable
     Deleted --> [*]
     Failed --> [*]
 ";
@@ -258,6 +295,7 @@ mod tests {
     "[*]" [shape=point];
     "Provisioning" [label="Provisioning\ncompensate undo_provision"];
     "Ready" [peripheries=2];
+    "Deleted" [label="Deleted\nunreachable", style="rounded,dashed"];
     "Failed" [color=red];
     "[*]" -> "Provisioning";
     "Provisioning" -> "WaitingReady";
@@ -290,6 +328,7 @@ mod tests {
     Waiting --> Done
     Waiting --> Cancelled: timeout, exhausted, fail
     note right of Waiting : compensated
+    note left of Broken : unreachable
     Done --> [*]
     Broken --> [*]
     Cancelled --> [*]
@@ -302,5 +341,47 @@ mod tests {
         assert!(ambiguous.contains("    Waiting --> Done\n"), "{ambiguous}");
         assert!(!ambiguous.contains("Waiting --> Broken"), "{ambiguous}");
         assert!(!ambiguous.contains("Waiting --> Cancelled"), "{ambiguous}");
+    }
+
+    #[test]
+    fn states_no_workflow_enters_or_that_never_rest_are_marked() {
+        static MARKED: [StateMeta; 5] = [
+            StateMeta::new("Start")
+                .initial()
+                .with_handler()
+                .next(&["Poll"]),
+            StateMeta::new("Poll").with_handler().next(&["Poll"]),
+            StateMeta::new("Orphan").with_handler().next(&["Done"]),
+            StateMeta::new("Done").final_state(),
+            StateMeta::new("Failed").failed(),
+        ];
+        let machine = Machine::new("Marked", &MARKED);
+        let mermaid = machine.mermaid();
+        assert!(
+            mermaid.contains("    note left of Orphan : unreachable\n"),
+            "{mermaid}"
+        );
+        assert!(
+            mermaid.contains("    note left of Done : unreachable\n"),
+            "{mermaid}"
+        );
+        assert!(
+            mermaid.contains("    note left of Start : never rests\n"),
+            "{mermaid}"
+        );
+        assert!(
+            mermaid.contains("    note left of Poll : never rests\n"),
+            "{mermaid}"
+        );
+        assert!(!mermaid.contains("Failed :"), "{mermaid}");
+        let dot = machine.dot();
+        assert!(
+            dot.contains(r#""Orphan" [label="Orphan\nunreachable", style="rounded,dashed"];"#),
+            "{dot}"
+        );
+        assert!(
+            dot.contains(r#""Poll" [label="Poll\nnever rests", style="rounded,dashed"];"#),
+            "{dot}"
+        );
     }
 }

@@ -114,6 +114,7 @@ mod retry;
 mod step;
 mod store;
 mod transition;
+mod upgrade;
 
 pub mod prelude;
 pub mod text;

@@ -68,6 +68,7 @@ pub struct StateMeta {
     attempt_timeout: Option<Duration>,
     on_timeout: Option<&'static str>,
     on_exhausted: Option<&'static str>,
+    renamed_from: &'static [&'static str],
 }
 
 impl StateMeta {
@@ -90,6 +91,7 @@ impl StateMeta {
             attempt_timeout: None,
             on_timeout: None,
             on_exhausted: None,
+            renamed_from: &[],
         }
     }
 
@@ -172,6 +174,14 @@ impl StateMeta {
         self
     }
 
+    /// The names this state had in earlier builds of the machine: a record
+    /// that names one of them loads as this state (see
+    /// [`RawRecord::upgrade`](crate::RawRecord::upgrade)).
+    pub const fn renamed_from(mut self, names: &'static [&'static str]) -> Self {
+        self.renamed_from = names;
+        self
+    }
+
     /// The variant's name, as stored in records.
     pub const fn name(&self) -> &'static str {
         self.name
@@ -246,6 +256,10 @@ impl StateMeta {
     pub const fn exhausted_target(&self) -> Option<&'static str> {
         self.on_exhausted
     }
+    /// The names this state had in earlier builds of the machine.
+    pub const fn former_names(&self) -> &'static [&'static str] {
+        self.renamed_from
+    }
 }
 
 /// A mistake in a machine's description, found by [`Machine::validate`].
@@ -295,6 +309,22 @@ pub enum MachineError {
     /// Two states with one name.
     #[error("state name {0} is used twice")]
     DuplicateState(&'static str),
+    /// A former name (`renamed_from`) that is the name of a state, or the
+    /// former name of two states: a record naming it would be ambiguous.
+    #[error(
+        "state name {name} is used twice: {state} was renamed from it, but {other} uses it too"
+    )]
+    AmbiguousFormerName {
+        /// The former name.
+        name: &'static str,
+        /// The state that declares it.
+        state: &'static str,
+        /// The other state that is, or was, called so.
+        other: &'static str,
+    },
+    /// Machine versions start at 1.
+    #[error("machine {0} has version 0; versions start at 1")]
+    ZeroVersion(&'static str),
     /// The initial state carries data but `Fsm::initial_state` does not
     /// build it (found when an engine is built for a hand-written machine).
     #[error(
@@ -328,6 +358,7 @@ pub struct Machine {
     snapshot_spec: bool,
     has_cleanup: bool,
     on_delete: OnDelete,
+    version: u32,
 }
 
 impl Machine {
@@ -343,7 +374,18 @@ impl Machine {
             snapshot_spec: false,
             has_cleanup: false,
             on_delete: OnDelete::Nothing,
+            version: 1,
         }
+    }
+    /// The machine's version, stored in every record it writes (1 unless
+    /// set). Raise it when a new build changes what stored records mean —
+    /// a state removed or split, a field changed — so that the new build's
+    /// [`Fsm::migrate`](crate::Fsm::migrate) is asked about records of
+    /// older versions, and an older build leaves the new build's records
+    /// alone (see `docs/upgrading.md`).
+    pub const fn versioned(mut self, version: u32) -> Self {
+        self.version = version;
+        self
     }
     /// The retry policy of states that declare none.
     pub const fn retry(mut self, policy: RetryPolicy) -> Self {
@@ -380,6 +422,10 @@ impl Machine {
     pub const fn name(&self) -> &'static str {
         self.name
     }
+    /// The machine's version (see [`Machine::versioned`]).
+    pub const fn version(&self) -> u32 {
+        self.version
+    }
     /// All states, in declaration order.
     pub const fn states(&self) -> &'static [StateMeta] {
         self.states
@@ -412,6 +458,12 @@ impl Machine {
     /// The state with this name.
     pub fn state(&self, name: &str) -> Option<&'static StateMeta> {
         self.states.iter().find(|s| s.name == name)
+    }
+    /// The state with this name or, failing that, the state that was
+    /// renamed from it (see [`StateMeta::renamed_from`]).
+    pub fn resolve(&self, name: &str) -> Option<&'static StateMeta> {
+        self.state(name)
+            .or_else(|| self.states.iter().find(|s| s.renamed_from.contains(&name)))
     }
     /// The initial state.
     pub fn initial_state(&self) -> Option<&'static StateMeta> {
@@ -448,6 +500,10 @@ impl Machine {
             if self.states[..i].iter().any(|o| o.name == s.name) {
                 errors.push(MachineError::DuplicateState(s.name));
             }
+        }
+        self.check_former_names(&mut errors);
+        if self.version == 0 {
+            errors.push(MachineError::ZeroVersion(self.name));
         }
         let initials: Vec<_> = self.states.iter().filter(|s| s.initial).collect();
         if initials.len() != 1 {
@@ -530,6 +586,31 @@ impl Machine {
             Err(errors)
         }
     }
+
+    /// Every former name is nobody's current name and only one state's
+    /// former name.
+    fn check_former_names(&self, errors: &mut Vec<MachineError>) {
+        for (i, s) in self.states.iter().enumerate() {
+            for (j, &name) in s.renamed_from.iter().enumerate() {
+                let current = self.states.iter().find(|o| o.name == name);
+                let earlier_here = s.renamed_from[..j].contains(&name);
+                let earlier_other = self.states[..i]
+                    .iter()
+                    .find(|o| o.renamed_from.contains(&name));
+                let other = current
+                    .or(earlier_other)
+                    .map(StateMeta::name)
+                    .or(earlier_here.then_some(s.name));
+                if let Some(other) = other {
+                    errors.push(MachineError::AmbiguousFormerName {
+                        name,
+                        state: s.name,
+                        other,
+                    });
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -596,6 +677,64 @@ mod tests {
         assert!(errors.contains(&MachineError::MissingHandler("B")));
         assert!(errors.contains(&MachineError::RestingWithHandler("D")));
         assert!(errors.contains(&MachineError::AmbiguousFailedState("Bad")));
+    }
+
+    #[test]
+    fn former_names_resolve_and_must_be_unambiguous() {
+        static RENAMED: [StateMeta; 3] = [
+            StateMeta::new("Start")
+                .initial()
+                .with_handler()
+                .renamed_from(&["Begin", "Go"])
+                .next(&["Done"]),
+            StateMeta::new("Done")
+                .final_state()
+                .renamed_from(&["Finished"]),
+            StateMeta::new("Failed").failed(),
+        ];
+        let m = Machine::new("Renamed", &RENAMED);
+        assert_eq!(m.validate(), Ok(()));
+        assert_eq!(m.resolve("Go").map(StateMeta::name), Some("Start"));
+        assert_eq!(m.resolve("Done").map(StateMeta::name), Some("Done"));
+        assert_eq!(m.resolve("Finished").map(StateMeta::name), Some("Done"));
+        assert_eq!(m.resolve("Nope"), None);
+        assert_eq!(m.state("Go"), None, "state() knows current names only");
+
+        static CLASHING: [StateMeta; 3] = [
+            StateMeta::new("Start")
+                .initial()
+                .with_handler()
+                .renamed_from(&["Failed", "Old"]),
+            StateMeta::new("Done")
+                .final_state()
+                .renamed_from(&["Old", "X", "X"]),
+            StateMeta::new("Failed").failed(),
+        ];
+        let errors = Machine::new("Clashing", &CLASHING)
+            .versioned(0)
+            .validate()
+            .unwrap_err();
+        assert_eq!(
+            errors,
+            [
+                MachineError::AmbiguousFormerName {
+                    name: "Failed",
+                    state: "Start",
+                    other: "Failed"
+                },
+                MachineError::AmbiguousFormerName {
+                    name: "Old",
+                    state: "Done",
+                    other: "Start"
+                },
+                MachineError::AmbiguousFormerName {
+                    name: "X",
+                    state: "Done",
+                    other: "Done"
+                },
+                MachineError::ZeroVersion("Clashing"),
+            ]
+        );
     }
 
     #[test]
