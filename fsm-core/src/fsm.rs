@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::{Classify, Machine, Step, Transition};
+use crate::{Classify, Machine, Migrated, MigrationError, OldRecord, Step, Transition};
 
 /// A boxed, `Send` future, as returned by the dispatch methods of [`Fsm`].
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -133,6 +133,49 @@ pub trait Fsm: Sized + Clone + Send + Sync + StoredState + 'static {
     fn cleanup<'a>(&'a self, cx: &'a mut Step<'_, Self>) -> BoxFuture<'a, Result<(), Self::Error>> {
         let _ = cx;
         Box::pin(async { Ok(()) })
+    }
+
+    /// Maps a state stored by an older version of the machine (see
+    /// [`Machine::versioned`]) to a state of this build: for states removed
+    /// or split, and data whose meaning changed. Asked, without running
+    /// anything, about the current state and each compensable state on the
+    /// trail of every record whose machine version is older than this
+    /// build's; the migrated record is committed before the machine acts on
+    /// it (see `docs/upgrading.md`).
+    ///
+    /// Return [`Migrated::Keep`] for what needs no migration (renames are
+    /// applied after, fields added with `#[serde(default)]` take their
+    /// default), or [`MigrationError`] for a record that cannot be
+    /// migrated: it is then left untouched and reported unreadable. The
+    /// default keeps everything. `#[derive(OperatorFsm)]` calls the
+    /// function named by `#[fsm(migrate = path)]`.
+    ///
+    /// ```
+    /// use fsm_core::{Migrated, MigrationError, OldRecord};
+    /// # #[derive(Debug, PartialEq)]
+    /// # enum Db { Provisioning, Ready { id: String } }
+    ///
+    /// // Version 2 removed `Seeding { id }`: its objects are ready.
+    /// fn migrate(old: OldRecord<'_>) -> Result<Migrated<Db>, MigrationError> {
+    ///     match (old.version, old.state) {
+    ///         (1, "Seeding") => {
+    ///             let id = old.data.and_then(|d| d["id"].as_str())
+    ///                 .ok_or_else(|| MigrationError::new("Seeding without an id"))?;
+    ///             Ok(Migrated::To(Db::Ready { id: id.to_owned() }))
+    ///         }
+    ///         _ => Ok(Migrated::Keep),
+    ///     }
+    /// }
+    /// # let data = serde_json::json!({"id": "db-1"});
+    /// # let old = OldRecord { state: "Seeding", data: Some(&data), version: 1 };
+    /// # assert_eq!(migrate(old), Ok(Migrated::To(Db::Ready { id: "db-1".into() })));
+    /// ```
+    ///
+    /// # Errors
+    /// [`MigrationError`], saying why the record cannot be migrated.
+    fn migrate(old: OldRecord<'_>) -> Result<Migrated<Self>, MigrationError> {
+        let _ = old;
+        Ok(Migrated::Keep)
     }
 
     /// The machine's diagram in Mermaid (see [`Machine::mermaid`]).

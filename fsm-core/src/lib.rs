@@ -103,6 +103,7 @@ mod clock;
 mod diagram;
 mod engine;
 mod fsm;
+mod graph;
 mod harness;
 mod machine;
 mod memory;
@@ -149,6 +150,7 @@ pub use step::{
 };
 pub use store::{Loaded, ObjectKey, StateStore, StoreError, Version};
 pub use transition::Transition;
+pub use upgrade::{Migrated, MigrationError, OldRecord, RecordCompatibility, Upgraded};
 
 /// What the derive's expansion uses; not part of the API.
 #[doc(hidden)]

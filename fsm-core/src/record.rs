@@ -108,6 +108,12 @@ impl Unwind {
 pub struct StateRecord {
     /// The record format; see [`SCHEMA_VERSION`].
     pub schema_version: u32,
+    /// The version of the machine that wrote the record (see
+    /// [`Machine::versioned`](crate::Machine::versioned)). Absent, as in
+    /// records written before machines had versions, it is 1, and it is
+    /// left out when 1.
+    #[serde(default = "first_version", skip_serializing_if = "is_first_version")]
+    pub machine_version: u32,
     /// The current state's variant name.
     pub state: String,
     /// The current state's data; absent for unit variants.
@@ -177,7 +183,29 @@ pub enum DecodeError {
         /// The version this engine reads.
         supported: u32,
     },
-    /// A state the machine no longer has.
+    /// Written by a newer version of the machine (see
+    /// [`Machine::versioned`](crate::Machine::versioned)): this build
+    /// leaves it alone.
+    #[error(
+        "the stored record was written by version {found} of the machine, newer than this build's {supported}"
+    )]
+    NewerMachine {
+        /// The record's machine version.
+        found: u32,
+        /// This build's machine version.
+        supported: u32,
+    },
+    /// The machine's migration hook refused the record.
+    #[error("the stored state {state} of machine version {version} cannot be migrated: {reason}")]
+    Migration {
+        /// The stored state name.
+        state: String,
+        /// The record's machine version.
+        version: u32,
+        /// What the hook said.
+        reason: String,
+    },
+    /// A state the machine does not have, under its name or a former one.
     #[error("the stored record names state {state}, which machine {machine} does not have")]
     UnknownState {
         /// The stored name.
@@ -196,55 +224,15 @@ pub enum DecodeError {
 }
 
 impl RawRecord {
-    /// Decodes and checks a record against machine `S`: the schema version,
-    /// every state name it mentions, and the current state's data.
+    /// Decodes and checks a record against machine `S`: the record format,
+    /// the machine version, every state name it mentions, and the current
+    /// state's data. Renamed and migrated states are read as
+    /// [`RawRecord::upgrade`] reads them.
     ///
     /// # Errors
     /// [`DecodeError`], naming what is wrong.
     pub fn decode<S: Fsm>(&self) -> Result<StateRecord, DecodeError> {
-        let value = match self {
-            RawRecord::Json(v) => std::borrow::Cow::Borrowed(v),
-            RawRecord::Text(t) => std::borrow::Cow::Owned(
-                serde_json::from_str::<Value>(t)
-                    .map_err(|e| DecodeError::Malformed(e.to_string()))?,
-            ),
-        };
-        // The version first: a newer record may not parse as this one.
-        let version = value
-            .get("schemaVersion")
-            .and_then(Value::as_u64)
-            .ok_or_else(|| DecodeError::Malformed("missing schemaVersion".to_owned()))?;
-        if version > u64::from(SCHEMA_VERSION) {
-            return Err(DecodeError::NewerSchema {
-                found: version,
-                supported: SCHEMA_VERSION,
-            });
-        }
-        let record = StateRecord::deserialize(value.as_ref())
-            .map_err(|e| DecodeError::Malformed(e.to_string()))?;
-        let machine = S::machine();
-        let known = |name: &str| -> Result<(), DecodeError> {
-            match machine.state(name) {
-                Some(_) => Ok(()),
-                None => Err(DecodeError::UnknownState {
-                    state: name.to_owned(),
-                    machine: machine.name(),
-                }),
-            }
-        };
-        known(&record.state)?;
-        for entry in &record.trail {
-            known(&entry.state)?;
-        }
-        if let Some(target) = record
-            .compensation
-            .as_ref()
-            .and_then(|u| u.target.as_deref())
-        {
-            known(target)?;
-        }
-        record.current::<S>()?;
-        Ok(record)
+        self.upgrade::<S>().map(|upgraded| upgraded.record)
     }
 
     /// The record as a JSON value: text that is not JSON becomes a JSON
@@ -284,6 +272,7 @@ impl StateRecord {
         let (name, data) = state.to_parts()?;
         Ok(StateRecord {
             schema_version: SCHEMA_VERSION,
+            machine_version: S::machine().version(),
             state: name.to_owned(),
             data,
             entered_at: now,
@@ -326,6 +315,18 @@ impl StateRecord {
     pub fn is_unwinding(&self) -> bool {
         self.compensation.as_ref().is_some_and(Unwind::is_active)
     }
+}
+
+/// A record without a machine version was written by version 1.
+fn first_version() -> u32 {
+    1
+}
+
+/// For `skip_serializing_if`: version 1 is left out, so that the records
+/// of machines without versions stay as they were.
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde passes a reference
+fn is_first_version(v: &u32) -> bool {
+    *v == 1
 }
 
 /// For `skip_serializing_if`: flags that are off are left out of the record.

@@ -95,7 +95,10 @@ pub fn for_effect(effect: &Effect) -> Option<Event> {
             "Compensate".to_owned(),
             format!("compensation finished with {failures} failed step(s)"),
         ),
-        Effect::SpecChanged { .. } | Effect::Checkpointed { .. } | Effect::Released => return None,
+        Effect::SpecChanged { .. }
+        | Effect::Checkpointed { .. }
+        | Effect::Released
+        | Effect::Upgraded { .. } => return None,
     };
     Some(Event {
         type_,

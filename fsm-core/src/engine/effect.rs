@@ -102,4 +102,17 @@ pub enum Effect {
     },
     /// Deletion is complete: the finalizer may go.
     Released,
+    /// A record written by an earlier build of the machine (a renamed
+    /// state, an older machine version, a migrated state) was written back
+    /// as this build reads it, before anything else ran.
+    Upgraded {
+        /// The state stored before.
+        from: String,
+        /// The state now.
+        to: String,
+        /// The machine version of the stored record.
+        from_version: u32,
+        /// This build's machine version.
+        to_version: u32,
+    },
 }

@@ -103,6 +103,21 @@ pub enum ReconcileError {
     /// A bug in a hand-written machine (see [`DecideError`]).
     #[error("the machine is inconsistent")]
     Machine(#[source] DecideError),
+    /// The stored record was written by a newer version of the machine
+    /// (see [`Machine::versioned`](crate::Machine::versioned)), as during a
+    /// rolling update or after a rollback: this build left it untouched
+    /// and ran nothing. Not worth retrying soon: the newer build acts on
+    /// the object; a runtime says so on the object and looks again later.
+    #[error(
+        "the stored state record was written by version {found} of the machine, newer than \
+         this build's {supported}; it was left untouched"
+    )]
+    NewerRecord {
+        /// The record's machine version.
+        found: u32,
+        /// This build's machine version.
+        supported: u32,
+    },
     /// This process may no longer act (see [`Authority`]): no user code was
     /// run, or what ran failed after the authority was lost, and nothing
     /// about it was committed. Another process takes over.
@@ -290,10 +305,6 @@ impl<S: Fsm> Engine<S> {
     ) -> Result<Report, ReconcileError> {
         let loaded = store.load(&observed.key).await?;
         let mut version = loaded.version;
-        let mut record = match loaded.record {
-            Some(raw) => Some(raw.decode::<S>().map_err(ReconcileError::Corrupt)?),
-            None => None,
-        };
         let mut report = Report {
             state: String::new(),
             record: None,
@@ -302,6 +313,13 @@ impl<S: Fsm> Engine<S> {
             requeue: None,
             released: false,
             effects: Vec::new(),
+        };
+        let mut record = match loaded.record {
+            Some(raw) => Some(
+                self.load_upgraded(store, observed, &raw, &mut version, &mut report)
+                    .await?,
+            ),
+            None => None,
         };
         let mut transitions = 0u32;
         // Bookkeeping decided but not yet committed (deletion start, spec
@@ -452,6 +470,43 @@ impl<S: Fsm> Engine<S> {
         report.record = record;
         report.version = version;
         Ok(report)
+    }
+
+    /// Reads a stored record as this build of the machine does
+    /// ([`RawRecord::upgrade`](crate::RawRecord::upgrade)); one written by
+    /// an earlier build is written back, upgraded, before anything runs
+    /// (conditionally, as every commit: a conflict commits nothing).
+    async fn load_upgraded(
+        &self,
+        store: &dyn StateStore,
+        observed: &Observed,
+        raw: &crate::RawRecord,
+        version: &mut Option<Version>,
+        report: &mut Report,
+    ) -> Result<StateRecord, ReconcileError> {
+        let upgraded = raw.upgrade::<S>().map_err(|error| match error {
+            DecodeError::NewerMachine { found, supported } => {
+                ReconcileError::NewerRecord { found, supported }
+            }
+            other => ReconcileError::Corrupt(other),
+        })?;
+        if !upgraded.changed {
+            return Ok(upgraded.record);
+        }
+        let effect = Effect::Upgraded {
+            from: upgraded.stored_state,
+            to: upgraded.record.state.clone(),
+            from_version: upgraded.stored_version,
+            to_version: S::machine().version(),
+        };
+        tracing::info!(machine = S::machine().name(), object = %observed.key, ?effect, "record upgraded");
+        let saved = store
+            .save(&observed.key, &upgraded.record, version.as_ref())
+            .await?;
+        *version = Some(saved);
+        report.commits += 1;
+        report.effects.push(effect);
+        Ok(upgraded.record)
     }
 
     /// Runs the current state's handler under its attempt timeout, with a
