@@ -27,9 +27,10 @@ impl Classify for Never {}
 #[derive(OperatorFsm, Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[fsm(resource = (), error = Never)]
 enum Bench {
-    #[fsm(initial, handler = first, next(Second))]
+    // The benchmark cycles between the two states for ever, on purpose.
+    #[fsm(initial, handler = first, next(Second), allow(never_rests))]
     First,
-    #[fsm(handler = second, next(First), timeout = "10m")]
+    #[fsm(handler = second, next(First), timeout = "10m", allow(never_rests))]
     Second { id: String },
     #[fsm(failed)]
     Failed,

@@ -22,7 +22,7 @@ impl Classify for Never {}
 enum Fuzz {
     #[fsm(initial, handler = go, next(Busy))]
     Idle,
-    #[fsm(handler = busy, compensate = undo, next(Idle), timeout = "1m")]
+    #[fsm(handler = busy, compensate = undo, next(Idle, Secret), timeout = "1m")]
     Busy { id: String, tries: u32 },
     #[fsm(sensitive, final)]
     Secret(String),

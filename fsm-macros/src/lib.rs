@@ -24,6 +24,7 @@ mod analyze;
 mod codegen;
 mod diagram;
 mod duration;
+mod graph;
 mod model;
 mod parse;
 mod suggest;

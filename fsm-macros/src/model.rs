@@ -34,6 +34,10 @@ pub struct Model {
     pub compensate_on_delete: bool,
     /// `crate = path`.
     pub krate: Option<syn::Path>,
+    /// `version = N`, at least 1; `None` for the default, 1.
+    pub version: Option<u32>,
+    /// `migrate = path`.
+    pub migrate: Option<syn::Path>,
     /// The states, in declaration order.
     pub states: Vec<State>,
 }
@@ -73,6 +77,8 @@ pub struct State {
     pub on_timeout: Option<Ident>,
     /// `on_exhausted`, a known unit state.
     pub on_exhausted: Option<Ident>,
+    /// `renamed_from = "..."`: former names, each used once in the machine.
+    pub renamed_from: Vec<String>,
 }
 
 impl State {

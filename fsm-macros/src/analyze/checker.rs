@@ -91,6 +91,11 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// Whether no rule was broken so far.
+    pub fn is_clean(&self) -> bool {
+        self.errors.is_none()
+    }
+
     /// Ends the checks.
     ///
     /// # Errors

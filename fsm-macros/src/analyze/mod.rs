@@ -10,10 +10,12 @@
 //! attributes (`serde`).
 
 mod checker;
+mod graph;
 mod machine;
 mod retry;
 mod serde;
 mod state;
+mod upgrade;
 
 use checker::Checker;
 
@@ -42,6 +44,8 @@ pub fn analyze(input: EnumInput) -> syn::Result<Model> {
         cleanup,
         on_delete,
         krate,
+        version,
+        migrate,
     } = input;
     let variants = data.take_enum().unwrap_or_default();
 
@@ -57,6 +61,12 @@ pub fn analyze(input: EnumInput) -> syn::Result<Model> {
     check.initial_state();
     check.failed_states(on_failure.as_ref());
     let on_spec_change = check.spec_change(on_spec_change);
+    let version = check.version(version.as_ref());
+    check.migrate(migrate.as_ref(), version);
+    check.former_names();
+    if check.is_clean() {
+        check.graph(&states, on_failure.as_ref(), &on_spec_change);
+    }
     check.finish()?;
 
     let Some(resource) = resource else {
@@ -76,6 +86,8 @@ pub fn analyze(input: EnumInput) -> syn::Result<Model> {
         cleanup,
         compensate_on_delete: on_delete == Some(OnDeleteArg::Compensate),
         krate,
+        version,
+        migrate,
         states,
     })
 }

@@ -42,6 +42,7 @@ impl Checker<'_> {
             attempt_timeout: v.attempt_timeout,
             on_timeout: v.on_timeout.clone(),
             on_exhausted: v.on_exhausted.clone(),
+            renamed_from: v.renamed_from.iter().map(syn::LitStr::value).collect(),
         }
     }
 

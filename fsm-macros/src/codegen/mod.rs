@@ -4,11 +4,13 @@
 //!
 //! One file per part of the impl: `table` (`fn machine()`), `dispatch`
 //! (the methods that match on the state and call the user's functions),
-//! `fallback` (the impl emitted next to the errors of a refused enum).
+//! `fallback` (the impl emitted next to the errors of a refused enum),
+//! `upgrade` (the `migrate` hook).
 
 mod dispatch;
 mod fallback;
 mod table;
+mod upgrade;
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
@@ -78,6 +80,7 @@ pub fn generate(model: &Model) -> TokenStream {
     let handle = dispatch::handle(model, &core);
     let compensate = dispatch::compensate(model, &core);
     let cleanup = dispatch::cleanup(model, &core);
+    let migrate = upgrade::migrate(model, &core);
 
     let doc = diagram::doc(model);
     let mermaid = diagram::mermaid(model);
@@ -100,6 +103,7 @@ pub fn generate(model: &Model) -> TokenStream {
             #handle
             #compensate
             #cleanup
+            #migrate
         }
 
         #[doc = #impl_doc]

@@ -44,6 +44,10 @@ pub fn machine(model: &Model, core: &TokenStream) -> TokenStream {
     if model.compensate_on_delete {
         options.push(quote!(.on_delete(#core::OnDelete::Compensate)));
     }
+    if let Some(version) = model.version {
+        let version = Literal::u32_suffixed(version);
+        options.push(quote!(.versioned(#version)));
+    }
 
     quote! {
         fn machine() -> &'static #core::Machine {
@@ -97,6 +101,10 @@ fn state_meta(s: &State, core: &TokenStream) -> TokenStream {
     if let Some(target) = &s.on_exhausted {
         let target = target.to_string();
         calls.push(quote!(.on_exhausted(#target)));
+    }
+    if !s.renamed_from.is_empty() {
+        let names = &s.renamed_from;
+        calls.push(quote!(.renamed_from(&[#(#names),*])));
     }
     if let Some(path) = &s.compensate {
         // Named for the diagrams (`.with_compensation()` above stays the

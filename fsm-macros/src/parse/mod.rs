@@ -57,6 +57,12 @@ pub struct EnumInput {
     /// `crate = path`: where `fsm_core` is.
     #[darling(default, rename = "crate")]
     pub krate: Option<syn::Path>,
+    /// `version = N`: the machine version stored in its records.
+    #[darling(default)]
+    pub version: Option<SpannedValue<u32>>,
+    /// `migrate = path`: the migration hook for older records.
+    #[darling(default)]
+    pub migrate: Option<syn::Path>,
 }
 
 /// `#[fsm(...)]` on a variant.
@@ -104,6 +110,22 @@ pub struct VariantInput {
     pub is_final: Flag,
     /// `sensitive`.
     pub sensitive: Flag,
+    /// `renamed_from = "Old"`, repeatable: the state's former names.
+    #[darling(multiple)]
+    pub renamed_from: Vec<syn::LitStr>,
+    /// `allow(unreachable, never_rests)`: graph checks waived for the state.
+    #[darling(default)]
+    pub allow: Option<AllowArgs>,
+}
+
+/// `allow(unreachable, never_rests)`: the graph checks a state is exempt
+/// from, deliberately.
+#[derive(Debug, Clone, Default, FromMeta)]
+pub struct AllowArgs {
+    /// No workflow enters the state (yet).
+    pub unreachable: Flag,
+    /// No declared path leads from the state to rest.
+    pub never_rests: Flag,
 }
 
 /// A type given as `key = Type`, absent when the key is not written.
@@ -428,6 +450,34 @@ mod tests {
             }
         ));
         assert!(input.is_ok_and(|i| i.resource.0.is_none()));
+    }
+
+    #[test]
+    fn parses_upgrade_keys() {
+        let input = enum_input(quote! {
+            #[fsm(version = 3, migrate = upgrades::migrate)]
+            enum S {
+                #[fsm(renamed_from = "Old", renamed_from = "Older", allow(unreachable, never_rests))]
+                A,
+                B,
+            }
+        });
+        let input = match input {
+            Ok(i) => i,
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(input.version.map(|v| *v), Some(3));
+        assert!(input.migrate.is_some());
+        let variants = input.data.take_enum().unwrap_or_default();
+        let names: Vec<String> = variants[0]
+            .renamed_from
+            .iter()
+            .map(syn::LitStr::value)
+            .collect();
+        assert_eq!(names, ["Old", "Older"]);
+        let allow = variants[0].allow.clone().unwrap_or_default();
+        assert!(allow.unreachable.is_present() && allow.never_rests.is_present());
+        assert!(variants[1].renamed_from.is_empty() && variants[1].allow.is_none());
     }
 
     #[test]

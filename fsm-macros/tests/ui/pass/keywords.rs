@@ -21,7 +21,8 @@ enum Keep {
 #[derive(OperatorFsm, Clone, Serialize, Deserialize)]
 #[fsm(resource = (), on_spec_change = restart)]
 enum Again {
-    #[fsm(initial, handler = again, retry(factor = 1, initial = "1d", max = "2d"))]
+    // Stays until its retries run out: it rests only by failing.
+    #[fsm(initial, handler = again, retry(factor = 1, initial = "1d", max = "2d"), allow(never_rests))]
     Pending,
     #[fsm(failed)]
     Failed,

@@ -1,0 +1,23 @@
+use fsm_core::prelude::*;
+
+#[derive(OperatorFsm, Clone, Serialize, Deserialize)]
+#[fsm(resource = ())]
+enum Job {
+    #[fsm(initial, handler = run, next(Done))]
+    Pending,
+    #[fsm(handler = run, next(Done))]
+    Orphan,
+    #[fsm(final)]
+    Done,
+    // Allowed: kept deliberately.
+    #[fsm(final, allow(unreachable))]
+    Retired,
+    #[fsm(failed)]
+    Failed,
+}
+
+async fn run(_cx: &mut Step<'_, Job>) -> Result<Transition<Job>, std::convert::Infallible> {
+    Ok(Transition::stay())
+}
+
+fn main() {}
