@@ -328,7 +328,7 @@ mod tests {
             restart: false,
             attempt: 0,
             next_attempt_at: None,
-            failures: vec![fsm_core::StepFailure {
+            failures: vec![fsm_core::UnwindFailure {
                 step: "WaitingReady".into(),
                 error: "api down".into(),
             }],
@@ -349,7 +349,7 @@ mod tests {
             restart: true,
             attempt: 0,
             next_attempt_at: None,
-            failures: vec![fsm_core::StepFailure {
+            failures: vec![fsm_core::UnwindFailure {
                 step: "Ready".into(),
                 error: "api down".into(),
             }],

@@ -1037,7 +1037,7 @@ fn spec_change_continue_keeps_the_state_and_goto_moves() {
     static CONTINUE: Machine = Machine::new("Flow", &STATES).on_spec_change(SpecChange::Continue);
     static GOTO: Machine = Machine::new("Flow", &STATES).on_spec_change(SpecChange::Goto("Parked"));
     let random = SeededRandom::new(1);
-    let decider = |machine: &'static Machine| crate::Decider {
+    let decider = |machine: &'static Machine| crate::engine::Decider {
         machine,
         now: t0(),
         random: &random,
@@ -1051,8 +1051,9 @@ fn spec_change_continue_keeps_the_state_and_goto_moves() {
     let kept = decider(&CONTINUE)
         .spec_changed::<Flow>(record.clone(), 2, &observed())
         .unwrap();
-    assert!(
-        kept.proceed,
+    assert_eq!(
+        kept.then,
+        crate::engine::Then::Proceed,
         "continue goes on to run the handler in the same reconcile"
     );
     assert_eq!(kept.record.state, "Wait");
@@ -1062,7 +1063,12 @@ fn spec_change_continue_keeps_the_state_and_goto_moves() {
     let moved = decider(&GOTO)
         .spec_changed::<Flow>(record, 2, &observed())
         .unwrap();
-    assert!(!moved.proceed);
+    assert_eq!(
+        moved.then,
+        crate::engine::Then::Commit {
+            requeue: Some(Duration::ZERO)
+        }
+    );
     assert_eq!(moved.record.state, "Parked");
     assert_eq!(
         moved.record.history.last().unwrap().from.as_deref(),
@@ -1150,35 +1156,6 @@ fn bad_data_of_a_sensitive_state_is_not_quoted_in_errors() {
     let error = raw.decode::<Vault>().unwrap_err().to_string();
     assert!(!error.contains("hunter2"), "{error}");
     assert!(error.contains("details withheld"), "{error}");
-}
-
-#[test]
-fn a_handler_error_is_described_with_its_causes() {
-    #[derive(Debug, thiserror::Error)]
-    #[error("the API answered 409: conflict")]
-    struct Api;
-    #[derive(Debug, thiserror::Error)]
-    enum Handler {
-        #[error("Kubernetes API call failed")]
-        Kube(#[source] Api),
-        #[error("call failed: {0}")]
-        Quoted(#[source] Api),
-        #[error(transparent)]
-        Transparent(Api),
-    }
-    assert_eq!(
-        super::describe(&Handler::Kube(Api)),
-        "Kubernetes API call failed: the API answered 409: conflict"
-    );
-    // A cause the message already quotes is not repeated.
-    assert_eq!(
-        super::describe(&Handler::Quoted(Api)),
-        "call failed: the API answered 409: conflict"
-    );
-    assert_eq!(
-        super::describe(&Handler::Transparent(Api)),
-        "the API answered 409: conflict"
-    );
 }
 
 /// An authority that allows `n` checks, then is lost: a Lease that
