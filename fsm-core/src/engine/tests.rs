@@ -2127,3 +2127,25 @@ async fn a_conflict_commits_nothing_and_the_next_reconcile_starts_again() {
         ["handle:Start:0", "handle:Provision:0", "handle:Provision:0"]
     );
 }
+
+// Rule 1 (load): the initial entry is committed even when the first
+// handler leaves nothing else to commit, so that its entry time, which
+// `timeout` counts from, is durable.
+#[tokio::test]
+async fn the_initial_entry_is_committed_alone_when_the_first_handler_stays() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let script = Script::with([Act::Stay]);
+    let report = engine(&clock)
+        .reconcile(&store, &observed(), &(), &script)
+        .await
+        .unwrap();
+    assert_eq!(report.commits, 1);
+    assert_eq!(report.requeue, Some(Duration::from_secs(60)));
+    assert_eq!(entered(&report.effects), ["Start"]);
+    let record = record_in(&store);
+    assert_eq!(record.state, "Start");
+    assert_eq!(record.entered_at, t0());
+    assert_eq!(record.transitions, 1);
+    assert_eq!(record.observed_generation, Some(1));
+}
