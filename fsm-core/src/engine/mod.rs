@@ -156,6 +156,12 @@ pub struct InvalidMachine(pub Vec<MachineError>);
 ///    [`ManualClock`](crate::ManualClock)) and decide;
 /// 7. commit with the loaded version; a conflict commits nothing.
 ///
+/// Steps 2 to 6 are one plan (which of them applies, decided from the
+/// record, the object and the clock alone), then the user code it calls
+/// for, then a decision of what happens next; bookkeeping (the initial
+/// entry, deletion's start, a spec change under `continue`) goes on to
+/// the next plan in the same reconcile and rides along with its commit.
+///
 /// # Guarantees
 /// A transition is committed at most once (the save is conditional on the
 /// version it was decided from) and never lost once committed. A handler
