@@ -8,17 +8,7 @@ use std::time::Duration;
 /// failed` around the API's own message). A cause whose text the error
 /// already shows is not repeated.
 pub(crate) fn describe_error(error: &dyn std::error::Error) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !text.is_empty() && !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        source = cause.source();
-    }
-    message
+    crate::text::display_chain(error, ": ")
 }
 
 /// A duration for people: `90s` → `1m30s`, `500ms`.
