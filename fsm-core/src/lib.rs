@@ -17,6 +17,9 @@
 //!   [`Classify`]: whether its errors are retried.
 //! - [`Engine::reconcile`]: one reconcile, in three phases: plan what
 //!   runs (pure), run it, apply the decision (pure until the commit).
+//! - [`RawRecord::upgrade`], [`RecordCompatibility`], [`Fsm::migrate`]:
+//!   records written by another build of the machine (renamed states,
+//!   older versions, newer ones left alone; `docs/upgrading.md`).
 //! - [`Harness`]: one handler alone, a workflow one reconcile at a time,
 //!   or a whole workflow to rest, in memory on a virtual clock.
 //!
