@@ -82,6 +82,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod base64;
 pub mod cluster;
 pub mod crd;
 pub mod debug;
@@ -107,6 +108,7 @@ pub mod status;
 pub mod store;
 pub mod table;
 pub mod test_cluster;
+pub mod time;
 pub mod typed;
 pub mod validation;
 pub mod watch;

@@ -134,11 +134,11 @@ pub enum ApiError {
     #[error("Internal error occurred: {0}")]
     Internal(String),
     /// 413 (reason `RequestEntityTooLarge`): the request body is over the
-    /// limit (see [`crate::limits`]).
+    /// size the server reads.
     #[error("{0}")]
     RequestEntityTooLarge(String),
     /// 500 with no reason, as the real server passes on a storage error
-    /// (etcd refusing an object too large; see [`crate::limits`]).
+    /// (etcd refusing an object too large).
     #[error("{0}")]
     Storage(String),
     /// 504 (reason `Timeout`): a read at a `resourceVersion` (requested,

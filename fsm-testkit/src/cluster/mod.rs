@@ -24,6 +24,7 @@ use crate::resources::{GroupResource, Registry, ResourceDef};
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::status::{ApiError, Cause, Subject};
 use crate::store::Store;
+use crate::time::timestamp;
 use crate::validation::{generate_name_problems, name_problems};
 
 use ids::IdSource;
@@ -146,12 +147,6 @@ fn crds() -> GroupResource {
         group: CRD_GROUP.into(),
         resource: "customresourcedefinitions".into(),
     }
-}
-
-/// The current time in the API's format (RFC 3339, seconds, UTC).
-#[must_use]
-pub fn timestamp(now: jiff::Timestamp) -> String {
-    now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 impl Cluster {
