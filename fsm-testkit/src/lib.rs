@@ -104,6 +104,7 @@ pub mod schema;
 pub mod selectors;
 pub mod server;
 pub mod simulation;
+pub mod state;
 pub mod status;
 pub mod store;
 pub mod table;
@@ -114,6 +115,7 @@ pub mod validation;
 pub mod watch;
 
 pub use log::{RequestLog, RequestRecord};
-pub use server::{ApiServer, HttpServer, ServeError, ServerConfig};
+pub use server::{ApiServer, HttpServer, ServeError};
+pub use state::ServerConfig;
 pub use status::ApiError;
 pub use test_cluster::{Backend, ClusterError, REAL_APISERVER_ENV, TestCluster};

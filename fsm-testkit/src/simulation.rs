@@ -55,7 +55,7 @@ use tokio::task::JoinHandle;
 
 use crate::cluster::Part;
 use crate::resources::GroupResource;
-use crate::server::Shared;
+use crate::state::Shared;
 use crate::time::timestamp;
 
 /// The label that decides a Job's outcome: `succeed`, `fail` or `hang`.

@@ -22,7 +22,7 @@ use crate::patch::PatchType;
 use crate::protobuf;
 use crate::resources::ResourceDef;
 use crate::selectors::{FieldSelector, LabelSelector};
-use crate::server::Shared;
+use crate::state::Shared;
 use crate::status::{self, ApiError, Cause, Subject};
 use crate::table::{self, IncludeObject};
 use crate::validation;
