@@ -31,10 +31,11 @@ use ids::IdSource;
 use meta::{
     check_namespace_field, check_type, copy_field, finalizers, metadata_mut, spec_changed, str_at,
 };
-pub use paging::{ReadAt, ReadOptions, parse_resource_version};
+pub(crate) use paging::parse_resource_version;
+pub use paging::{ReadAt, ReadOptions};
 use paging::{decode_continue, encode_continue};
 
-pub use gc::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Propagation};
+pub use gc::Propagation;
 
 /// Which part of an object a write targets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -947,7 +948,7 @@ impl Cluster {
 /// `object` as `def`'s group/version presents it (no conversion: the
 /// versions of a custom resource share one schema here).
 #[must_use]
-pub fn present(def: &ResourceDef, object: &Value) -> Value {
+pub(crate) fn present(def: &ResourceDef, object: &Value) -> Value {
     if crate::events::is_events_api(def) {
         return crate::events::present(def, object);
     }
@@ -962,7 +963,7 @@ pub fn present(def: &ResourceDef, object: &Value) -> Value {
 /// An item of a list: built-in lists carry no apiVersion/kind on their
 /// items (the real server's typed lists), custom resource lists do.
 #[must_use]
-pub fn list_item(def: &ResourceDef, object: &Value) -> Value {
+pub(crate) fn list_item(def: &ResourceDef, object: &Value) -> Value {
     let mut o = present(def, object);
     if !def.custom
         && let Some(m) = o.as_object_mut()

@@ -393,7 +393,7 @@ fn run_namespace_controller(shared: &Arc<Shared>) {
 }
 
 /// The `fieldValidation` of a create or update: the body's fields that
-/// the kind's published schema does not know ([`crate::openapi::unknown_fields`])
+/// the kind's published schema does not know ([`crate::openapi::drop_unknown_fields`])
 /// refuse the request under `Strict` (`400`, worded as the real server's
 /// strict decoding error); otherwise they are dropped (as decoding into the
 /// real server's types drops them) and, under `Warn` (the default),
