@@ -98,6 +98,28 @@
 //! # Ok(()) }
 //! ```
 
+// Module map, from the bottom up: a module uses only modules listed
+// before it (the `module_graph` test fails on a cycle).
+//
+// 1. Leaves: `status` (errors as `Status` documents, built in one place),
+//    `log` (the request log), `time`, `base64`, `formats`, `kubeconfig`.
+// 2. `faults`: the fault model, what to inject into which requests
+//    (→ log, status). `resources`: the kinds served and their registry.
+//    `patch`: the patch types (→ status). `protobuf`: the codec (→ base64).
+// 3. The kinds' rules, each over `resources`: `store`, `validation`,
+//    `crd`, `typed`, `limits`, `discovery`, `events` (→ validation),
+//    `rbac` (→ validation), `openapi` and `schema` (→ store), `kinds`
+//    (→ rbac), `selectors` (→ events), `table` (→ events).
+// 4. `cluster`: the verbs on the store, the namespace and CRD
+//    controllers, garbage collection (→ the kinds' rules).
+// 5. `watch` (→ cluster, selectors, table); `state`: what every request
+//    shares (→ cluster, faults, log).
+// 6. `handlers`: HTTP, the API's request pipeline and the fault API
+//    (→ state, watch, …); `simulation`: the workload controllers
+//    (→ state, cluster).
+// 7. `server`: `ApiServer` (→ handlers, simulation, state).
+// 8. `debug` and `test_cluster` (→ server).
+//
 // The crate root only declares the modules and re-exports the public API.
 
 mod base64;
@@ -131,6 +153,9 @@ mod time;
 mod typed;
 mod validation;
 mod watch;
+
+#[cfg(test)]
+mod module_graph;
 
 pub use discovery::KUBERNETES_MINOR;
 pub use log::{RequestLog, RequestRecord};
