@@ -652,7 +652,7 @@ impl Cluster {
     }
 
     /// A PUT: [`Cluster::update_as`], or, for an absent object of a kind
-    /// the real server creates on update ([`ResourceDef::creates_on_update`]),
+    /// the real server creates on update (its definition's `creates_on_update`),
     /// [`Cluster::create_as`] under the URL's name. Returns the object and
     /// whether it was created.
     ///
