@@ -102,6 +102,7 @@ mod classify;
 mod clock;
 mod diagram;
 mod engine;
+mod extensions;
 mod fsm;
 mod harness;
 mod machine;
@@ -127,6 +128,7 @@ pub use engine::{
     DecideError, Decider, Decision, Effect, Engine, EngineOptions, InvalidMachine, Observed,
     Outcome, Plan, ReconcileError, Report, StepResult, plan,
 };
+pub use extensions::Extensions;
 pub use fsm::{BoxFuture, Fsm, StoredState};
 #[cfg(feature = "derive")]
 pub use fsm_macros::OperatorFsm;
