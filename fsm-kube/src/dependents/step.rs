@@ -134,20 +134,26 @@ pub(crate) fn condition_of(convergence: &Convergence) -> (bool, &'static str) {
 /// # Errors
 /// As [`StepDependents::converge`], and [`DependentsError::Failed`] with
 /// the convergence when a dependent failed.
-pub async fn converge_state<S: Fsm>(
-    cx: &Step<'_, S>,
-    set: &DesiredSet,
+pub fn converge_state<'s, S: Fsm>(
+    cx: &'s Step<'_, S>,
+    set: &'s DesiredSet,
     next: S,
-) -> Result<Transition<S>, DependentsError>
+) -> impl Future<Output = Result<Transition<S>, DependentsError>> + Send + 's
 where
     S::Resource: KubeResource,
 {
-    let convergence = cx.converge(set).await?;
-    if convergence.is_ready() {
-        Ok(Transition::next(next))
-    } else if convergence.is_failed() {
-        Err(DependentsError::Failed(Box::new(convergence)))
-    } else {
-        Ok(Transition::wait(cx.dependents_runtime()?.pending_requeue))
+    // The step itself is not `Sync`: take what the future needs from it
+    // now, so that a handler returning this future stays `Send`.
+    let converging = cx.converge(set);
+    let requeue = cx.dependents_runtime().map(|r| r.pending_requeue);
+    async move {
+        let convergence = converging.await?;
+        if convergence.is_ready() {
+            Ok(Transition::next(next))
+        } else if convergence.is_failed() {
+            Err(DependentsError::Failed(Box::new(convergence)))
+        } else {
+            Ok(Transition::wait(requeue?))
+        }
     }
 }
