@@ -839,3 +839,134 @@ async fn a_dependents_reconciler_converges_reports_and_repairs_on_a_dependent_ch
     .await;
     controller.abort();
 }
+
+// ---- observability and reads ----
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn applies_skips_and_prunes_are_counted_and_published_as_events() {
+    let env = env().await;
+    let owner = owner(&env, "observed").await;
+    let mut registry = prometheus_client::registry::Registry::default();
+    let metrics = fsm_kube::FsmMetrics::new(&mut registry);
+    let recorder = kube::runtime::events::Recorder::new(
+        env.client.clone(),
+        kube::runtime::events::Reporter::from("dependents-test".to_owned()),
+    );
+    let rt = runtime(&env).metrics(metrics).recorder(recorder);
+    let set = |n: usize| {
+        DesiredSet::builder()
+            .dependent(Dependent::family(
+                "items",
+                (0..n).map(|i| cm(&format!("item-{i}"), &[])),
+            ))
+            .build()
+            .unwrap()
+    };
+    converge(&rt, &owner, &set(2)).await.unwrap();
+    converge(&rt, &owner, &set(2)).await.unwrap();
+    converge(&rt, &owner, &set(1)).await.unwrap();
+
+    let text = fsm_kube::metrics::encode(&registry).unwrap();
+    for line in [
+        r#"operator_fsm_dependent_operations_total{kind="ConfigMap",outcome="applied"} 2"#,
+        r#"operator_fsm_dependent_operations_total{kind="ConfigMap",outcome="unchanged"} 3"#,
+        r#"operator_fsm_dependent_operations_total{kind="ConfigMap",outcome="pruned"} 1"#,
+    ] {
+        assert!(text.contains(line), "{line} not in\n{text}");
+    }
+    let events: Api<k8s_openapi::api::events::v1::Event> =
+        Api::namespaced(env.client.clone(), &env.ns);
+    let mut seen: Vec<(String, String)> = events
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("observed"))
+        .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
+        .collect();
+    seen.sort();
+    let ns = &env.ns;
+    assert_eq!(
+        seen,
+        [
+            (
+                "Created".to_owned(),
+                format!("created ConfigMap {ns}/item-0 (dependent items)")
+            ),
+            (
+                "Created".to_owned(),
+                format!("created ConfigMap {ns}/item-1 (dependent items)")
+            ),
+            (
+                "Pruned".to_owned(),
+                format!("deleted ConfigMap {ns}/item-1: no longer desired")
+            ),
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_watch_cache_a_converge_reads_no_object_from_the_server() {
+    use kube::runtime::{WatchStreamExt, reflector};
+    let env = env().await;
+    let owner = owner(&env, "cached").await;
+    let kind = DependentKind::of::<ConfigMap>();
+    let writer = reflector::store::Writer::<kube::api::DynamicObject>::new(kind.resource.clone());
+    let reader = writer.as_reader();
+    let api: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(env.client.clone(), &env.ns, &kind.resource);
+    let watch = reflector(writer, watcher(api, watcher::Config::default()))
+        .applied_objects()
+        .for_each(|_| async {});
+    let watch = tokio::spawn(watch);
+    reader.wait_until_ready().await.unwrap();
+    let rt = runtime(&env).cache(kind, reader.clone());
+    let set = DesiredSet::builder()
+        .dependent(Dependent::new("a", &cm("a", &[("v", "1")])))
+        .dependent(Dependent::new("b", &cm("b", &[("v", "1")])).depends_on(["a"]))
+        .build()
+        .unwrap();
+    assert!(converge(&rt, &owner, &set).await.unwrap().is_ready());
+    eventually("the cache sees both", || {
+        let reader = reader.clone();
+        async move { (reader.state().len() == 2).then_some(()) }
+    })
+    .await;
+
+    let at = log_position(&env);
+    let c = converge(&rt, &owner, &set).await.unwrap();
+    assert_eq!(c.unchanged, 2);
+    assert!(c.applied.is_empty());
+    if let Some(server) = env.embedded() {
+        let (_, records) = server.request_log().records_since(at);
+        let requests: Vec<(String, Option<String>)> = records
+            .into_iter()
+            .filter(|r| r.resource == "configmaps")
+            .map(|r| (r.verb, r.name))
+            .collect();
+        // The pruning list only: no GET of either object, no write.
+        assert_eq!(requests, [("list".to_owned(), None)]);
+    }
+    watch.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_harness_lends_the_runtime_to_a_handler() {
+    let env = env().await;
+    let widget = owner(&env, "harnessed").await;
+    let harness = fsm_core::Harness::<Deploy>::new(
+        widget,
+        Ctx {
+            client: env.client.clone(),
+            log: Default::default(),
+        },
+    )
+    .with_extension(Arc::new(
+        runtime(&env).pending_requeue(Duration::from_secs(7)),
+    ));
+    let transition = harness.run_handler().await.unwrap();
+    // The gate is not open: the state waits the runtime's requeue.
+    assert_eq!(transition, Transition::wait(Duration::from_secs(7)));
+    assert!(data_of(&env, "harnessed-config").await.is_some());
+}

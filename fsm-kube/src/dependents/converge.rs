@@ -209,6 +209,15 @@ async fn reconcile_object(
     if !dependent.precondition.holds(live.as_ref()) {
         return Ok((place, Member::Held, None));
     }
+    if live
+        .as_ref()
+        .is_some_and(|l| l.pointer("/metadata/deletionTimestamp").is_some())
+    {
+        // An apply would not bring it back: wait until it is gone, then
+        // create it again.
+        let why = "being deleted; it is created again once gone".to_owned();
+        return Ok((place, Member::NotReady(why), None));
+    }
     if let Some(live) = &live
         && !owned_by(live, owner)
         && !dependent.adopt
@@ -248,6 +257,7 @@ async fn reconcile_object(
             owner,
             reason,
             "Apply",
+            &place,
             format!("{verb} {} (dependent {})", place.display(), dependent.key),
         )
         .await;
@@ -388,6 +398,7 @@ async fn prune(
                         owner,
                         "Pruned",
                         "Prune",
+                        place,
                         format!("deleted {shown}: no longer desired"),
                     )
                     .await;

@@ -187,11 +187,11 @@ where
             .get("conditions")
             .and_then(|c| Vec::<Condition>::deserialize(c).ok())
             .unwrap_or_default();
-        let (ready, reason) = condition_of(convergence);
+        let (ready, reason, message) = condition_of(convergence);
         let wanted = conditions::dependents_ready(
             ready,
             reason,
-            convergence.summary(),
+            message,
             object.meta().generation,
             &current,
             jiff::Timestamp::now(),

@@ -151,16 +151,35 @@ impl DependentsRuntime {
         Ok(object.and_then(|o| serde_json::to_value(o).ok()))
     }
 
-    /// An event on `owner`, when a recorder is installed.
-    pub(crate) async fn event(&self, owner: &Owner, reason: &str, action: &str, note: String) {
+    /// An event on `owner` about the object at `place`, when a recorder is
+    /// installed. The action names the object (`Apply ConfigMap/web`):
+    /// kube's recorder folds events of the same reason and action into one
+    /// series, which must not merge different objects.
+    pub(crate) async fn event(
+        &self,
+        owner: &Owner,
+        reason: &str,
+        verb: &str,
+        place: &Placement,
+        note: String,
+    ) {
         let Some(recorder) = &self.recorder else {
             return;
         };
+        let mut action = format!("{verb} {}/{}", place.kind, place.name);
+        // The API server's limit on an event's action.
+        if action.len() > 128 {
+            let mut cut = 128;
+            while !action.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            action.truncate(cut);
+        }
         let event = Event {
             type_: EventType::Normal,
             reason: reason.to_owned(),
             note: Some(note),
-            action: action.to_owned(),
+            action,
             secondary: None,
         };
         if let Err(error) = recorder.publish(&event, &owner.object_ref()).await {

@@ -137,7 +137,8 @@ impl Dependent {
 
     /// A dependent holding one typed object (a k8s-openapi type or a
     /// `CustomResource`). The object needs a name; a namespaced object
-    /// without a namespace goes in the owner's.
+    /// without a namespace goes in the owner's (`default` for a
+    /// cluster-scoped owner). Its `status` is not applied.
     #[must_use]
     pub fn new<T>(key: impl Into<String>, object: &T) -> Self
     where

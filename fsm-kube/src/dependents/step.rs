@@ -79,10 +79,10 @@ where
             let runtime = runtime?;
             let owner = Owner::of(resource)?;
             let convergence = converge_for(runtime, &owner, set).await?;
-            let (ready, reason) = condition_of(&convergence);
+            let (ready, reason, message) = condition_of(&convergence);
             runtime
                 .reported
-                .report_dependents(&owner.uid, ready, reason, convergence.summary());
+                .report_dependents(&owner.uid, ready, reason, message);
             Ok(convergence)
         }
     }
@@ -100,15 +100,26 @@ where
     }
 }
 
-/// The `DependentsReady` status and reason for a convergence: `True`,
-/// `Ready`; else `False` with `Failed` or `Pending`.
-pub(crate) fn condition_of(convergence: &Convergence) -> (bool, &'static str) {
+/// The `DependentsReady` status, reason and message for a convergence:
+/// `True`, `Ready`; else `False` with `Failed` or `Pending`; the message is
+/// the [summary](Convergence::summary), cut to a readable length.
+pub(crate) fn condition_of(convergence: &Convergence) -> (bool, &'static str, String) {
+    const LIMIT: usize = 4096;
+    let mut message = convergence.summary();
+    if message.len() > LIMIT {
+        let mut cut = LIMIT - 3;
+        while !message.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        message.truncate(cut);
+        message.push_str("...");
+    }
     if convergence.is_ready() {
-        (true, "Ready")
+        (true, "Ready", message)
     } else if convergence.is_failed() {
-        (false, "Failed")
+        (false, "Failed", message)
     } else {
-        (false, "Pending")
+        (false, "Pending", message)
     }
 }
 
@@ -155,5 +166,37 @@ where
         } else {
             Ok(Transition::wait(requeue?))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dependents::DependentState;
+
+    #[test]
+    fn the_condition_says_failed_before_pending_and_stays_short() {
+        let convergence = Convergence {
+            dependents: vec![
+                ("a".into(), DependentState::Failed("x".repeat(5000))),
+                ("b".into(), DependentState::Waiting(vec!["a".into()])),
+            ],
+            ..Convergence::default()
+        };
+        let (ready, reason, message) = condition_of(&convergence);
+        assert!(!ready);
+        assert_eq!(reason, "Failed");
+        assert!(message.len() <= 4096 && message.ends_with("..."));
+        let ready = Convergence {
+            dependents: vec![
+                ("a".into(), DependentState::Ready),
+                ("b".into(), DependentState::Inactive),
+            ],
+            ..Convergence::default()
+        };
+        assert_eq!(
+            condition_of(&ready),
+            (true, "Ready", "all 1 active dependent(s) ready".into())
+        );
     }
 }

@@ -210,6 +210,7 @@ async fn tear_down_object(
                 owner,
                 "Deleted",
                 "Delete",
+                place,
                 format!("deleted {} (dependent {})", place.display(), dependent.key),
             )
             .await;
