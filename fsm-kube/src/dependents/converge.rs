@@ -434,7 +434,7 @@ async fn prune(
 }
 
 /// `owner`'s labelled objects of `kind` (in its namespace when `kind` is
-/// namespaced and the owner is too).
+/// namespaced and the owner is too), from the kind's cache if it has one.
 pub(crate) async fn list_owned(
     runtime: &DependentsRuntime,
     owner: &Owner,
@@ -445,6 +445,9 @@ pub(crate) async fn list_owned(
     } else {
         None
     };
+    if let Some(cached) = runtime.cached_owned(kind, namespace, owner) {
+        return Ok(cached);
+    }
     let api = runtime.api(kind, namespace);
     let list = api
         .list(&ListParams::default().labels(&selector(owner)))
