@@ -919,17 +919,28 @@ async fn with_a_watch_cache_a_converged_set_costs_no_request() {
     let api: Api<kube::api::DynamicObject> =
         Api::namespaced_with(env.client.clone(), &env.ns, &kind.resource);
     let watch = reflector(writer, watcher(api, watcher::Config::default()))
+        .default_backoff()
         .applied_objects()
-        .for_each(|_| async {});
+        .for_each(|event| async move {
+            if let Err(error) = event {
+                tracing::warn!(%error, "cache watch");
+            }
+        });
     let watch = tokio::spawn(watch);
-    reader.wait_until_ready().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(30), reader.wait_until_ready())
+        .await
+        .expect("the cache fills within 30 s")
+        .unwrap();
     let rt = runtime(&env).cache(kind, reader.clone());
     let set = DesiredSet::builder()
         .dependent(Dependent::new("a", &cm("a", &[("v", "1")])))
         .dependent(Dependent::new("b", &cm("b", &[("v", "1")])).depends_on(["a"]))
         .build()
         .unwrap();
-    assert!(converge(&rt, &owner, &set).await.unwrap().is_ready());
+    let first = tokio::time::timeout(Duration::from_secs(30), converge(&rt, &owner, &set))
+        .await
+        .expect("the first converge ends within 30 s");
+    assert!(first.unwrap().is_ready());
     eventually("the cache sees both", || {
         let reader = reader.clone();
         async move { (reader.state().len() == 2).then_some(()) }
