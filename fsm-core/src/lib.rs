@@ -102,6 +102,7 @@ mod classify;
 mod clock;
 mod diagram;
 mod engine;
+mod extensions;
 mod fsm;
 mod harness;
 mod machine;
@@ -128,6 +129,7 @@ pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
 pub use engine::{
     DecideError, Effect, Engine, EngineOptions, InvalidMachine, Observed, ReconcileError, Report,
 };
+pub use extensions::Extensions;
 pub use fsm::{BoxFuture, Fsm, StoredState};
 #[cfg(feature = "derive")]
 pub use fsm_macros::OperatorFsm;
