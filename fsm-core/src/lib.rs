@@ -105,6 +105,7 @@ mod clock;
 mod converge;
 mod diagram;
 mod engine;
+mod extensions;
 mod fsm;
 mod harness;
 mod machine;
@@ -131,6 +132,7 @@ pub use engine::{
     DecideError, Decider, Decision, Effect, Engine, EngineOptions, InvalidMachine, Observed,
     Outcome, Plan, ReconcileError, Report, StepResult, plan,
 };
+pub use extensions::Extensions;
 pub use fsm::{BoxFuture, Fsm, StoredState};
 #[cfg(feature = "derive")]
 pub use fsm_macros::OperatorFsm;

@@ -20,8 +20,8 @@ use crate::record::{DEFAULT_HISTORY_LIMIT, DecodeError, StateRecord};
 use crate::step::{CheckpointError, Checkpointer, StatusFields};
 use crate::store::{ObjectKey, StateStore, StoreError, Version};
 use crate::{
-    Authority, AuthorityLost, BoxFuture, Classify, Clock, Fsm, MachineError, RandomSource,
-    SeededRandom, Step, SystemClock,
+    Authority, AuthorityLost, BoxFuture, Classify, Clock, Extensions, Fsm, MachineError,
+    RandomSource, SeededRandom, Step, SystemClock,
 };
 use tracing::Instrument;
 
@@ -160,6 +160,7 @@ pub struct Engine<S: Fsm> {
     random: Arc<dyn RandomSource>,
     authority: Option<Arc<dyn Authority>>,
     options: EngineOptions,
+    extensions: Extensions,
     machine: PhantomData<fn() -> S>,
 }
 
@@ -170,6 +171,7 @@ impl<S: Fsm> Clone for Engine<S> {
             random: self.random.clone(),
             authority: self.authority.clone(),
             options: self.options.clone(),
+            extensions: self.extensions.clone(),
             machine: PhantomData,
         }
     }
@@ -203,8 +205,24 @@ impl<S: Fsm> Engine<S> {
             random: Arc::new(SeededRandom::from_entropy()),
             authority: None,
             options: EngineOptions::default(),
+            extensions: Extensions::default(),
             machine: PhantomData,
         })
+    }
+
+    /// Lends `value` to every handler, compensation and cleanup step
+    /// ([`Step::extension`]); one value per type, a later one replacing an
+    /// earlier.
+    #[must_use]
+    pub fn with_extension<T: std::any::Any + Send + Sync>(mut self, value: Arc<T>) -> Self {
+        self.extensions = self.extensions.with(value);
+        self
+    }
+
+    /// Replaces all extensions at once (the harness passes its own).
+    pub(crate) fn with_extensions(mut self, extensions: Extensions) -> Self {
+        self.extensions = extensions;
+        self
     }
 
     /// Uses `clock` for all timestamps.
@@ -494,6 +512,7 @@ impl<S: Fsm> Engine<S> {
                 checkpointer: Some(&mut checkpointer),
                 authority: self.authority.as_deref(),
                 published: None,
+                extensions: Some(&self.extensions),
             };
             let call = state.handle(&mut step).instrument(span);
             let result = match attempt_timeout {
@@ -573,6 +592,7 @@ impl<S: Fsm> Engine<S> {
             checkpointer: None,
             authority: self.authority.as_deref(),
             published: None,
+            extensions: Some(&self.extensions),
         };
         let span = tracing::debug_span!(
             "compensate",
@@ -611,6 +631,7 @@ impl<S: Fsm> Engine<S> {
             checkpointer: None,
             authority: self.authority.as_deref(),
             published: None,
+            extensions: Some(&self.extensions),
         };
         let span = tracing::debug_span!(
             "cleanup",
