@@ -123,3 +123,31 @@ impl Classify for DependentsError {
         }
     }
 }
+
+/// A handler returning [`HandlerError`](crate::HandlerError) can use `?` on
+/// [`converge`](super::converge) and friends, and a machine with
+/// `error = HandlerError` can declare `converge` states: the error keeps
+/// its [class](Classify::class) (API failures as the API's error is
+/// classed, failed dependents retried under the state's policy, an invalid
+/// set permanent).
+impl From<DependentsError> for crate::HandlerError {
+    fn from(error: DependentsError) -> Self {
+        let class = error.class();
+        crate::HandlerError::with_class(error, class)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_handler_error_keeps_the_dependents_errors_class() {
+        let invalid: crate::HandlerError =
+            DependentsError::Set(SetError::DuplicateKey("web".into())).into();
+        assert_eq!(invalid.class(), ErrorClass::Permanent);
+        let missing: crate::HandlerError = DependentsError::NoRuntime.into();
+        assert_eq!(missing.class(), ErrorClass::Permanent);
+        assert!(missing.to_string().contains("runtime"), "{missing}");
+    }
+}
