@@ -88,40 +88,22 @@ pub(crate) async fn converge_for(
     set: &DesiredSet,
 ) -> Result<Convergence, DependentsError> {
     let mut report = Convergence::default();
-    let mut states: Vec<Option<DependentState>> = set
+    let inactive = set
         .dependents
         .iter()
         .map(|d| (!d.active).then_some(DependentState::Inactive))
         .collect();
-    loop {
-        let decided: Vec<Option<bool>> = states
-            .iter()
-            .map(|s| s.as_ref().map(DependentState::satisfies))
-            .collect();
-        let frontier = order::frontier(&set.requires, &decided);
-        if frontier.is_empty() {
-            break;
-        }
-        for (i, blockers) in frontier.blocked {
-            let keys = blockers
-                .iter()
-                .map(|&j| set.dependents[j].key.clone())
-                .collect();
-            states[i] = Some(DependentState::Waiting(keys));
-        }
-        let outcomes = join_all(
-            frontier
-                .run
-                .iter()
-                .map(|&i| reconcile_dependent(runtime, owner, &set.dependents[i])),
-        )
-        .await;
-        for (i, outcome) in frontier.run.into_iter().zip(outcomes) {
-            let outcome = outcome?;
-            states[i] = outcome.state;
-            report.applied.extend(outcome.applied);
-            report.unchanged += outcome.unchanged;
-        }
+    let (states, outcomes) = order::walk(
+        &set.requires,
+        inactive,
+        DependentState::satisfies,
+        |blockers| DependentState::Waiting(set.keys_of(blockers)),
+        |i| reconcile_dependent(runtime, owner, &set.dependents[i]),
+    )
+    .await?;
+    for outcome in outcomes {
+        report.applied.extend(outcome.applied);
+        report.unchanged += outcome.unchanged;
     }
     report.dependents = set
         .dependents
@@ -141,7 +123,6 @@ pub(crate) async fn converge_for(
 /// What reconciling one dependent did.
 #[derive(Default)]
 struct Outcome {
-    state: Option<DependentState>,
     applied: Vec<String>,
     unchanged: u32,
 }
@@ -158,7 +139,7 @@ async fn reconcile_dependent(
     runtime: &DependentsRuntime,
     owner: &Owner,
     dependent: &Dependent,
-) -> Result<Outcome, DependentsError> {
+) -> Result<(DependentState, Outcome), DependentsError> {
     let results = join_all(
         dependent
             .objects
@@ -189,7 +170,7 @@ async fn reconcile_dependent(
             Member::Failed(why) => failed.push(name(why)),
         }
     }
-    outcome.state = Some(if !failed.is_empty() {
+    let state = if !failed.is_empty() {
         DependentState::Failed(failed.join("; "))
     } else if held {
         DependentState::PreconditionUnmet
@@ -197,8 +178,8 @@ async fn reconcile_dependent(
         DependentState::NotReady(not_ready.join("; "))
     } else {
         DependentState::Ready
-    });
-    Ok(outcome)
+    };
+    Ok((state, outcome))
 }
 
 /// Reconciles one object: its placement, what became of it, and whether

@@ -109,6 +109,50 @@ pub(crate) fn find_cycle(requires: &[Vec<usize>]) -> Option<Vec<usize>> {
     None
 }
 
+/// Walks the graph a frontier at a time until nothing more can be decided:
+/// `states[i]` is what is decided of `i` so far (`None`: undecided), and
+/// `satisfies` says whether a decided state lets what requires it go on.
+/// Each frontier's dependents are `visit`ed concurrently; one whose
+/// prerequisites will not be satisfied gets `blocked(prerequisites)`.
+/// Returns every state (`None` where a prerequisite never got decided) and
+/// what each visit reported besides its state, in visiting order.
+///
+/// # Errors
+/// The first visit's error, once its frontier has finished.
+pub(crate) async fn walk<T, X, E, Fut>(
+    requires: &[Vec<usize>],
+    mut states: Vec<Option<T>>,
+    satisfies: impl Fn(&T) -> bool,
+    blocked: impl Fn(&[usize]) -> T,
+    visit: impl Fn(usize) -> Fut,
+) -> Result<(Vec<Option<T>>, Vec<X>), E>
+where
+    Fut: std::future::Future<Output = Result<(T, X), E>>,
+{
+    let mut reports = Vec::new();
+    loop {
+        let decided: Vec<Option<bool>> =
+            states.iter().map(|s| s.as_ref().map(&satisfies)).collect();
+        let next = frontier(requires, &decided);
+        if next.is_empty() {
+            return Ok((states, reports));
+        }
+        for (i, prerequisites) in next.blocked {
+            if let Some(slot) = states.get_mut(i) {
+                *slot = Some(blocked(&prerequisites));
+            }
+        }
+        let outcomes = futures::future::join_all(next.run.iter().map(|&i| visit(i))).await;
+        for (i, outcome) in next.run.into_iter().zip(outcomes) {
+            let (state, report) = outcome?;
+            if let Some(slot) = states.get_mut(i) {
+                *slot = Some(state);
+            }
+            reports.push(report);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,5 +265,46 @@ mod tests {
                 prop_assert!(requires[pair[0]].contains(&pair[1]));
             }
         }
+    }
+
+    #[tokio::test]
+    async fn a_walk_visits_in_order_and_blocks_what_waits_on_an_unsatisfied_prerequisite() {
+        // 0 <- 1 <- 2, and 3 alone; 1 ends unsatisfied.
+        let requires = vec![vec![], vec![0], vec![1], vec![]];
+        let visited = std::sync::Mutex::new(Vec::new());
+        let (states, reports) = walk(
+            &requires,
+            vec![None; 4],
+            |ok: &bool| *ok,
+            |blockers| {
+                assert_eq!(blockers, [1]);
+                false
+            },
+            |i| {
+                visited.lock().map(|mut v| v.push(i)).ok();
+                async move { Ok::<_, ()>((i != 1, i * 10)) }
+            },
+        )
+        .await
+        .map_err(|()| "no visit fails")
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(states, [Some(true), Some(false), Some(false), Some(true)]);
+        let visited = visited.into_inner().unwrap_or_default();
+        assert_eq!(visited, [0, 3, 1], "2 is blocked, never visited");
+        assert_eq!(reports, [0, 30, 10]);
+    }
+
+    #[tokio::test]
+    async fn a_walk_stops_at_the_first_failed_frontier() {
+        let requires = vec![vec![], vec![0]];
+        let result: Result<(Vec<Option<bool>>, Vec<()>), &str> = walk(
+            &requires,
+            vec![None; 2],
+            |ok: &bool| *ok,
+            |_| false,
+            |i| async move { if i == 0 { Err("down") } else { Ok((true, ())) } },
+        )
+        .await;
+        assert_eq!(result, Err("down"));
     }
 }

@@ -414,6 +414,15 @@ impl DesiredSet {
         self.dependents.iter().map(|d| d.key.as_str())
     }
 
+    /// The keys of the dependents at `indices`.
+    pub(crate) fn keys_of(&self, indices: &[usize]) -> Vec<String> {
+        indices
+            .iter()
+            .filter_map(|&i| self.dependents.get(i))
+            .map(|d| d.key.clone())
+            .collect()
+    }
+
     /// The dependent with `key`.
     pub fn get(&self, key: &str) -> Option<&Dependent> {
         self.dependents.iter().find(|d| d.key == key)

@@ -53,37 +53,16 @@ pub(crate) async fn teardown_for(
     set: &DesiredSet,
 ) -> Result<Teardown, DependentsError> {
     let required_by = order::reverse(&set.requires);
-    let mut states: Vec<Option<TeardownState>> = vec![None; set.len()];
     let mut report = Teardown::default();
-    loop {
-        let decided: Vec<Option<bool>> = states
-            .iter()
-            .map(|s| s.as_ref().map(|s| matches!(s, TeardownState::Gone)))
-            .collect();
-        let frontier = order::frontier(&required_by, &decided);
-        if frontier.is_empty() {
-            break;
-        }
-        for (i, blockers) in frontier.blocked {
-            let keys = blockers
-                .iter()
-                .map(|&j| set.dependents[j].key.clone())
-                .collect();
-            states[i] = Some(TeardownState::Waiting(keys));
-        }
-        let outcomes = join_all(
-            frontier
-                .run
-                .iter()
-                .map(|&i| tear_down(runtime, owner, &set.dependents[i])),
-        )
-        .await;
-        for (i, outcome) in frontier.run.into_iter().zip(outcomes) {
-            let (state, deleted) = outcome?;
-            report.deleted.extend(deleted);
-            states[i] = Some(state);
-        }
-    }
+    let (states, deleted) = order::walk(
+        &required_by,
+        vec![None; set.len()],
+        |state| matches!(state, TeardownState::Gone),
+        |blockers| TeardownState::Waiting(set.keys_of(blockers)),
+        |i| tear_down(runtime, owner, &set.dependents[i]),
+    )
+    .await?;
+    report.deleted.extend(deleted.into_iter().flatten());
     report.dependents = set
         .dependents
         .iter()
