@@ -36,6 +36,8 @@ pub mod finalizer;
 mod fsm_status;
 #[cfg(doctest)]
 mod guide;
+pub mod health;
+pub mod http;
 pub mod leader;
 mod merge_patch;
 pub mod metrics;

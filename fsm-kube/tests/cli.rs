@@ -93,7 +93,7 @@ fn run_parses_every_flag() {
                 context: Some("kind".into()),
             },
             namespace: Some("shop".into()),
-            metrics_addr: Some("0.0.0.0:9090".parse().unwrap()),
+            http_addr: Some("0.0.0.0:9090".parse().unwrap()),
             leader: LeaderArgs {
                 leader_elect: true,
                 lease_name: Some("widgets".into()),
@@ -117,7 +117,7 @@ fn run_defaults_to_all_namespaces_without_election_or_metrics() {
     // The environment may set these two (WATCH_NAMESPACE, METRICS_ADDR).
     assert_eq!(args.namespace, std::env::var("WATCH_NAMESPACE").ok());
     assert_eq!(
-        args.metrics_addr,
+        args.http_addr,
         std::env::var("METRICS_ADDR")
             .ok()
             .map(|a| a.parse().unwrap())

@@ -52,9 +52,10 @@ pub struct RunArgs<A: Args = ()> {
     /// Watch this namespace only (default: all namespaces).
     #[arg(long, short = 'n', env = "WATCH_NAMESPACE")]
     pub namespace: Option<String>,
-    /// Serve Prometheus metrics at `GET /metrics` on this address.
-    #[arg(long, value_name = "ADDR", env = "METRICS_ADDR")]
-    pub metrics_addr: Option<SocketAddr>,
+    /// Serve `GET /metrics` (Prometheus), `/healthz` and `/readyz` on this
+    /// address (`--metrics-addr` is an alias).
+    #[arg(long, value_name = "ADDR", env = "HTTP_ADDR", alias = "metrics-addr")]
+    pub http_addr: Option<SocketAddr>,
     /// Leader election.
     #[command(flatten)]
     pub leader: LeaderArgs,

@@ -58,6 +58,7 @@ mod context;
 mod error;
 mod operator;
 pub mod rbac;
+mod readiness;
 pub mod record_view;
 mod run;
 mod store_kind;
