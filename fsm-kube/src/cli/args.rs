@@ -25,6 +25,9 @@ pub enum Command<A: Args = ()> {
     Crd,
     /// Print the least ClusterRole (or Role) the operator needs (YAML).
     Rbac(RbacArgs),
+    /// Print everything a cluster needs to run the operator (YAML): the
+    /// CRD, ServiceAccount, RBAC, Deployment and PodDisruptionBudget.
+    Manifests(super::manifests::ManifestsArgs),
     /// Print the state machine's diagram.
     Diagram(DiagramArgs),
     /// Show an object's current state, attempt, last error and history.
