@@ -23,7 +23,7 @@
 //! reference, semantics, stores, testing, observability, deploying); its
 //! overview follows.
 //!
-#![doc = include_str!("../../docs/concepts.md")]
+#![doc = include_str!("../concepts.md")]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 mod cache;
