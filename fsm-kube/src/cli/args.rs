@@ -25,8 +25,10 @@ pub enum Command<A: Args = ()> {
     Crd,
     /// Print the least ClusterRole (or Role) the operator needs (YAML).
     Rbac(RbacArgs),
-    /// Print everything a cluster needs to run the operator (YAML): the
-    /// CRD, ServiceAccount, RBAC, Deployment and PodDisruptionBudget.
+    /// Print everything a cluster needs to run the operator (YAML).
+    ///
+    /// The CRD, a ServiceAccount, the least RBAC and its bindings, a
+    /// Deployment and a PodDisruptionBudget, for `kubectl apply -f -`.
     Manifests(super::manifests::ManifestsArgs),
     /// Print the state machine's diagram.
     Diagram(DiagramArgs),
