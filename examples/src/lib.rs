@@ -11,7 +11,7 @@
 //! - [`demo`]: runs all three against the embedded API server
 //!   (`cargo run -p examples --bin demo`).
 //!
-//! The embedded server runs no controllers: `fsm_testkit::simulation`
+//! The embedded server runs no controllers: `operator_fsm::testkit::simulation`
 //! stands in for kube-controller-manager there (Jobs finish, Deployments
 //! roll out).
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]

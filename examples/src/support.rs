@@ -45,7 +45,7 @@ where
     }
 }
 
-/// Runs machine `F` with a [`StatusStore`](fsm_kube::StatusStore) in a
+/// Runs machine `F` with a [`StatusStore`](operator_fsm::StatusStore) in a
 /// `Controller` that also watches the Jobs and Deployments its objects own,
 /// for `namespace` (every namespace when `None`), until the future is
 /// dropped: the shape of the `integration` and `mutable_jar` operators.
@@ -53,17 +53,18 @@ pub async fn run_owning_workloads<F>(
     client: Client,
     namespace: Option<&str>,
     ctx: F::Context,
-    options: fsm_kube::ReconcilerOptions,
+    options: operator_fsm::ReconcilerOptions,
 ) where
-    F: fsm_kube::fsm_core::Fsm,
-    F::Resource: fsm_kube::KubeResource + Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+    F: operator_fsm::core::Fsm,
+    F::Resource: operator_fsm::KubeResource + Resource<Scope = k8s_openapi::NamespaceResourceScope>,
 {
     use futures::StreamExt;
     use kube::runtime::{Controller, watcher};
 
-    let fsm = fsm_kube::FsmReconciler::<F>::builder(client.clone(), fsm_kube::StatusStore::new())
-        .options(options)
-        .build();
+    let fsm =
+        operator_fsm::FsmReconciler::<F>::builder(client.clone(), operator_fsm::StatusStore::new())
+            .options(options)
+            .build();
     Controller::new(
         scoped_api::<F::Resource>(client.clone(), namespace),
         watcher::Config::default(),
@@ -206,7 +207,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 /// Formats a duration for people: `850ms`, `4.2s`, `3m05s`.
-pub use fsm_core::text::human_duration as human;
+pub use operator_fsm::core::text::human_duration as human;
 
 #[cfg(test)]
 mod tests {

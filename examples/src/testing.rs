@@ -2,10 +2,10 @@
 //! examples' CRDs, and objects created in it (so they have a namespace and
 //! a uid, as the handlers expect).
 
-use fsm_testkit::ApiServer;
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::{Client, CustomResourceExt, Resource};
+use operator_fsm::testkit::ApiServer;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 

@@ -91,7 +91,9 @@ async fn each_database_is_created_exactly_once_through_a_flaky_api() {
     let password = String::from_utf8(data["password"].0.clone()).unwrap();
     assert!(!password.is_empty());
     let record = secrets
-        .get(&fsm_kube::store::record_object_name_for::<database::DbState>("inventory"))
+        .get(&operator_fsm::store::record_object_name_for::<
+            database::DbState,
+        >("inventory"))
         .await
         .unwrap();
     assert!(

@@ -129,7 +129,9 @@ fn a_demo_cut_short_exits_one() {
 /// its own, as the real server may be shared.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operators_pass_through_a_kubeconfig() {
-    let cluster = fsm_testkit::TestCluster::from_env().await.unwrap();
+    let cluster = operator_fsm::testkit::TestCluster::from_env()
+        .await
+        .unwrap();
     let namespace = cluster.create_namespace("demo").await.unwrap();
     let (_http, kubeconfig) = match (cluster.embedded_server(), cluster.kubeconfig()) {
         (Some(server), _) => {

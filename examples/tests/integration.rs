@@ -8,12 +8,12 @@ use examples::integration::{
     self, Integration, IntegrationContext, IntegrationSpec, KIT_DIGEST_LABEL,
 };
 use examples::support::{JobPhase, job_phase};
-use fsm_core::StateRecord;
-use fsm_testkit::simulation::{JobOutcome, JobRule};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use operator_fsm::core::StateRecord;
+use operator_fsm::testkit::simulation::{JobOutcome, JobRule};
 use serde_json::json;
 
 fn spec(source: &str) -> IntegrationSpec {

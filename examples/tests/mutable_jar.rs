@@ -5,10 +5,10 @@ mod common;
 use common::{Env, options, quick_simulation, wait_for};
 use examples::demo::observe::Kind;
 use examples::mutable_jar::{self, BuildPlan, JarContext, Keycloak, KeycloakSpec, running_image};
-use fsm_testkit::simulation::{JobOutcome, JobRule};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use operator_fsm::testkit::simulation::{JobOutcome, JobRule};
 use serde_json::json;
 
 fn spec() -> KeycloakSpec {

@@ -28,11 +28,11 @@ use std::time::{Duration, Instant};
 mod soak;
 
 use examples::database::{Database, DatabaseSpec, DbState};
-use fsm_kube::store::record_object_name_for;
-use fsm_testkit::ApiServer;
-use fsm_testkit::cluster::DeleteOptions;
 use k8s_openapi::api::core::v1::Secret;
 use kube::CustomResourceExt;
+use operator_fsm::store::record_object_name_for;
+use operator_fsm::testkit::ApiServer;
+use operator_fsm::testkit::cluster::DeleteOptions;
 use serde_json::{Value, json};
 use soak::Proc;
 
@@ -55,7 +55,7 @@ fn name(i: usize) -> String {
 /// Runs `f` on the cluster (not logged: no HTTP).
 fn with_cluster<T>(
     server: &ApiServer,
-    f: impl FnOnce(&mut fsm_testkit::cluster::Cluster) -> T,
+    f: impl FnOnce(&mut operator_fsm::testkit::cluster::Cluster) -> T,
 ) -> T {
     f(&mut server.cluster())
 }

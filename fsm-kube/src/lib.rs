@@ -23,7 +23,7 @@
 //! reference, semantics, stores, testing, observability, deploying); its
 //! overview follows.
 //!
-#![doc = include_str!("../../docs/concepts.md")]
+#![doc = include_str!("../concepts.md")]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 mod cache;
@@ -37,6 +37,8 @@ pub mod finalizer;
 mod fsm_status;
 #[cfg(doctest)]
 mod guide;
+pub mod health;
+pub mod http;
 pub mod leader;
 mod merge_patch;
 pub mod metrics;

@@ -230,10 +230,16 @@ pub async fn serve_listener(
     listener: tokio::net::TcpListener,
     registry: Arc<Registry>,
 ) -> std::io::Result<()> {
+    axum::serve(listener, router(registry)).await
+}
+
+/// The route `GET /metrics`, serving `registry` in the OpenMetrics text
+/// format ([`crate::http`] adds the health routes).
+pub fn router(registry: Arc<Registry>) -> axum::Router {
     use axum::http::{StatusCode, header};
     use axum::routing::get;
 
-    let app = axum::Router::new().route(
+    axum::Router::new().route(
         "/metrics",
         get(move || {
             let registry = registry.clone();
@@ -255,8 +261,7 @@ pub async fn serve_listener(
                 }
             }
         }),
-    );
-    axum::serve(listener, app).await
+    )
 }
 
 #[cfg(test)]

@@ -93,7 +93,7 @@ fn run_parses_every_flag() {
                 context: Some("kind".into()),
             },
             namespace: Some("shop".into()),
-            metrics_addr: Some("0.0.0.0:9090".parse().unwrap()),
+            http_addr: Some("0.0.0.0:9090".parse().unwrap()),
             leader: LeaderArgs {
                 leader_elect: true,
                 lease_name: Some("widgets".into()),
@@ -117,7 +117,7 @@ fn run_defaults_to_all_namespaces_without_election_or_metrics() {
     // The environment may set these two (WATCH_NAMESPACE, METRICS_ADDR).
     assert_eq!(args.namespace, std::env::var("WATCH_NAMESPACE").ok());
     assert_eq!(
-        args.metrics_addr,
+        args.http_addr,
         std::env::var("METRICS_ADDR")
             .ok()
             .map(|a| a.parse().unwrap())
@@ -1018,11 +1018,12 @@ fn the_command_line_is_named_after_the_operator() {
     let help = command.render_help().to_string();
     assert!(help.contains("Usage: widget-operator <COMMAND>"), "{help}");
     for line in [
-        "run      Run the operator's controller(s)",
-        "crd      Print the CustomResourceDefinition of the operator's resource (YAML)",
-        "rbac     Print the least ClusterRole (or Role) the operator needs (YAML)",
-        "diagram  Print the state machine's diagram",
-        "status   Show an object's current state, attempt, last error and history",
+        "run        Run the operator's controller(s)",
+        "crd        Print the CustomResourceDefinition of the operator's resource (YAML)",
+        "rbac       Print the least ClusterRole (or Role) the operator needs (YAML)",
+        "manifests  Print everything a cluster needs to run the operator (YAML)",
+        "diagram    Print the state machine's diagram",
+        "status     Show an object's current state, attempt, last error and history",
     ] {
         assert!(help.contains(line), "{line}\n{help}");
     }

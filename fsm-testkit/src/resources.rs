@@ -376,6 +376,18 @@ pub fn builtins() -> Vec<ResourceDef> {
             "string",
             ".spec.holderIdentity",
         ),
+        // What an operator's deploy manifests include (`manifests`).
+        d(
+            "policy",
+            "v1",
+            "PodDisruptionBudget",
+            "poddisruptionbudgets",
+            true,
+        )
+        .with_status()
+        .with_generation()
+        .short(&["pdb"])
+        .column("Allowed Disruptions", "int0", ".status.disruptionsAllowed"),
         crd,
     ]
 }

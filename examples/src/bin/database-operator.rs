@@ -17,8 +17,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use examples::database::{self, DbContext, DbState};
-use fsm_kube::ReconcilerOptions;
-use fsm_kube::cli::{Operator, Rule, RunContext, StoreKind};
+use operator_fsm::ReconcilerOptions;
+use operator_fsm::cli::{Operator, Rule, RunContext, StoreKind};
 
 /// The operator's own flags of `run`.
 #[derive(Clone, Debug, clap::Args)]

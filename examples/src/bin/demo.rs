@@ -12,7 +12,7 @@ use std::time::Duration;
 use clap::Parser;
 use examples::demo::{DemoOptions, run};
 use examples::support::parse_duration;
-use fsm_core::text::display_chain;
+use operator_fsm::core::text::display_chain;
 
 /// Three operators written with operator-fsm, at work on an embedded API
 /// server.

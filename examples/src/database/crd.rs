@@ -40,7 +40,7 @@ fn without_default(schema: &mut schemars::Schema) {
 }
 
 /// The conditions. The machine's record is not here: this operator keeps
-/// it in a Secret beside the Database ([`SecretStore`](fsm_kube::SecretStore)),
+/// it in a Secret beside the Database ([`SecretStore`](operator_fsm::SecretStore)),
 /// because one of its states holds the database's password.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DatabaseStatus {

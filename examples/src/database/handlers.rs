@@ -4,7 +4,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 
-use fsm_kube::prelude::*;
+use operator_fsm::prelude::*;
 
 use super::cloud::CreateInstance;
 use super::crd::{ENGINES, SIZES, connection_secret, connection_secret_name};
@@ -223,8 +223,8 @@ pub(super) async fn check_instance(
 mod tests {
     use std::time::Duration;
 
-    use fsm_core::{Harness, RunHandlerError};
     use kube::Client;
+    use operator_fsm::core::{Harness, RunHandlerError};
 
     use super::*;
     use crate::database::cloud::{CloudConfig, CloudService};
@@ -265,7 +265,7 @@ mod tests {
         let (_server, client) = server().await;
         let cloud = cloud(0.0, None).await;
         let db = database(&client, "inventory", GOOD_SEED).await;
-        let lapsed = std::sync::Arc::new(fsm_kube::leader::Leadership::never("replica-0"));
+        let lapsed = std::sync::Arc::new(operator_fsm::leader::Leadership::never("replica-0"));
         // With the request id already checkpointed: the check before the
         // create stops it.
         let resumed = Harness::<DbState>::new(db.clone(), ctx(&client, &cloud))
@@ -287,7 +287,7 @@ mod tests {
             matches!(
                 error,
                 RunHandlerError::Handler(DbError::Checkpoint(
-                    fsm_core::CheckpointError::AuthorityLost(_)
+                    operator_fsm::core::CheckpointError::AuthorityLost(_)
                 ))
             ),
             "{error:?}"
@@ -519,7 +519,7 @@ mod tests {
 
     #[test]
     fn the_password_state_is_sensitive() {
-        use fsm_core::Fsm;
+        use operator_fsm::core::Fsm;
         let machine = DbState::machine();
         assert!(machine.state("Credentials").unwrap().is_sensitive());
         assert!(!machine.state("Ready").unwrap().is_sensitive());

@@ -19,12 +19,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::scoped_api;
-use fsm_core::{AuthorityLost, CheckpointError};
-use fsm_kube::prelude::*;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
 use kube::runtime::{Controller, watcher};
+use operator_fsm::core::{AuthorityLost, CheckpointError};
+use operator_fsm::prelude::*;
 
 pub use client::{CloudClient, CloudError};
 pub use crd::{
@@ -83,7 +83,7 @@ impl Classify for DbError {
     fn class(&self) -> ErrorClass {
         match self {
             // A failing or busy API server spends no attempt.
-            DbError::Kube(e) => fsm_kube::classify_kube_error(e),
+            DbError::Kube(e) => operator_fsm::classify_kube_error(e),
             DbError::Checkpoint(_) | DbError::NotLeading(_) => ErrorClass::RETRYABLE,
             DbError::Cloud(e) if e.is_retryable() => ErrorClass::RETRYABLE,
             DbError::Cloud(_) | DbError::InstanceGone(_) | DbError::NotNamespaced => {

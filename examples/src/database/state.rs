@@ -1,6 +1,6 @@
 //! The provisioning workflow as a state machine.
 
-use fsm_kube::prelude::*;
+use operator_fsm::prelude::*;
 
 use super::handlers::{
     check_instance, delete_instance, provision, publish_credentials, release_request, seed,

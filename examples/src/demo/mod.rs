@@ -2,7 +2,7 @@
 //! server (or a real cluster), with live progress and a summary.
 //!
 //! `cargo run -p examples --bin demo` starts the embedded API server, a
-//! simulated kube-controller-manager ([`fsm_testkit::simulation`]) and the cloud
+//! simulated kube-controller-manager ([`operator_fsm::testkit::simulation`]) and the cloud
 //! API of the `database` example, installs the CRDs, creates five objects
 //! ([`scenario`]), runs the three operators, follows every object until it
 //! rests, and prints each object's history and the machines' diagrams. It
@@ -16,12 +16,12 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use fsm_core::Fsm;
-use fsm_kube::ReconcilerOptions;
-use fsm_testkit::simulation::Simulation;
-use fsm_testkit::{ApiServer, HttpServer, ServeError};
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 use kube::{Client, CustomResourceExt};
+use operator_fsm::ReconcilerOptions;
+use operator_fsm::core::Fsm;
+use operator_fsm::testkit::simulation::Simulation;
+use operator_fsm::testkit::{ApiServer, HttpServer, ServeError};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 

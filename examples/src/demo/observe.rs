@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use fsm_core::{HistoryEntry, StateRecord, Timestamp};
-use fsm_kube::store::{OWNER_UID_LABEL, RecordObject, record_object_name_for};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
 use kube::{Client, ResourceExt};
+use operator_fsm::core::{HistoryEntry, StateRecord, Timestamp};
+use operator_fsm::store::{OWNER_UID_LABEL, RecordObject, record_object_name_for};
 
 use crate::database::{Database, DbState};
 use crate::integration::Integration;

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 use std::time::Duration;
 
-use fsm_core::Timestamp;
+use operator_fsm::core::Timestamp;
 
 use super::observe::ObjectView;
 use crate::support::human;

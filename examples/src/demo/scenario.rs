@@ -12,7 +12,7 @@ use crate::database::{Database, DatabaseSpec};
 use crate::integration::{Integration, IntegrationSpec};
 use crate::mutable_jar::{Keycloak, KeycloakSpec};
 use crate::support::create_or_get;
-use fsm_testkit::simulation::{JobOutcome, JobRule, SimulationConfig};
+use operator_fsm::testkit::simulation::{JobOutcome, JobRule, SimulationConfig};
 
 /// The demo's objects.
 pub fn tracked() -> Vec<Tracked> {

@@ -5,7 +5,7 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 
-use fsm_kube::prelude::*;
+use operator_fsm::prelude::*;
 
 use super::crd::{KIT_DIGEST_LABEL, integration_deployment, kit_image, kit_job, kit_job_name};
 use super::{Integration, IntegrationError, IntegrationPhase, IntegrationSpec};
@@ -144,8 +144,8 @@ pub(super) async fn monitor(
 mod tests {
     use std::time::Duration;
 
-    use fsm_core::{Harness, RunHandlerError};
     use kube::Client;
+    use operator_fsm::core::{Harness, RunHandlerError};
     use serde_json::json;
 
     use super::*;

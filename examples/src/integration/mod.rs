@@ -17,8 +17,8 @@ mod state;
 use std::time::Duration;
 
 use crate::support::run_owning_workloads;
-use fsm_kube::prelude::*;
 use kube::Client;
+use operator_fsm::prelude::*;
 
 pub use crd::{
     Integration, IntegrationSpec, IntegrationStatus, KIT_DIGEST_LABEL, integration_deployment,
@@ -69,7 +69,7 @@ impl Classify for IntegrationError {
     fn class(&self) -> ErrorClass {
         match self {
             // A failing or busy API server spends no attempt.
-            IntegrationError::Kube(e) => fsm_kube::classify_kube_error(e),
+            IntegrationError::Kube(e) => operator_fsm::classify_kube_error(e),
             IntegrationError::BuildFailed { .. } => ErrorClass::RETRYABLE,
             IntegrationError::Snapshot(_) | IntegrationError::NotNamespaced => {
                 ErrorClass::Permanent

@@ -1,6 +1,6 @@
 //! The Integration's phases as a state machine.
 
-use fsm_kube::prelude::*;
+use operator_fsm::prelude::*;
 
 use super::handlers::{build_kit, deploy, initialize, monitor};
 use super::{Integration, IntegrationContext, IntegrationError};

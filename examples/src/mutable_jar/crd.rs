@@ -2,12 +2,12 @@
 
 use std::collections::BTreeMap;
 
-use fsm_kube::FsmStatus;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, ObjectMeta};
 use kube::{CustomResource, Resource, ResourceExt};
+use operator_fsm::FsmStatus;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

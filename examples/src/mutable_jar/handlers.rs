@@ -6,7 +6,7 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 
-use fsm_kube::prelude::*;
+use operator_fsm::prelude::*;
 
 use super::crd::{BuildPlan, deployment, running_image};
 use super::{JarError, JarState, Keycloak};
@@ -138,9 +138,9 @@ pub(super) async fn check_drift(
 mod tests {
     use std::time::Duration;
 
-    use fsm_core::Harness;
     use kube::Client;
     use kube::api::ListParams;
+    use operator_fsm::core::Harness;
     use serde_json::json;
 
     use super::*;

@@ -19,8 +19,8 @@ mod state;
 use std::time::Duration;
 
 use crate::support::run_owning_workloads;
-use fsm_kube::prelude::*;
 use kube::Client;
+use operator_fsm::prelude::*;
 
 pub use crd::{BuildPlan, Keycloak, KeycloakSpec, KeycloakStatus, deployment, running_image};
 pub use state::JarState;
@@ -64,7 +64,7 @@ impl Classify for JarError {
     fn class(&self) -> ErrorClass {
         match self {
             // A failing or busy API server spends no attempt.
-            JarError::Kube(e) => fsm_kube::classify_kube_error(e),
+            JarError::Kube(e) => operator_fsm::classify_kube_error(e),
             JarError::NotNamespaced => ErrorClass::Permanent,
         }
     }

@@ -1,6 +1,6 @@
 //! The augmentation workflow as a state machine.
 
-use fsm_kube::prelude::*;
+use operator_fsm::prelude::*;
 
 use super::handlers::{cancel_build, check_drift, roll_out, start_augmentation, watch_build};
 use super::{JarContext, JarError, Keycloak};

@@ -1,7 +1,7 @@
 //! The examples' integration tests: the embedded API server (or the real
 //! kube-apiserver named by `FSM_REAL_APISERVER_KUBECONFIG`, see
-//! `fsm_testkit::TestCluster::from_env`), the simulated workload
-//! controllers (`fsm_testkit::simulation`) and real `Controller`s, polled
+//! `operator_fsm::testkit::TestCluster::from_env`), the simulated workload
+//! controllers (`operator_fsm::testkit::simulation`) and real `Controller`s, polled
 //! with a bounded `eventually`. Each test works in a namespace of its own,
 //! to which its operators and simulation are scoped.
 
@@ -10,11 +10,11 @@
 use std::time::Duration;
 
 use examples::demo::observe::{Kind, read_record};
-use fsm_core::StateRecord;
-use fsm_kube::ReconcilerOptions;
-use fsm_testkit::TestCluster;
-use fsm_testkit::simulation::{Simulation, SimulationConfig};
 use kube::{Client, CustomResourceExt};
+use operator_fsm::ReconcilerOptions;
+use operator_fsm::core::StateRecord;
+use operator_fsm::testkit::TestCluster;
+use operator_fsm::testkit::simulation::{Simulation, SimulationConfig};
 use tokio::task::JoinHandle;
 
 /// How long a wait may take: generous, for a real kube-apiserver on a

@@ -18,12 +18,12 @@ use examples::database::cloud::Ledger;
 use examples::database::{Database, DatabaseSpec};
 use examples::demo::observe::{Kind, read_record};
 use examples::support::install_crd;
-use fsm_core::StateRecord;
-use fsm_kube::store::RecordObject;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ListParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config, CustomResourceExt};
+use operator_fsm::core::StateRecord;
+use operator_fsm::store::RecordObject;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 pub const NS: &str = "default";

@@ -25,6 +25,11 @@ pub enum Command<A: Args = ()> {
     Crd,
     /// Print the least ClusterRole (or Role) the operator needs (YAML).
     Rbac(RbacArgs),
+    /// Print everything a cluster needs to run the operator (YAML).
+    ///
+    /// The CRD, a ServiceAccount, the least RBAC and its bindings, a
+    /// Deployment and a PodDisruptionBudget, for `kubectl apply -f -`.
+    Manifests(super::manifests::ManifestsArgs),
     /// Print the state machine's diagram.
     Diagram(DiagramArgs),
     /// Show an object's current state, attempt, last error and history.
@@ -52,9 +57,10 @@ pub struct RunArgs<A: Args = ()> {
     /// Watch this namespace only (default: all namespaces).
     #[arg(long, short = 'n', env = "WATCH_NAMESPACE")]
     pub namespace: Option<String>,
-    /// Serve Prometheus metrics at `GET /metrics` on this address.
-    #[arg(long, value_name = "ADDR", env = "METRICS_ADDR")]
-    pub metrics_addr: Option<SocketAddr>,
+    /// Serve `GET /metrics` (Prometheus), `/healthz` and `/readyz` on this
+    /// address (`--metrics-addr` is an alias).
+    #[arg(long, value_name = "ADDR", env = "HTTP_ADDR", alias = "metrics-addr")]
+    pub http_addr: Option<SocketAddr>,
     /// Leader election.
     #[command(flatten)]
     pub leader: LeaderArgs,

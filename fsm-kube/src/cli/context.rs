@@ -9,6 +9,7 @@ use kube::{Api, Client};
 
 use super::store_kind::store_kind_of;
 use super::{BoxError, Error, StoreKind};
+use crate::health::Health;
 use crate::leader::Leadership;
 use crate::store::KubeStore;
 use crate::{FsmMetrics, FsmReconciler, KubeResource, ReconcilerBuilder, ReconcilerOptions};
@@ -65,6 +66,7 @@ pub struct RunContext<F, A = ()> {
     pub leadership: Option<Leadership>,
     /// The operator's own flags, parsed ([`Operator::with_args`](super::Operator::with_args)).
     pub args: A,
+    pub(super) health: Health,
     pub(super) store: StoreKind,
     pub(super) options: ReconcilerOptions,
     pub(super) machine: PhantomData<fn() -> F>,
@@ -78,6 +80,7 @@ impl<F, A: Clone> Clone for RunContext<F, A> {
             metrics: self.metrics.clone(),
             leadership: self.leadership.clone(),
             args: self.args.clone(),
+            health: self.health.clone(),
             store: self.store,
             options: self.options.clone(),
             machine: PhantomData,
@@ -106,6 +109,24 @@ impl<F, A> RunContext<F, A> {
             Some(ns) => Api::namespaced(self.client.clone(), ns),
             None => Api::all(self.client.clone()),
         }
+    }
+
+    /// The operator's readiness, which `/readyz` reports (on `--http-addr`).
+    /// `run` holds it until the resource has been listed once; hold it
+    /// longer with [`Health::hold`].
+    pub fn health(&self) -> &Health {
+        &self.health
+    }
+
+    /// Holds readiness until the controller's watch has synced:
+    /// `run.ready_when_synced(controller.store())` before running the
+    /// controller ([`Health::ready_when_synced`]).
+    pub fn ready_when_synced<K>(&self, store: kube::runtime::reflector::Store<K>)
+    where
+        K: kube::runtime::reflector::Lookup + Clone + Send + Sync + 'static,
+        K::DynamicType: Eq + std::hash::Hash + Clone + Send + Sync,
+    {
+        self.health.ready_when_synced(store);
     }
 
     /// The store the operator declares ([`Operator::new`](super::Operator::new)).

@@ -1,5 +1,5 @@
-//! The operator's command line: `run`, `crd`, `rbac`, `diagram` and
-//! `status`, for any operator binary in a few lines.
+//! The operator's command line: `run`, `crd`, `rbac`, `manifests`,
+//! `diagram` and `status`, for any operator binary in a few lines.
 //!
 //! ```no_run
 //! # mod my { use fsm_kube::prelude::*; use kube::CustomResource;
@@ -40,7 +40,8 @@
 //! $ db-operator rbac --leader-elect --lease-namespace ops | kubectl apply -f -
 //! $ db-operator diagram --format dot | dot -Tsvg > db.svg
 //! $ db-operator status orders -n shop
-//! $ db-operator run --leader-elect --metrics-addr 0.0.0.0:9090
+//! $ db-operator manifests --image example.io/db-operator:0.1.0 -n ops | kubectl apply -f -
+//! $ db-operator run --leader-elect --http-addr 0.0.0.0:8080
 //! ```
 //!
 //! An operator adds flags of its own to `run` with
@@ -48,7 +49,7 @@
 //!
 //! What each subcommand prints is computed by pure functions that can be
 //! called (and tested) without the command line: [`crd_yaml`],
-//! [`rbac::manifests`], [`diagram`], [`record_view::decode`] and
+//! [`rbac::manifests`], [`deploy_manifests`], [`diagram`], [`record_view::decode`] and
 //! [`record_view::render_text`]. The clap layer ([`Cli`]) only parses.
 
 mod args;
@@ -56,8 +57,10 @@ mod commands;
 mod connect;
 mod context;
 mod error;
+pub mod manifests;
 mod operator;
 pub mod rbac;
+mod readiness;
 pub mod record_view;
 mod run;
 mod store_kind;
@@ -70,6 +73,7 @@ pub use commands::{crd_yaml, diagram};
 pub use connect::connect;
 pub use context::{RunContext, RunOutcome};
 pub use error::{BoxError, Error};
+pub use manifests::{ManifestsArgs, PdbApiVersion, deploy_manifests};
 pub use operator::Operator;
 pub use rbac::{InvalidRule, OperatorDescription, RbacObject, RbacScope, ResourceInfo, Rule};
 pub use store_kind::StoreKind;

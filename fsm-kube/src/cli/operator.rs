@@ -222,6 +222,7 @@ where
             Command::Run(args) => return self.run(args, run).await,
             Command::Crd => crd_yaml(&F::Resource::crd())?,
             Command::Rbac(args) => self.rbac(&args)?,
+            Command::Manifests(args) => self.manifests(&args)?,
             Command::Diagram(args) => diagram::<F>(args.format),
             Command::Status(args) => {
                 let client = connect(&args.connect).await?;

@@ -1,4 +1,4 @@
-//! `run`: connect, serve the metrics, run the operator's main function
+//! `run`: connect, serve the metrics and health, run the operator's main function
 //! (while this replica holds the Lease, under `--leader-elect`) until it
 //! returns or the process is asked to stop.
 
@@ -30,21 +30,28 @@ where
         let client = connect(&args.connect).await?;
         let mut registry = Registry::default();
         let metrics = FsmMetrics::new(&mut registry);
+        let health = crate::health::Health::new();
+        let listing = tokio::spawn(super::readiness::hold_until_listed::<F::Resource>(
+            client.clone(),
+            args.namespace.clone(),
+            health.hold(super::readiness::NOT_LISTED),
+        ));
         let context = RunContext {
             client: client.clone(),
             namespace: args.namespace.clone(),
             metrics,
             leadership: None,
             args: args.operator.clone(),
+            health: health.clone(),
             store: self.store,
             options: self.options.clone(),
             machine: PhantomData,
         };
-        let metrics_server = args.metrics_addr.map(|addr| {
-            tracing::info!(%addr, "serving metrics at /metrics");
+        let metrics_server = args.http_addr.map(|addr| {
+            tracing::info!(%addr, "serving /metrics, /healthz and /readyz");
             let registry = Arc::new(registry);
             tokio::spawn(async move {
-                crate::metrics::serve(addr, registry)
+                crate::http::serve(addr, registry, health)
                     .await
                     .map_err(|error| Error::Metrics { addr, error })
             })
@@ -119,7 +126,7 @@ where
                 }
             }
         };
-        match metrics_server {
+        let result = match metrics_server {
             Some(mut server) => {
                 let result = tokio::select! {
                     result = controller => result,
@@ -134,7 +141,9 @@ where
                 result
             }
             None => controller.await,
-        }
+        };
+        listing.abort();
+        result
     }
 }
 

@@ -22,33 +22,41 @@ use crate::model::Model;
 
 pub use fallback::fallback;
 
-/// The path of the core crate: `#[fsm(crate = ...)]`, else `fsm-core` under
-/// whatever name the user's manifest gives it, else `fsm-kube`'s re-export,
-/// else `::fsm_core`.
+/// The path of the core crate: `#[fsm(crate = ...)]`, else the
+/// `operator-fsm` facade's re-export (`::operator_fsm::core`) under
+/// whatever name the user's manifest gives the facade, else `fsm-core`
+/// itself, else `fsm-kube`'s re-export, else `::fsm_core`.
 pub fn core_path(krate: Option<&syn::Path>) -> TokenStream {
     use proc_macro_crate::{FoundCrate, crate_name};
 
     if let Some(path) = krate {
         return quote!(#path);
     }
-    let named = |name: &str| syn::parse_str::<Ident>(name).ok();
-    match crate_name("fsm-core") {
-        // Inside fsm-core only its tests and doctests use the derive; they
-        // see the library as `fsm_core`.
-        Ok(FoundCrate::Itself) => quote!(::fsm_core),
-        Ok(FoundCrate::Name(name)) => match named(&name) {
-            Some(ident) => quote!(::#ident),
-            None => quote!(::fsm_core),
-        },
-        Err(_) => match crate_name("fsm-kube") {
-            Ok(FoundCrate::Name(name)) => match named(&name) {
-                Some(ident) => quote!(::#ident::fsm_core),
-                None => quote!(::fsm_kube::fsm_core),
-            },
-            Ok(FoundCrate::Itself) => quote!(::fsm_kube::fsm_core),
-            Err(_) => quote!(::fsm_core),
-        },
+    // `(package, library name, path of fsm-core inside it)`, in order of
+    // preference; the first the user's manifest names wins. The facade
+    // comes first: its own doc tests (whose manifest names fsm-core too)
+    // then check that everything the expansion needs is re-exported there.
+    const ROUTES: [(&str, &str, Option<&str>); 3] = [
+        ("operator-fsm", "operator_fsm", Some("core")),
+        ("fsm-core", "fsm_core", None),
+        ("fsm-kube", "fsm_kube", Some("fsm_core")),
+    ];
+    for (package, library, inner) in ROUTES {
+        let name = match crate_name(package) {
+            // Inside a crate only its tests and doctests use the derive;
+            // they see the library under its own name.
+            Ok(FoundCrate::Itself) => library.to_owned(),
+            Ok(FoundCrate::Name(name)) => name,
+            Err(_) => continue,
+        };
+        let root = syn::parse_str::<Ident>(&name)
+            .unwrap_or_else(|_| Ident::new(library, proc_macro2::Span::call_site()));
+        return match inner.map(|inner| Ident::new(inner, proc_macro2::Span::call_site())) {
+            Some(inner) => quote!(::#root::#inner),
+            None => quote!(::#root),
+        };
     }
+    quote!(::fsm_core)
 }
 
 /// The whole expansion for a checked machine.
