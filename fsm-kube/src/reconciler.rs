@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use fsm_core::{
     Authority, AuthorityLost, Clock, Engine, EngineOptions, Fsm, InvalidMachine, ObjectKey,
-    Observed, ReconcileError, Report, StoreError,
+    Observed, ReconcileError, RecordCompatibility, Report, StoreError,
 };
 use kube::api::{ApiResource, DynamicObject, PatchParams};
 use kube::runtime::controller::Action;
@@ -17,7 +17,7 @@ use tracing::Instrument;
 use crate::leader::Leadership;
 use crate::metrics::FsmMetrics;
 use crate::store::{Bound, KubeStore, Target};
-use crate::{KubeResource, events, finalizer};
+use crate::{KubeResource, conditions, events, finalizer};
 
 /// Why a reconcile failed. The controller's `error_policy` requeues it.
 #[derive(Debug, thiserror::Error)]
@@ -303,6 +303,7 @@ where
                 recorder,
                 metrics,
                 too_large: std::sync::Mutex::default(),
+                newer: std::sync::Mutex::default(),
             }),
         }
     }
@@ -323,6 +324,10 @@ where
     /// fit: a reconcile of a watched copy from before that report must not
     /// write it again.
     too_large: std::sync::Mutex<std::collections::HashSet<(String, Option<i64>)>>,
+    /// Objects (UID, machine version of their record) already told that
+    /// their record is a newer build's: one event each, not one per
+    /// reconcile.
+    newer: std::sync::Mutex<std::collections::HashSet<(String, u32)>>,
 }
 
 /// Drives machine `F` for the objects a `Controller` hands it.
@@ -352,8 +357,13 @@ where
 /// A corrupt record is not an error: the object gets a `Degraded`
 /// condition and a `CorruptRecord` event, and waits for a change. Nor is a
 /// record too large to commit: `RecordTooLarge`, the last committed record
-/// kept, looked at again after the poll interval or on a change. Conflicts
-/// requeue at once; other errors after `error_requeue`.
+/// kept, looked at again after the poll interval or on a change. Nor is a
+/// record written by a newer version of the machine (a rolling update, a
+/// rollback): it is left untouched (not even the finalizer is added), the
+/// object gets a `Degraded` condition with reason `RecordFromNewerVersion`
+/// and one event per object and version, and is looked at again after the
+/// poll interval; a replica that reads the record clears the condition.
+/// Conflicts requeue at once; other errors after `error_requeue`.
 pub struct FsmReconciler<F: Fsm>
 where
     F::Resource: KubeResource,
@@ -488,6 +498,13 @@ where
             return Ok(Action::await_change());
         }
         if !deleting && needs_finalizer && !has_finalizer {
+            // A newer build's record: the finalizer is this build's to add
+            // only if the object is this build's to run.
+            let (status, _) = crate::fields::status_and_spec(object.as_ref(), false);
+            let before = self.target(api.clone(), object.clone(), status);
+            if let Some((found, supported)) = self.newer_record(&before).await? {
+                return self.report_newer_record(&before, found, supported).await;
+            }
             let updated = finalizer::add(&api, object.as_ref(), &inner.options.finalizer, &params)
                 .await
                 .map_err(|e| match &e {
@@ -532,9 +549,13 @@ where
             Err(ReconcileError::Store(error @ StoreError::TooLarge { .. })) => {
                 return self.report_too_large(&target, &error).await;
             }
+            Err(ReconcileError::NewerRecord { found, supported }) => {
+                return self.report_newer_record(&target, found, supported).await;
+            }
             Err(other) => return Err(other.into()),
         };
         self.forget_too_large(&target.uid);
+        self.clear_newer_record(&target, &report).await?;
         self.after(&target, &report).await;
         if report.released {
             finalizer::remove(&api, object.as_ref(), &inner.options.finalizer, &params)
@@ -586,6 +607,79 @@ where
     ) -> std::sync::MutexGuard<'_, std::collections::HashSet<(String, Option<i64>)>> {
         self.inner
             .too_large
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The machine versions (the record's, this build's) when `target`'s
+    /// record was written by a newer build.
+    async fn newer_record(
+        &self,
+        target: &Target<F::Resource>,
+    ) -> Result<Option<(u32, u32)>, Error> {
+        let loaded = self.inner.store.load(target).await.map_err(Error::Store)?;
+        Ok(match loaded.record.map(|raw| raw.compatibility::<F>()) {
+            Some(RecordCompatibility::Newer { version, supported }) => Some((version, supported)),
+            _ => None,
+        })
+    }
+
+    /// A record written by a newer build: this one must neither act on it
+    /// nor overwrite it, so the object says so (condition, and one event per
+    /// object and version) and is looked at again after the poll interval.
+    async fn report_newer_record(
+        &self,
+        target: &Target<F::Resource>,
+        found: u32,
+        supported: u32,
+    ) -> Result<Action, Error> {
+        tracing::warn!(
+            record_version = found,
+            machine_version = supported,
+            "the record was written by a newer version of the machine; it is left untouched"
+        );
+        target
+            .report_newer_record(found, supported)
+            .await
+            .map_err(Error::Store)?;
+        let first = self.lock_newer().insert((target.uid.clone(), found));
+        if first {
+            self.publish(
+                target.object.as_ref(),
+                events::for_newer_record(found, supported),
+            )
+            .await;
+        }
+        Ok(Action::requeue(self.inner.options.engine.poll_interval))
+    }
+
+    /// After a reconcile that read the record: an object still saying that
+    /// its record is a newer build's (an older replica said so during a
+    /// rolling update) gets its conditions from the record again, when the
+    /// reconcile committed nothing that would have rewritten them.
+    async fn clear_newer_record(
+        &self,
+        target: &Target<F::Resource>,
+        report: &Report,
+    ) -> Result<(), Error> {
+        {
+            let mut told = self.lock_newer();
+            if !told.is_empty() {
+                told.retain(|(uid, _)| *uid != target.uid);
+            }
+        }
+        let stale = conditions::says_newer_record(&target.current_conditions());
+        match &report.record {
+            Some(record) if stale && report.commits == 0 => {
+                target.sync_status(record, None).await.map_err(Error::Store)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn lock_newer(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<(String, u32)>> {
+        self.inner
+            .newer
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }

@@ -113,6 +113,27 @@ impl<K: KubeResource> Target<K> {
         self.write_conditions(&current, &wanted).await
     }
 
+    /// Reports on the object that its record was written by machine
+    /// version `found`, newer than this build's `supported` (the
+    /// `Degraded` condition, reason `RecordFromNewerVersion`), without
+    /// touching the record. Returns whether it wrote (not when the object
+    /// already says so).
+    pub(crate) async fn report_newer_record(
+        &self,
+        found: u32,
+        supported: u32,
+    ) -> Result<bool, StoreError> {
+        let current = self.current_conditions();
+        let wanted = conditions::newer_record(
+            found,
+            supported,
+            self.generation,
+            &current,
+            jiff::Timestamp::now(),
+        );
+        self.write_conditions(&current, &wanted).await
+    }
+
     /// Writes the conditions for `record` and the status fields a step
     /// published (stores that keep the record elsewhere), in one status
     /// patch, only when the object does not already hold them.
