@@ -29,6 +29,10 @@ pub enum Command<A: Args = ()> {
     Diagram(DiagramArgs),
     /// Show an object's current state, attempt, last error and history.
     Status(StatusArgs),
+    /// Before an upgrade (or a rollback): read every stored record and say
+    /// which this build runs as is, renames or migrates, and which it
+    /// cannot run (exit status 3). Writes nothing.
+    Preflight(PreflightArgs),
 }
 
 /// How to reach the API server.
@@ -121,13 +125,13 @@ pub struct DiagramArgs {
     pub format: DiagramFormat,
 }
 
-/// An output format of `status`.
+/// An output format of `status` and `preflight`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
     /// For people.
     #[default]
     Text,
-    /// The decoded record as JSON.
+    /// JSON: the decoded record (`status`), the verdicts (`preflight`).
     Json,
 }
 
@@ -137,6 +141,20 @@ pub struct StatusArgs {
     /// The object's name.
     pub name: String,
     /// The object's namespace (default: the kubeconfig's namespace).
+    #[arg(long, short = 'n')]
+    pub namespace: Option<String>,
+    /// The output format.
+    #[arg(long, short = 'o', value_enum, default_value_t)]
+    pub output: OutputFormat,
+    /// How to reach the API server.
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+/// `preflight`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Args)]
+pub struct PreflightArgs {
+    /// Read the records of this namespace only (default: all namespaces).
     #[arg(long, short = 'n')]
     pub namespace: Option<String>,
     /// The output format.

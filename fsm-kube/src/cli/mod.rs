@@ -1,5 +1,5 @@
-//! The operator's command line: `run`, `crd`, `rbac`, `diagram` and
-//! `status`, for any operator binary in a few lines.
+//! The operator's command line: `run`, `crd`, `rbac`, `diagram`, `status`
+//! and `preflight`, for any operator binary in a few lines.
 //!
 //! ```no_run
 //! # mod my { use fsm_kube::prelude::*; use kube::CustomResource;
@@ -40,6 +40,7 @@
 //! $ db-operator rbac --leader-elect --lease-namespace ops | kubectl apply -f -
 //! $ db-operator diagram --format dot | dot -Tsvg > db.svg
 //! $ db-operator status orders -n shop
+//! $ db-operator preflight            # before an upgrade: exit status 3 if a record cannot run
 //! $ db-operator run --leader-elect --metrics-addr 0.0.0.0:9090
 //! ```
 //!
@@ -48,8 +49,9 @@
 //!
 //! What each subcommand prints is computed by pure functions that can be
 //! called (and tested) without the command line: [`crd_yaml`],
-//! [`rbac::manifests`], [`diagram`], [`record_view::decode`] and
-//! [`record_view::render_text`]. The clap layer ([`Cli`]) only parses.
+//! [`rbac::manifests`], [`diagram`], [`record_view::decode`],
+//! [`record_view::render_text`] and [`preflight::Preflight::judge`]. The clap
+//! layer ([`Cli`]) only parses.
 
 mod args;
 mod commands;
@@ -57,14 +59,15 @@ mod connect;
 mod context;
 mod error;
 mod operator;
+pub mod preflight;
 pub mod rbac;
 pub mod record_view;
 mod run;
 mod store_kind;
 
 pub use args::{
-    Cli, Command, ConnectArgs, DiagramArgs, DiagramFormat, LeaderArgs, OutputFormat, RbacArgs,
-    RunArgs, StatusArgs,
+    Cli, Command, ConnectArgs, DiagramArgs, DiagramFormat, LeaderArgs, OutputFormat, PreflightArgs,
+    RbacArgs, RunArgs, StatusArgs,
 };
 pub use commands::{crd_yaml, diagram};
 pub use connect::connect;
