@@ -219,6 +219,41 @@ pub trait KubeStore<K: KubeResource>: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
 }
 
+/// A store shared by several reconcilers: memory that two builds of a
+/// machine read in one process, or a store chosen at run time
+/// (`Arc<dyn KubeStore<K>>`).
+impl<K: KubeResource, S: KubeStore<K> + ?Sized> KubeStore<K> for Arc<S> {
+    fn load<'a>(&'a self, target: &'a Target<K>) -> BoxFuture<'a, Result<Loaded, StoreError>> {
+        S::load(self, target)
+    }
+
+    fn save<'a>(
+        &'a self,
+        target: &'a Target<K>,
+        record: &'a StateRecord,
+        status: Option<&'a StatusFields>,
+        expected: Option<&'a Version>,
+    ) -> BoxFuture<'a, Result<Version, StoreError>> {
+        S::save(self, target, record, status, expected)
+    }
+
+    fn delete<'a>(
+        &'a self,
+        target: &'a Target<K>,
+        expected: Option<&'a Version>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        S::delete(self, target, expected)
+    }
+
+    fn report_corrupt<'a>(
+        &'a self,
+        target: &'a Target<K>,
+        error: &'a DecodeError,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        S::report_corrupt(self, target, error)
+    }
+}
+
 /// A [`KubeStore`] bound to one object: the engine's [`StateStore`].
 pub(crate) struct Bound<'a, K: KubeResource> {
     pub store: &'a dyn KubeStore<K>,
