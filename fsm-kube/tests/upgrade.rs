@@ -442,3 +442,194 @@ async fn memory_keeps_the_version_and_writes_a_migration_back_once() {
     each_store_keeps_the_version_and_writes_a_migration_back_once(Where::Memory(Arc::default()))
         .await;
 }
+
+// ------------------------------------------------------------ rolling update
+
+/// A replica of build `S` with leader election, until [`Replica::stop`].
+struct Replica {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Replica {
+    fn start<S>(env: &Env, identity: &str, cloud: Arc<Cloud>) -> Self
+    where
+        S: Fsm<Resource = Widget, Context = Cloud>,
+    {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let client = env.client.clone();
+        let ns = env.ns.clone();
+        let identity = identity.to_owned();
+        let task = tokio::spawn(async move {
+            let widgets: Api<Widget> = Api::namespaced(client.clone(), &ns);
+            let controller_client = client.clone();
+            let result = run_while_leader_until(
+                client,
+                &ns,
+                "deploy-operator",
+                &identity,
+                Duration::from_secs(2),
+                move |leadership| {
+                    let fsm =
+                        FsmReconciler::<S>::builder(controller_client.clone(), StatusStore::new())
+                            .options(
+                                ReconcilerOptions::default()
+                                    .poll_interval(Duration::from_secs(3600))
+                                    .error_requeue(Duration::from_millis(100)),
+                            )
+                            .leadership(leadership)
+                            .build();
+                    let widgets = widgets.clone();
+                    let cloud = cloud.clone();
+                    async move {
+                        Controller::new(widgets, watcher::Config::default())
+                            .run(fsm.reconcile(), fsm.error_policy(), cloud)
+                            .for_each(|_| async {})
+                            .await;
+                    }
+                },
+                async {
+                    let _ = stopped.await;
+                },
+            )
+            .await;
+            if let Err(error) = result {
+                panic!("{identity}: leader election failed: {error}");
+            }
+        });
+        Replica { stop, task }
+    }
+
+    /// Stops the replica: it gives the Lease up and returns.
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        self.task.await.unwrap();
+    }
+}
+
+/// Waits until `identity` holds the Lease.
+async fn holds_lease(env: &Env, identity: &str) {
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(env.client.clone(), &env.ns);
+    eventually(&format!("{identity} to hold the Lease"), || {
+        let leases = leases.clone();
+        async move {
+            let holder = leases
+                .get_opt("deploy-operator")
+                .await
+                .ok()??
+                .spec?
+                .holder_identity?;
+            (holder == identity).then_some(())
+        }
+    })
+    .await;
+}
+
+/// Waits until widget `name`'s record (status store) is in `wanted` at
+/// machine version `machine_version`, and returns it.
+async fn settles(env: &Env, name: &str, wanted: &str, machine_version: u64) -> Value {
+    eventually(
+        &format!("{name} in {wanted} v{machine_version}"),
+        || async move {
+            let record = Where::Status.record(env, name).await?;
+            (state(&record) == wanted && version(&record) == machine_version).then_some(record)
+        },
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolling_update_a_rollback_and_the_update_again_lose_and_repeat_nothing() {
+    let env = &env().await;
+    let cloud = Arc::new(Cloud::default());
+
+    // Build 1 alone: `a` finishes, `b` waits to seed, `c` to boot.
+    let v1_first = Replica::start::<v1::Deploy>(env, "v1-first", cloud.clone());
+    holds_lease(env, "v1-first").await;
+    for name in ["a", "b", "c"] {
+        common::create_widget(env, name, WidgetSpec::colored(name)).await;
+    }
+    cloud.boot(&["a", "b"]);
+    cloud.allow_seeding(&["a"]);
+    settles(env, "a", "Ready", 1).await;
+    settles(env, "b", "Seeding", 1).await;
+    settles(env, "c", "Provisioning", 1).await;
+
+    // The rolling update: a build 2 replica starts beside it, build 1
+    // stops and hands the Lease over. Every record is upgraded once.
+    let v2_first = Replica::start::<v2::Deploy>(env, "v2-first", cloud.clone());
+    v1_first.stop().await;
+    holds_lease(env, "v2-first").await;
+    settles(env, "a", "Ready", 2).await;
+    settles(env, "b", "Loading", 2).await;
+    settles(env, "c", "Starting", 2).await;
+    common::create_widget(env, "d", WidgetSpec::colored("d")).await;
+    settles(env, "d", "Starting", 2).await;
+    let mut upgraded = BTreeMap::new();
+    for name in ["a", "b", "c", "d"] {
+        upgraded.insert(name, Where::Status.record(env, name).await.unwrap());
+    }
+
+    // The rollback: build 1 again. It runs what it can read (a new
+    // object) and leaves build 2's records untouched, saying so.
+    let v1_again = Replica::start::<v1::Deploy>(env, "v1-again", cloud.clone());
+    v2_first.stop().await;
+    holds_lease(env, "v1-again").await;
+    common::create_widget(env, "e", WidgetSpec::colored("e")).await;
+    settles(env, "e", "Provisioning", 1).await;
+    for name in ["a", "b", "c", "d"] {
+        eventually(
+            &format!("{name} to say its record is newer"),
+            || async move {
+                let (status, reason) = degraded(env, name).await?;
+                (status == "True" && reason == conditions::NEWER_RECORD_REASON).then_some(())
+            },
+        )
+        .await;
+    }
+    for (name, record) in &upgraded {
+        assert_eq!(
+            &Where::Status.record(env, name).await.unwrap(),
+            record,
+            "build 1 changed build 2's record of {name}"
+        );
+        let told = events(env, name, "RecordFromNewerVersion").await;
+        assert_eq!(told.len(), 1, "{name}: {told:#?}");
+        assert_eq!(told[0].series, None, "{name}: told once: {told:#?}");
+    }
+
+    // The update again: build 2 takes every object to its end.
+    let v2_again = Replica::start::<v2::Deploy>(env, "v2-again", cloud.clone());
+    v1_again.stop().await;
+    holds_lease(env, "v2-again").await;
+    let all = ["a", "b", "c", "d", "e"];
+    cloud.boot(&all);
+    cloud.allow_seeding(&all);
+    for name in all {
+        let record = settles(env, name, "Ready", 2).await;
+        assert_eq!(record["data"]["id"], format!("i-{name}"), "{record}");
+        let history = record["history"].as_array().unwrap();
+        let seqs: Vec<u64> = history.iter().map(|h| h["seq"].as_u64().unwrap()).collect();
+        let expected: Vec<u64> = (1..=seqs.len() as u64).collect();
+        assert_eq!(seqs, expected, "{name}: each transition committed once");
+        let entered: BTreeSet<&str> = history.iter().map(|h| h["to"].as_str().unwrap()).collect();
+        assert_eq!(
+            entered.len(),
+            history.len(),
+            "{name}: a state entered twice: {record}"
+        );
+        eventually(&format!("{name}'s Degraded cleared"), || async move {
+            let (status, _) = degraded(env, name).await?;
+            (status == "False").then_some(())
+        })
+        .await;
+    }
+    v2_again.stop().await;
+    let once: BTreeMap<String, u32> = all
+        .iter()
+        .flat_map(|name| [format!("create {name}"), format!("seed {name}")])
+        .map(|call| (call, 1))
+        .collect();
+    assert_eq!(cloud.calls(), once, "every once-only call ran once");
+}
