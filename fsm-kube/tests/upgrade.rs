@@ -17,8 +17,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{Env, Widget, WidgetSpec, env, eventually};
+use fsm_kube::cli::preflight::Verdict;
 use fsm_kube::cli::{Command, Error, Operator, OutputFormat, PreflightArgs, StoreKind};
-use fsm_kube::fsm_core::{EphemeralStore, Fsm, ObjectKey, RawRecord};
+use fsm_kube::fsm_core::{EphemeralStore, Fsm, ObjectKey};
 use fsm_kube::leader::run_while_leader_until;
 use fsm_kube::prelude::*;
 use fsm_kube::store::{
@@ -30,7 +31,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::{Controller, watcher};
-use kube::{Client, ResourceExt};
+use kube::{Client, Resource, ResourceExt};
 use serde_json::{Value, json};
 
 /// The world both builds act on: which objects' instances have booted,
@@ -72,6 +73,7 @@ impl Cloud {
 
 #[derive(Debug, thiserror::Error)]
 #[error("the cloud failed")]
+/// The handlers' error (never returned).
 pub struct CloudError;
 impl Classify for CloudError {}
 
@@ -632,4 +634,414 @@ async fn a_rolling_update_a_rollback_and_the_update_again_lose_and_repeat_nothin
         .map(|call| (call, 1))
         .collect();
     assert_eq!(cloud.calls(), once, "every once-only call ran once");
+}
+
+// ------------------------------------------------------------ preflight
+
+/// A stored record of `state` (with `data`) written by machine version
+/// `machine_version` (`None`: before machines had versions).
+fn stored(state: &str, data: Option<Value>, machine_version: Option<u32>) -> Value {
+    let mut record = json!({
+        "schemaVersion": 1,
+        "state": state,
+        "enteredAt": "2026-01-01T00:00:00Z",
+    });
+    if let Some(data) = data {
+        record["data"] = data;
+    }
+    if let Some(v) = machine_version {
+        record["machineVersion"] = json!(v);
+    }
+    record
+}
+
+/// The objects of the pre-flight check and their records: one that runs
+/// as is, one written before versions (restamped), a renamed state, a
+/// migrated one, a newer build's, a state no build has, and no record.
+fn mix() -> Vec<(&'static str, Option<Value>)> {
+    let id = |name: &str| Some(json!({ "id": format!("i-{name}") }));
+    vec![
+        ("current", Some(stored("Starting", id("current"), Some(2)))),
+        ("unversioned", Some(stored("Requested", None, None))),
+        ("renamed", Some(stored("Provisioning", id("renamed"), None))),
+        ("migrated", Some(stored("Seeding", id("migrated"), Some(1)))),
+        ("newer", Some(stored("Starting", id("newer"), Some(3)))),
+        ("unknown", Some(stored("Vanished", None, Some(2)))),
+        ("fresh", None),
+    ]
+}
+
+/// The verdict of each object's record, by name.
+fn verdicts(report: &fsm_kube::cli::preflight::Preflight) -> BTreeMap<String, Verdict> {
+    report
+        .records
+        .iter()
+        .filter(|r| !r.owner_gone)
+        .map(|r| (r.object.name.clone(), r.verdict.clone()))
+        .collect()
+}
+
+/// What build 2 makes of [`mix`].
+fn judged_by_v2() -> BTreeMap<String, Verdict> {
+    BTreeMap::from([
+        ("current".to_owned(), Verdict::Runs { writes_back: false }),
+        (
+            "unversioned".to_owned(),
+            Verdict::Runs { writes_back: true },
+        ),
+        (
+            "renamed".to_owned(),
+            Verdict::Renamed {
+                from: "Provisioning".into(),
+                to: "Starting".into(),
+            },
+        ),
+        (
+            "migrated".to_owned(),
+            Verdict::Migrates {
+                from_version: 1,
+                from_state: "Seeding".into(),
+                to_state: "Loading".into(),
+                to_version: 2,
+            },
+        ),
+        (
+            "newer".to_owned(),
+            Verdict::Newer {
+                version: 3,
+                supported: 2,
+            },
+        ),
+        (
+            "unknown".to_owned(),
+            Verdict::Unreadable {
+                reason:
+                    "the stored record names state Vanished, which machine Deploy does not have"
+                        .into(),
+            },
+        ),
+    ])
+}
+
+/// The `resourceVersion` of every widget, ConfigMap and Secret of the
+/// test's namespace: what a write would change.
+async fn versions(env: &Env) -> BTreeMap<String, String> {
+    let mut all = BTreeMap::new();
+    let lp = ListParams::default();
+    let widgets: Api<Widget> = Api::namespaced(env.client.clone(), &env.ns);
+    for w in widgets.list(&lp).await.unwrap() {
+        all.insert(
+            format!("widget {}", w.name_any()),
+            w.resource_version().unwrap(),
+        );
+    }
+    let maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), &env.ns);
+    for m in maps.list(&lp).await.unwrap() {
+        all.insert(
+            format!("configmap {}", m.name_any()),
+            m.resource_version().unwrap(),
+        );
+    }
+    let secrets: Api<Secret> = Api::namespaced(env.client.clone(), &env.ns);
+    for s in secrets.list(&lp).await.unwrap() {
+        all.insert(
+            format!("secret {}", s.name_any()),
+            s.resource_version().unwrap(),
+        );
+    }
+    all
+}
+
+/// Runs `check` (which must only read) and asserts that it wrote nothing:
+/// no write in the embedded server's request log, and no object of the
+/// namespace changed (on either server).
+async fn writes_nothing<T>(env: &Env, check: impl std::future::Future<Output = T>) -> T {
+    let before = versions(env).await;
+    let since = env.embedded().map(|s| s.request_log().records_since(0).0);
+    let result = check.await;
+    if let (Some(server), Some(since)) = (env.embedded(), since) {
+        let (_, requests) = server.request_log().records_since(since);
+        let writes: Vec<_> = requests
+            .iter()
+            .filter(|r| !matches!(r.verb.as_str(), "get" | "list" | "watch"))
+            .collect();
+        assert!(writes.is_empty(), "preflight wrote: {writes:#?}");
+        assert!(
+            requests
+                .iter()
+                .all(|r| r.verb != "get" || r.resource.is_empty() || r.name.is_none()),
+            "list requests only, no GET per object: {requests:#?}"
+        );
+    }
+    assert_eq!(versions(env).await, before, "an object changed");
+    result
+}
+
+/// A kubeconfig for `env`'s server: the real server's own, or one written
+/// for the embedded server served over loopback HTTP (up while the
+/// returned server lives).
+async fn kubeconfig_of(env: &Env) -> (Option<fsm_testkit::HttpServer>, String) {
+    match (env.embedded(), env.cluster.kubeconfig()) {
+        (Some(server), _) => {
+            let http = server.serve_http().await.unwrap();
+            let path = http.kubeconfig().to_str().unwrap().to_owned();
+            (Some(http), path)
+        }
+        (None, Some(path)) => (None, path.to_str().unwrap().to_owned()),
+        (None, None) => panic!("a real cluster without a kubeconfig"),
+    }
+}
+
+fn preflight_args(env: &Env) -> PreflightArgs {
+    PreflightArgs {
+        namespace: Some(env.ns.clone()),
+        ..PreflightArgs::default()
+    }
+}
+
+#[tokio::test]
+async fn preflight_judges_status_records_without_writing_and_fails_on_what_cannot_run() {
+    let env = &env().await;
+    let widgets: Api<Widget> = Api::namespaced(env.client.clone(), &env.ns);
+    for (name, record) in mix() {
+        common::create_widget(env, name, WidgetSpec::colored(name)).await;
+        if let Some(record) = record {
+            let patch = json!({ "status": { "fsm": record } });
+            widgets
+                .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .unwrap();
+        }
+    }
+
+    // Build 2 before the upgrade.
+    let upgrade = Operator::<v2::Deploy>::new("deploy-operator", StoreKind::Status);
+    let report = writes_nothing(env, upgrade.preflight(&env.client, &preflight_args(env))).await;
+    let report = report.unwrap();
+    assert_eq!(verdicts(&report), judged_by_v2());
+    assert_eq!(report.without_record, 1);
+    assert_eq!(report.cannot_run(), 2);
+    let migrated = report
+        .records
+        .iter()
+        .find(|r| r.object.name == "migrated")
+        .unwrap();
+    assert_eq!(migrated.stored_state.as_deref(), Some("Seeding"));
+    assert_eq!(migrated.stored_version, Some(1));
+    assert_eq!(migrated.object.record, ".status.fsm");
+    let text = report.render_text();
+    assert!(
+        text.ends_with("Deploy version 2: 6 record(s), 4 can run, 2 cannot; 1 object(s) without a record yet.\n"),
+        "{text}"
+    );
+    let ns = &env.ns;
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("Widget {ns}/migrated ")))
+        .unwrap();
+    assert!(line.contains("Seeding v1"), "{line}");
+    assert!(
+        line.ends_with("migrates: Seeding (v1) → Loading (v2)"),
+        "{line}"
+    );
+
+    // Through the command line, as JSON: the report, then exit status 3.
+    let (_http, kubeconfig) = kubeconfig_of(env).await;
+    let command = upgrade
+        .parse_from([
+            "deploy-operator",
+            "preflight",
+            "-n",
+            ns,
+            "-o",
+            "json",
+            "--kubeconfig",
+            &kubeconfig,
+        ])
+        .unwrap()
+        .command;
+    assert!(matches!(
+        command,
+        Command::Preflight(PreflightArgs {
+            output: OutputFormat::Json,
+            ..
+        })
+    ));
+    let mut out = Vec::new();
+    let no_run = |_: fsm_kube::cli::RunContext<v2::Deploy>| std::future::ready(());
+    let result = writes_nothing(env, upgrade.execute(command, no_run, &mut out)).await;
+    let error = result.unwrap_err();
+    assert!(
+        matches!(error, Error::CannotRun { cannot: 2, .. }),
+        "{error:?}"
+    );
+    assert_eq!(error.exit_status(), 3);
+    let json: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(json["machine"], "Deploy");
+    assert_eq!(json["machineVersion"], 2);
+    let newer = json["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["object"]["name"] == "newer")
+        .unwrap();
+    assert_eq!(newer["verdict"], "newer");
+    assert_eq!(newer["version"], 3);
+    assert_eq!(newer["storedState"], "Starting");
+
+    // Build 1 before a rollback: build 2's records would stall.
+    let rollback = Operator::<v1::Deploy>::new("deploy-operator", StoreKind::Status);
+    let report = rollback
+        .preflight(&env.client, &preflight_args(env))
+        .await
+        .unwrap();
+    let by_v1 = verdicts(&report);
+    assert_eq!(
+        by_v1["current"],
+        Verdict::Newer {
+            version: 2,
+            supported: 1
+        }
+    );
+    assert_eq!(
+        by_v1["unknown"],
+        Verdict::Newer {
+            version: 2,
+            supported: 1
+        }
+    );
+    assert_eq!(by_v1["renamed"], Verdict::Runs { writes_back: false });
+    assert_eq!(by_v1["migrated"], Verdict::Runs { writes_back: false });
+    assert_eq!(report.cannot_run(), 3);
+
+    // Once the stalled records are gone, build 2 may be rolled out.
+    for name in ["newer", "unknown"] {
+        widgets.delete(name, &Default::default()).await.unwrap();
+    }
+    eventually("the deletions", || async {
+        let left = widgets.list(&ListParams::default()).await.ok()?.items.len();
+        (left == 5).then_some(())
+    })
+    .await;
+    let report = upgrade
+        .preflight(&env.client, &preflight_args(env))
+        .await
+        .unwrap();
+    assert!(report.all_can_run(), "{}", report.render_text());
+    let mut out = Vec::new();
+    let command = upgrade
+        .parse_from([
+            "deploy-operator",
+            "preflight",
+            "-n",
+            ns,
+            "--kubeconfig",
+            &kubeconfig,
+        ])
+        .unwrap()
+        .command;
+    upgrade.execute(command, no_run, &mut out).await.unwrap();
+    assert!(
+        String::from_utf8(out)
+            .unwrap()
+            .contains("4 can run, 0 cannot")
+    );
+}
+
+/// A record object of widget `owner` (UID `uid`) named `name`, labelled as
+/// the stores label theirs.
+fn record_object_meta(env: &Env, name: &str, owner: &str, uid: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.to_owned()),
+        namespace: Some(env.ns.clone()),
+        labels: Some(BTreeMap::from([
+            (MANAGED_BY_LABEL.0.to_owned(), MANAGED_BY_LABEL.1.to_owned()),
+            (OWNER_LABEL.to_owned(), owner.to_owned()),
+            (OWNER_UID_LABEL.to_owned(), uid.to_owned()),
+        ])),
+        ..ObjectMeta::default()
+    }
+}
+
+#[tokio::test]
+async fn preflight_judges_configmap_records_and_lists_those_whose_object_is_gone() {
+    let env = &env().await;
+    let maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), &env.ns);
+    let put = |metadata: ObjectMeta, record: &Value| ConfigMap {
+        metadata,
+        data: Some(BTreeMap::from([("record".to_owned(), record.to_string())])),
+        ..ConfigMap::default()
+    };
+    for (name, record) in mix() {
+        let widget = common::create_widget(env, name, WidgetSpec::colored(name)).await;
+        let Some(record) = record else { continue };
+        let uid = widget.uid().unwrap();
+        let metadata = if name == "renamed" {
+            // Under the legacy name, owned through its owner reference.
+            let mut legacy = record_object_meta(env, &format!("{name}-fsm"), name, &uid);
+            legacy.labels.as_mut().unwrap().remove(OWNER_UID_LABEL);
+            legacy.owner_references = Some(vec![widget.controller_owner_ref(&()).unwrap()]);
+            legacy
+        } else {
+            record_object_meta(env, &record_object_name_for::<v2::Deploy>(name), name, &uid)
+        };
+        maps.create(&PostParams::default(), &put(metadata, &record))
+            .await
+            .unwrap();
+    }
+    // A widget deleted before garbage collection removed its record.
+    let ghost = record_object_meta(
+        env,
+        &record_object_name_for::<v2::Deploy>("ghost"),
+        "ghost",
+        "0a1b2c3d-0000-0000-0000-000000000000",
+    );
+    maps.create(
+        &PostParams::default(),
+        &put(ghost, &stored("Vanished", None, Some(9))),
+    )
+    .await
+    .unwrap();
+
+    let upgrade = Operator::<v2::Deploy>::new("deploy-operator", StoreKind::ConfigMap);
+    let report = writes_nothing(env, upgrade.preflight(&env.client, &preflight_args(env)))
+        .await
+        .unwrap();
+    assert_eq!(verdicts(&report), judged_by_v2());
+    assert_eq!(report.cannot_run(), 2, "the ghost's record does not count");
+    let ns = &env.ns;
+    let renamed = report
+        .records
+        .iter()
+        .find(|r| r.object.name == "renamed")
+        .unwrap();
+    assert_eq!(renamed.object.record, format!("ConfigMap {ns}/renamed-fsm"));
+    let ghost = report.records.iter().find(|r| r.owner_gone).unwrap();
+    assert_eq!(ghost.object.name, "ghost");
+    assert_eq!(
+        ghost.verdict,
+        Verdict::Newer {
+            version: 9,
+            supported: 2
+        }
+    );
+    assert!(
+        report.render_text().contains("[object gone"),
+        "{}",
+        report.render_text()
+    );
+
+    // The Secret store finds none of them.
+    let secrets = Operator::<v2::Deploy>::new("deploy-operator", StoreKind::Secret);
+    let report = secrets
+        .preflight(&env.client, &preflight_args(env))
+        .await
+        .unwrap();
+    assert!(report.records.is_empty(), "{report:?}");
+    assert_eq!(report.without_record, 7);
+    assert!(report.all_can_run());
+
+    let memory = Operator::<v2::Deploy>::new("deploy-operator", StoreKind::Ephemeral);
+    let refused = memory.preflight(&env.client, &preflight_args(env)).await;
+    assert!(matches!(refused, Err(Error::MemoryStore)), "{refused:?}");
 }
