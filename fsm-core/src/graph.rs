@@ -7,7 +7,8 @@ use crate::{Machine, SpecChange, StateMeta};
 
 impl Machine {
     /// The states no workflow can enter, in declaration order: not the
-    /// initial state, not the `goto` target of `on_spec_change`, and not a
+    /// initial state, not the `goto` target of `on_spec_change`, not the
+    /// default failed state (which every machine must have), and not a
     /// target of any edge the diagram draws (`next`, `timeout`, retries
     /// `exhausted`, `fail`) out of a state that can be entered.
     ///
@@ -32,6 +33,8 @@ impl Machine {
         if let SpecChange::Goto(target) = self.spec_change() {
             queue.push(target);
         }
+        // Every machine must have it, even one whose states cannot fail.
+        queue.extend(self.default_failed().map(StateMeta::name));
         while let Some(name) = queue.pop() {
             if seen.contains(&name) {
                 continue;
@@ -128,6 +131,17 @@ mod tests {
         assert_eq!(machine.unreachable_states(), ["Reset", "Orphan"]);
         let with_goto = machine.on_spec_change(SpecChange::Goto("Reset"));
         assert_eq!(with_goto.unreachable_states(), ["Orphan"]);
+    }
+
+    #[test]
+    fn the_default_failed_state_is_reachable_even_where_nothing_can_fail() {
+        static RESTING: [StateMeta; 3] = [
+            StateMeta::new("Done").initial().final_state().ready(),
+            StateMeta::new("Failed").failed(),
+            StateMeta::new("Cancelled").failed(),
+        ];
+        let machine = Machine::new("M", &RESTING).on_failure("Failed");
+        assert_eq!(machine.unreachable_states(), ["Cancelled"]);
     }
 
     #[test]

@@ -15,8 +15,11 @@
 //!   [`RetryPolicy`], timeouts, compensation).
 //! - [`Step`]: what a handler is given; [`Transition`]: what it returns;
 //!   [`Classify`]: whether its errors are retried.
-//! - [`Engine::reconcile`]: one reconcile; [`plan`] and [`Decider`]: the
-//!   pure decision inside it.
+//! - [`Engine::reconcile`]: one reconcile, in three phases: plan what
+//!   runs (pure), run it, apply the decision (pure until the commit).
+//! - [`RawRecord::upgrade`], [`RecordCompatibility`], [`Fsm::migrate`]:
+//!   records written by another build of the machine (renamed states,
+//!   older versions, newer ones left alone; `docs/upgrading.md`).
 //! - [`Harness`]: one handler alone, a workflow one reconcile at a time,
 //!   or a whole workflow to rest, in memory on a virtual clock.
 //!
@@ -128,8 +131,7 @@ pub use authority::{Authority, AuthorityLost};
 pub use classify::{Classify, ErrorClass};
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
 pub use engine::{
-    DecideError, Decider, Decision, Effect, Engine, EngineOptions, InvalidMachine, Observed,
-    Outcome, Plan, ReconcileError, Report, StepResult, plan,
+    DecideError, Effect, Engine, EngineOptions, InvalidMachine, Observed, ReconcileError, Report,
 };
 pub use fsm::{BoxFuture, Fsm, StoredState};
 #[cfg(feature = "derive")]
@@ -142,7 +144,7 @@ pub use memory::EphemeralStore;
 pub use random::{RandomSource, SeededRandom};
 pub use record::{
     DEFAULT_HISTORY_LIMIT, DecodeError, HistoryEntry, MAX_TRAIL, RawRecord, SCHEMA_VERSION,
-    StateRecord, StepFailure, TrailEntry, Unwind,
+    StateRecord, TrailEntry, Unwind, UnwindFailure,
 };
 pub use retry::{InvalidRetryPolicy, Jitter, RetryPolicy};
 pub use step::{
@@ -151,6 +153,14 @@ pub use step::{
 pub use store::{Loaded, ObjectKey, StateStore, StoreError, Version};
 pub use transition::Transition;
 pub use upgrade::{Migrated, MigrationError, OldRecord, RecordCompatibility, Upgraded};
+
+/// The engine's pure decision (the plan, the decider and what it decides),
+/// for this crate's benchmarks; not part of the API, and it may change in
+/// any release. [`Engine::reconcile`] is the way to drive a machine.
+#[doc(hidden)]
+pub mod __internals {
+    pub use crate::engine::{Decider, Decision, Outcome, Plan, Then, UnwindResult, plan};
+}
 
 /// What the derive's expansion uses; not part of the API.
 #[doc(hidden)]

@@ -544,3 +544,84 @@ fn renames_and_migrations_reach_the_trail_and_the_unwinding_target() {
         ("Loading", 0, None)
     );
 }
+
+/// A store where another replica writes the record right after this one
+/// loads it, once.
+struct Racing {
+    inner: EphemeralStore,
+    raced: std::sync::atomic::AtomicBool,
+}
+
+impl StateStore for Racing {
+    fn load<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+    ) -> BoxFuture<'a, Result<fsm_core::Loaded, fsm_core::StoreError>> {
+        Box::pin(async move {
+            let loaded = self.inner.load(key).await?;
+            if !self.raced.swap(true, std::sync::atomic::Ordering::SeqCst)
+                && let Some(raw) = &loaded.record
+            {
+                self.inner.insert_raw(key.clone(), raw.clone());
+            }
+            Ok(loaded)
+        })
+    }
+
+    fn save<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+        record: &'a StateRecord,
+        expected: Option<&'a fsm_core::Version>,
+    ) -> BoxFuture<'a, Result<fsm_core::Version, fsm_core::StoreError>> {
+        self.inner.save(key, record, expected)
+    }
+
+    fn delete<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+        expected: Option<&'a fsm_core::Version>,
+    ) -> BoxFuture<'a, Result<(), fsm_core::StoreError>> {
+        self.inner.delete(key, expected)
+    }
+}
+
+#[tokio::test]
+async fn an_upgrade_that_conflicts_commits_nothing_and_runs_nothing() {
+    let store = Racing {
+        inner: EphemeralStore::new(),
+        raced: false.into(),
+    };
+    let cloud = Arc::new(Cloud::default());
+    let key = ObjectKey::cluster("raced");
+    let requested = StateRecord::new(&v1::Db::Requested, Timestamp::UNIX_EPOCH).unwrap();
+    store.inner.save(&key, &requested, None).await.unwrap();
+    let written = store.inner.get_raw(&key);
+
+    let engine = Engine::<v2::Db>::new().unwrap();
+    let resource = "raced".to_owned();
+    let error = engine
+        .reconcile(&store, &observed("raced"), &resource, &cloud)
+        .await
+        .unwrap_err();
+    assert!(matches!(error, ReconcileError::Conflict), "{error:?}");
+    assert_eq!(store.inner.get_raw(&key), written);
+    assert!(
+        cloud.calls().is_empty(),
+        "a handler ran on an uncommitted upgrade"
+    );
+
+    // The next reconcile upgrades, then runs the handler once.
+    let report = engine
+        .reconcile(&store, &observed("raced"), &resource, &cloud)
+        .await
+        .unwrap();
+    assert!(matches!(
+        report.effects.first(),
+        Some(Effect::Upgraded { .. })
+    ));
+    assert_eq!(
+        cloud.calls(),
+        BTreeMap::from([("create raced".to_owned(), 1)])
+    );
+}

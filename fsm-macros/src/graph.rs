@@ -57,7 +57,8 @@ pub fn engine_edges<'m>(
 }
 
 /// The states no workflow enters, in declaration order: not the initial
-/// state, not the `goto` of `on_spec_change`, and no target of a `next` or
+/// state, not the `goto` of `on_spec_change`, not the default failed state
+/// (every machine must have one), and no target of a `next` or
 /// engine edge out of a state that is entered.
 pub fn unreachable<'m>(
     states: &'m [State],
@@ -73,6 +74,8 @@ pub fn unreachable<'m>(
     if let SpecChange::Goto(target) = spec_change {
         queue.push(target);
     }
+    // Every machine must have it, even one whose states cannot fail.
+    queue.extend(default_failed(states, on_failure));
     while let Some(name) = queue.pop() {
         if seen.contains(&name) {
             continue;

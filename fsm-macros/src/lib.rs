@@ -46,13 +46,18 @@ mod suggest;
 ///   compensate_and_restart` (default `restart`);
 /// - `snapshot_spec`, `cleanup = path`, `on_delete = compensate | nothing`;
 /// - `crate = path`: where `fsm_core` is, when it is renamed or re-exported.
+/// - `version = N` (default 1): the machine version stored in its records;
+///   `migrate = path`: `fn(OldRecord<'_>) -> Result<Migrated<S>,
+///   MigrationError>`, asked about records of older versions (see
+///   `docs/upgrading.md`).
 ///
 /// # Variant attributes
 /// `initial`, `handler = path`, `next(A, B)`, `retry(...)` (keys not given
 /// are inherited from the enum's policy, then from `RetryPolicy::DEFAULT`),
 /// `timeout = "10m"`, `attempt_timeout = "30s"`, `on_timeout = State`,
 /// `on_exhausted = State`, `compensate = path`, `ready`, `failed`, `final`,
-/// `sensitive`. The `initial` state may carry data: it is entered with
+/// `sensitive`, `renamed_from = "Old"` (repeatable: names the state had in
+/// earlier builds), `allow(unreachable, never_rests)`. The `initial` state may carry data: it is entered with
 /// every field's `Default` (a field type without one is an error on the
 /// field), so its handler can checkpoint before a non-idempotent call.
 ///
@@ -65,6 +70,14 @@ mod suggest;
 /// Result<(), E>`). Any function
 /// returning a `Send` future of that output fits; a signature that does not
 /// is reported on the function's path in the attribute.
+///
+/// # Graph checks
+/// Every state can be entered from the initial state (following `next`,
+/// `on_timeout`, `on_exhausted` and the engine's failure edges), and from
+/// every state a path of `next`, `on_timeout` and `on_exhausted` reaches a
+/// `ready`, `final` or `failed` state; a state that breaks either is an
+/// error on its name unless it says `allow(unreachable)` or
+/// `allow(never_rests)`, and the diagram marks it.
 ///
 /// # Caveats
 /// - A type with a comma (`HashMap<K, V>`) in `resource`/`context`/`error`

@@ -31,9 +31,9 @@ impl Checker<'_> {
                 errors.push((
                     state.ident.span(),
                     format!(
-                        "state `{}` is unreachable: it is not the initial state, and no `next`, \
-                         `on_timeout` or `on_exhausted` of a state that can be entered, no failure \
-                         and no `on_spec_change = goto(..)` leads to it. Lead a state to it, remove \
+                        "state `{}` is unreachable: it is not the initial state or the default failed \
+                         state, and no `next`, `on_timeout` or `on_exhausted` of a state that can be \
+                         entered, no failure and no `on_spec_change = goto(..)` leads to it. Lead a state to it, remove \
                          it (a `migrate` hook maps records an older build left in it), or keep it \
                          deliberately with #[fsm(allow(unreachable))]",
                         state.ident

@@ -291,6 +291,91 @@ mod tests {
     }
 
     #[test]
+    fn graph_checks_wait_for_the_other_rules_and_honour_allows() {
+        // A broken machine gets its own errors, not the graph's.
+        let errors = messages(quote! {
+            #[fsm(resource = u8)]
+            enum S {
+                #[fsm(initial, handler = h, next(Nope))]
+                A,
+                #[fsm(handler = h)]
+                Orphan,
+                #[fsm(failed)]
+                F,
+            }
+        });
+        assert_eq!(errors.len(), 1, "{errors:#?}");
+        assert!(errors[0].contains("`next` names `Nope`"), "{errors:#?}");
+
+        // An unreachable state that never rests is reported once, then
+        // for what its allow leaves out.
+        let orphan = |allow: proc_macro2::TokenStream| {
+            messages(quote! {
+                #[fsm(resource = u8)]
+                enum S {
+                    #[fsm(initial, handler = h, next(Done))]
+                    A,
+                    #[fsm(handler = h, #allow)]
+                    Orphan,
+                    #[fsm(final)]
+                    Done,
+                    #[fsm(failed)]
+                    F,
+                }
+            })
+        };
+        let errors = orphan(quote!(next(Orphan)));
+        assert_eq!(errors.len(), 1, "{errors:#?}");
+        assert!(errors[0].contains("`Orphan` is unreachable"), "{errors:#?}");
+        let errors = orphan(quote!(allow(unreachable)));
+        assert_eq!(errors.len(), 1, "{errors:#?}");
+        assert!(errors[0].contains("`Orphan` never rests"), "{errors:#?}");
+        assert!(orphan(quote!(allow(unreachable, never_rests))).is_empty());
+    }
+
+    #[test]
+    fn former_names_are_unique_and_versions_start_at_one() {
+        let errors = messages(quote! {
+            #[fsm(resource = u8, version = 2, migrate = m)]
+            enum S {
+                #[fsm(initial, handler = h, next(Done), renamed_from = "Old")]
+                A,
+                #[fsm(final, renamed_from = "Old", renamed_from = "A")]
+                Done,
+                #[fsm(failed)]
+                F,
+            }
+        });
+        assert_eq!(errors.len(), 2, "{errors:#?}");
+        assert!(
+            errors[0].contains("already a former name of `A`"),
+            "{errors:#?}"
+        );
+        assert!(
+            errors[1].contains("`A` is the name of a state"),
+            "{errors:#?}"
+        );
+        let model = analyze_tokens(quote! {
+            #[fsm(resource = u8, version = 2, migrate = m)]
+            enum S {
+                #[fsm(initial, handler = h, next(Done), renamed_from = "Old", renamed_from = "Older")]
+                A,
+                #[fsm(final)]
+                Done,
+                #[fsm(failed)]
+                F,
+            }
+        });
+        let model = match model {
+            Ok(m) => m,
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(model.version, Some(2));
+        assert!(model.migrate.is_some());
+        assert_eq!(model.states[0].renamed_from, ["Old", "Older"]);
+    }
+
+    #[test]
     fn an_empty_enum_has_no_states() {
         let errors = messages(quote! {
             #[fsm(resource = u8)]
