@@ -445,6 +445,65 @@ async fn memory_keeps_the_version_and_writes_a_migration_back_once() {
         .await;
 }
 
+/// Build 1 again, with a cleanup: it wants a finalizer on its objects.
+mod v1_with_cleanup {
+    use super::*;
+
+    #[derive(OperatorFsm, Clone, Debug, PartialEq, Serialize, Deserialize)]
+    #[fsm(resource = Widget, context = Cloud, error = CloudError, cleanup = cleanup)]
+    pub enum Deploy {
+        #[fsm(initial, final, ready)]
+        Requested,
+        #[fsm(failed)]
+        Failed,
+    }
+
+    async fn cleanup(_: &mut Step<'_, Deploy>, _: &Deploy) -> Result<(), CloudError> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn an_older_build_adds_no_finalizer_to_an_object_of_a_newer_one() {
+    let env = &env().await;
+    let widgets: Api<Widget> = Api::namespaced(env.client.clone(), &env.ns);
+    common::create_widget(env, "w", WidgetSpec::colored("blue")).await;
+    let record = json!({
+        "schemaVersion": 1, "machineVersion": 2, "state": "Starting",
+        "data": {"id": "i-w"}, "enteredAt": "2026-01-01T00:00:00Z",
+    });
+    let patch = json!({ "status": { "fsm": record } });
+    widgets
+        .patch_status("w", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    assert!(v1_with_cleanup::Deploy::machine().needs_finalizer());
+
+    let old = reconciler::<v1_with_cleanup::Deploy>(env, &Where::Status);
+    let cloud = Arc::new(Cloud::default());
+    let action = old
+        .reconcile_object(widget(env, "w").await, cloud)
+        .await
+        .unwrap();
+    assert_eq!(
+        action,
+        kube::runtime::controller::Action::requeue(Duration::from_secs(3600))
+    );
+    let after = widget(env, "w").await;
+    assert!(after.finalizers().is_empty(), "{:?}", after.finalizers());
+    assert_eq!(
+        after.status.as_ref().unwrap().fsm.as_ref().unwrap().0,
+        record
+    );
+    assert_eq!(
+        degraded(env, "w").await,
+        Some((
+            "True".to_owned(),
+            conditions::NEWER_RECORD_REASON.to_owned()
+        ))
+    );
+}
+
 // ------------------------------------------------------------ rolling update
 
 /// A replica of build `S` with leader election, until [`Replica::stop`].
