@@ -16,8 +16,8 @@ use fsm_kube::ReconcilerOptions;
 use fsm_kube::cli::rbac::{self, OperatorDescription, RbacObject, RbacScope, ResourceInfo};
 use fsm_kube::cli::{
     Cli, Command, ConnectArgs, DiagramArgs, DiagramFormat, Error, LeaderArgs, Operator,
-    OutputFormat, RbacArgs, Rule, RunArgs, RunContext, RunOutcome, StatusArgs, StoreKind,
-    record_view,
+    OutputFormat, PreflightArgs, RbacArgs, Rule, RunArgs, RunContext, RunOutcome, StatusArgs,
+    StoreKind, record_view,
 };
 use fsm_kube::fsm_core::{BoxFuture, Fsm, HistoryEntry, RawRecord, StateRecord, Timestamp};
 use fsm_kube::store::{legacy_record_object_name, record_object_name_for};
@@ -161,6 +161,18 @@ fn crd_diagram_rbac_and_status_parse() {
         parse(&["status", "w1", "-n", "shop", "-o", "json"]),
         Command::Status(StatusArgs {
             name: "w1".into(),
+            namespace: Some("shop".into()),
+            output: OutputFormat::Json,
+            connect: ConnectArgs::default(),
+        })
+    );
+    assert_eq!(
+        parse(&["preflight"]),
+        Command::Preflight(PreflightArgs::default())
+    );
+    assert_eq!(
+        parse(&["preflight", "-n", "shop", "-o", "json"]),
+        Command::Preflight(PreflightArgs {
             namespace: Some("shop".into()),
             output: OutputFormat::Json,
             connect: ConnectArgs::default(),
@@ -1018,11 +1030,12 @@ fn the_command_line_is_named_after_the_operator() {
     let help = command.render_help().to_string();
     assert!(help.contains("Usage: widget-operator <COMMAND>"), "{help}");
     for line in [
-        "run      Run the operator's controller(s)",
-        "crd      Print the CustomResourceDefinition of the operator's resource (YAML)",
-        "rbac     Print the least ClusterRole (or Role) the operator needs (YAML)",
-        "diagram  Print the state machine's diagram",
-        "status   Show an object's current state, attempt, last error and history",
+        "run        Run the operator's controller(s)",
+        "crd        Print the CustomResourceDefinition of the operator's resource (YAML)",
+        "rbac       Print the least ClusterRole (or Role) the operator needs (YAML)",
+        "diagram    Print the state machine's diagram",
+        "status     Show an object's current state, attempt, last error and history",
+        "preflight  Say which stored records this build can run, before an upgrade or a rollback",
     ] {
         assert!(help.contains(line), "{line}\n{help}");
     }

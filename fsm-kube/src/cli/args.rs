@@ -29,9 +29,13 @@ pub enum Command<A: Args = ()> {
     Diagram(DiagramArgs),
     /// Show an object's current state, attempt, last error and history.
     Status(StatusArgs),
-    /// Before an upgrade (or a rollback): read every stored record and say
-    /// which this build runs as is, renames or migrates, and which it
-    /// cannot run (exit status 3). Writes nothing.
+    /// Say which stored records this build can run, before an upgrade or a rollback.
+    ///
+    /// Reads every record of the operator's kind where its store keeps
+    /// them and says, for each, whether this build runs it as it is, loads
+    /// a renamed state, migrates it, or cannot run it (written by a newer
+    /// version of the machine, or unreadable). Exit status 3 when some
+    /// record cannot be run. Writes nothing.
     Preflight(PreflightArgs),
 }
 
