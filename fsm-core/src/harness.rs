@@ -12,7 +12,9 @@ use std::time::Duration;
 use crate::record::{HistoryEntry, StateRecord, TrailEntry};
 use crate::step::{CheckpointError, Checkpointer};
 use crate::store::{ObjectKey, StateStore};
-use crate::{Authority, Classify, Effect, Engine, ErrorClass, InvalidMachine, Report, StateMeta};
+use crate::{
+    Authority, Classify, Effect, Engine, ErrorClass, Extensions, InvalidMachine, Report, StateMeta,
+};
 use crate::{
     BoxFuture, Clock, EngineOptions, EphemeralStore, Fsm, ManualClock, Observed, ReconcileError,
     SeededRandom, Step, Timestamp, Transition,
@@ -217,6 +219,7 @@ pub struct Harness<S: Fsm> {
     reconciles: AtomicU32,
     checkpoints: Mutex<Vec<S>>,
     authority: Option<Arc<dyn Authority>>,
+    extensions: Extensions,
 }
 
 /// The time harness clocks start at unless told otherwise.
@@ -250,6 +253,7 @@ impl<S: Fsm> Harness<S> {
             reconciles: AtomicU32::new(0),
             checkpoints: Mutex::new(Vec::new()),
             authority: None,
+            extensions: Extensions::default(),
         }
     }
 
@@ -307,6 +311,15 @@ impl<S: Fsm> Harness<S> {
     #[must_use]
     pub fn authority(mut self, authority: Arc<dyn Authority>) -> Self {
         self.authority = Some(authority);
+        self
+    }
+
+    /// Lends `value` to the steps the harness runs, as
+    /// [`Engine::with_extension`] does in production, so that a handler
+    /// reading [`Step::extension`] can be tested.
+    #[must_use]
+    pub fn with_extension<T: std::any::Any + Send + Sync>(mut self, value: Arc<T>) -> Self {
+        self.extensions = self.extensions.with(value);
         self
     }
 
@@ -438,7 +451,8 @@ impl<S: Fsm> Harness<S> {
         let engine = Engine::<S>::new()?
             .with_clock(Arc::new(self.clock.clone()))
             .with_random(self.random.clone())
-            .with_options(self.options.clone());
+            .with_options(self.options.clone())
+            .with_extensions(self.extensions.clone());
         Ok(match &self.authority {
             Some(authority) => engine.with_authority(authority.clone()),
             None => engine,
@@ -515,7 +529,8 @@ impl<S: Fsm> Harness<S> {
         let mut recorder = Recorder { harness: self };
         let mut step = Step::new(&self.resource, &self.context, &self.clock, name)
             .with_attempt(self.attempt, self.entered_at())
-            .with_checkpointer(&mut recorder);
+            .with_checkpointer(&mut recorder)
+            .with_extensions(&self.extensions);
         if let Some(authority) = self.authority.as_deref() {
             step = step.with_authority(authority);
         }
@@ -566,7 +581,8 @@ impl<S: Fsm> Harness<S> {
             &self.clock,
             state.state_name(),
         )
-        .with_attempt(self.attempt, self.entered_at());
+        .with_attempt(self.attempt, self.entered_at())
+        .with_extensions(&self.extensions);
         if let Some(authority) = self.authority.as_deref() {
             step = step.with_authority(authority);
         }

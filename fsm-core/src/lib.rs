@@ -14,7 +14,9 @@
 //!   description (initial, ready, failed and final states, allowed targets,
 //!   [`RetryPolicy`], timeouts, compensation).
 //! - [`Step`]: what a handler is given; [`Transition`]: what it returns;
-//!   [`Classify`]: whether its errors are retried.
+//!   [`Classify`]: whether its errors are retried; [`Converge`]: what a
+//!   state declared with `converge = desired_fn` brings to its desired
+//!   shape before it moves on.
 //! - [`Engine::reconcile`]: one reconcile, in three phases: plan what
 //!   runs (pure), run it, apply the decision (pure until the commit).
 //! - [`RawRecord::upgrade`], [`RecordCompatibility`], [`Fsm::migrate`]:
@@ -103,8 +105,10 @@ extern crate self as fsm_core;
 mod authority;
 mod classify;
 mod clock;
+mod converge;
 mod diagram;
 mod engine;
+mod extensions;
 mod fsm;
 mod graph;
 mod harness;
@@ -130,9 +134,11 @@ pub mod __derive;
 pub use authority::{Authority, AuthorityLost};
 pub use classify::{Classify, ErrorClass};
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
+pub use converge::Converge;
 pub use engine::{
     DecideError, Effect, Engine, EngineOptions, InvalidMachine, Observed, ReconcileError, Report,
 };
+pub use extensions::Extensions;
 pub use fsm::{BoxFuture, Fsm, StoredState};
 #[cfg(feature = "derive")]
 pub use fsm_macros::OperatorFsm;

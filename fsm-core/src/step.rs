@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::{Authority, AuthorityLost, BoxFuture, Clock, Fsm, Timestamp};
+use crate::{Authority, AuthorityLost, BoxFuture, Clock, Extensions, Fsm, Timestamp};
 
 /// Why a checkpoint could not be committed.
 #[derive(Debug, thiserror::Error)]
@@ -97,6 +97,7 @@ pub struct Step<'a, S: Fsm> {
     pub(crate) checkpointer: Option<&'a mut dyn Checkpointer<S>>,
     pub(crate) authority: Option<&'a dyn Authority>,
     pub(crate) published: Option<StatusFields>,
+    pub(crate) extensions: Option<&'a Extensions>,
 }
 
 impl<'a, S: Fsm> Step<'a, S> {
@@ -120,6 +121,7 @@ impl<'a, S: Fsm> Step<'a, S> {
             checkpointer: None,
             authority: None,
             published: None,
+            extensions: None,
         }
     }
 
@@ -148,6 +150,20 @@ impl<'a, S: Fsm> Step<'a, S> {
     pub fn with_authority(mut self, authority: &'a dyn Authority) -> Self {
         self.authority = Some(authority);
         self
+    }
+
+    /// Attaches the extensions that [`Step::extension`] reads.
+    pub fn with_extensions(mut self, extensions: &'a Extensions) -> Self {
+        self.extensions = Some(extensions);
+        self
+    }
+
+    /// The extension of type `T` the runtime installed
+    /// ([`Engine::with_extension`](crate::Engine::with_extension),
+    /// [`Harness::with_extension`](crate::Harness::with_extension)), if
+    /// any: how a runtime gives handlers what fsm-core knows nothing of.
+    pub fn extension<T: std::any::Any + Send + Sync>(&self) -> Option<&'a T> {
+        self.extensions.and_then(Extensions::get::<T>)
     }
 
     /// `Ok` while this process may still act for the object: call it right

@@ -180,14 +180,16 @@ impl RawRecord {
                 supported: SCHEMA_VERSION,
             });
         }
-        let stored = StateRecord::deserialize(value.as_ref())
-            .map_err(|e| DecodeError::Malformed(e.to_string()))?;
-        if stored.machine_version > machine.version() {
+        // A newer build's record is not read further: it is that build's.
+        let written_by = value.get("machineVersion").and_then(Value::as_u64);
+        if let Some(found) = written_by.filter(|v| *v > u64::from(machine.version())) {
             return Err(DecodeError::NewerMachine {
-                found: stored.machine_version,
+                found: u32::try_from(found).unwrap_or(u32::MAX),
                 supported: machine.version(),
             });
         }
+        let stored = StateRecord::deserialize(value.as_ref())
+            .map_err(|e| DecodeError::Malformed(e.to_string()))?;
         let mut record = stored.clone();
         record.machine_version = machine.version();
         let compatibility = upgrade_current::<S>(&mut record, stored.machine_version)?;

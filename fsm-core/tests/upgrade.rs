@@ -455,6 +455,14 @@ fn build_2_classifies_stored_records_without_running_anything() {
             },
         },
         Row {
+            // A newer build's record need not even be one this build parses.
+            record: serde_json::json!({"schemaVersion": 1, "machineVersion": 7, "state": {"a": "shape of its own"}}),
+            expect: RecordCompatibility::Newer {
+                version: 7,
+                supported: 2,
+            },
+        },
+        Row {
             // Build 2's own records are not migrated: `Seeding` is unknown.
             record: serde_json::json!({"schemaVersion": 1, "machineVersion": 2, "state": "Seeding", "data": {"id": "i"}, "enteredAt": at}),
             expect: RecordCompatibility::Unreadable {

@@ -247,6 +247,88 @@ fn merge<const N: usize>(
     out
 }
 
+/// The condition type of dependent resources (see
+/// [`crate::dependents`]): `True` (reason `Ready`) when every active
+/// dependent is ready; `False` with reason `Failed` when one failed, else
+/// `Pending`, its message naming what and why.
+pub const DEPENDENTS_READY: &str = "DependentsReady";
+
+/// The conditions `previous` with `DependentsReady` set: `ready`, with
+/// `reason` and `message`, keeping its `lastTransitionTime` while its
+/// status does not change. Conditions of other types are kept.
+pub fn dependents_ready(
+    ready: bool,
+    reason: &str,
+    message: String,
+    generation: Option<i64>,
+    previous: &[Condition],
+    now: Timestamp,
+) -> Vec<Condition> {
+    let wanted = Wanted {
+        type_: DEPENDENTS_READY,
+        status: ready,
+        reason: reason.to_owned(),
+        message,
+    };
+    merge(previous, [wanted], generation, now)
+}
+
+/// Conditions reported for objects by other parts of the runtime while a
+/// step runs (the `DependentsReady` condition of a step that converged its
+/// dependents), which the stores write with the record's conditions, in
+/// the same status write. Keyed by object UID; cheap to clone (shared).
+#[derive(Clone, Default)]
+pub struct ReportedConditions {
+    by_uid: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, Wanted>>>,
+}
+
+impl std::fmt::Debug for ReportedConditions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReportedConditions").finish_non_exhaustive()
+    }
+}
+
+impl ReportedConditions {
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Wanted>> {
+        self.by_uid
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Reports `DependentsReady` for object `uid` (see [`dependents_ready`]).
+    pub fn report_dependents(&self, uid: &str, ready: bool, reason: &str, message: String) {
+        self.lock().insert(
+            uid.to_owned(),
+            Wanted {
+                type_: DEPENDENTS_READY,
+                status: ready,
+                reason: reason.to_owned(),
+                message,
+            },
+        );
+    }
+
+    /// `conditions` with what was reported for `uid` merged in (nothing
+    /// reported: unchanged).
+    pub fn merge_into(
+        &self,
+        uid: &str,
+        conditions: Vec<Condition>,
+        generation: Option<i64>,
+        now: Timestamp,
+    ) -> Vec<Condition> {
+        let Some(wanted) = self.lock().get(uid).cloned() else {
+            return conditions;
+        };
+        merge(&conditions, [wanted], generation, now)
+    }
+
+    /// Forgets object `uid` (it was deleted).
+    pub fn forget(&self, uid: &str) {
+        self.lock().remove(uid);
+    }
+}
+
 /// A condition reason from a state name: CamelCase already, but a reason
 /// must start with a letter.
 fn reason_of(state: &str) -> String {

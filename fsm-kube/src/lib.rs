@@ -30,6 +30,7 @@ mod cache;
 mod classify;
 pub mod cli;
 pub mod conditions;
+pub mod dependents;
 pub mod events;
 mod fields;
 pub mod finalizer;
@@ -82,6 +83,7 @@ pub mod prelude {
     pub use fsm_core::prelude::*;
     pub use schemars::JsonSchema;
 
+    pub use crate::dependents::StepDependents;
     pub use crate::store::{RecordObject, record_object_name_for};
     pub use crate::{
         ConfigMapStore, FsmMetrics, FsmReconciler, FsmStatus, HandlerError, ObjectStore,

@@ -25,8 +25,11 @@ fn histogram() -> Histogram {
 /// from, to}`, `time_in_state_seconds{machine, state}` (observed when the
 /// state is left), `handler_errors_total{machine, state}`,
 /// `retries_total{machine, state}`, `timeouts_total{machine, state}`,
-/// `compensations_total{machine, outcome}` and `objects{machine, state}`.
-/// Labels carry machine and state names only, never state data.
+/// `compensations_total{machine, outcome}`, `objects{machine, state}`, and
+/// for dependent resources `dependent_operations_total{kind, outcome}`
+/// (outcome `applied`: created or changed, `unchanged`: found as desired
+/// and not written, `pruned`, `deleted` by a teardown, `failed`).
+/// Labels carry machine, state and kind names only, never state data.
 #[derive(Clone)]
 pub struct FsmMetrics {
     transitions: Family<Labels, Counter>,
@@ -36,6 +39,7 @@ pub struct FsmMetrics {
     timeouts: Family<Labels, Counter>,
     compensations: Family<Labels, Counter>,
     objects: Family<Labels, Gauge>,
+    dependent_operations: Family<Labels, Counter>,
     states: Arc<Mutex<HashMap<(String, String), String>>>,
 }
 
@@ -56,6 +60,7 @@ impl FsmMetrics {
             timeouts: Family::default(),
             compensations: Family::default(),
             objects: Family::default(),
+            dependent_operations: Family::default(),
             states: Arc::default(),
         };
         let registry = registry.sub_registry_with_prefix("operator_fsm");
@@ -82,7 +87,23 @@ impl FsmMetrics {
             metrics.compensations.clone(),
         );
         registry.register("objects", "Objects per state", metrics.objects.clone());
+        registry.register(
+            "dependent_operations",
+            "Dependent resource operations by kind and outcome (applied, unchanged, pruned, deleted, failed)",
+            metrics.dependent_operations.clone(),
+        );
         metrics
+    }
+
+    /// Counts one operation on a dependent of `kind` (`Kind` or
+    /// `Kind.group`) with `outcome`.
+    pub fn observe_dependent(&self, kind: &str, outcome: &'static str) {
+        self.dependent_operations
+            .get_or_create(&vec![
+                ("kind", kind.to_owned()),
+                ("outcome", outcome.to_owned()),
+            ])
+            .inc();
     }
 
     /// Counts what one reconcile of object `uid` of `machine` did.

@@ -14,6 +14,7 @@ use kube::runtime::events::{Recorder, Reporter};
 use kube::{Api, Client, Resource, ResourceExt};
 use tracing::Instrument;
 
+use crate::dependents::DependentsRuntime;
 use crate::leader::Leadership;
 use crate::metrics::FsmMetrics;
 use crate::store::{Bound, KubeStore, Target};
@@ -212,6 +213,7 @@ where
     metrics: Option<FsmMetrics>,
     leadership: Option<Leadership>,
     clock: Option<Arc<dyn Clock>>,
+    dependents: Option<DependentsRuntime>,
 }
 
 impl<F: Fsm> std::fmt::Debug for ReconcilerBuilder<F>
@@ -258,6 +260,17 @@ where
         self
     }
 
+    /// The runtime of dependent resources handlers reach with
+    /// [`StepDependents`](crate::dependents::StepDependents) (to give it
+    /// watch caches, another field manager or another requeue). Without
+    /// it, `build` installs one with the reconciler's client, field
+    /// manager, event recorder and metrics.
+    #[must_use]
+    pub fn dependents(mut self, runtime: DependentsRuntime) -> Self {
+        self.dependents = Some(runtime);
+        self
+    }
+
     /// Uses `clock` for the machine's timestamps (tests).
     #[must_use]
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
@@ -274,11 +287,28 @@ where
             metrics,
             leadership,
             clock,
+            dependents,
         } = self;
+        let recorder = options
+            .events
+            .then(|| Recorder::new(client.clone(), Reporter::from(options.reporter.clone())));
+        let dependents = dependents.unwrap_or_else(|| {
+            let mut runtime =
+                DependentsRuntime::new(client.clone()).field_manager(&options.field_manager);
+            if let Some(recorder) = &recorder {
+                runtime = runtime.recorder(recorder.clone());
+            }
+            if let Some(metrics) = &metrics {
+                runtime = runtime.metrics(metrics.clone());
+            }
+            runtime
+        });
         let mut engine_options = options.engine.clone();
         engine_options.max_transitions = engine_options.max_transitions.max(1);
         let engine = Engine::<F>::new().map_err(Arc::new).map(|mut engine| {
-            engine = engine.with_options(engine_options);
+            engine = engine
+                .with_options(engine_options)
+                .with_extension(Arc::new(dependents.clone()));
             if let Some(leadership) = &leadership {
                 engine = engine.with_authority(Arc::new(leadership.clone()));
             }
@@ -290,9 +320,6 @@ where
         if let Err(e) = &engine {
             tracing::error!(machine = F::machine().name(), error = %e, "invalid machine; every reconcile will fail");
         }
-        let recorder = options
-            .events
-            .then(|| Recorder::new(client.clone(), Reporter::from(options.reporter.clone())));
         FsmReconciler {
             inner: Arc::new(Inner {
                 client,
@@ -302,6 +329,7 @@ where
                 leadership,
                 recorder,
                 metrics,
+                dependents,
                 too_large: std::sync::Mutex::default(),
                 newer: std::sync::Mutex::default(),
             }),
@@ -320,6 +348,9 @@ where
     leadership: Option<Leadership>,
     recorder: Option<Recorder>,
     metrics: Option<FsmMetrics>,
+    /// What handlers converge dependents with; the conditions it reports
+    /// go into the stores' writes.
+    dependents: DependentsRuntime,
     /// Objects (UID, generation) already told that their record does not
     /// fit: a reconcile of a watched copy from before that report must not
     /// write it again.
@@ -402,6 +433,7 @@ where
             metrics: None,
             leadership: None,
             clock: None,
+            dependents: None,
         }
     }
 
@@ -558,6 +590,7 @@ where
         self.clear_newer_record(&target, &report).await?;
         self.after(&target, &report).await;
         if report.released {
+            inner.dependents.reported.forget(&target.uid);
             finalizer::remove(&api, object.as_ref(), &inner.options.finalizer, &params)
                 .await
                 .map_err(|e| match &e {
@@ -707,6 +740,7 @@ where
             machine: F::machine(),
             field_manager: self.inner.options.field_manager.clone(),
             conditions: self.inner.options.conditions,
+            reported: self.inner.dependents.reported.clone(),
         }
     }
 

@@ -340,6 +340,7 @@ async fn target_of(env: &Env, name: &str) -> fsm_kube::Target<Widget> {
         machine: WidgetState::machine(),
         field_manager: "test".into(),
         conditions: true,
+        reported: Default::default(),
         object: std::sync::Arc::new(widget),
     }
 }

@@ -785,6 +785,7 @@ fn target_of(env: &Env, widget: Widget) -> Target<Widget> {
         machine: WidgetState::machine(),
         field_manager: "stores-test".into(),
         conditions: false,
+        reported: Default::default(),
         object: Arc::new(widget),
     }
 }

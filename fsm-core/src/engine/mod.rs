@@ -29,8 +29,8 @@ pub use unwind::UnwindResult;
 use crate::record::{DEFAULT_HISTORY_LIMIT, DecodeError, StateRecord};
 use crate::store::{ObjectKey, StateStore, StoreError, Version};
 use crate::{
-    Authority, AuthorityLost, Clock, Fsm, MachineError, RandomSource, SeededRandom, SystemClock,
-    Timestamp,
+    Authority, AuthorityLost, Clock, Extensions, Fsm, MachineError, RandomSource, SeededRandom,
+    SystemClock, Timestamp,
 };
 use apply::InFlight;
 
@@ -190,6 +190,7 @@ pub struct Engine<S: Fsm> {
     random: Arc<dyn RandomSource>,
     authority: Option<Arc<dyn Authority>>,
     options: EngineOptions,
+    extensions: Extensions,
     machine: PhantomData<fn() -> S>,
 }
 
@@ -200,6 +201,7 @@ impl<S: Fsm> Clone for Engine<S> {
             random: self.random.clone(),
             authority: self.authority.clone(),
             options: self.options.clone(),
+            extensions: self.extensions.clone(),
             machine: PhantomData,
         }
     }
@@ -233,8 +235,24 @@ impl<S: Fsm> Engine<S> {
             random: Arc::new(SeededRandom::from_entropy()),
             authority: None,
             options: EngineOptions::default(),
+            extensions: Extensions::default(),
             machine: PhantomData,
         })
+    }
+
+    /// Lends `value` to every handler, compensation and cleanup step
+    /// ([`Step::extension`]); one value per type, a later one replacing an
+    /// earlier.
+    #[must_use]
+    pub fn with_extension<T: std::any::Any + Send + Sync>(mut self, value: Arc<T>) -> Self {
+        self.extensions = self.extensions.with(value);
+        self
+    }
+
+    /// Replaces all extensions at once (the harness passes its own).
+    pub(crate) fn with_extensions(mut self, extensions: Extensions) -> Self {
+        self.extensions = extensions;
+        self
     }
 
     /// Uses `clock` for all timestamps.

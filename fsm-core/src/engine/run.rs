@@ -119,7 +119,8 @@ impl<S: Fsm> InFlight<'_, S> {
             name,
         )
         .with_attempt(attempt, entered_at)
-        .with_spec_snapshot(spec_snapshot);
+        .with_spec_snapshot(spec_snapshot)
+        .with_extensions(&self.engine.extensions);
         match self.engine.authority.as_deref() {
             Some(authority) => step.with_authority(authority),
             None => step,

@@ -55,6 +55,9 @@ pub struct Target<K: KubeResource> {
     pub field_manager: String,
     /// Whether to maintain conditions on the object.
     pub conditions: bool,
+    /// Conditions reported during the step (`DependentsReady`), written
+    /// with the record's.
+    pub reported: conditions::ReportedConditions,
 }
 
 impl<K: KubeResource> Target<K> {
@@ -143,13 +146,11 @@ impl<K: KubeResource> Target<K> {
         published: Option<&StatusFields>,
     ) -> Result<(), StoreError> {
         let current = self.current_conditions();
-        let wanted = conditions::from_record(
-            self.machine,
-            record,
-            self.generation,
-            &current,
-            jiff::Timestamp::now(),
-        );
+        let now = jiff::Timestamp::now();
+        let wanted = conditions::from_record(self.machine, record, self.generation, &current, now);
+        let wanted = self
+            .reported
+            .merge_into(&self.uid, wanted, self.generation, now);
         let published = published
             .map(|fields| Value::Object(fields.clone()))
             .filter(|fields| crate::merge_patch::changes(&self.status, fields));

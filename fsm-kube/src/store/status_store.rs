@@ -231,13 +231,17 @@ impl<K: KubeResource> Commit<'_, K> {
 
     fn conditions(&self, previous: &[Condition]) -> Option<Vec<Condition>> {
         self.target.conditions.then(|| {
-            conditions::from_record(
+            let now = jiff::Timestamp::now();
+            let wanted = conditions::from_record(
                 self.target.machine,
                 self.record,
                 self.target.generation,
                 previous,
-                jiff::Timestamp::now(),
-            )
+                now,
+            );
+            self.target
+                .reported
+                .merge_into(&self.target.uid, wanted, self.target.generation, now)
         })
     }
 

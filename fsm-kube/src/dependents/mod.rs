@@ -1,0 +1,83 @@
+//! Dependent resources: declare the objects an owner should have, as a
+//! small graph, and let the runtime create, update, wait for, prune and
+//! delete them.
+//!
+//! A [`DesiredSet`] names each [`Dependent`] by key, with its desired
+//! object (or a family of them), what it depends on, when it is ready,
+//! when it is active, and its reconcile precondition and delete
+//! postcondition: the vocabulary of java-operator-sdk's dependent
+//! resources and workflows. [`converge`] applies it (server-side apply,
+//! dependency order, concurrent branches, no write when nothing changed,
+//! pruning); [`teardown`] deletes it in reverse order.
+//!
+//! Two ways to use it, which meet inside a state:
+//! - in a machine, a handler calls `cx.converge(&set)` ([`StepDependents`])
+//!   and decides what to do with the [`Convergence`], or returns
+//!   [`converge_state`]`(cx, &set, Next)`; `cleanup` calls
+//!   `cx.teardown(&set)`. [`ReconcilerBuilder`](crate::ReconcilerBuilder)
+//!   gives the engine the [`DependentsRuntime`], and the step's commit
+//!   writes a `DependentsReady` condition;
+//! - an operator that is only a graph uses [`DependentsReconciler`], with
+//!   no machine.
+//!
+//! Either way, [`owns_dependents`] makes the controller watch the
+//! dependents' kinds so that a change of a dependent wakes its owner.
+//!
+//! ```no_run
+//! use fsm_kube::dependents::{Dependent, DesiredSet, converge, DependentsRuntime};
+//! use k8s_openapi::api::{apps::v1::Deployment, core::v1::{ConfigMap, Service}};
+//!
+//! # async fn demo<K: fsm_kube::KubeResource>(client: kube::Client, owner: &K, config: ConfigMap, deployment: Deployment, service: Service)
+//! #     -> Result<(), Box<dyn std::error::Error>> {
+//! let set = DesiredSet::builder()
+//!     .dependent(Dependent::new("config", &config))
+//!     .dependent(Dependent::new("app", &deployment).depends_on(["config"]))
+//!     .dependent(Dependent::new("service", &service).depends_on(["app"]))
+//!     .build()?;
+//! let runtime = DependentsRuntime::new(client);
+//! let convergence = converge(&runtime, owner, &set).await?;
+//! println!("{}", convergence.summary());
+//! # Ok(()) }
+//! ```
+//!
+//! # Labels and ownership
+//! Every object applied carries a controller owner reference to the
+//! owner (blocking its deletion) and the labels
+//! `app.kubernetes.io/managed-by=operator-fsm`,
+//! `operator-fsm.io/owner-uid=<owner's UID>` and
+//! `operator-fsm.io/dependent=<key>` ([`DEPENDENT_LABEL`]); pruning and
+//! teardown select on them.
+//!
+//! # Caveats
+//! What counts as "no change" is decided from the live object without the
+//! server's defaulting: see [`converge`] (write desired objects in the
+//! server's canonical form).
+
+mod converge;
+mod converge_attr;
+mod diff;
+mod error;
+mod kind;
+mod object;
+mod order;
+mod readiness;
+mod reconciler;
+mod report;
+mod runtime;
+mod set;
+mod step;
+mod teardown;
+mod watch;
+
+pub use converge::converge;
+pub use error::{DependentsError, SetError};
+pub use kind::DependentKind;
+pub use object::{DEPENDENT_LABEL, Owner};
+pub use readiness::{Readiness, builtin_readiness};
+pub use reconciler::DependentsReconciler;
+pub use report::{Convergence, DependentState, Teardown, TeardownState};
+pub use runtime::{DEFAULT_PENDING_REQUEUE, DependentsRuntime};
+pub use set::{Dependent, DesiredSet, DesiredSetBuilder};
+pub use step::{StepDependents, converge_state};
+pub use teardown::teardown;
+pub use watch::owns_dependents;

@@ -1,0 +1,238 @@
+//! What a converge or a teardown found: each dependent's state, as values.
+
+use std::fmt::Write as _;
+
+/// The state of one dependent after a [`converge`](super::converge).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DependentState {
+    /// Applied (or already as desired) and ready.
+    Ready,
+    /// Applied (or already as desired), not ready yet: why.
+    NotReady(String),
+    /// Not applied: these dependencies (keys) are not ready.
+    Waiting(Vec<String>),
+    /// Not applied: its reconcile precondition does not hold; left as it is.
+    PreconditionUnmet,
+    /// Not desired ([`Dependent::when`](super::Dependent::when) is
+    /// false): not created, deleted if it existed.
+    Inactive,
+    /// It failed: the server refused it (with the server's message), it
+    /// conflicts with another field manager (named), it exists without
+    /// being owned, or its readiness says it failed (a failed Job).
+    Failed(String),
+}
+
+impl DependentState {
+    /// Whether it is [`DependentState::Ready`].
+    pub fn is_ready(&self) -> bool {
+        matches!(self, DependentState::Ready)
+    }
+
+    /// Whether it is waiting for something: not ready, waiting for a
+    /// dependency, or held by its precondition.
+    pub fn is_pending(&self) -> bool {
+        matches!(
+            self,
+            DependentState::NotReady(_)
+                | DependentState::Waiting(_)
+                | DependentState::PreconditionUnmet
+        )
+    }
+
+    /// Whether it is [`DependentState::Failed`].
+    pub fn is_failed(&self) -> bool {
+        matches!(self, DependentState::Failed(_))
+    }
+
+    /// Whether dependents that depend on it may go ahead: ready, or
+    /// inactive (absent on purpose).
+    pub(crate) fn satisfies(&self) -> bool {
+        matches!(self, DependentState::Ready | DependentState::Inactive)
+    }
+
+    /// The state in a few words, for messages.
+    pub fn describe(&self) -> String {
+        match self {
+            DependentState::Ready => "ready".to_owned(),
+            DependentState::NotReady(why) => format!("not ready: {why}"),
+            DependentState::Waiting(keys) => format!("waiting for {}", keys.join(", ")),
+            DependentState::PreconditionUnmet => "reconcile precondition not met".to_owned(),
+            DependentState::Inactive => "inactive".to_owned(),
+            DependentState::Failed(why) => format!("failed: {why}"),
+        }
+    }
+}
+
+/// What one [`converge`](super::converge) found and did.
+///
+/// ```
+/// use fsm_kube::dependents::{Convergence, DependentState};
+///
+/// let c = Convergence {
+///     dependents: vec![
+///         ("db".into(), DependentState::NotReady("readyReplicas 0/1".into())),
+///         ("app".into(), DependentState::Waiting(vec!["db".into()])),
+///     ],
+///     ..Convergence::default()
+/// };
+/// assert!(!c.is_ready());
+/// assert_eq!(c.pending().collect::<Vec<_>>(), ["db", "app"]);
+/// assert_eq!(c.summary(), "pending: db (not ready: readyReplicas 0/1), app (waiting for db)");
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Convergence {
+    /// Each dependent's state, in the set's order.
+    pub dependents: Vec<(String, DependentState)>,
+    /// Objects deleted because no dependent desires them any more (an
+    /// inactive dependent, a family that shrank, a key gone), as
+    /// `Kind namespace/name`.
+    pub pruned: Vec<String>,
+    /// Objects applied (created or changed).
+    pub applied: Vec<String>,
+    /// Objects found as desired, so not written.
+    pub unchanged: u32,
+}
+
+impl Convergence {
+    /// The state of dependent `key`.
+    pub fn state(&self, key: &str) -> Option<&DependentState> {
+        self.dependents
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, state)| state)
+    }
+
+    /// Whether every dependent is ready or inactive: the set converged.
+    pub fn is_ready(&self) -> bool {
+        self.dependents.iter().all(|(_, s)| s.satisfies())
+    }
+
+    /// Whether some dependent failed.
+    pub fn is_failed(&self) -> bool {
+        self.dependents.iter().any(|(_, s)| s.is_failed())
+    }
+
+    /// The keys of the ready dependents.
+    pub fn ready(&self) -> impl Iterator<Item = &str> {
+        self.keys_where(DependentState::is_ready)
+    }
+
+    /// The keys of the pending dependents.
+    pub fn pending(&self) -> impl Iterator<Item = &str> {
+        self.keys_where(DependentState::is_pending)
+    }
+
+    /// The keys of the failed dependents.
+    pub fn failed(&self) -> impl Iterator<Item = &str> {
+        self.keys_where(DependentState::is_failed)
+    }
+
+    fn keys_where(&self, pick: fn(&DependentState) -> bool) -> impl Iterator<Item = &str> {
+        self.dependents
+            .iter()
+            .filter(move |(_, s)| pick(s))
+            .map(|(k, _)| k.as_str())
+    }
+
+    /// What failed and what is pending, with why: `failed: a (…); pending:
+    /// b (…)`, or `all N dependents ready`.
+    pub fn summary(&self) -> String {
+        let mut out = String::new();
+        for (label, pick) in [
+            (
+                "failed",
+                DependentState::is_failed as fn(&DependentState) -> bool,
+            ),
+            ("pending", DependentState::is_pending),
+        ] {
+            let items: Vec<String> = self
+                .dependents
+                .iter()
+                .filter(|(_, s)| pick(s))
+                .map(|(k, s)| format!("{k} ({})", s.describe()))
+                .collect();
+            if !items.is_empty() {
+                if !out.is_empty() {
+                    out.push_str("; ");
+                }
+                let _ = write!(out, "{label}: {}", items.join(", "));
+            }
+        }
+        if out.is_empty() {
+            let ready = self.dependents.iter().filter(|(_, s)| s.is_ready()).count();
+            out = format!("all {ready} active dependent(s) ready");
+        }
+        out
+    }
+
+    /// The failed dependents with their messages.
+    pub(crate) fn failure_summary(&self) -> String {
+        self.dependents
+            .iter()
+            .filter(|(_, s)| s.is_failed())
+            .map(|(k, s)| format!("{k} ({})", s.describe()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// The state of one dependent during a [`teardown`](super::teardown).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TeardownState {
+    /// Deleted, and its delete postcondition holds.
+    Gone,
+    /// Deletion requested; its delete postcondition does not hold yet.
+    Deleting(String),
+    /// Not deleted yet: these dependents (keys), which depend on it, are
+    /// not gone yet.
+    Waiting(Vec<String>),
+    /// The server refused the deletion (its message).
+    Failed(String),
+}
+
+/// What one [`teardown`](super::teardown) found and did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Teardown {
+    /// Each dependent's state, in the set's order.
+    pub dependents: Vec<(String, TeardownState)>,
+    /// Deletions requested by this call, as `Kind namespace/name`, in order.
+    pub deleted: Vec<String>,
+}
+
+impl Teardown {
+    /// Whether every dependent is gone: the owner may go.
+    pub fn is_done(&self) -> bool {
+        self.dependents
+            .iter()
+            .all(|(_, s)| matches!(s, TeardownState::Gone))
+    }
+
+    /// The state of dependent `key`.
+    pub fn state(&self, key: &str) -> Option<&TeardownState> {
+        self.dependents
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, state)| state)
+    }
+
+    /// The keys not gone yet, with why.
+    pub fn summary(&self) -> String {
+        let items: Vec<String> = self
+            .dependents
+            .iter()
+            .filter_map(|(k, s)| match s {
+                TeardownState::Gone => None,
+                TeardownState::Deleting(why) => Some(format!("{k} (deleting: {why})")),
+                TeardownState::Waiting(keys) => {
+                    Some(format!("{k} (waiting for {})", keys.join(", ")))
+                }
+                TeardownState::Failed(why) => Some(format!("{k} (failed: {why})")),
+            })
+            .collect();
+        if items.is_empty() {
+            "all dependents gone".to_owned()
+        } else {
+            items.join(", ")
+        }
+    }
+}

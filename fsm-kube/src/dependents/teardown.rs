@@ -1,0 +1,233 @@
+//! Tearing a desired set down: delete in reverse dependency order, each
+//! dependent once those that depend on it are gone (their delete
+//! postconditions hold).
+
+use futures::future::join_all;
+use kube::Resource;
+use serde_json::Value;
+
+use super::converge::{delete, list_owned};
+use super::error::DependentsError;
+use super::object::{Owner, Placement, labelled_for, owned_by, placement};
+use super::order;
+use super::report::{Teardown, TeardownState};
+use super::runtime::DependentsRuntime;
+use super::set::{Dependent, DesiredSet};
+
+/// Deletes the dependents of `owner` in reverse dependency order, as far
+/// as it can go now: for a machine's `cleanup` or `compensate`, called
+/// again until [`Teardown::is_done`].
+///
+/// # Expected flow
+/// A dependent is deleted once every dependent that depends on it is gone;
+/// it is gone when its [delete
+/// postcondition](super::Dependent::delete_postcondition) holds (default:
+/// the object no longer exists), checked with a fresh read right after the
+/// delete. Independent dependents are deleted concurrently. Once all are
+/// gone, other objects carrying the owner's labels (of the set's kinds)
+/// are deleted too. Inactive dependents are torn down like the others.
+///
+/// # Guarantees
+/// Only objects owned by `owner` (owner reference) or carrying its labels
+/// are deleted; an object of the same name someone else owns is left
+/// alone and counts as gone.
+///
+/// # Errors
+/// A refused deletion is [`TeardownState::Failed`]; an unavailable server
+/// is [`DependentsError::Api`] or [`DependentsError::List`].
+pub async fn teardown<K>(
+    runtime: &DependentsRuntime,
+    owner: &K,
+    set: &DesiredSet,
+) -> Result<Teardown, DependentsError>
+where
+    K: Resource<DynamicType = ()>,
+{
+    teardown_for(runtime, &Owner::of(owner)?, set).await
+}
+
+/// [`teardown`] for an owner already described.
+pub(crate) async fn teardown_for(
+    runtime: &DependentsRuntime,
+    owner: &Owner,
+    set: &DesiredSet,
+) -> Result<Teardown, DependentsError> {
+    let required_by = order::reverse(&set.requires);
+    let mut states: Vec<Option<TeardownState>> = vec![None; set.len()];
+    let mut report = Teardown::default();
+    loop {
+        let decided: Vec<Option<bool>> = states
+            .iter()
+            .map(|s| s.as_ref().map(|s| matches!(s, TeardownState::Gone)))
+            .collect();
+        let frontier = order::frontier(&required_by, &decided);
+        if frontier.is_empty() {
+            break;
+        }
+        for (i, blockers) in frontier.blocked {
+            let keys = blockers
+                .iter()
+                .map(|&j| set.dependents[j].key.clone())
+                .collect();
+            states[i] = Some(TeardownState::Waiting(keys));
+        }
+        let outcomes = join_all(
+            frontier
+                .run
+                .iter()
+                .map(|&i| tear_down(runtime, owner, &set.dependents[i])),
+        )
+        .await;
+        for (i, outcome) in frontier.run.into_iter().zip(outcomes) {
+            let (state, deleted) = outcome?;
+            report.deleted.extend(deleted);
+            states[i] = Some(state);
+        }
+    }
+    report.dependents = set
+        .dependents
+        .iter()
+        .zip(states)
+        .map(|(d, s)| {
+            (
+                d.key.clone(),
+                s.unwrap_or(TeardownState::Waiting(Vec::new())),
+            )
+        })
+        .collect();
+    if report.is_done() {
+        for kind in set.kinds() {
+            for live in list_owned(runtime, owner, &kind).await? {
+                let place = Placement {
+                    group: kind.resource.group.clone(),
+                    kind: kind.resource.kind.clone(),
+                    namespace: live
+                        .pointer("/metadata/namespace")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
+                    name: super::set::object_name(&live).to_owned(),
+                };
+                if live.pointer("/metadata/deletionTimestamp").is_some() {
+                    continue;
+                }
+                delete(runtime, &kind, &place)
+                    .await
+                    .map_err(|source| DependentsError::Api {
+                        key: place.name.clone(),
+                        object: place.display(),
+                        source,
+                    })?;
+                runtime.count(&kind, "deleted");
+                report.deleted.push(place.display());
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// Deletes the objects of one dependent and checks its postcondition.
+async fn tear_down(
+    runtime: &DependentsRuntime,
+    owner: &Owner,
+    dependent: &Dependent,
+) -> Result<(TeardownState, Vec<String>), DependentsError> {
+    let results = join_all(dependent.objects.iter().map(|object| async move {
+        let place = placement(object, &dependent.kind, owner);
+        let outcome = tear_down_object(runtime, owner, dependent, &place).await;
+        (place, outcome)
+    }))
+    .await;
+    let (mut deleted, mut deleting, mut failed) = (Vec::new(), Vec::new(), Vec::new());
+    for (place, outcome) in results {
+        match outcome {
+            Ok((gone, wrote)) => {
+                if wrote {
+                    deleted.push(place.display());
+                }
+                if !gone {
+                    deleting.push(place.display());
+                }
+            }
+            Err(kube::Error::Api(status))
+                if (400..500).contains(&status.code) && status.code != 429 =>
+            {
+                failed.push(format!(
+                    "{}: {} ({})",
+                    place.display(),
+                    status.message,
+                    status.code
+                ));
+            }
+            Err(source) => {
+                return Err(DependentsError::Api {
+                    key: dependent.key.clone(),
+                    object: place.display(),
+                    source,
+                });
+            }
+        }
+    }
+    let state = if !failed.is_empty() {
+        TeardownState::Failed(failed.join("; "))
+    } else if !deleting.is_empty() {
+        TeardownState::Deleting(format!(
+            "delete postcondition not met for {}",
+            deleting.join(", ")
+        ))
+    } else {
+        TeardownState::Gone
+    };
+    Ok((state, deleted))
+}
+
+/// Deletes one object if it is the owner's; returns whether the
+/// postcondition holds afterwards and whether a delete was sent.
+async fn tear_down_object(
+    runtime: &DependentsRuntime,
+    owner: &Owner,
+    dependent: &Dependent,
+    place: &Placement,
+) -> Result<(bool, bool), kube::Error> {
+    let api = runtime.api(&dependent.kind, place.namespace.as_deref());
+    let live = fresh(&api, &place.name).await?;
+    let ours = live
+        .as_ref()
+        .is_some_and(|l| owned_by(l, owner) || labelled_for(l, owner));
+    let postcondition = |live: Option<&Value>| match &dependent.delete_postcondition {
+        Some(done) => done(live),
+        None => live.is_none(),
+    };
+    let Some(live) = live.filter(|_| ours) else {
+        // Absent, or someone else's: nothing of ours to wait for.
+        return Ok((true, false));
+    };
+    let mut wrote = false;
+    if live.pointer("/metadata/deletionTimestamp").is_none() {
+        delete(runtime, &dependent.kind, place).await?;
+        runtime.count(&dependent.kind, "deleted");
+        runtime
+            .event(
+                owner,
+                "Deleted",
+                "Delete",
+                place,
+                format!("deleted {} (dependent {})", place.display(), dependent.key),
+            )
+            .await;
+        wrote = true;
+    }
+    let after = fresh(&api, &place.name).await?;
+    Ok((postcondition(after.as_ref()), wrote))
+}
+
+/// The object as the server has it now (teardown does not trust a cache:
+/// it must see its own deletion).
+async fn fresh(
+    api: &kube::Api<kube::api::DynamicObject>,
+    name: &str,
+) -> Result<Option<Value>, kube::Error> {
+    Ok(api
+        .get_opt(name)
+        .await?
+        .and_then(|o| serde_json::to_value(o).ok()))
+}
