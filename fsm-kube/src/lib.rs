@@ -40,6 +40,7 @@ mod guide;
 pub mod leader;
 mod merge_patch;
 pub mod metrics;
+mod newer_record;
 mod reconciler;
 pub mod store;
 

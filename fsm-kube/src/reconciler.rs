@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use fsm_core::{
     Authority, AuthorityLost, Clock, Engine, EngineOptions, Fsm, InvalidMachine, ObjectKey,
-    Observed, ReconcileError, RecordCompatibility, Report, StoreError,
+    Observed, ReconcileError, Report, StoreError,
 };
 use kube::api::{ApiResource, DynamicObject, PatchParams};
 use kube::runtime::controller::Action;
@@ -17,8 +17,9 @@ use tracing::Instrument;
 use crate::dependents::DependentsRuntime;
 use crate::leader::Leadership;
 use crate::metrics::FsmMetrics;
+use crate::newer_record::{Newer, NewerRecords};
 use crate::store::{Bound, KubeStore, Target};
-use crate::{KubeResource, conditions, events, finalizer};
+use crate::{KubeResource, events, finalizer};
 
 /// Why a reconcile failed. The controller's `error_policy` requeues it.
 #[derive(Debug, thiserror::Error)]
@@ -331,7 +332,7 @@ where
                 metrics,
                 dependents,
                 too_large: std::sync::Mutex::default(),
-                newer: std::sync::Mutex::default(),
+                newer: NewerRecords::default(),
             }),
         }
     }
@@ -355,10 +356,8 @@ where
     /// fit: a reconcile of a watched copy from before that report must not
     /// write it again.
     too_large: std::sync::Mutex<std::collections::HashSet<(String, Option<i64>)>>,
-    /// Objects (UID, machine version of their record) already told that
-    /// their record is a newer build's: one event each, not one per
-    /// reconcile.
-    newer: std::sync::Mutex<std::collections::HashSet<(String, u32)>>,
+    /// Objects already told that their record is a newer build's.
+    newer: NewerRecords,
 }
 
 /// Drives machine `F` for the objects a `Controller` hands it.
@@ -534,8 +533,9 @@ where
             // only if the object is this build's to run.
             let (status, _) = crate::fields::status_and_spec(object.as_ref(), false);
             let before = self.target(api.clone(), object.clone(), status);
-            if let Some((found, supported)) = self.newer_record(&before).await? {
-                return self.report_newer_record(&before, found, supported).await;
+            let peeked = NewerRecords::peek::<F>(inner.store.as_ref(), &before).await;
+            if let Some(newer) = peeked.map_err(Error::Store)? {
+                return self.report_newer_record(&before, newer).await;
             }
             let updated = finalizer::add(&api, object.as_ref(), &inner.options.finalizer, &params)
                 .await
@@ -582,12 +582,17 @@ where
                 return self.report_too_large(&target, &error).await;
             }
             Err(ReconcileError::NewerRecord { found, supported }) => {
-                return self.report_newer_record(&target, found, supported).await;
+                let newer = Newer { found, supported };
+                return self.report_newer_record(&target, newer).await;
             }
             Err(other) => return Err(other.into()),
         };
         self.forget_too_large(&target.uid);
-        self.clear_newer_record(&target, &report).await?;
+        inner
+            .newer
+            .clear(&target, &report)
+            .await
+            .map_err(Error::Store)?;
         self.after(&target, &report).await;
         if report.released {
             inner.dependents.reported.forget(&target.uid);
@@ -644,77 +649,24 @@ where
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The machine versions (the record's, this build's) when `target`'s
-    /// record was written by a newer build.
-    async fn newer_record(
-        &self,
-        target: &Target<F::Resource>,
-    ) -> Result<Option<(u32, u32)>, Error> {
-        let loaded = self.inner.store.load(target).await.map_err(Error::Store)?;
-        Ok(match loaded.record.map(|raw| raw.compatibility::<F>()) {
-            Some(RecordCompatibility::Newer { version, supported }) => Some((version, supported)),
-            _ => None,
-        })
-    }
-
     /// A record written by a newer build: this one must neither act on it
     /// nor overwrite it, so the object says so (condition, and one event per
     /// object and version) and is looked at again after the poll interval.
     async fn report_newer_record(
         &self,
         target: &Target<F::Resource>,
-        found: u32,
-        supported: u32,
+        newer: Newer,
     ) -> Result<Action, Error> {
-        tracing::warn!(
-            record_version = found,
-            machine_version = supported,
-            "the record was written by a newer version of the machine; it is left untouched"
-        );
-        target
-            .report_newer_record(found, supported)
+        let event = self
+            .inner
+            .newer
+            .report(target, newer)
             .await
             .map_err(Error::Store)?;
-        let first = self.lock_newer().insert((target.uid.clone(), found));
-        if first {
-            self.publish(
-                target.object.as_ref(),
-                events::for_newer_record(found, supported),
-            )
-            .await;
+        if let Some(event) = event {
+            self.publish(target.object.as_ref(), event).await;
         }
         Ok(Action::requeue(self.inner.options.engine.poll_interval))
-    }
-
-    /// After a reconcile that read the record: an object still saying that
-    /// its record is a newer build's (an older replica said so during a
-    /// rolling update) gets its conditions from the record again, when the
-    /// reconcile committed nothing that would have rewritten them.
-    async fn clear_newer_record(
-        &self,
-        target: &Target<F::Resource>,
-        report: &Report,
-    ) -> Result<(), Error> {
-        {
-            let mut told = self.lock_newer();
-            if !told.is_empty() {
-                told.retain(|(uid, _)| *uid != target.uid);
-            }
-        }
-        let stale = conditions::says_newer_record(&target.current_conditions());
-        match &report.record {
-            Some(record) if stale && report.commits == 0 => {
-                target.sync_status(record, None).await.map_err(Error::Store)
-            }
-            _ => Ok(()),
-        }
-    }
-
-    fn lock_newer(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<(String, u32)>> {
-        self.inner
-            .newer
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn target(
