@@ -176,6 +176,42 @@ pub fn too_large(
     merge(previous, [degraded], generation, now)
 }
 
+/// The reason of the `Degraded` condition of an object whose record was
+/// written by a newer version of the machine than this build's (during a
+/// rolling update, or after a rollback).
+pub const NEWER_RECORD_REASON: &str = "RecordFromNewerVersion";
+
+/// The conditions for an object whose record was written by machine
+/// version `found`, newer than this build's `supported`: `Degraded` with
+/// reason [`NEWER_RECORD_REASON`]; the others are left as they were (the
+/// newer build maintains them).
+pub fn newer_record(
+    found: u32,
+    supported: u32,
+    generation: Option<i64>,
+    previous: &[Condition],
+    now: Timestamp,
+) -> Vec<Condition> {
+    let degraded = Wanted {
+        type_: "Degraded",
+        status: true,
+        reason: NEWER_RECORD_REASON.into(),
+        message: format!(
+            "the record was written by version {found} of the machine, newer than this \
+             replica's {supported}; it is left untouched for a replica of version {found} or later"
+        ),
+    };
+    merge(previous, [degraded], generation, now)
+}
+
+/// Whether `conditions` say the object's record is a newer version's
+/// ([`newer_record`]): what a replica that can read the record clears.
+pub fn says_newer_record(conditions: &[Condition]) -> bool {
+    conditions
+        .iter()
+        .any(|c| c.type_ == "Degraded" && c.status == "True" && c.reason == NEWER_RECORD_REASON)
+}
+
 fn merge<const N: usize>(
     previous: &[Condition],
     wanted: [Wanted; N],
@@ -464,5 +500,28 @@ mod tests {
         assert_eq!(get(&cs, "Ready").status, "True");
         assert_eq!(get(&cs, "Degraded").reason, "CorruptRecord");
         assert!(get(&cs, "Degraded").message.contains("expected value"));
+    }
+
+    #[test]
+    fn a_newer_record_degrades_names_both_versions_and_keeps_other_conditions() {
+        let before = from_record(&MACHINE, &record("Ready"), Some(1), &[], t(0));
+        assert!(!says_newer_record(&before));
+        let cs = newer_record(3, 2, Some(1), &before, t(5));
+        assert_eq!(get(&cs, "Ready").status, "True");
+        let degraded = get(&cs, "Degraded");
+        assert_eq!(degraded.reason, NEWER_RECORD_REASON);
+        assert_eq!(degraded.last_transition_time, Time(t(5)));
+        assert!(
+            degraded.message.contains("version 3"),
+            "{}",
+            degraded.message
+        );
+        assert!(
+            degraded.message.contains("this replica's 2"),
+            "{}",
+            degraded.message
+        );
+        assert!(says_newer_record(&cs));
+        assert!(same(&cs, &newer_record(3, 2, Some(1), &cs, t(9))));
     }
 }

@@ -95,10 +95,21 @@ pub fn for_effect(effect: &Effect) -> Option<Event> {
             "Compensate".to_owned(),
             format!("compensation finished with {failures} failed step(s)"),
         ),
-        Effect::SpecChanged { .. }
-        | Effect::Checkpointed { .. }
-        | Effect::Released
-        | Effect::Upgraded { .. } => return None,
+        Effect::Upgraded {
+            from,
+            to,
+            from_version,
+            to_version,
+        } => (
+            EventType::Normal,
+            "RecordUpgraded",
+            format!("Upgrade {to}"),
+            format!(
+                "the record of machine version {from_version} was written back as version \
+                 {to_version} reads it: {from} → {to}"
+            ),
+        ),
+        Effect::SpecChanged { .. } | Effect::Checkpointed { .. } | Effect::Released => return None,
     };
     Some(Event {
         type_,
@@ -136,6 +147,21 @@ pub fn for_too_large(error: &fsm_core::StoreError) -> Event {
     }
 }
 
+/// The event for a record written by machine version `found`, newer than
+/// this replica's `supported`: the record is left untouched.
+pub fn for_newer_record(found: u32, supported: u32) -> Event {
+    Event {
+        type_: EventType::Warning,
+        reason: crate::conditions::NEWER_RECORD_REASON.to_owned(),
+        note: Some(format!(
+            "the record was written by version {found} of the machine, newer than this \
+             replica's {supported}; it is left untouched"
+        )),
+        action: "Load".to_owned(),
+        secondary: None,
+    }
+}
+
 /// Event notes are limited to 1 KiB by the API server.
 fn truncate(mut note: String) -> String {
     const LIMIT: usize = 1024;
@@ -168,6 +194,30 @@ mod tests {
         let timed_out = for_effect(&Effect::TimedOut { state: "A".into() }).unwrap();
         assert_eq!(timed_out.type_, EventType::Warning);
         assert!(for_effect(&Effect::Released).is_none());
+    }
+
+    #[test]
+    fn an_upgraded_record_and_a_newer_one_name_both_versions() {
+        let upgraded = for_effect(&Effect::Upgraded {
+            from: "Provisioning".into(),
+            to: "Starting".into(),
+            from_version: 1,
+            to_version: 2,
+        })
+        .unwrap();
+        assert_eq!(upgraded.type_, EventType::Normal);
+        assert_eq!(upgraded.reason, "RecordUpgraded");
+        assert_eq!(
+            upgraded.note.as_deref(),
+            Some(
+                "the record of machine version 1 was written back as version 2 reads it: \
+                 Provisioning → Starting"
+            )
+        );
+        let newer = for_newer_record(3, 2);
+        assert_eq!(newer.type_, EventType::Warning);
+        assert_eq!(newer.reason, "RecordFromNewerVersion");
+        assert!(newer.note.unwrap().contains("version 3"));
     }
 
     #[test]

@@ -42,6 +42,7 @@ pub mod http;
 pub mod leader;
 mod merge_patch;
 pub mod metrics;
+mod newer_record;
 mod reconciler;
 pub mod store;
 

@@ -17,6 +17,7 @@ use tracing::Instrument;
 use crate::dependents::DependentsRuntime;
 use crate::leader::Leadership;
 use crate::metrics::FsmMetrics;
+use crate::newer_record::{Newer, NewerRecords};
 use crate::store::{Bound, KubeStore, Target};
 use crate::{KubeResource, events, finalizer};
 
@@ -331,6 +332,7 @@ where
                 metrics,
                 dependents,
                 too_large: std::sync::Mutex::default(),
+                newer: NewerRecords::default(),
             }),
         }
     }
@@ -354,6 +356,8 @@ where
     /// fit: a reconcile of a watched copy from before that report must not
     /// write it again.
     too_large: std::sync::Mutex<std::collections::HashSet<(String, Option<i64>)>>,
+    /// Objects already told that their record is a newer build's.
+    newer: NewerRecords,
 }
 
 /// Drives machine `F` for the objects a `Controller` hands it.
@@ -383,8 +387,13 @@ where
 /// A corrupt record is not an error: the object gets a `Degraded`
 /// condition and a `CorruptRecord` event, and waits for a change. Nor is a
 /// record too large to commit: `RecordTooLarge`, the last committed record
-/// kept, looked at again after the poll interval or on a change. Conflicts
-/// requeue at once; other errors after `error_requeue`.
+/// kept, looked at again after the poll interval or on a change. Nor is a
+/// record written by a newer version of the machine (a rolling update, a
+/// rollback): it is left untouched (not even the finalizer is added), the
+/// object gets a `Degraded` condition with reason `RecordFromNewerVersion`
+/// and one event per object and version, and is looked at again after the
+/// poll interval; a replica that reads the record clears the condition.
+/// Conflicts requeue at once; other errors after `error_requeue`.
 pub struct FsmReconciler<F: Fsm>
 where
     F::Resource: KubeResource,
@@ -520,6 +529,14 @@ where
             return Ok(Action::await_change());
         }
         if !deleting && needs_finalizer && !has_finalizer {
+            // A newer build's record: the finalizer is this build's to add
+            // only if the object is this build's to run.
+            let (status, _) = crate::fields::status_and_spec(object.as_ref(), false);
+            let before = self.target(api.clone(), object.clone(), status);
+            let peeked = NewerRecords::peek::<F>(inner.store.as_ref(), &before).await;
+            if let Some(newer) = peeked.map_err(Error::Store)? {
+                return self.report_newer_record(&before, newer).await;
+            }
             let updated = finalizer::add(&api, object.as_ref(), &inner.options.finalizer, &params)
                 .await
                 .map_err(|e| match &e {
@@ -564,9 +581,18 @@ where
             Err(ReconcileError::Store(error @ StoreError::TooLarge { .. })) => {
                 return self.report_too_large(&target, &error).await;
             }
+            Err(ReconcileError::NewerRecord { found, supported }) => {
+                let newer = Newer { found, supported };
+                return self.report_newer_record(&target, newer).await;
+            }
             Err(other) => return Err(other.into()),
         };
         self.forget_too_large(&target.uid);
+        inner
+            .newer
+            .clear(&target, &report)
+            .await
+            .map_err(Error::Store)?;
         self.after(&target, &report).await;
         if report.released {
             inner.dependents.reported.forget(&target.uid);
@@ -621,6 +647,26 @@ where
             .too_large
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A record written by a newer build: this one must neither act on it
+    /// nor overwrite it, so the object says so (condition, and one event per
+    /// object and version) and is looked at again after the poll interval.
+    async fn report_newer_record(
+        &self,
+        target: &Target<F::Resource>,
+        newer: Newer,
+    ) -> Result<Action, Error> {
+        let event = self
+            .inner
+            .newer
+            .report(target, newer)
+            .await
+            .map_err(Error::Store)?;
+        if let Some(event) = event {
+            self.publish(target.object.as_ref(), event).await;
+        }
+        Ok(Action::requeue(self.inner.options.engine.poll_interval))
     }
 
     fn target(

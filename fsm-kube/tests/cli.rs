@@ -16,8 +16,8 @@ use fsm_kube::ReconcilerOptions;
 use fsm_kube::cli::rbac::{self, OperatorDescription, RbacObject, RbacScope, ResourceInfo};
 use fsm_kube::cli::{
     Cli, Command, ConnectArgs, DiagramArgs, DiagramFormat, Error, LeaderArgs, Operator,
-    OutputFormat, RbacArgs, Rule, RunArgs, RunContext, RunOutcome, StatusArgs, StoreKind,
-    record_view,
+    OutputFormat, PreflightArgs, RbacArgs, Rule, RunArgs, RunContext, RunOutcome, StatusArgs,
+    StoreKind, record_view,
 };
 use fsm_kube::fsm_core::{BoxFuture, Fsm, HistoryEntry, RawRecord, StateRecord, Timestamp};
 use fsm_kube::store::{legacy_record_object_name, record_object_name_for};
@@ -161,6 +161,18 @@ fn crd_diagram_rbac_and_status_parse() {
         parse(&["status", "w1", "-n", "shop", "-o", "json"]),
         Command::Status(StatusArgs {
             name: "w1".into(),
+            namespace: Some("shop".into()),
+            output: OutputFormat::Json,
+            connect: ConnectArgs::default(),
+        })
+    );
+    assert_eq!(
+        parse(&["preflight"]),
+        Command::Preflight(PreflightArgs::default())
+    );
+    assert_eq!(
+        parse(&["preflight", "-n", "shop", "-o", "json"]),
+        Command::Preflight(PreflightArgs {
             namespace: Some("shop".into()),
             output: OutputFormat::Json,
             connect: ConnectArgs::default(),
@@ -1024,6 +1036,7 @@ fn the_command_line_is_named_after_the_operator() {
         "manifests  Print everything a cluster needs to run the operator (YAML)",
         "diagram    Print the state machine's diagram",
         "status     Show an object's current state, attempt, last error and history",
+        "preflight  Say which stored records this build can run, before an upgrade or a rollback",
     ] {
         assert!(help.contains(line), "{line}\n{help}");
     }

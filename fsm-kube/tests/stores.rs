@@ -458,21 +458,24 @@ async fn records_of_two_kinds_and_two_machines_with_one_name_do_not_collide() {
         (states == ["Audited", "Grown", "Ready"]).then_some(states)
     })
     .await;
+    // The store writes the record object, then the conditions: the
+    // controllers stop once the conditions are there too.
+    let widget = ready_condition(&env, "same").await;
+    let conditions = eventually("the other kind's Ready=True", || async {
+        let other = others.get("same").await.ok()?;
+        let conditions = other.status.and_then(|s| s.conditions).unwrap_or_default();
+        conditions
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True")
+            .then_some(conditions)
+    })
+    .await;
     for controller in controllers {
         controller.abort();
     }
     assert_eq!(states.len(), 3);
     assert_eq!(ctx.log(), ["start:same", "configure:same"]);
-    let widget = ready_condition(&env, "same").await;
     assert!(condition(&widget, "Degraded").is_none_or(|c| c.status == "False"));
-    let other = others.get("same").await.unwrap();
-    let conditions = other.status.and_then(|s| s.conditions).unwrap_or_default();
-    assert!(
-        conditions
-            .iter()
-            .any(|c| c.type_ == "Ready" && c.status == "True"),
-        "{conditions:?}"
-    );
     assert!(
         !conditions
             .iter()

@@ -34,6 +34,14 @@ pub enum Command<A: Args = ()> {
     Diagram(DiagramArgs),
     /// Show an object's current state, attempt, last error and history.
     Status(StatusArgs),
+    /// Say which stored records this build can run, before an upgrade or a rollback.
+    ///
+    /// Reads every record of the operator's kind where its store keeps
+    /// them and says, for each, whether this build runs it as it is, loads
+    /// a renamed state, migrates it, or cannot run it (written by a newer
+    /// version of the machine, or unreadable). Exit status 3 when some
+    /// record cannot be run. Writes nothing.
+    Preflight(PreflightArgs),
 }
 
 /// How to reach the API server.
@@ -127,13 +135,13 @@ pub struct DiagramArgs {
     pub format: DiagramFormat,
 }
 
-/// An output format of `status`.
+/// An output format of `status` and `preflight`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
     /// For people.
     #[default]
     Text,
-    /// The decoded record as JSON.
+    /// JSON: the decoded record (`status`), the verdicts (`preflight`).
     Json,
 }
 
@@ -143,6 +151,20 @@ pub struct StatusArgs {
     /// The object's name.
     pub name: String,
     /// The object's namespace (default: the kubeconfig's namespace).
+    #[arg(long, short = 'n')]
+    pub namespace: Option<String>,
+    /// The output format.
+    #[arg(long, short = 'o', value_enum, default_value_t)]
+    pub output: OutputFormat,
+    /// How to reach the API server.
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+/// `preflight`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Args)]
+pub struct PreflightArgs {
+    /// Read the records of this namespace only (default: all namespaces).
     #[arg(long, short = 'n')]
     pub namespace: Option<String>,
     /// The output format.

@@ -7,7 +7,7 @@ use super::rbac::InvalidRule;
 use super::record_view::Location;
 
 /// Why a subcommand failed. [`Operator::main`](super::Operator::main) prints it and exits with
-/// status 1.
+/// status 1, or 3 for [`Error::CannotRun`] ([`Error::exit_status`]).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// No usable Kubernetes configuration (kubeconfig or in-cluster).
@@ -86,9 +86,37 @@ pub enum Error {
         /// The given store's type.
         given: &'static str,
     },
+    /// `preflight`: this build cannot run the records of some existing
+    /// objects (written by a newer version of the machine, or unreadable);
+    /// the report says which. Exit status 3.
+    #[error(
+        "{cannot} stored record(s) cannot be run by this build ({machine} version {version}); \
+         upgrading to it would stall their objects"
+    )]
+    CannotRun {
+        /// How many.
+        cannot: usize,
+        /// The machine's name.
+        machine: &'static str,
+        /// This build's machine version.
+        version: u32,
+    },
     /// The operator's main function returned an error.
     #[error("the controller failed")]
     Controller(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl Error {
+    /// The exit status of a command that failed with this error: 3 for
+    /// [`Error::CannotRun`] (a pre-flight check that found records this
+    /// build cannot run), 1 for every other failure (2 is clap's, for a
+    /// usage error).
+    pub fn exit_status(&self) -> u8 {
+        match self {
+            Error::CannotRun { .. } => 3,
+            _ => 1,
+        }
+    }
 }
 
 /// An error an operator's main function returns ([`RunOutcome`](super::RunOutcome)).

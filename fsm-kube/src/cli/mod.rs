@@ -1,5 +1,6 @@
 //! The operator's command line: `run`, `crd`, `rbac`, `manifests`,
-//! `diagram` and `status`, for any operator binary in a few lines.
+//! `diagram`, `status` and `preflight`, for any operator binary in a few
+//! lines.
 //!
 //! ```no_run
 //! # mod my { use fsm_kube::prelude::*; use kube::CustomResource;
@@ -41,6 +42,7 @@
 //! $ db-operator diagram --format dot | dot -Tsvg > db.svg
 //! $ db-operator status orders -n shop
 //! $ db-operator manifests --image example.io/db-operator:0.1.0 -n ops | kubectl apply -f -
+//! $ db-operator preflight            # before an upgrade: exit status 3 if a record cannot run
 //! $ db-operator run --leader-elect --http-addr 0.0.0.0:8080
 //! ```
 //!
@@ -49,8 +51,9 @@
 //!
 //! What each subcommand prints is computed by pure functions that can be
 //! called (and tested) without the command line: [`crd_yaml`],
-//! [`rbac::manifests`], [`deploy_manifests`], [`diagram`], [`record_view::decode`] and
-//! [`record_view::render_text`]. The clap layer ([`Cli`]) only parses.
+//! [`rbac::manifests`], [`deploy_manifests`], [`diagram`], [`record_view::decode`],
+//! [`record_view::render_text`] and [`preflight::Preflight::judge`]. The clap
+//! layer ([`Cli`]) only parses.
 
 mod args;
 mod commands;
@@ -59,6 +62,7 @@ mod context;
 mod error;
 pub mod manifests;
 mod operator;
+pub mod preflight;
 pub mod rbac;
 mod readiness;
 pub mod record_view;
@@ -66,8 +70,8 @@ mod run;
 mod store_kind;
 
 pub use args::{
-    Cli, Command, ConnectArgs, DiagramArgs, DiagramFormat, LeaderArgs, OutputFormat, RbacArgs,
-    RunArgs, StatusArgs,
+    Cli, Command, ConnectArgs, DiagramArgs, DiagramFormat, LeaderArgs, OutputFormat, PreflightArgs,
+    RbacArgs, RunArgs, StatusArgs,
 };
 pub use commands::{crd_yaml, diagram};
 pub use connect::connect;

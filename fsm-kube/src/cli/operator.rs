@@ -178,7 +178,8 @@ where
     /// Parses the process's arguments, runs the subcommand, and returns the
     /// exit status: 0 on success, 1 on failure (the error and its causes on
     /// stderr; for `run`, an error the main function returns too), 2 for a
-    /// usage error (from clap).
+    /// usage error (from clap), 3 when `preflight` finds records this build
+    /// cannot run ([`Error::exit_status`]).
     pub async fn main<R, Fut>(self, run: R) -> ExitCode
     where
         R: FnMut(RunContext<F, A>) -> Fut + Send + 'static,
@@ -197,7 +198,7 @@ where
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
                 eprintln!("error: {}", display_chain(&error, "\n  caused by: "));
-                ExitCode::FAILURE
+                ExitCode::from(error.exit_status())
             }
         }
     }
@@ -206,7 +207,8 @@ where
     ///
     /// # Errors
     /// [`Error`]; for `status`, a corrupt record is
-    /// [`Error::CorruptRecord`].
+    /// [`Error::CorruptRecord`]; `preflight` writes its report, then fails
+    /// with [`Error::CannotRun`] when a record cannot be run.
     pub async fn execute<R, Fut>(
         &self,
         command: Command<A>,
@@ -228,6 +230,7 @@ where
                 let client = connect(&args.connect).await?;
                 self.status(&client, &args).await?
             }
+            Command::Preflight(args) => return self.preflight_command(&args, out).await,
         };
         out.write_all(text.as_bytes())
             .and_then(|()| out.flush())

@@ -23,7 +23,7 @@ use crate::store::{
 pub const REDACTED: &str = "<redacted: sensitive state>";
 
 /// Where a record was read from, for messages.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Location {
     /// The object's kind, e.g. `Database`.
     pub kind: String,
@@ -167,12 +167,16 @@ async fn record_from_object<O: RecordObject>(
     let Some(object) = object else {
         return Ok(None);
     };
-    let raw = match object.record_text() {
-        Some(Ok(text)) => RawRecord::Text(text),
-        Some(Err(e)) => RawRecord::Text(format!("<not UTF-8: {e}>")),
-        None => return Ok(None),
-    };
-    Ok(Some((raw, object.meta().name.clone())))
+    Ok(raw_record(&object).map(|raw| (raw, object.meta().name.clone())))
+}
+
+/// The record a record object holds, as the stores read it (text that is
+/// not UTF-8 is kept as a description, which does not decode).
+pub(super) fn raw_record<O: RecordObject>(object: &O) -> Option<RawRecord> {
+    match object.record_text()? {
+        Ok(text) => Some(RawRecord::Text(text)),
+        Err(e) => Some(RawRecord::Text(format!("<not UTF-8: {e}>"))),
+    }
 }
 
 /// Decodes `raw` for machine `F`, hiding the data of sensitive states.

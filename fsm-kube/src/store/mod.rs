@@ -116,6 +116,27 @@ impl<K: KubeResource> Target<K> {
         self.write_conditions(&current, &wanted).await
     }
 
+    /// Reports on the object that its record was written by machine
+    /// version `found`, newer than this build's `supported` (the
+    /// `Degraded` condition, reason `RecordFromNewerVersion`), without
+    /// touching the record. Returns whether it wrote (not when the object
+    /// already says so).
+    pub(crate) async fn report_newer_record(
+        &self,
+        found: u32,
+        supported: u32,
+    ) -> Result<bool, StoreError> {
+        let current = self.current_conditions();
+        let wanted = conditions::newer_record(
+            found,
+            supported,
+            self.generation,
+            &current,
+            jiff::Timestamp::now(),
+        );
+        self.write_conditions(&current, &wanted).await
+    }
+
     /// Writes the conditions for `record` and the status fields a step
     /// published (stores that keep the record elsewhere), in one status
     /// patch, only when the object does not already hold them.
@@ -197,6 +218,41 @@ pub trait KubeStore<K: KubeResource>: Send + Sync + 'static {
         target: &'a Target<K>,
         error: &'a DecodeError,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
+}
+
+/// A store shared by several reconcilers: memory that two builds of a
+/// machine read in one process, or a store chosen at run time
+/// (`Arc<dyn KubeStore<K>>`).
+impl<K: KubeResource, S: KubeStore<K> + ?Sized> KubeStore<K> for Arc<S> {
+    fn load<'a>(&'a self, target: &'a Target<K>) -> BoxFuture<'a, Result<Loaded, StoreError>> {
+        S::load(self, target)
+    }
+
+    fn save<'a>(
+        &'a self,
+        target: &'a Target<K>,
+        record: &'a StateRecord,
+        status: Option<&'a StatusFields>,
+        expected: Option<&'a Version>,
+    ) -> BoxFuture<'a, Result<Version, StoreError>> {
+        S::save(self, target, record, status, expected)
+    }
+
+    fn delete<'a>(
+        &'a self,
+        target: &'a Target<K>,
+        expected: Option<&'a Version>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        S::delete(self, target, expected)
+    }
+
+    fn report_corrupt<'a>(
+        &'a self,
+        target: &'a Target<K>,
+        error: &'a DecodeError,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        S::report_corrupt(self, target, error)
+    }
 }
 
 /// A [`KubeStore`] bound to one object: the engine's [`StateStore`].
