@@ -8,6 +8,9 @@
 //! - [`database`]: provisioning through an external, non-idempotent HTTP
 //!   API; a checkpointed request id, a state timeout, compensation, and the
 //!   credentials in the Secret store.
+//! - [`webpage`]: java-operator-sdk's WebPage sample with dependent
+//!   resources, without a machine and with one that smoke-tests each
+//!   version of the page.
 //! - [`demo`]: runs all three against the embedded API server
 //!   (`cargo run -p examples --bin demo`).
 //!
@@ -21,5 +24,6 @@ pub mod integration;
 pub mod mutable_jar;
 pub mod sim;
 pub mod support;
+pub mod webpage;
 #[cfg(test)]
 mod testing;
