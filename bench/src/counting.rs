@@ -1,7 +1,7 @@
 //! A tower layer that logs a `kube::Client`'s own requests exactly as the
-//! server describes them, so the driver can subtract what it and the
-//! workload simulator asked from the server's request log and keep what the
-//! operator asked.
+//! server describes them, so the driver can subtract what it asked from the
+//! server's request log and keep what the operator asked (the workload
+//! simulation inside the server asks nothing).
 
 use std::sync::Arc;
 use std::task::{Context, Poll};

@@ -19,8 +19,8 @@ pub struct RunResult {
     pub wall: Duration,
     /// Committed transitions (the workflow's phase changes of ready objects).
     pub transitions: u64,
-    /// The operator's requests (the server's log less the driver's and the
-    /// simulator's).
+    /// The operator's requests (the server's log less the driver's; the
+    /// simulation inside the server makes none).
     pub requests: Counts,
     /// Peak resident set of the operator process, KiB.
     pub peak_rss_kib: u64,

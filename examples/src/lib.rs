@@ -14,15 +14,15 @@
 //! - [`demo`]: runs all three against the embedded API server
 //!   (`cargo run -p examples --bin demo`).
 //!
-//! [`sim`] stands in for kube-controller-manager (Jobs finish, Deployments
-//! roll out) on the embedded server, which runs no controllers.
+//! The embedded server runs no controllers: `fsm_testkit::simulation`
+//! stands in for kube-controller-manager there (Jobs finish, Deployments
+//! roll out).
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod database;
 pub mod demo;
 pub mod integration;
 pub mod mutable_jar;
-pub mod sim;
 pub mod support;
 pub mod webpage;
 #[cfg(test)]

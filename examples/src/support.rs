@@ -32,8 +32,8 @@ where
 }
 
 /// An `Api` over the objects of `namespace`, or of every namespace when
-/// `None`: operators and the simulator scoped to one namespace leave others'
-/// objects alone on a shared cluster.
+/// `None`: operators scoped to one namespace leave others' objects alone
+/// on a shared cluster.
 pub fn scoped_api<K>(client: Client, namespace: Option<&str>) -> Api<K>
 where
     K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
@@ -206,16 +206,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 /// Formats a duration for people: `850ms`, `4.2s`, `3m05s`.
-pub fn human(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms < 1_000 {
-        format!("{ms}ms")
-    } else if ms < 60_000 {
-        format!("{:.1}s", d.as_secs_f64())
-    } else {
-        format!("{}m{:02}s", ms / 60_000, (ms / 1_000) % 60)
-    }
-}
+pub use fsm_core::text::human_duration as human;
 
 #[cfg(test)]
 mod tests {
@@ -230,14 +221,11 @@ mod tests {
     }
 
     #[test]
-    fn durations_parse_and_print() {
+    fn durations_parse() {
         assert_eq!(parse_duration("120s"), Ok(Duration::from_secs(120)));
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("3d").is_err());
-        assert_eq!(human(Duration::from_millis(850)), "850ms");
-        assert_eq!(human(Duration::from_millis(4_200)), "4.2s");
-        assert_eq!(human(Duration::from_secs(185)), "3m05s");
     }
 }

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Env, eventually, options, quick_simulator, wait_for};
+use common::{Env, eventually, options, quick_simulation, wait_for};
 use examples::database::cloud::{CloudConfig, CloudService};
 use examples::database::{self, Database, DatabaseSpec, DbContext};
 use examples::demo::observe::Kind;
@@ -25,7 +25,7 @@ async fn start(failure_rate: f64) -> (Env, CloudService) {
     })
     .await
     .unwrap();
-    let mut env = Env::new(quick_simulator()).await;
+    let mut env = Env::new(quick_simulation()).await;
     let client = env.client.clone();
     let mut ctx = DbContext::new(client.clone(), cloud.url());
     ctx.poll = Duration::from_millis(100);

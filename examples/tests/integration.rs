@@ -2,14 +2,14 @@
 
 mod common;
 
-use common::{Env, options, quick_simulator, wait_for};
+use common::{Env, options, quick_simulation, wait_for};
 use examples::demo::observe::Kind;
 use examples::integration::{
     self, Integration, IntegrationContext, IntegrationSpec, KIT_DIGEST_LABEL,
 };
-use examples::sim::{JobOutcome, JobRule};
 use examples::support::{JobPhase, job_phase};
 use fsm_core::StateRecord;
+use fsm_testkit::simulation::{JobOutcome, JobRule};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use kube::ResourceExt;
@@ -25,13 +25,11 @@ fn spec(source: &str) -> IntegrationSpec {
 }
 
 async fn failing_builds(prefix: &str, times: u32) -> Env {
-    let mut simulator = quick_simulator();
-    simulator.job_rules.push(JobRule {
-        name_prefix: prefix.into(),
-        outcome: JobOutcome::Fail,
-        times,
-    });
-    Env::new(simulator).await
+    let mut simulation = quick_simulation();
+    simulation
+        .job_rules
+        .push(JobRule::new(prefix, JobOutcome::Fail).times(times));
+    Env::new(simulation).await
 }
 
 fn digest_of(record: &StateRecord) -> Option<String> {

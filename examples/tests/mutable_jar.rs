@@ -2,10 +2,10 @@
 
 mod common;
 
-use common::{Env, options, quick_simulator, wait_for};
+use common::{Env, options, quick_simulation, wait_for};
 use examples::demo::observe::Kind;
 use examples::mutable_jar::{self, BuildPlan, JarContext, Keycloak, KeycloakSpec, running_image};
-use examples::sim::{JobOutcome, JobRule};
+use fsm_testkit::simulation::{JobOutcome, JobRule};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
@@ -21,7 +21,7 @@ fn spec() -> KeycloakSpec {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_image_is_built_rolled_out_and_restored_after_drift() {
-    let mut env = Env::new(quick_simulator()).await;
+    let mut env = Env::new(quick_simulation()).await;
     let client = env.client.clone();
     env.spawn(mutable_jar::run_in(
         client.clone(),
@@ -79,13 +79,11 @@ async fn the_image_is_built_rolled_out_and_restored_after_drift() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_build_rests_in_error_with_its_job_cancelled() {
-    let mut simulator = quick_simulator();
-    simulator.job_rules.push(JobRule {
-        name_prefix: "broken-augment-".into(),
-        outcome: JobOutcome::Fail,
-        times: 1,
-    });
-    let mut env = Env::new(simulator).await;
+    let mut simulation = quick_simulation();
+    simulation
+        .job_rules
+        .push(JobRule::new("broken-augment-", JobOutcome::Fail).times(1));
+    let mut env = Env::new(simulation).await;
     let client = env.client.clone();
     env.spawn(mutable_jar::run_in(
         client.clone(),

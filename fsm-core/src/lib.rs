@@ -110,12 +110,14 @@ mod memory;
 mod parts;
 mod random;
 mod record;
+mod refuse;
 mod retry;
 mod step;
 mod store;
 mod transition;
 
 pub mod prelude;
+pub mod text;
 
 #[doc(hidden)]
 #[path = "derive_support.rs"]

@@ -84,13 +84,6 @@ impl ser::SerializeTupleVariant for TupleData {
     }
 }
 
-/// Every shape but an enum variant is refused.
-macro_rules! refuse {
-    ($($name:ident($($arg:ty),*)),* $(,)?) => {
-        $(fn $name(self, $(_: $arg),*) -> Result<Option<Value>, Error> { Err(not_a_variant()) })*
-    };
-}
-
 impl Serializer for VariantData {
     type Ok = Option<Value>;
     type Error = Error;
@@ -102,25 +95,7 @@ impl Serializer for VariantData {
     type SerializeStruct = Impossible<Option<Value>, Error>;
     type SerializeStructVariant = StructData;
 
-    refuse!(
-        serialize_bool(bool),
-        serialize_i8(i8),
-        serialize_i16(i16),
-        serialize_i32(i32),
-        serialize_i64(i64),
-        serialize_u8(u8),
-        serialize_u16(u16),
-        serialize_u32(u32),
-        serialize_u64(u64),
-        serialize_f32(f32),
-        serialize_f64(f64),
-        serialize_char(char),
-        serialize_str(&str),
-        serialize_bytes(&[u8]),
-        serialize_none(),
-        serialize_unit(),
-        serialize_unit_struct(&'static str),
-    );
+    crate::refuse_scalars!(not_a_variant());
 
     fn serialize_unit_variant(
         self,

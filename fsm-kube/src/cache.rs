@@ -106,23 +106,22 @@ mod tests {
         RawRecord::Json(serde_json::json!({ "n": n }))
     }
 
+    /// Remembers our commit of record `n` from version `from` to `to`.
+    fn commit(cache: &WrittenCache, uid: &str, from: &str, to: &str, n: u8) {
+        cache.remember(
+            uid,
+            Some(&Version(from.into())),
+            Version(to.into()),
+            raw(n),
+            None,
+        );
+    }
+
     #[test]
     fn a_stale_copy_is_answered_from_the_cache() {
         let cache = WrittenCache::default();
-        cache.remember(
-            "u",
-            Some(&Version("10".into())),
-            Version("11".into()),
-            raw(1),
-            None,
-        );
-        cache.remember(
-            "u",
-            Some(&Version("11".into())),
-            Version("12".into()),
-            raw(2),
-            None,
-        );
+        commit(&cache, "u", "10", "11", 1);
+        commit(&cache, "u", "11", "12", 2);
         // The watch still shows 10 (two commits behind): our last commit wins.
         let hit = cache.resolve("u", "10").unwrap();
         assert_eq!(hit.version, Version("12".into()));
@@ -133,23 +132,11 @@ mod tests {
     #[test]
     fn a_current_or_newer_copy_drops_the_entry() {
         let cache = WrittenCache::default();
-        cache.remember(
-            "u",
-            Some(&Version("10".into())),
-            Version("11".into()),
-            raw(1),
-            None,
-        );
+        commit(&cache, "u", "10", "11", 1);
         assert!(cache.resolve("u", "11").is_none());
         assert!(cache.resolve("u", "10").is_none(), "the entry is gone");
 
-        cache.remember(
-            "v",
-            Some(&Version("10".into())),
-            Version("11".into()),
-            raw(1),
-            None,
-        );
+        commit(&cache, "v", "10", "11", 1);
         // Someone else wrote after us: their copy is the truth.
         assert!(cache.resolve("v", "15").is_none());
     }

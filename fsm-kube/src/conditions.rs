@@ -400,23 +400,34 @@ mod tests {
         assert!(!same(&again, &ready));
     }
 
-    #[test]
-    fn a_failed_compensation_is_reported() {
-        let mut r = record("Failed");
-        r.last_error = Some("seeding rejected".into());
-        r.compensation = Some(fsm_core::Unwind {
-            reason: "seeding rejected".into(),
-            target: Some("Failed".into()),
-            restart: false,
+    /// An unwind towards `target` that finished with `step`'s
+    /// compensation failed.
+    fn failed_unwind(reason: &str, target: &str, restart: bool, step: &str) -> fsm_core::Unwind {
+        fsm_core::Unwind {
+            reason: reason.into(),
+            target: Some(target.into()),
+            restart,
             attempt: 0,
             next_attempt_at: None,
             failures: vec![fsm_core::StepFailure {
-                step: "WaitingReady".into(),
+                step: step.into(),
                 error: "api down".into(),
             }],
             started_at: t(0),
             finished_at: Some(t(5)),
-        });
+        }
+    }
+
+    #[test]
+    fn a_failed_compensation_is_reported() {
+        let mut r = record("Failed");
+        r.last_error = Some("seeding rejected".into());
+        r.compensation = Some(failed_unwind(
+            "seeding rejected",
+            "Failed",
+            false,
+            "WaitingReady",
+        ));
         let cs = from_record(&MACHINE, &r, None, &[], t(10));
         assert_eq!(get(&cs, "Degraded").reason, "CompensationFailed");
         assert_eq!(get(&cs, "Ready").status, "False");
@@ -425,19 +436,12 @@ mod tests {
     #[test]
     fn a_failed_compensation_before_a_restart_does_not_say_the_workflow_failed() {
         let mut r = record("Provisioning");
-        r.compensation = Some(fsm_core::Unwind {
-            reason: "spec changed (generation 2)".into(),
-            target: Some("Provisioning".into()),
-            restart: true,
-            attempt: 0,
-            next_attempt_at: None,
-            failures: vec![fsm_core::StepFailure {
-                step: "Ready".into(),
-                error: "api down".into(),
-            }],
-            started_at: t(0),
-            finished_at: Some(t(5)),
-        });
+        r.compensation = Some(failed_unwind(
+            "spec changed (generation 2)",
+            "Provisioning",
+            true,
+            "Ready",
+        ));
         let cs = from_record(&MACHINE, &r, Some(2), &[], t(10));
         assert_eq!(get(&cs, "Degraded").reason, "CompensationFailed");
         assert_eq!(

@@ -116,13 +116,6 @@ impl ser::SerializeStruct for &mut Picker {
     }
 }
 
-/// Every other shape is not an object: the caller falls back.
-macro_rules! refuse {
-    ($($name:ident($($arg:ty),*)),* $(,)?) => {
-        $(fn $name(self, $(_: $arg),*) -> Result<(), Error> { Err(not_an_object()) })*
-    };
-}
-
 impl<'a> ser::Serializer for &'a mut Picker {
     type Ok = ();
     type Error = Error;
@@ -134,26 +127,11 @@ impl<'a> ser::Serializer for &'a mut Picker {
     type SerializeStruct = Self;
     type SerializeStructVariant = Impossible<(), Error>;
 
-    refuse!(
-        serialize_bool(bool),
-        serialize_i8(i8),
-        serialize_i16(i16),
-        serialize_i32(i32),
-        serialize_i64(i64),
-        serialize_u8(u8),
-        serialize_u16(u16),
-        serialize_u32(u32),
-        serialize_u64(u64),
-        serialize_f32(f32),
-        serialize_f64(f64),
-        serialize_char(char),
-        serialize_str(&str),
-        serialize_bytes(&[u8]),
-        serialize_none(),
-        serialize_unit(),
-        serialize_unit_struct(&'static str),
-        serialize_unit_variant(&'static str, u32, &'static str),
-    );
+    fsm_core::refuse_scalars!(not_an_object());
+
+    fn serialize_unit_variant(self, _: &'static str, _: u32, _: &'static str) -> Result<(), Error> {
+        Err(not_an_object())
+    }
 
     fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<(), Error> {
         value.serialize(self)

@@ -34,20 +34,20 @@ pub mod dependents;
 pub mod events;
 mod fields;
 pub mod finalizer;
+mod fsm_status;
 #[cfg(doctest)]
 mod guide;
 pub mod leader;
 mod merge_patch;
 pub mod metrics;
 mod reconciler;
-mod status;
 pub mod store;
 
 pub use classify::{HandlerError, classify_kube_error};
 pub use fsm_core;
+pub use fsm_status::FsmStatus;
 pub use metrics::FsmMetrics;
 pub use reconciler::{Error, FsmReconciler, ReconcileFuture, ReconcilerBuilder, ReconcilerOptions};
-pub use status::FsmStatus;
 pub use store::{
     ConfigMapStore, DerivingStore, KubeStore, ObjectStore, SecretStore, StatusStore, Target,
 };

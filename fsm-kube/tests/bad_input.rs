@@ -85,16 +85,7 @@ where
     let server = server().await;
     let client = server.client();
     let name = "bad";
-    let widget = create_widget(
-        &client,
-        name,
-        WidgetSpec {
-            color: "x".into(),
-            fail: false,
-            conflict_once: false,
-        },
-    )
-    .await;
+    let widget = create_widget(&client, name, WidgetSpec::colored("x")).await;
     plant::<O>(&client, &widget, text).await;
 
     let ctx = ctx(&client);
@@ -574,16 +565,7 @@ async fn a_spec_the_handler_cannot_accept() {
     let client = server.client();
     let ctx = ctx(&client);
     let controller = run_controller(&client, StatusStore::new(), ctx.clone());
-    create_widget(
-        &client,
-        "refused",
-        WidgetSpec {
-            color: "red".into(),
-            fail: true,
-            conflict_once: false,
-        },
-    )
-    .await;
+    create_widget(&client, "refused", WidgetSpec::failing("red")).await;
     let widget = wait_for_status_state(&client, "refused", "Failed").await;
     let events: Api<Event> = Api::namespaced(client.clone(), "default");
     let failed = eventually("the Failed event", || {

@@ -16,7 +16,8 @@ use fsm_kube::ReconcilerOptions;
 use fsm_kube::cli::rbac::{self, OperatorDescription, RbacObject, RbacScope, ResourceInfo};
 use fsm_kube::cli::{
     Cli, Command, ConnectArgs, DiagramArgs, DiagramFormat, Error, LeaderArgs, Operator,
-    OutputFormat, RbacArgs, Rule, RunArgs, RunContext, RunOutcome, StatusArgs, StoreKind, status,
+    OutputFormat, RbacArgs, Rule, RunArgs, RunContext, RunOutcome, StatusArgs, StoreKind,
+    record_view,
 };
 use fsm_kube::fsm_core::{BoxFuture, Fsm, HistoryEntry, RawRecord, StateRecord, Timestamp};
 use fsm_kube::store::{legacy_record_object_name, record_object_name_for};
@@ -485,13 +486,13 @@ fn record() -> StateRecord {
 
 #[test]
 fn the_text_shows_state_attempt_time_in_state_error_and_history() {
-    let location = status::Location {
+    let location = record_view::Location {
         kind: "Widget".into(),
         namespace: Some("default".into()),
         name: "w1".into(),
         record: ".status.fsm".into(),
     };
-    let text = status::render_text(&location, &record(), t("2026-01-01T00:01:30Z"));
+    let text = record_view::render_text(&location, &record(), t("2026-01-01T00:01:30Z"));
     assert_eq!(
         text,
         "Widget default/w1 (record in .status.fsm)
@@ -518,11 +519,7 @@ fn status_args(env: &Env, name: &str, output: OutputFormat) -> StatusArgs {
 }
 
 fn spec() -> WidgetSpec {
-    WidgetSpec {
-        color: "blue".into(),
-        fail: false,
-        conflict_once: false,
-    }
+    WidgetSpec::colored("blue")
 }
 
 /// A kubeconfig for `env`'s server: the real server's own, or one written
@@ -710,7 +707,7 @@ async fn status_reads_a_legacy_record_of_the_object_and_no_stale_one() {
     create_widget(&env, "legacy", spec()).await;
     let metadata = owned_by(&env, "legacy", legacy_record_object_name("legacy")).await;
     put_configmap_record_as(&env, metadata, &text).await;
-    let (_, location) = fsm_kube::cli::status::fetch(
+    let (_, location) = fsm_kube::cli::record_view::fetch(
         &client,
         &ResourceInfo::of::<Widget>(),
         "WidgetState",
@@ -801,7 +798,7 @@ async fn a_corrupt_record_is_an_error_naming_the_problem() {
     );
     // What the runtime would say too.
     let raw = RawRecord::Json(serde_json::json!({"schemaVersion": 1, "state": "Provisioning"}));
-    assert!(status::decode::<WidgetState>(&raw).is_err());
+    assert!(record_view::decode::<WidgetState>(&raw).is_err());
 }
 
 #[tokio::test]

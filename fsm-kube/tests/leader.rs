@@ -62,16 +62,7 @@ async fn only_the_leader_reconciles_and_the_other_takes_over() {
     let a = replica(&env, "a", ctx_a.clone());
     let b = replica(&env, "b", ctx_b.clone());
 
-    create_widget(
-        &env,
-        "first",
-        WidgetSpec {
-            color: "blue".into(),
-            fail: false,
-            conflict_once: false,
-        },
-    )
-    .await;
+    create_widget(&env, "first", WidgetSpec::colored("blue")).await;
     wait_for_status_state(&env, "first", "Ready").await;
     let (leader, follower, leader_ctx, follower_ctx) = if ctx_a.log().is_empty() {
         (b, a, ctx_b, ctx_a)
@@ -89,16 +80,7 @@ async fn only_the_leader_reconciles_and_the_other_takes_over() {
     leader.abort();
     let _ = leader.await;
     let before = leader_ctx.log().len();
-    create_widget(
-        &env,
-        "second",
-        WidgetSpec {
-            color: "red".into(),
-            fail: false,
-            conflict_once: false,
-        },
-    )
-    .await;
+    create_widget(&env, "second", WidgetSpec::colored("red")).await;
     let second = wait_for_status_state(&env, "second", "Ready").await;
     follower.abort();
 
@@ -174,16 +156,7 @@ async fn a_replica_told_to_stop_hands_the_lease_over() {
         async move { (holder(leases).await.as_deref() == Some("b")).then_some(()) }
     })
     .await;
-    create_widget(
-        &env,
-        "after",
-        WidgetSpec {
-            color: "green".into(),
-            fail: false,
-            conflict_once: false,
-        },
-    )
-    .await;
+    create_widget(&env, "after", WidgetSpec::colored("green")).await;
     wait_for_status_state(&env, "after", "Ready").await;
     assert!(ctx_b.log().contains(&"start:after".to_owned()));
     b.abort();

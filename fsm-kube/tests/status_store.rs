@@ -40,16 +40,7 @@ async fn a_workflow_completes_with_one_write_per_transition() {
     let client = env.client.clone();
     let ctx = ctx(&client);
     let controller = run_controller(&env, StatusStore::new(), ctx.clone());
-    create_widget(
-        &env,
-        "w1",
-        WidgetSpec {
-            color: "blue".into(),
-            fail: false,
-            conflict_once: false,
-        },
-    )
-    .await;
+    create_widget(&env, "w1", WidgetSpec::colored("blue")).await;
 
     let widget = wait_for_status_state(&env, "w1", "Ready").await;
     // Let the controller settle (any stray reconcile would write now).
@@ -126,16 +117,7 @@ async fn a_failure_compensates_and_rests_in_failed() {
     let client = env.client.clone();
     let ctx = ctx(&client);
     let controller = run_controller(&env, StatusStore::new(), ctx.clone());
-    create_widget(
-        &env,
-        "bad",
-        WidgetSpec {
-            color: "red".into(),
-            fail: true,
-            conflict_once: false,
-        },
-    )
-    .await;
+    create_widget(&env, "bad", WidgetSpec::failing("red")).await;
     let widget = wait_for_status_state(&env, "bad", "Failed").await;
     controller.abort();
     assert!(ctx.log().contains(&"unconfigure:bad-config".to_owned()));
@@ -158,16 +140,7 @@ async fn deletion_runs_cleanup_and_removes_the_finalizer() {
     let client = env.client.clone();
     let ctx = ctx(&client);
     let controller = run_controller(&env, StatusStore::new(), ctx.clone());
-    create_widget(
-        &env,
-        "gone",
-        WidgetSpec {
-            color: "green".into(),
-            fail: false,
-            conflict_once: false,
-        },
-    )
-    .await;
+    create_widget(&env, "gone", WidgetSpec::colored("green")).await;
     wait_for_status_state(&env, "gone", "Ready").await;
     let api: Api<Widget> = Api::namespaced(client.clone(), &env.ns);
     api.delete("gone", &Default::default()).await.unwrap();
@@ -186,16 +159,7 @@ async fn a_spec_change_restarts_the_workflow() {
     let client = env.client.clone();
     let ctx = ctx(&client);
     let controller = run_controller(&env, StatusStore::new(), ctx.clone());
-    create_widget(
-        &env,
-        "w",
-        WidgetSpec {
-            color: "blue".into(),
-            fail: false,
-            conflict_once: false,
-        },
-    )
-    .await;
+    create_widget(&env, "w", WidgetSpec::colored("blue")).await;
     wait_for_status_state(&env, "w", "Ready").await;
     let api: Api<Widget> = Api::namespaced(client.clone(), &env.ns);
     api.patch(
@@ -235,16 +199,7 @@ async fn a_corrupt_record_is_reported_and_left_untouched() {
     let env = env().await;
     let client = env.client.clone();
     let api: Api<Widget> = Api::namespaced(client.clone(), &env.ns);
-    create_widget(
-        &env,
-        "broken",
-        WidgetSpec {
-            color: "x".into(),
-            fail: false,
-            conflict_once: false,
-        },
-    )
-    .await;
+    create_widget(&env, "broken", WidgetSpec::colored("x")).await;
     let corrupt = serde_json::json!({"schemaVersion": 1, "state": "Vanished", "enteredAt": "2026-01-01T00:00:00Z"});
     api.patch_status(
         "broken",

@@ -165,16 +165,7 @@ async fn the_configmap_store_keeps_an_owned_labelled_record() {
     let env = env().await;
     let client = env.client.clone();
     let controller = run_controller(&env, ConfigMapStore::new(client.clone()), ctx(&client));
-    let widget = create_widget(
-        &env,
-        "cm",
-        WidgetSpec {
-            color: "blue".into(),
-            fail: false,
-            conflict_once: false,
-        },
-    )
-    .await;
+    let widget = create_widget(&env, "cm", WidgetSpec::colored("blue")).await;
     wait_for_object_state::<ConfigMap>(&env, "cm", "Ready").await;
     let widget_now = ready_condition(&env, "cm").await;
     assert!(
@@ -230,16 +221,7 @@ async fn the_secret_store_keeps_the_record_out_of_the_status() {
         SecretStore::namespaced(client.clone(), &env.ns),
         ctx(&client),
     );
-    create_widget(
-        &env,
-        "sec",
-        WidgetSpec {
-            color: "blue".into(),
-            fail: false,
-            conflict_once: false,
-        },
-    )
-    .await;
+    create_widget(&env, "sec", WidgetSpec::colored("blue")).await;
     wait_for_object_state::<Secret>(&env, "sec", "Ready").await;
     ready_condition(&env, "sec").await;
     controller.abort();
@@ -260,16 +242,7 @@ async fn the_ephemeral_store_runs_the_workflow_in_memory() {
     let env = env().await;
     let client = env.client.clone();
     let controller = run_controller(&env, EphemeralStore::new(), ctx(&client));
-    create_widget(
-        &env,
-        "mem",
-        WidgetSpec {
-            color: "blue".into(),
-            fail: false,
-            conflict_once: false,
-        },
-    )
-    .await;
+    create_widget(&env, "mem", WidgetSpec::colored("blue")).await;
     let widget = ready_condition(&env, "mem").await;
     controller.abort();
     assert!(widget.status.unwrap().fsm.is_none());
@@ -314,16 +287,7 @@ async fn after_a_restart_the_deriving_store_recomputes_the_state() {
     let client = env.client.clone();
     let first_ctx = ctx(&client);
     let first = run_controller(&env, EphemeralStore::new(), first_ctx.clone());
-    create_widget(
-        &env,
-        "d",
-        WidgetSpec {
-            color: "blue".into(),
-            fail: false,
-            conflict_once: false,
-        },
-    )
-    .await;
+    create_widget(&env, "d", WidgetSpec::colored("blue")).await;
     ready_condition(&env, "d").await;
     first.abort();
     let _ = first.await;
@@ -373,9 +337,8 @@ async fn a_label_written_between_handler_and_commit_is_rebased_over_not_rerun() 
     let ctx = ctx(&client);
     let controller = run_controller(&env, StatusStore::new(), ctx.clone());
     let spec = WidgetSpec {
-        color: "blue".into(),
-        fail: false,
         conflict_once: true,
+        ..WidgetSpec::colored("blue")
     };
     create_widget(&env, "once", spec).await;
     let widget = wait_for_status_state(&env, "once", "Ready").await;
@@ -474,16 +437,7 @@ async fn records_of_two_kinds_and_two_machines_with_one_name_do_not_collide() {
         run_machine::<AuditState>(&env, ConfigMapStore::new(client.clone()), (), false),
         run_machine::<other::OtherState>(&env, ConfigMapStore::new(client.clone()), (), true),
     ];
-    create_widget(
-        &env,
-        "same",
-        WidgetSpec {
-            color: "green".into(),
-            fail: false,
-            conflict_once: false,
-        },
-    )
-    .await;
+    create_widget(&env, "same", WidgetSpec::colored("green")).await;
     let others: Api<other::Widget> = Api::namespaced(client.clone(), &env.ns);
     others
         .create(
@@ -571,16 +525,7 @@ async fn a_recreated_object_starts_over_instead_of_resuming_its_predecessors_rec
     assert_eq!(state_of(&stale_records[0]).as_deref(), Some("Configuring"));
 
     // A new "again": its workflow starts from the top.
-    let new = create_widget(
-        &env,
-        "again",
-        WidgetSpec {
-            color: "red".into(),
-            fail: false,
-            conflict_once: false,
-        },
-    )
-    .await;
+    let new = create_widget(&env, "again", WidgetSpec::colored("red")).await;
     assert_ne!(new.uid(), old.uid());
     let second_ctx = ctx(&client);
     let second = run_controller(
@@ -640,16 +585,7 @@ async fn the_longest_object_names_get_valid_record_objects() {
     );
     assert_eq!(name.len(), 253);
     let controller = run_machine::<AuditState>(&env, SecretStore::new(client.clone()), (), true);
-    create_widget(
-        &env,
-        &name,
-        WidgetSpec {
-            color: "long".into(),
-            fail: false,
-            conflict_once: false,
-        },
-    )
-    .await;
+    create_widget(&env, &name, WidgetSpec::colored("long")).await;
     let record = eventually("the record at rest", || async {
         record_objects::<Secret>(&env)
             .await
@@ -715,16 +651,7 @@ async fn a_record_under_the_legacy_name_is_read_once_and_moves_to_the_new_name()
     cms.delete(&new_name, &Default::default()).await.unwrap();
     plant_legacy(&env, "old", &widget, text).await;
     // Another widget finds a legacy record object that is not its own.
-    let foreign = create_widget(
-        &env,
-        "foreign",
-        WidgetSpec {
-            color: "grey".into(),
-            fail: false,
-            conflict_once: false,
-        },
-    )
-    .await;
+    let foreign = create_widget(&env, "foreign", WidgetSpec::colored("grey")).await;
     assert_ne!(foreign.uid(), widget.uid());
     let mut not_mine: serde_json::Value = serde_json::from_str(
         &cms.get(&legacy_record_object_name("old"))
@@ -865,11 +792,7 @@ async fn a_commit_over_a_collected_stale_record_creates_and_an_unlabelled_object
     let env = env().await;
     let client = env.client.clone();
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &env.ns);
-    let spec = WidgetSpec {
-        color: "x".into(),
-        fail: false,
-        conflict_once: false,
-    };
+    let spec = WidgetSpec::colored("x");
     let record = StateRecord::new(&WidgetState::Pending, Timestamp::now()).unwrap();
 
     // A predecessor's record object, which garbage collection removes

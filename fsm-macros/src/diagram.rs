@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use syn::Ident;
 
-use crate::analyze::{Model, State};
+use crate::model::{Model, State};
 
 /// A function's path as written, without generic arguments
 /// (`handlers::undo`), as the generated table names it.
@@ -43,7 +43,7 @@ fn engine_edges<'m>(model: &'m Model, state: &'m State) -> Vec<(&'m Ident, Strin
     let timeout = state
         .on_timeout
         .as_ref()
-        .or_else(|| state.timeout_ms.and(failed));
+        .or_else(|| state.timeout.and(failed));
     let exhausted = state.on_exhausted.as_ref().or(failed);
     let causes = [
         (timeout, "timeout"),
@@ -127,7 +127,10 @@ mod tests {
             }
         };
         let parsed = crate::parse::EnumInput::from_derive_input(&input);
-        let model = match parsed.and_then(crate::analyze::analyze) {
+        let model = match parsed
+            .map_err(syn::Error::from)
+            .and_then(crate::analyze::analyze)
+        {
             Ok(m) => m,
             Err(e) => panic!("{e}"),
         };
@@ -165,7 +168,10 @@ mod tests {
             }
         };
         let parsed = crate::parse::EnumInput::from_derive_input(&input);
-        let model = match parsed.and_then(crate::analyze::analyze) {
+        let model = match parsed
+            .map_err(syn::Error::from)
+            .and_then(crate::analyze::analyze)
+        {
             Ok(m) => m,
             Err(e) => panic!("{e}"),
         };

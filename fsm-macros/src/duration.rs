@@ -4,7 +4,8 @@
 //! A literal is one or more components, each a decimal number followed by a
 //! unit, largest unit first, each unit at most once: `d`, `h`, `m`, `s`,
 //! `ms`. No spaces, signs or fractions; the total must fit in a `u64` of
-//! milliseconds.
+//! milliseconds. [`literal`] writes a duration back in this grammar, for
+//! messages.
 
 use darling::FromMeta;
 use proc_macro2::Span;
@@ -106,6 +107,23 @@ pub fn parse_millis(text: &str) -> Result<u64, DurationError> {
     Ok(total)
 }
 
+/// `ms` milliseconds as the shortest literal of the grammar (`"1h30m"`,
+/// `"0s"`), the text [`parse_millis`] reads back.
+pub fn literal(ms: u64) -> String {
+    if ms == 0 {
+        return "0s".to_owned();
+    }
+    let mut rest = ms;
+    let mut out = String::new();
+    for (unit, size) in UNITS {
+        if rest >= size {
+            out.push_str(&format!("{}{unit}", rest / size));
+            rest %= size;
+        }
+    }
+    out
+}
+
 /// A duration given in an attribute, with the span of its literal.
 #[derive(Debug, Clone, Copy)]
 pub struct DurationLit {
@@ -185,6 +203,14 @@ mod tests {
         );
     }
 
+    #[test]
+    fn literals_use_the_largest_units() {
+        assert_eq!(literal(5_400_000), "1h30m");
+        assert_eq!(literal(1_500), "1s500ms");
+        assert_eq!(literal(86_400_000), "1d");
+        assert_eq!(literal(0), "0s");
+    }
+
     fn render(parts: &[(usize, u32)]) -> String {
         parts
             .iter()
@@ -211,6 +237,12 @@ mod tests {
             let mut parts: Vec<(usize, u32)> = picks.into_iter().collect();
             parts.reverse();
             prop_assert!(matches!(parse_millis(&render(&parts)), Err(DurationError::Order(_))));
+        }
+
+        /// A literal reads back as the duration it was written from.
+        #[test]
+        fn literals_read_back(ms in any::<u64>()) {
+            prop_assert_eq!(parse_millis(&literal(ms)), Ok(ms));
         }
 
         /// The parser never panics, whatever the text.

@@ -5,9 +5,13 @@
 //! - `parse`: the attributes as written (darling), with "did you mean"
 //!   suggestions for misspelled keys;
 //! - `duration`: the duration literals (`"500ms"`, `"1h30m"`);
-//! - `analyze`: the checked model, every broken rule an error on the token
-//!   that breaks it, all reported together;
-//! - `codegen`: the `Fsm` impl and its static metadata table;
+//! - `analyze`: the checks, every broken rule an error on the token that
+//!   breaks it, all reported together, and "did you mean" suggestions for
+//!   state names (`suggest`);
+//! - `model`: what the analysis resolves, every value code generation
+//!   needs, checked;
+//! - `codegen`: the `Fsm` impl and its static metadata table, from the
+//!   model alone;
 //! - `diagram`: the Mermaid diagram put in the generated rustdoc.
 //!
 //! Users reach it through `fsm_core::prelude::*` (or `fsm_kube`); the
@@ -20,7 +24,9 @@ mod analyze;
 mod codegen;
 mod diagram;
 mod duration;
+mod model;
 mod parse;
+mod suggest;
 
 /// Implements `fsm_core::Fsm` for a state enum.
 ///
@@ -116,22 +122,26 @@ fn derive(input: TokenStream2) -> TokenStream2 {
     };
     let not_enum = match &input.data {
         syn::Data::Enum(_) => None,
-        syn::Data::Struct(s) => Some(syn::Error::new(s.struct_token.span, "")),
-        syn::Data::Union(u) => Some(syn::Error::new(u.union_token.span, "")),
+        syn::Data::Struct(s) => Some(s.struct_token.span),
+        syn::Data::Union(u) => Some(u.union_token.span),
     };
-    if let Some(e) = not_enum {
+    if let Some(span) = not_enum {
         return syn::Error::new(
-            e.span(),
+            span,
             "#[derive(OperatorFsm)] applies to enums only: each variant is a state",
         )
         .into_compile_error();
     }
-    let model = parse::EnumInput::from_derive_input(&input).and_then(analyze::analyze);
+    let model = parse::EnumInput::from_derive_input(&input)
+        .map_err(syn::Error::from)
+        .and_then(analyze::analyze);
     match model {
         Ok(model) => codegen::generate(&model),
         Err(errors) => {
-            let mut out = errors.write_errors();
-            out.extend(codegen::fallback(&input));
+            let mut out = errors.into_compile_error();
+            if let Some(declared) = parse::lenient::fallback(&input) {
+                out.extend(codegen::fallback(&declared));
+            }
             out
         }
     }

@@ -2,11 +2,19 @@
 //! StatefulSets become ready, Jobs succeed or fail, after a delay, by
 //! writing their `status` as kube-controller-manager would.
 //!
-//! Started with [`ApiServer::simulate`](crate::ApiServer::simulate). The
-//! simulation follows the store's change stream; each write goes through
-//! the same rules as a client's (the status subresource, `resourceVersion`,
-//! watch events) but is neither logged nor subject to faults.
+//! Two ways to start it, with the same behaviour:
+//! - [`ApiServer::simulate`](crate::ApiServer::simulate), inside the
+//!   embedded server: the simulation follows the store's change stream;
+//!   each write goes through the same rules as a client's (the status
+//!   subresource, `resourceVersion`, watch events) but is neither logged
+//!   nor subject to faults.
+//! - [`Simulation::through`], through a `kube::Client`, for any API server
+//!   that runs no workload controllers (the embedded one served over HTTP
+//!   to another process, or a bare kube-apiserver): it watches the
+//!   workloads of one namespace (or all) and replaces their `status`, as
+//!   a client with its own requests.
 //!
+//! What it does:
 //! - **Deployment** / **StatefulSet**: on each new `generation` the status
 //!   first says the rollout is progressing (`observedGeneration`,
 //!   `updatedReplicas: 0`, condition `Progressing`), then, after
@@ -44,6 +52,8 @@
 //! No Pods or ReplicaSets are created; `replicas` of a Deployment with
 //! `paused: true` roll out anyway; a Job's `parallelism` is ignored.
 //! Needs a Tokio runtime.
+
+mod client;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -123,6 +133,8 @@ impl Default for SimulationConfig {
     }
 }
 
+/// What the simulated controllers remember, shared by the task that
+/// watches and the writes it schedules.
 #[derive(Debug)]
 struct State {
     config: SimulationConfig,
@@ -130,9 +142,20 @@ struct State {
     used: Vec<u32>,
     /// (uid, generation) of rollouts and uids of Jobs already handled.
     seen: HashSet<(String, i64)>,
+    /// Set by [`Simulation::stop`]: nothing more is written.
+    stopped: bool,
 }
 
 impl State {
+    fn new(config: SimulationConfig) -> Self {
+        Self {
+            used: vec![0; config.job_rules.len()],
+            config,
+            seen: HashSet::new(),
+            stopped: false,
+        }
+    }
+
     fn outcome(&mut self, job: &Value) -> JobOutcome {
         match job["metadata"]["labels"][OUTCOME_LABEL].as_str() {
             Some("fail") => return JobOutcome::Fail,
@@ -152,10 +175,127 @@ impl State {
         }
         JobOutcome::Succeed
     }
+
+    /// What the controller of `kind` does about `object` as it is now:
+    /// nothing when the workload is finished, being deleted, or this
+    /// generation (Job) was already handled. Remembers what it decided.
+    fn react(&mut self, kind: Kind, object: &Value) -> Option<Reaction> {
+        if self.stopped || object["metadata"].get("deletionTimestamp").is_some() {
+            return None;
+        }
+        let target = Target::of(kind, object);
+        let status = &object["status"];
+        match kind {
+            Kind::Job => {
+                let finished = status["succeeded"].as_i64().unwrap_or(0) > 0
+                    || status["failed"].as_i64().unwrap_or(0) > 0;
+                if finished || !self.seen.insert((target.uid.clone(), 0)) {
+                    return None;
+                }
+                let finish = match self.outcome(object) {
+                    JobOutcome::Hang => None,
+                    JobOutcome::Succeed => Some(Finish::JobSucceeded),
+                    JobOutcome::Fail => Some(Finish::JobFailed),
+                };
+                Some(Reaction {
+                    target,
+                    now: Some(job_started()),
+                    delay: self.config.job_duration,
+                    finish,
+                })
+            }
+            Kind::Deployment | Kind::StatefulSet => {
+                let want = replicas(object);
+                let done = status["observedGeneration"].as_i64() == Some(target.generation)
+                    && status["readyReplicas"].as_i64().unwrap_or(0) == want
+                    && status["updatedReplicas"].as_i64().unwrap_or(0) == want;
+                if done || !self.seen.insert((target.uid.clone(), target.generation)) {
+                    return None;
+                }
+                let delay = self.config.rollout_delay;
+                Some(Reaction {
+                    target,
+                    now: (!delay.is_zero()).then(|| rolling(kind, object)),
+                    delay,
+                    finish: Some(Finish::RolledOut),
+                })
+            }
+        }
+    }
+}
+
+/// The workload a reaction writes to: the same object (uid) at the same
+/// generation (Jobs: any generation) as when it was observed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Target {
+    kind: Kind,
+    namespace: String,
+    name: String,
+    uid: String,
+    /// 0 for a Job: its writes do not wait on a generation.
+    generation: i64,
+}
+
+impl Target {
+    fn of(kind: Kind, object: &Value) -> Self {
+        let text = |field: &str| {
+            object["metadata"][field]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        };
+        Self {
+            kind,
+            namespace: text("namespace"),
+            name: text("name"),
+            uid: uid(object),
+            generation: match kind {
+                Kind::Job => 0,
+                Kind::Deployment | Kind::StatefulSet => generation(object),
+            },
+        }
+    }
+
+    /// Whether `current` is still the object this target was taken from.
+    fn matches(&self, current: &Value) -> bool {
+        uid(current) == self.uid && (self.generation == 0 || generation(current) == self.generation)
+    }
+}
+
+/// What a simulated controller does about one observation: write `now` at
+/// once, then after `delay` the status `finish` computes from the object
+/// as it is then.
+#[derive(Debug, Clone, PartialEq)]
+struct Reaction {
+    target: Target,
+    now: Option<Value>,
+    delay: Duration,
+    /// `None`: the workload never finishes (a hanging Job).
+    finish: Option<Finish>,
+}
+
+/// How a workload finishes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Finish {
+    RolledOut,
+    JobSucceeded,
+    JobFailed,
+}
+
+impl Finish {
+    /// The status of `object` once finished.
+    fn status(self, kind: Kind, object: &Value) -> Value {
+        match self {
+            Finish::RolledOut => rolled_out(kind, object),
+            Finish::JobSucceeded => job_succeeded(object),
+            Finish::JobFailed => job_failed(object),
+        }
+    }
 }
 
 /// A running simulation. Dropping the handle does not stop it (it ends
-/// with the server); [`Simulation::stop`] does.
+/// with the server, or, through a client, with the runtime);
+/// [`Simulation::stop`] does.
 #[derive(Debug, Clone)]
 pub struct Simulation {
     state: Arc<Mutex<State>>,
@@ -163,8 +303,49 @@ pub struct Simulation {
 }
 
 impl Simulation {
+    /// Simulates the workload controllers through `client`, for the
+    /// workloads of `namespace` (every namespace when `None`), on an API
+    /// server that runs none: each workload is watched, and its status
+    /// replaced (`PUT …/status`, retried on a conflict) as
+    /// kube-controller-manager would. The embedded server simulates in
+    /// process instead, without requests: [`ApiServer::simulate`](crate::ApiServer::simulate).
+    ///
+    /// # Caveats
+    /// Never point it at a cluster that runs the real controllers: both
+    /// would write the workloads' status. It needs the rights to list,
+    /// watch, get and update the status of Deployments, StatefulSets and
+    /// Jobs; a request that fails is logged (`tracing`) and not retried,
+    /// the watch is.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # async fn demo(client: kube::Client) {
+    /// use fsm_testkit::simulation::{JobOutcome, JobRule, Simulation, SimulationConfig};
+    ///
+    /// let sim = Simulation::through(client, Some("team-a"), SimulationConfig {
+    ///     job_rules: vec![JobRule::new("build-", JobOutcome::Fail).times(1)],
+    ///     ..SimulationConfig::default()
+    /// });
+    /// // … create Jobs and Deployments in team-a, watch them finish …
+    /// sim.stop();
+    /// # }
+    /// ```
+    #[must_use = "the simulation runs until stopped; keep the handle to stop it"]
+    pub fn through(
+        client: kube::Client,
+        namespace: Option<&str>,
+        config: SimulationConfig,
+    ) -> Simulation {
+        let state = Arc::new(Mutex::new(State::new(config)));
+        let task = client::start(client, namespace.map(str::to_owned), state.clone());
+        Simulation {
+            state,
+            task: Arc::new(task),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.state)
     }
 
     /// Adds a rule for Jobs created from now on (after the configured ones).
@@ -174,20 +355,22 @@ impl Simulation {
         s.used.push(0);
     }
 
-    /// Changes the rollout delay of generations seen from now on.
-    pub fn set_rollout_delay(&self, delay: Duration) {
-        self.lock().config.rollout_delay = delay;
-    }
-
-    /// Changes the duration of Jobs seen from now on.
-    pub fn set_job_duration(&self, duration: Duration) {
-        self.lock().config.job_duration = duration;
-    }
-
-    /// Stops simulating (pending completions are not written).
+    /// Stops simulating: nothing more is written, not even the pending
+    /// completions of workloads already seen (through a client, a request
+    /// already sent may still land).
     pub fn stop(&self) {
+        self.lock().stopped = true;
         self.task.abort();
     }
+}
+
+fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Whether [`Simulation::stop`] was called.
+fn stopped(state: &Mutex<State>) -> bool {
+    lock(state).stopped
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -195,6 +378,10 @@ enum Kind {
     Deployment,
     StatefulSet,
     Job,
+}
+
+impl Kind {
+    const ALL: [Kind; 3] = [Kind::Deployment, Kind::StatefulSet, Kind::Job];
 }
 
 fn kind_of(gr: &GroupResource) -> Option<Kind> {
@@ -220,26 +407,11 @@ fn gr(kind: Kind) -> GroupResource {
 
 /// Starts simulating on `shared`'s cluster.
 pub(crate) fn start(shared: &Arc<Shared>, config: SimulationConfig) -> Simulation {
-    let used = vec![0; config.job_rules.len()];
-    let state = Arc::new(Mutex::new(State {
-        config,
-        used,
-        seen: HashSet::new(),
-    }));
+    let state = Arc::new(Mutex::new(State::new(config)));
     let weak = Arc::downgrade(shared);
     let (mut rx, existing) = {
         let cluster = shared.cluster();
-        let existing: Vec<(Kind, Arc<Value>)> = [Kind::Deployment, Kind::StatefulSet, Kind::Job]
-            .into_iter()
-            .flat_map(|k| {
-                cluster
-                    .store
-                    .list(&gr(k), None)
-                    .into_iter()
-                    .map(move |o| (k, o))
-            })
-            .collect();
-        (cluster.store.subscribe(), existing)
+        (cluster.store.subscribe(), workloads(&cluster))
     };
     let task_state = state.clone();
     let task = tokio::spawn(async move {
@@ -257,19 +429,7 @@ pub(crate) fn start(shared: &Arc<Shared>, config: SimulationConfig) -> Simulatio
                 }
                 Err(RecvError::Lagged(_)) => {
                     let Some(shared) = weak.upgrade() else { return };
-                    let all: Vec<(Kind, Arc<Value>)> = {
-                        let cluster = shared.cluster();
-                        [Kind::Deployment, Kind::StatefulSet, Kind::Job]
-                            .into_iter()
-                            .flat_map(|k| {
-                                cluster
-                                    .store
-                                    .list(&gr(k), None)
-                                    .into_iter()
-                                    .map(move |o| (k, o))
-                            })
-                            .collect()
-                    };
+                    let all = workloads(&shared.cluster());
                     for (kind, object) in all {
                         observe(&weak, &task_state, kind, &object);
                     }
@@ -284,6 +444,20 @@ pub(crate) fn start(shared: &Arc<Shared>, config: SimulationConfig) -> Simulatio
     }
 }
 
+/// Every stored Deployment, StatefulSet and Job.
+fn workloads(cluster: &crate::cluster::Cluster) -> Vec<(Kind, Arc<Value>)> {
+    Kind::ALL
+        .into_iter()
+        .flat_map(|k| {
+            cluster
+                .store
+                .list(&gr(k), None)
+                .into_iter()
+                .map(move |o| (k, o))
+        })
+        .collect()
+}
+
 fn uid(o: &Value) -> String {
     o["metadata"]["uid"]
         .as_str()
@@ -291,99 +465,51 @@ fn uid(o: &Value) -> String {
         .to_string()
 }
 
+fn generation(o: &Value) -> i64 {
+    o["metadata"]["generation"].as_i64().unwrap_or(1)
+}
+
 fn replicas(o: &Value) -> i64 {
     o["spec"]["replicas"].as_i64().unwrap_or(1)
 }
 
-/// Reacts to the current state of a workload.
+/// Reacts, in the embedded server, to the current state of a workload.
 fn observe(shared: &Weak<Shared>, state: &Arc<Mutex<State>>, kind: Kind, object: &Value) {
-    if object["metadata"].get("deletionTimestamp").is_some() {
+    let Some(reaction) = lock(state).react(kind, object) else {
         return;
-    }
-    let generation = object["metadata"]["generation"].as_i64().unwrap_or(1);
-    let status = &object["status"];
-    let (delay, first, last) = {
-        let mut s = state.lock().unwrap_or_else(PoisonError::into_inner);
-        match kind {
-            Kind::Job => {
-                let finished = status["succeeded"].as_i64().unwrap_or(0) > 0
-                    || status["failed"].as_i64().unwrap_or(0) > 0;
-                if finished || !s.seen.insert((uid(object), 0)) {
-                    return;
-                }
-                let outcome = s.outcome(object);
-                let now = timestamp(jiff::Timestamp::now());
-                let started = json!({"startTime": now, "active": 1, "ready": 0});
-                let last = match outcome {
-                    JobOutcome::Hang => None,
-                    JobOutcome::Succeed => Some(Box::new(move |o: &Value| job_succeeded(o))
-                        as Box<dyn FnOnce(&Value) -> Value + Send>),
-                    JobOutcome::Fail => Some(Box::new(move |o: &Value| job_failed(o))
-                        as Box<dyn FnOnce(&Value) -> Value + Send>),
-                };
-                (s.config.job_duration, Some(started), last)
-            }
-            Kind::Deployment | Kind::StatefulSet => {
-                let want = replicas(object);
-                let done = status["observedGeneration"].as_i64() == Some(generation)
-                    && status["readyReplicas"].as_i64().unwrap_or(0) == want
-                    && status["updatedReplicas"].as_i64().unwrap_or(0) == want;
-                if done || !s.seen.insert((uid(object), generation)) {
-                    return;
-                }
-                let delay = s.config.rollout_delay;
-                let first = (!delay.is_zero()).then(|| rolling(kind, object));
-                let last: Box<dyn FnOnce(&Value) -> Value + Send> =
-                    Box::new(move |o: &Value| rolled_out(kind, o));
-                (delay, first, Some(last))
-            }
-        }
     };
-    let (ns, name) = (
-        object["metadata"]["namespace"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string(),
-        object["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string(),
-    );
-    let (object_uid, generation) = (uid(object), if kind == Kind::Job { 0 } else { generation });
-    if let Some(first) = first {
-        write_status(shared, kind, &ns, &name, &object_uid, generation, |_| first);
+    let Reaction {
+        target,
+        now,
+        delay,
+        finish,
+    } = reaction;
+    if let Some(now) = now {
+        write_status(shared, &target, |_| now);
     }
-    let Some(last) = last else { return };
-    let shared = shared.clone();
+    let Some(finish) = finish else { return };
+    let (shared, state) = (shared.clone(), state.clone());
     tokio::spawn(async move {
         tokio::time::sleep(delay).await;
-        write_status(&shared, kind, &ns, &name, &object_uid, generation, last);
+        if !stopped(&state) {
+            write_status(&shared, &target, |o| finish.status(target.kind, o));
+        }
     });
 }
 
 /// Writes the status `f` computes from the stored object, if it is still
-/// the same object (uid) at the same generation (0: any).
-fn write_status(
-    shared: &Weak<Shared>,
-    kind: Kind,
-    ns: &str,
-    name: &str,
-    object_uid: &str,
-    generation: i64,
-    f: impl FnOnce(&Value) -> Value,
-) {
+/// the target.
+fn write_status(shared: &Weak<Shared>, target: &Target, f: impl FnOnce(&Value) -> Value) {
     let Some(shared) = shared.upgrade() else {
         return;
     };
     let mut cluster = shared.cluster();
-    let gr = gr(kind);
+    let gr = gr(target.kind);
+    let (ns, name) = (target.namespace.as_str(), target.name.as_str());
     let Some(current) = cluster.store.get(&gr, ns, name) else {
         return;
     };
-    if uid(&current) != object_uid
-        || (generation != 0
-            && current["metadata"]["generation"].as_i64().unwrap_or(1) != generation)
-    {
+    if !target.matches(&current) {
         return;
     }
     let Some(def) = cluster.registry.preferred(&gr) else {
@@ -399,6 +525,11 @@ fn write_status(
     if let Err(e) = cluster.update(&def, ns, name, next, part, false, jiff::Timestamp::now()) {
         tracing::warn!(error = %e, %name, "simulation: writing a status failed");
     }
+}
+
+/// A Job just started: one active pod, none ready yet.
+fn job_started() -> Value {
+    json!({"startTime": timestamp(jiff::Timestamp::now()), "active": 1, "ready": 0})
 }
 
 fn condition(ty: &str, status: &str, reason: &str, message: &str, now: &str) -> Value {
@@ -524,14 +655,10 @@ mod tests {
 
     #[test]
     fn outcomes_follow_label_then_rules_then_success() {
-        let mut s = State {
-            config: SimulationConfig {
-                job_rules: vec![JobRule::new("kit-", JobOutcome::Fail).times(1)],
-                ..SimulationConfig::default()
-            },
-            used: vec![0],
-            seen: HashSet::new(),
-        };
+        let mut s = State::new(SimulationConfig {
+            job_rules: vec![JobRule::new("kit-", JobOutcome::Fail).times(1)],
+            ..SimulationConfig::default()
+        });
         let job = |name: &str, label: Option<&str>| {
             let mut j = json!({"metadata": {"name": name}});
             if let Some(l) = label {
@@ -567,5 +694,153 @@ mod tests {
         assert_eq!(job_succeeded(&j)["succeeded"], 3);
         assert_eq!(job_failed(&j)["failed"], 2);
         assert_eq!(job_failed(&j)["conditions"][1]["type"], "Failed");
+    }
+
+    fn deployment(uid: &str, generation: i64) -> Value {
+        json!({"metadata": {"name": "web", "namespace": "ns", "uid": uid,
+                            "generation": generation},
+               "spec": {"replicas": 2}})
+    }
+
+    #[test]
+    fn each_generation_of_a_rollout_is_reacted_to_once() {
+        let mut s = State::new(SimulationConfig::default());
+        let first = s.react(Kind::Deployment, &deployment("u1", 1));
+        let first = first.expect("a new generation starts a rollout");
+        assert_eq!(first.target.generation, 1);
+        assert_eq!(
+            first.now.as_ref().map(|n| n["updatedReplicas"].clone()),
+            Some(json!(0))
+        );
+        assert_eq!(
+            (first.delay, first.finish),
+            (Duration::from_secs(1), Some(Finish::RolledOut))
+        );
+        assert_eq!(
+            s.react(Kind::Deployment, &deployment("u1", 1)),
+            None,
+            "seen"
+        );
+        assert!(
+            s.react(Kind::Deployment, &deployment("u1", 2)).is_some(),
+            "a new generation"
+        );
+        assert!(
+            s.react(Kind::Deployment, &deployment("u2", 1)).is_some(),
+            "a new object"
+        );
+    }
+
+    #[test]
+    fn a_rollout_without_delay_writes_only_its_end() {
+        let mut s = State::new(SimulationConfig {
+            rollout_delay: Duration::ZERO,
+            ..SimulationConfig::default()
+        });
+        let r = s.react(Kind::StatefulSet, &deployment("u1", 1));
+        assert_eq!(
+            r.map(|r| (r.now, r.finish)),
+            Some((None, Some(Finish::RolledOut)))
+        );
+    }
+
+    #[test]
+    fn a_rolled_out_or_deleted_workload_is_left_alone() {
+        let mut s = State::new(SimulationConfig::default());
+        let mut done = deployment("u1", 1);
+        done["status"] = rolled_out(Kind::Deployment, &done);
+        assert_eq!(s.react(Kind::Deployment, &done), None);
+        let mut deleting = deployment("u2", 1);
+        deleting["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        assert_eq!(s.react(Kind::Deployment, &deleting), None);
+    }
+
+    #[test]
+    fn a_job_starts_at_once_and_finishes_as_its_outcome_says() {
+        let mut s = State::new(SimulationConfig {
+            job_rules: vec![JobRule::new("stuck-", JobOutcome::Hang)],
+            ..SimulationConfig::default()
+        });
+        let job = |name: &str| json!({"metadata": {"name": name, "uid": name, "generation": 1}});
+        let ok = s.react(Kind::Job, &job("build-1")).expect("a new Job");
+        assert_eq!(
+            ok.target.generation, 0,
+            "a Job's writes wait on no generation"
+        );
+        assert_eq!(ok.now.as_ref().map(|n| n["active"].clone()), Some(json!(1)));
+        assert_eq!(
+            (ok.delay, ok.finish),
+            (Duration::from_millis(1_500), Some(Finish::JobSucceeded))
+        );
+        let stuck = s.react(Kind::Job, &job("stuck-1")).expect("a new Job");
+        assert_eq!(stuck.finish, None);
+        assert_eq!(s.react(Kind::Job, &job("build-1")), None, "seen");
+        let mut finished = job("build-2");
+        finished["status"] = json!({"failed": 1});
+        assert_eq!(s.react(Kind::Job, &finished), None);
+    }
+
+    #[test]
+    fn nothing_is_reacted_to_once_stopped() {
+        let mut s = State::new(SimulationConfig::default());
+        s.stopped = true;
+        assert_eq!(s.react(Kind::Deployment, &deployment("u1", 1)), None);
+    }
+
+    #[test]
+    fn a_target_is_the_same_object_at_the_same_generation() {
+        let target = Target::of(Kind::Deployment, &deployment("u1", 2));
+        assert_eq!(
+            (target.namespace.as_str(), target.name.as_str()),
+            ("ns", "web")
+        );
+        assert!(target.matches(&deployment("u1", 2)));
+        assert!(!target.matches(&deployment("u1", 3)), "a newer generation");
+        assert!(
+            !target.matches(&deployment("u2", 2)),
+            "recreated under the same name"
+        );
+        let job = Target::of(Kind::Job, &deployment("u1", 2));
+        assert!(
+            job.matches(&deployment("u1", 5)),
+            "a Job's status is written at any generation"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_pending_completion_is_not_written_after_stop() {
+        let server = crate::ApiServer::new();
+        let sim = server.simulate(SimulationConfig {
+            job_duration: Duration::from_secs(60),
+            ..SimulationConfig::default()
+        });
+        let jobs =
+            kube::Api::<k8s_openapi::api::batch::v1::Job>::default_namespaced(server.client());
+        let job = serde_json::from_value(json!({"metadata": {"name": "late"}, "spec": {}}))
+            .expect("a valid Job");
+        jobs.create(&kube::api::PostParams::default(), &job)
+            .await
+            .expect("created");
+        // The Job starts in the same change as its creation is observed.
+        let mut status = None;
+        for _ in 0..200 {
+            status = jobs.get("late").await.expect("stored").status;
+            if status.as_ref().is_some_and(|s| s.active == Some(1)) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(
+            status.as_ref().and_then(|s| s.active),
+            Some(1),
+            "{status:?}"
+        );
+        sim.stop();
+        // Paused, the clock jumps to each timer in turn: the completion's
+        // first, then this sleep's.
+        tokio::time::pause();
+        tokio::time::sleep(Duration::from_secs(120)).await;
+        let status = jobs.get("late").await.expect("stored").status;
+        assert_eq!(status.and_then(|s| s.succeeded), None);
     }
 }

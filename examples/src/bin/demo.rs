@@ -12,6 +12,7 @@ use std::time::Duration;
 use clap::Parser;
 use examples::demo::{DemoOptions, run};
 use examples::support::parse_duration;
+use fsm_core::text::display_chain;
 
 /// Three operators written with operator-fsm, at work on an embedded API
 /// server.
@@ -76,13 +77,7 @@ fn main() -> ExitCode {
         Ok(report) if report.success() => ExitCode::SUCCESS,
         Ok(_) => ExitCode::from(1),
         Err(e) => {
-            let mut message = format!("demo: {e}");
-            let mut source = std::error::Error::source(&e);
-            while let Some(cause) = source {
-                message.push_str(&format!(": {cause}"));
-                source = cause.source();
-            }
-            eprintln!("{message}");
+            eprintln!("demo: {}", display_chain(&e, ": "));
             ExitCode::from(2)
         }
     }

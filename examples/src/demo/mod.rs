@@ -2,7 +2,7 @@
 //! server (or a real cluster), with live progress and a summary.
 //!
 //! `cargo run -p examples --bin demo` starts the embedded API server, a
-//! simulated kube-controller-manager ([`sim`](crate::sim)) and the cloud
+//! simulated kube-controller-manager ([`fsm_testkit::simulation`]) and the cloud
 //! API of the `database` example, installs the CRDs, creates five objects
 //! ([`scenario`]), runs the three operators, follows every object until it
 //! rests, and prints each object's history and the machines' diagrams. It
@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use fsm_core::Fsm;
 use fsm_kube::ReconcilerOptions;
+use fsm_testkit::simulation::Simulation;
 use fsm_testkit::{ApiServer, HttpServer, ServeError};
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 use kube::{Client, CustomResourceExt};
@@ -28,7 +29,6 @@ use crate::database::cloud::{CloudConfig, CloudService, Ledger};
 use crate::database::{self, Database, DbContext, DbState};
 use crate::integration::{self, Integration, IntegrationContext, IntegrationPhase};
 use crate::mutable_jar::{self, JarContext, JarState, Keycloak};
-use crate::sim::WorkloadSimulator;
 use crate::support::{human, install_crd};
 use observe::{ObjectView, observe};
 use render::Progress;
@@ -117,13 +117,21 @@ impl Drop for Tasks {
     }
 }
 
-/// Where the operators run.
+/// Where the operators run; the simulation stops when it is dropped.
 struct Cluster {
     client: Client,
     /// The embedded server, when there is no kubeconfig.
     _server: Option<ApiServer>,
     http: Option<HttpServer>,
-    simulator: Option<JoinHandle<()>>,
+    simulation: Option<Simulation>,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if let Some(simulation) = &self.simulation {
+            simulation.stop();
+        }
+    }
 }
 
 async fn connect(options: &DemoOptions, out: &mut impl Write) -> Result<Cluster, DemoError> {
@@ -140,16 +148,16 @@ async fn connect(options: &DemoOptions, out: &mut impl Write) -> Result<Cluster,
             config.cluster_url
         )?;
         let client = Client::try_from(config)?;
-        let simulator = if options.simulate {
+        let simulation = if options.simulate {
             writeln!(
                 out,
                 "Simulating Job and Deployment controllers there (--simulate)."
             )?;
-            Some(
-                WorkloadSimulator::new(client.clone(), scenario::simulator_config())
-                    .in_namespace(&options.namespace)
-                    .spawn(),
-            )
+            Some(Simulation::through(
+                client.clone(),
+                Some(&options.namespace),
+                scenario::simulation_config(),
+            ))
         } else {
             writeln!(
                 out,
@@ -161,7 +169,7 @@ async fn connect(options: &DemoOptions, out: &mut impl Write) -> Result<Cluster,
             client,
             _server: None,
             http: None,
-            simulator,
+            simulation,
         });
     }
     let server = ApiServer::new();
@@ -182,12 +190,12 @@ async fn connect(options: &DemoOptions, out: &mut impl Write) -> Result<Cluster,
     } else {
         None
     };
-    let simulator = WorkloadSimulator::new(client.clone(), scenario::simulator_config()).spawn();
+    let simulation = server.simulate(scenario::simulation_config());
     Ok(Cluster {
         client,
         _server: Some(server),
         http,
-        simulator: Some(simulator),
+        simulation: Some(simulation),
     })
 }
 
@@ -300,10 +308,7 @@ pub async fn run(options: &DemoOptions, out: &mut impl Write) -> Result<DemoRepo
         "Cloud database API (non-idempotent, fails ~20% of calls) on {}.",
         cloud.url()
     )?;
-    let mut tasks = Tasks(start_operators(&client, &options.namespace, &cloud.url()));
-    if let Some(simulator) = cluster.simulator {
-        tasks.0.push(simulator);
-    }
+    let tasks = Tasks(start_operators(&client, &options.namespace, &cloud.url()));
     let tracked = scenario::tracked();
     scenario::create_objects(&client, &options.namespace).await?;
     writeln!(

@@ -11,8 +11,8 @@ use super::observe::{Kind, Tracked};
 use crate::database::{Database, DatabaseSpec};
 use crate::integration::{Integration, IntegrationSpec};
 use crate::mutable_jar::{Keycloak, KeycloakSpec};
-use crate::sim::{JobOutcome, JobRule, SimulatorConfig};
 use crate::support::create_or_get;
+use fsm_testkit::simulation::{JobOutcome, JobRule, SimulationConfig};
 
 /// The demo's objects.
 pub fn tracked() -> Vec<Tracked> {
@@ -58,14 +58,10 @@ pub fn tracked() -> Vec<Tracked> {
 
 /// How the simulated cluster treats the demo's workloads: the first kit
 /// build of `orders` fails.
-pub fn simulator_config() -> SimulatorConfig {
-    SimulatorConfig {
-        job_rules: vec![JobRule {
-            name_prefix: "orders-kit-".to_owned(),
-            outcome: JobOutcome::Fail,
-            times: 1,
-        }],
-        ..SimulatorConfig::default()
+pub fn simulation_config() -> SimulationConfig {
+    SimulationConfig {
+        job_rules: vec![JobRule::new("orders-kit-", JobOutcome::Fail).times(1)],
+        ..SimulationConfig::default()
     }
 }
 

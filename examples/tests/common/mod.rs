@@ -1,18 +1,19 @@
 //! The examples' integration tests: the embedded API server (or the real
 //! kube-apiserver named by `FSM_REAL_APISERVER_KUBECONFIG`, see
-//! `fsm_testkit::TestCluster::from_env`), the workload simulator and real
-//! `Controller`s, polled with a bounded `eventually`. Each test works in a
-//! namespace of its own, to which its operators and simulator are scoped.
+//! `fsm_testkit::TestCluster::from_env`), the simulated workload
+//! controllers (`fsm_testkit::simulation`) and real `Controller`s, polled
+//! with a bounded `eventually`. Each test works in a namespace of its own,
+//! to which its operators and simulation are scoped.
 
 #![allow(dead_code)]
 
 use std::time::Duration;
 
 use examples::demo::observe::{Kind, read_record};
-use examples::sim::{SimulatorConfig, WorkloadSimulator};
 use fsm_core::StateRecord;
 use fsm_kube::ReconcilerOptions;
 use fsm_testkit::TestCluster;
+use fsm_testkit::simulation::{Simulation, SimulationConfig};
 use kube::{Client, CustomResourceExt};
 use tokio::task::JoinHandle;
 
@@ -20,18 +21,19 @@ use tokio::task::JoinHandle;
 /// busy machine.
 const DEADLINE: Duration = Duration::from_secs(60);
 
-/// A server with the CRDs, a namespace of the test's own, a simulator and
+/// A server with the CRDs, a namespace of the test's own, a simulation and
 /// the operators started on it; everything stops when it is dropped.
 pub struct Env {
     pub cluster: TestCluster,
     pub client: Client,
     /// The test's namespace.
     pub ns: String,
+    simulation: Simulation,
     tasks: Vec<JoinHandle<()>>,
 }
 
 impl Env {
-    pub async fn new(simulator: SimulatorConfig) -> Env {
+    pub async fn new(simulation: SimulationConfig) -> Env {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_test_writer()
@@ -47,15 +49,19 @@ impl Env {
         let ns = cluster.create_namespace("examples").await.unwrap();
         let client = cluster.client();
         // The real server here runs no Job or Deployment controllers either
-        // (scripts/real-apiserver/start), so the simulator plays them on both.
-        let simulator = WorkloadSimulator::new(client.clone(), simulator)
-            .in_namespace(&ns)
-            .spawn();
+        // (scripts/real-apiserver/start), so the simulation plays them on
+        // both: inside the embedded server (a fresh one per test), through
+        // the client on the real one.
+        let simulation = match cluster.embedded_server() {
+            Some(server) => server.simulate(simulation),
+            None => Simulation::through(client.clone(), Some(&ns), simulation),
+        };
         Env {
             cluster,
             client,
             ns,
-            tasks: vec![simulator],
+            simulation,
+            tasks: Vec::new(),
         }
     }
 
@@ -72,6 +78,7 @@ impl Env {
 
 impl Drop for Env {
     fn drop(&mut self) {
+        self.simulation.stop();
         for task in &self.tasks {
             task.abort();
         }
@@ -79,11 +86,10 @@ impl Drop for Env {
 }
 
 /// Quick workloads: Jobs finish and Deployments roll out in 200 ms.
-pub fn quick_simulator() -> SimulatorConfig {
-    SimulatorConfig {
+pub fn quick_simulation() -> SimulationConfig {
+    SimulationConfig {
         job_duration: Duration::from_millis(200),
-        rollout_duration: Duration::from_millis(200),
-        tick: Duration::from_millis(50),
+        rollout_delay: Duration::from_millis(200),
         job_rules: Vec::new(),
     }
 }

@@ -4,7 +4,7 @@
 mod ephemeral;
 mod object;
 pub mod size;
-mod status;
+mod status_store;
 
 use std::sync::Arc;
 
@@ -26,7 +26,7 @@ pub use object::{
     record_object_name_for,
 };
 pub(crate) use object::{belongs_to, legacy_belongs_to};
-pub use status::StatusStore;
+pub use status_store::StatusStore;
 
 use crate::KubeResource;
 use crate::conditions;

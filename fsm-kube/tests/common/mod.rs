@@ -40,6 +40,26 @@ pub struct WidgetSpec {
     pub conflict_once: bool,
 }
 
+impl WidgetSpec {
+    /// A widget of `color` whose workflow reaches `Ready`.
+    pub fn colored(color: &str) -> Self {
+        WidgetSpec {
+            color: color.into(),
+            fail: false,
+            conflict_once: false,
+        }
+    }
+
+    /// A widget of `color` whose workflow fails once it has made its
+    /// ConfigMap (and compensates).
+    pub fn failing(color: &str) -> Self {
+        WidgetSpec {
+            fail: true,
+            ..WidgetSpec::colored(color)
+        }
+    }
+}
+
 /// The status: the machine's record and the conditions.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct WidgetStatus {
@@ -305,14 +325,7 @@ pub async fn create_widget(env: &impl Scope, name: &str, spec: WidgetSpec) -> Wi
 /// `hold` annotation.
 pub async fn create_held_widget(env: &impl Scope, name: &str) -> Widget {
     let api: Api<Widget> = Api::namespaced(env.client(), env.ns());
-    let mut widget = Widget::new(
-        name,
-        WidgetSpec {
-            color: "held".into(),
-            fail: false,
-            conflict_once: false,
-        },
-    );
+    let mut widget = Widget::new(name, WidgetSpec::colored("held"));
     widget.metadata.annotations = Some([("hold".to_owned(), "yes".to_owned())].into());
     api.create(&PostParams::default(), &widget).await.unwrap()
 }
@@ -325,14 +338,7 @@ pub async fn create_annotated_widget(env: &impl Scope, name: &str, annotation: &
 /// Creates a widget carrying `annotations` (which the handlers read).
 pub async fn create_widget_annotated(env: &impl Scope, name: &str, annotations: &[&str]) -> Widget {
     let api: Api<Widget> = Api::namespaced(env.client(), env.ns());
-    let mut widget = Widget::new(
-        name,
-        WidgetSpec {
-            color: "annotated".into(),
-            fail: false,
-            conflict_once: false,
-        },
-    );
+    let mut widget = Widget::new(name, WidgetSpec::colored("annotated"));
     widget.metadata.annotations = Some(
         annotations
             .iter()

@@ -1,6 +1,10 @@
 //! The attributes as written: darling structs for `#[fsm(...)]` on the enum
 //! and on its variants. Nothing is checked here beyond the syntax of each
-//! key; [`crate::analyze`] checks the machine as a whole.
+//! key; [`crate::analyze`] checks the machine as a whole. `lenient` reads
+//! the declared types for the fallback impl when the derive refuses the
+//! enum.
+
+pub mod lenient;
 
 use darling::ast::{Data, Fields, NestedMeta};
 use darling::util::{Flag, SpannedValue};

@@ -5,8 +5,8 @@
 //! are pure.
 
 use std::fmt::Write as _;
-use std::time::Duration;
 
+use fsm_core::text::human_duration;
 use fsm_core::{DecodeError, Fsm, Machine, RawRecord, StateRecord, Timestamp};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
@@ -291,19 +291,10 @@ pub fn render_json(record: &StateRecord) -> Result<String, serde_json::Error> {
     })
 }
 
-/// A short human duration: `250ms`, `42s`, `5m12s`, `2h03m`, `3d4h`.
-pub fn human(span: jiff::SignedDuration) -> String {
-    let duration: Duration = span.unsigned_abs();
-    let secs = duration.as_secs();
+/// A span for people ([`human_duration`]), negative ones with a `-`.
+fn human(span: jiff::SignedDuration) -> String {
     let sign = if span.is_negative() { "-" } else { "" };
-    let text = match secs {
-        0 => format!("{}ms", duration.as_millis()),
-        1..60 => format!("{secs}s"),
-        60..3600 => format!("{}m{:02}s", secs / 60, secs % 60),
-        3600..86400 => format!("{}h{:02}m", secs / 3600, secs % 3600 / 60),
-        _ => format!("{}d{}h", secs / 86400, secs % 86400 / 3600),
-    };
-    format!("{sign}{text}")
+    format!("{sign}{}", human_duration(span.unsigned_abs()))
 }
 
 #[cfg(test)]
@@ -311,13 +302,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn durations_read_like_kubectl_ages() {
+    fn spans_read_as_durations_with_their_sign() {
         let s = jiff::SignedDuration::from_secs;
-        assert_eq!(human(jiff::SignedDuration::from_millis(250)), "250ms");
-        assert_eq!(human(s(42)), "42s");
         assert_eq!(human(s(312)), "5m12s");
-        assert_eq!(human(s(2 * 3600 + 180)), "2h03m");
-        assert_eq!(human(s(3 * 86400 + 4 * 3600)), "3d4h");
         assert_eq!(human(s(-5)), "-5s");
     }
 }

@@ -1,0 +1,128 @@
+//! Text for people: an error with its causes on one line, and a short
+//! duration. The command line, the demo and the runtime's messages share
+//! them, so that the same thing reads the same everywhere.
+
+use std::error::Error;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// `error` and its causes (its `source()`s, outermost first) joined by
+/// `separator`: `request failed: connection refused` with `": "`.
+///
+/// A cause whose text the message already shows is left out, so that an
+/// error that prints its source in its own message (`"…: {source}"`) is
+/// not followed by the same text again; causes below it still follow.
+///
+/// ```
+/// use fsm_core::text::display_chain;
+///
+/// #[derive(Debug, thiserror::Error)]
+/// #[error("loading the config failed")]
+/// struct Load(#[source] std::io::Error);
+///
+/// let error = Load(std::io::Error::other("permission denied"));
+/// assert_eq!(
+///     display_chain(&error, ": "),
+///     "loading the config failed: permission denied"
+/// );
+/// assert_eq!(
+///     display_chain(&error, "\n  caused by: "),
+///     "loading the config failed\n  caused by: permission denied"
+/// );
+/// ```
+pub fn display_chain(error: &dyn Error, separator: &str) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !text.is_empty() && !message.contains(&text) {
+            message.push_str(separator);
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    message
+}
+
+/// A short duration for people, its two largest units at most: `850ms`,
+/// `4.2s`, `42s`, `5m12s`, `2h03m`, `3d4h`.
+///
+/// Below a minute it keeps a tenth of a second (`4.2s`), dropped when it
+/// is zero (`42s`); from a minute on, it is cut (not rounded) to whole
+/// units of the smaller one.
+///
+/// ```
+/// use std::time::Duration;
+/// use fsm_core::text::human_duration;
+///
+/// assert_eq!(human_duration(Duration::from_millis(850)), "850ms");
+/// assert_eq!(human_duration(Duration::from_secs(312)), "5m12s");
+/// ```
+#[must_use]
+pub fn human_duration(duration: Duration) -> String {
+    let millis = duration.as_millis();
+    let secs = duration.as_secs();
+    let mut text = String::new();
+    // Writing to a String cannot fail.
+    let _ = match secs {
+        0 => write!(text, "{millis}ms"),
+        1..60 => match millis % 1_000 / 100 {
+            0 => write!(text, "{secs}s"),
+            tenths => write!(text, "{secs}.{tenths}s"),
+        },
+        60..3_600 => write!(text, "{}m{:02}s", secs / 60, secs % 60),
+        3_600..86_400 => write!(text, "{}h{:02}m", secs / 3_600, secs % 3_600 / 60),
+        _ => write!(text, "{}d{}h", secs / 86_400, secs % 86_400 / 3_600),
+    };
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("outer")]
+    struct Outer(#[source] Middle);
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("middle: {0}")]
+    struct Middle(#[source] std::io::Error);
+
+    #[test]
+    fn a_chain_lists_every_cause_outermost_first() {
+        let error = Outer(Middle(std::io::Error::other("inner")));
+        assert_eq!(display_chain(&error, " / "), "outer / middle: inner");
+    }
+
+    #[test]
+    fn a_cause_the_message_already_shows_is_not_repeated() {
+        let error = Middle(std::io::Error::other("inner"));
+        assert_eq!(display_chain(&error, ": "), "middle: inner");
+    }
+
+    #[test]
+    fn an_error_without_a_source_is_its_message() {
+        let error = std::io::Error::other("alone");
+        assert_eq!(display_chain(&error, ": "), "alone");
+    }
+
+    #[test]
+    fn durations_keep_their_two_largest_units() {
+        let secs = Duration::from_secs;
+        let millis = Duration::from_millis;
+        assert_eq!(human_duration(Duration::ZERO), "0ms");
+        assert_eq!(human_duration(millis(250)), "250ms");
+        assert_eq!(human_duration(millis(999)), "999ms");
+        assert_eq!(human_duration(millis(1_000)), "1s");
+        assert_eq!(human_duration(millis(4_200)), "4.2s");
+        assert_eq!(human_duration(millis(4_260)), "4.2s");
+        assert_eq!(human_duration(secs(42)), "42s");
+        assert_eq!(human_duration(millis(59_950)), "59.9s");
+        assert_eq!(human_duration(secs(60)), "1m00s");
+        assert_eq!(human_duration(secs(185)), "3m05s");
+        assert_eq!(human_duration(secs(312)), "5m12s");
+        assert_eq!(human_duration(secs(2 * 3_600 + 180)), "2h03m");
+        assert_eq!(human_duration(secs(3 * 86_400 + 4 * 3_600)), "3d4h");
+    }
+}

@@ -1,0 +1,197 @@
+//! The clap types of the command line: what each subcommand accepts. They
+//! only parse; [`Operator`](super::Operator) acts on them.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// The command line of an operator binary; `A` holds the operator's own
+/// flags of `run` ([`Operator::with_args`](super::Operator::with_args)).
+#[derive(Clone, Debug, PartialEq, Eq, Parser)]
+#[command(about = "A Kubernetes operator built with operator-fsm")]
+pub struct Cli<A: Args = ()> {
+    /// The subcommand.
+    #[command(subcommand)]
+    pub command: Command<A>,
+}
+
+/// The subcommands.
+#[derive(Clone, Debug, PartialEq, Eq, Subcommand)]
+pub enum Command<A: Args = ()> {
+    /// Run the operator's controller(s).
+    Run(RunArgs<A>),
+    /// Print the CustomResourceDefinition of the operator's resource (YAML).
+    Crd,
+    /// Print the least ClusterRole (or Role) the operator needs (YAML).
+    Rbac(RbacArgs),
+    /// Print the state machine's diagram.
+    Diagram(DiagramArgs),
+    /// Show an object's current state, attempt, last error and history.
+    Status(StatusArgs),
+}
+
+/// How to reach the API server.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Args)]
+pub struct ConnectArgs {
+    /// The kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then the
+    /// in-cluster service account).
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context (default: its current context).
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+}
+
+/// `run`.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct RunArgs<A: Args = ()> {
+    /// How to reach the API server.
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Watch this namespace only (default: all namespaces).
+    #[arg(long, short = 'n', env = "WATCH_NAMESPACE")]
+    pub namespace: Option<String>,
+    /// Serve Prometheus metrics at `GET /metrics` on this address.
+    #[arg(long, value_name = "ADDR", env = "METRICS_ADDR")]
+    pub metrics_addr: Option<SocketAddr>,
+    /// Leader election.
+    #[command(flatten)]
+    pub leader: LeaderArgs,
+    /// The operator's own flags ([`Operator::with_args`](super::Operator::with_args)).
+    #[command(flatten)]
+    pub operator: A,
+}
+
+/// Leader election flags of `run`.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct LeaderArgs {
+    /// Run the controller only while this replica holds a Lease.
+    #[arg(long)]
+    pub leader_elect: bool,
+    /// The Lease's name (default: `<operator>-leader`).
+    #[arg(long, value_name = "NAME")]
+    pub lease_name: Option<String>,
+    /// The Lease's namespace (default: $POD_NAMESPACE, then --namespace,
+    /// then the kubeconfig's namespace).
+    #[arg(long, value_name = "NS")]
+    pub lease_namespace: Option<String>,
+    /// This replica's identity in the Lease (default: $POD_NAME, then
+    /// $HOSTNAME, then `<operator>-<pid>`).
+    #[arg(long, value_name = "ID")]
+    pub identity: Option<String>,
+    /// How long a Lease lasts without renewal, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 15)]
+    pub lease_duration: u64,
+}
+
+/// `rbac`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Args)]
+pub struct RbacArgs {
+    /// A Role in this namespace instead of a ClusterRole (an operator that
+    /// watches one namespace).
+    #[arg(long, short = 'n')]
+    pub namespace: Option<String>,
+    /// Add a Role for leader election.
+    #[arg(long)]
+    pub leader_elect: bool,
+    /// The Lease's namespace (default: --namespace, else `default`).
+    #[arg(long, value_name = "NS")]
+    pub lease_namespace: Option<String>,
+    /// The Role's name (default: the operator's name).
+    #[arg(long)]
+    pub name: Option<String>,
+}
+
+/// A diagram format.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum DiagramFormat {
+    /// Mermaid `stateDiagram-v2`.
+    #[default]
+    Mermaid,
+    /// Graphviz DOT.
+    Dot,
+}
+
+/// `diagram`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Args)]
+pub struct DiagramArgs {
+    /// The format.
+    #[arg(long, short = 'f', value_enum, default_value_t)]
+    pub format: DiagramFormat,
+}
+
+/// An output format of `status`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// For people.
+    #[default]
+    Text,
+    /// The decoded record as JSON.
+    Json,
+}
+
+/// `status`.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct StatusArgs {
+    /// The object's name.
+    pub name: String,
+    /// The object's namespace (default: the kubeconfig's namespace).
+    #[arg(long, short = 'n')]
+    pub namespace: Option<String>,
+    /// The output format.
+    #[arg(long, short = 'o', value_enum, default_value_t)]
+    pub output: OutputFormat,
+    /// How to reach the API server.
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+/// The names (ids, long flags, short flags) of the operator's own flags `A`
+/// that `run`'s flags, or `--help`, already use.
+pub(super) fn clashes_with_run<A: Args>() -> Vec<String> {
+    let run = RunArgs::<()>::augment_args(clap::Command::new("run"));
+    let own = A::augment_args(clap::Command::new("operator"));
+    let mut clashes = Vec::new();
+    for arg in own.get_arguments() {
+        let id = arg.get_id();
+        if run.get_arguments().any(|theirs| theirs.get_id() == id) {
+            clashes.push(format!("the name `{id}`"));
+        }
+        if let Some(long) = arg.get_long()
+            && (long == "help"
+                || run
+                    .get_arguments()
+                    .any(|theirs| theirs.get_long() == Some(long)))
+        {
+            clashes.push(format!("`--{long}`"));
+        }
+        if let Some(short) = arg.get_short()
+            && (short == 'h'
+                || run
+                    .get_arguments()
+                    .any(|theirs| theirs.get_short() == Some(short)))
+        {
+            clashes.push(format!("`-{short}`"));
+        }
+    }
+    for group in own.get_groups() {
+        let id = group.get_id();
+        if run.get_groups().any(|theirs| theirs.get_id() == id) {
+            clashes.push(format!("the group name `{id}`"));
+        }
+    }
+    clashes.dedup();
+    clashes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        Cli::<()>::command().debug_assert();
+    }
+}

@@ -1,0 +1,100 @@
+//! What the printing subcommands print: `crd`, `rbac`, `diagram` and
+//! `status`.
+
+use clap::Args;
+use fsm_core::Fsm;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::{Client, CustomResourceExt};
+
+use super::rbac::{self, RbacScope, ResourceInfo};
+use super::record_view;
+use super::{DiagramFormat, Error, Operator, OutputFormat, RbacArgs, StatusArgs, StoreKind};
+use crate::KubeResource;
+
+impl<F, A> Operator<F, A>
+where
+    F: Fsm,
+    F::Resource: KubeResource + CustomResourceExt,
+    A: Args + Clone + Send + Sync + 'static,
+{
+    /// What `rbac` prints.
+    ///
+    /// # Errors
+    /// A declared rule is refused.
+    pub fn rbac(&self, args: &RbacArgs) -> Result<String, Error> {
+        let mut description = self.description();
+        if let Some(name) = &args.name {
+            description.name.clone_from(name);
+        }
+        let scope = RbacScope {
+            namespace: args.namespace.clone(),
+            lease_namespace: args.leader_elect.then(|| {
+                args.lease_namespace
+                    .clone()
+                    .or_else(|| args.namespace.clone())
+                    .unwrap_or_else(|| "default".to_owned())
+            }),
+        };
+        let objects = rbac::manifests(&description, &scope)?;
+        let yaml = rbac::to_yaml(&objects).map_err(Error::Yaml)?;
+        let watches_all_namespaces = matches!(self.store, StoreKind::ConfigMap | StoreKind::Secret);
+        Ok(match &args.namespace {
+            Some(_) if watches_all_namespaces => format!(
+                "# Caveat: the {:?} store watches its record objects in all namespaces unless it\n\
+                 # is built with ObjectStore::namespaced(client, NS), as RunContext::reconciler\n\
+                 # does under `run --namespace NS`; built with ::new, it needs a ClusterRole\n\
+                 # (no --namespace), which a Role does not replace.\n{yaml}",
+                self.store
+            ),
+            _ => yaml,
+        })
+    }
+
+    /// What `status` prints for `args` (text or JSON), read through
+    /// `client`.
+    ///
+    /// # Errors
+    /// See [`record_view::fetch`]; a record that does not decode is
+    /// [`Error::CorruptRecord`].
+    pub async fn status(&self, client: &Client, args: &StatusArgs) -> Result<String, Error> {
+        let resource = ResourceInfo::of::<F::Resource>();
+        let (raw, location) = record_view::fetch(
+            client,
+            &resource,
+            F::machine().name(),
+            self.store,
+            args.namespace.as_deref(),
+            &args.name,
+        )
+        .await?;
+        let record = record_view::decode::<F>(&raw).map_err(|error| Error::CorruptRecord {
+            location: Box::new(location.clone()),
+            error,
+        })?;
+        match args.output {
+            OutputFormat::Text => Ok(record_view::render_text(
+                &location,
+                &record,
+                jiff::Timestamp::now(),
+            )),
+            OutputFormat::Json => record_view::render_json(&record).map_err(Error::Json),
+        }
+    }
+}
+
+/// What `crd` prints: the CRD as YAML, a document of its own.
+///
+/// # Errors
+/// Serialization failed (not expected).
+pub fn crd_yaml(crd: &CustomResourceDefinition) -> Result<String, Error> {
+    let yaml = serde_yaml_ng::to_string(crd).map_err(Error::Yaml)?;
+    Ok(format!("---\n{yaml}"))
+}
+
+/// What `diagram` prints: [`Fsm::mermaid`] or [`Fsm::dot`].
+pub fn diagram<F: Fsm>(format: DiagramFormat) -> String {
+    match format {
+        DiagramFormat::Mermaid => F::mermaid(),
+        DiagramFormat::Dot => F::dot(),
+    }
+}

@@ -1,0 +1,185 @@
+//! What `run` hands the operator's main function, and what that function
+//! may return.
+
+use std::marker::PhantomData;
+
+use fsm_core::Fsm;
+use k8s_openapi::NamespaceResourceScope;
+use kube::{Api, Client};
+
+use super::store_kind::store_kind_of;
+use super::{BoxError, Error, StoreKind};
+use crate::leader::Leadership;
+use crate::store::KubeStore;
+use crate::{FsmMetrics, FsmReconciler, KubeResource, ReconcilerBuilder, ReconcilerOptions};
+
+/// What the operator's main function may return: `()`, or a `Result`
+/// whose error makes `run` fail (exit status 1, the error on stderr), as
+/// [`RunContext::reconciler_with_store`]'s does with `?`.
+pub trait RunOutcome: Send + 'static {
+    /// `Ok` for `()`; the error of a `Result`.
+    ///
+    /// # Errors
+    /// The main function's error.
+    fn into_result(self) -> Result<(), BoxError>;
+}
+
+impl RunOutcome for () {
+    fn into_result(self) -> Result<(), BoxError> {
+        Ok(())
+    }
+}
+
+impl<E> RunOutcome for Result<(), E>
+where
+    E: Into<BoxError> + Send + 'static,
+{
+    fn into_result(self) -> Result<(), BoxError> {
+        self.map_err(Into::into)
+    }
+}
+
+/// What `run` hands the operator's main function for machine `F`, whose
+/// own flags are `A` ([`Operator::with_args`](super::Operator::with_args)).
+///
+/// # Expected flow
+/// Build the reconciler with [`reconciler`](RunContext::reconciler): it
+/// keeps records in the store the operator declares ([`Operator::new`](super::Operator::new)),
+/// with the operator's [`ReconcilerOptions`], counts into the metrics
+/// `--metrics-addr` serves and, under `--leader-elect`, checks this
+/// replica's hold on the Lease; then run a `Controller` with it. Under
+/// `--leader-elect` the function is called again, with a new context, each
+/// time the Lease is won.
+pub struct RunContext<F, A = ()> {
+    /// A client for the configured cluster.
+    pub client: Client,
+    /// The namespace to watch; `None` for all.
+    pub namespace: Option<String>,
+    /// The metrics served at `--metrics-addr`;
+    /// [`reconciler`](RunContext::reconciler) counts into them.
+    pub metrics: FsmMetrics,
+    /// With `--leader-elect`: this replica's hold on the Lease, which
+    /// [`reconciler`](RunContext::reconciler) gives the reconciler so that
+    /// no handler runs once the hold lapses. `None` without leader
+    /// election.
+    pub leadership: Option<Leadership>,
+    /// The operator's own flags, parsed ([`Operator::with_args`](super::Operator::with_args)).
+    pub args: A,
+    pub(super) store: StoreKind,
+    pub(super) options: ReconcilerOptions,
+    pub(super) machine: PhantomData<fn() -> F>,
+}
+
+impl<F, A: Clone> Clone for RunContext<F, A> {
+    fn clone(&self) -> Self {
+        RunContext {
+            client: self.client.clone(),
+            namespace: self.namespace.clone(),
+            metrics: self.metrics.clone(),
+            leadership: self.leadership.clone(),
+            args: self.args.clone(),
+            store: self.store,
+            options: self.options.clone(),
+            machine: PhantomData,
+        }
+    }
+}
+
+impl<F, A: std::fmt::Debug> std::fmt::Debug for RunContext<F, A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunContext")
+            .field("namespace", &self.namespace)
+            .field("store", &self.store)
+            .field("leadership", &self.leadership)
+            .field("args", &self.args)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F, A> RunContext<F, A> {
+    /// An API for kind `K` in the watched namespace, or in all namespaces.
+    pub fn api<K>(&self) -> Api<K>
+    where
+        K: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>,
+    {
+        match &self.namespace {
+            Some(ns) => Api::namespaced(self.client.clone(), ns),
+            None => Api::all(self.client.clone()),
+        }
+    }
+
+    /// The store the operator declares ([`Operator::new`](super::Operator::new)).
+    pub fn store_kind(&self) -> StoreKind {
+        self.store
+    }
+
+    /// The options the reconciler is built with
+    /// ([`Operator::reconciler_options`](super::Operator::reconciler_options)).
+    pub fn options(&self) -> &ReconcilerOptions {
+        &self.options
+    }
+}
+
+impl<F, A> RunContext<F, A>
+where
+    F: Fsm,
+    F::Resource: KubeResource,
+{
+    /// The reconciler of machine `F`, keeping records in the store the
+    /// operator declares: [`crate::StatusStore`],
+    /// [`crate::ConfigMapStore`] or [`crate::SecretStore`] (of the watched
+    /// namespace only under `--namespace`, so that a Role there is
+    /// enough), or `fsm_core::EphemeralStore`; with the operator's
+    /// [`ReconcilerOptions`], the metrics, and under `--leader-elect` the
+    /// hold on the Lease. Build it once per call of the main function (an
+    /// ephemeral store is new each time).
+    pub fn reconciler(&self) -> FsmReconciler<F> {
+        let client = self.client.clone();
+        let builder = match (self.store, &self.namespace) {
+            (StoreKind::Status, _) => self.builder(crate::StatusStore::new()),
+            (StoreKind::ConfigMap, Some(ns)) => {
+                self.builder(crate::ConfigMapStore::namespaced(client, ns.clone()))
+            }
+            (StoreKind::ConfigMap, None) => self.builder(crate::ConfigMapStore::new(client)),
+            (StoreKind::Secret, Some(ns)) => {
+                self.builder(crate::SecretStore::namespaced(client, ns.clone()))
+            }
+            (StoreKind::Secret, None) => self.builder(crate::SecretStore::new(client)),
+            (StoreKind::Ephemeral, _) => self.builder(fsm_core::EphemeralStore::new()),
+        };
+        builder.build()
+    }
+
+    /// As [`reconciler`](RunContext::reconciler), with `store` (a
+    /// [`crate::DerivingStore`] for the ephemeral kind, say), which must be
+    /// of the kind the operator declares.
+    ///
+    /// # Errors
+    /// [`Error::StoreMismatch`] when `store` is of another kind, or of a
+    /// type no [`StoreKind`] describes (the CLI's `status` and `rbac` would
+    /// then be wrong about it).
+    pub fn reconciler_with_store<S>(&self, store: S) -> Result<FsmReconciler<F>, Error>
+    where
+        S: KubeStore<F::Resource>,
+    {
+        let given_kind = store_kind_of::<F, S>();
+        if given_kind != Some(self.store) {
+            return Err(Error::StoreMismatch {
+                declared: self.store,
+                given_kind,
+                given: std::any::type_name::<S>(),
+            });
+        }
+        Ok(self.builder(store).build())
+    }
+
+    fn builder(&self, store: impl KubeStore<F::Resource>) -> ReconcilerBuilder<F> {
+        let builder = FsmReconciler::<F>::builder(self.client.clone(), store)
+            .options(self.options.clone())
+            .metrics(self.metrics.clone());
+        match &self.leadership {
+            Some(leadership) => builder.leadership(leadership.clone()),
+            None => builder,
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! Why a subcommand fails.
+
+use std::net::SocketAddr;
+
+use super::StoreKind;
+use super::rbac::InvalidRule;
+use super::record_view::Location;
+
+/// Why a subcommand failed. [`Operator::main`](super::Operator::main) prints it and exits with
+/// status 1.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No usable Kubernetes configuration (kubeconfig or in-cluster).
+    #[error("no usable Kubernetes configuration")]
+    Config(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The API server answered with an error, or could not be reached.
+    #[error("Kubernetes API request failed")]
+    Kube(#[source] kube::Error),
+    /// `status`: the object does not exist.
+    #[error("{0}: not found")]
+    NotFound(Box<Location>),
+    /// `status`: the object has no record yet (not reconciled yet).
+    #[error("{0}: no record yet; has the operator reconciled it?")]
+    NoRecord(Box<Location>),
+    /// `status`: the record exists but cannot be decoded; the runtime has
+    /// stopped reconciling the object until someone fixes it.
+    #[error("{location}: the record cannot be decoded: {error}")]
+    CorruptRecord {
+        /// The object and where its record is.
+        location: Box<Location>,
+        /// What is wrong with the record.
+        #[source]
+        error: fsm_core::DecodeError,
+    },
+    /// `status` with the ephemeral store: records live in the operator's
+    /// memory only.
+    #[error(
+        "the ephemeral store keeps records in the operator's memory; status cannot read them (the object's conditions summarize its state)"
+    )]
+    MemoryStore,
+    /// A ConfigMap or Secret store for a cluster-scoped resource: there is
+    /// no namespace to keep the record object in.
+    #[error("the ConfigMap and Secret stores need a namespaced resource")]
+    ClusterScopedObjectStore,
+    /// A declared RBAC rule is refused.
+    #[error(transparent)]
+    InvalidRule(#[from] InvalidRule),
+    /// YAML output failed.
+    #[error("YAML serialization failed")]
+    Yaml(#[source] serde_yaml_ng::Error),
+    /// JSON output failed.
+    #[error("JSON serialization failed")]
+    Json(#[source] serde_json::Error),
+    /// Writing the output failed.
+    #[error("writing the output failed")]
+    Output(#[source] std::io::Error),
+    /// The metrics endpoint failed (binding the address, mostly).
+    #[error("metrics endpoint on {addr} failed")]
+    Metrics {
+        /// The address.
+        addr: SocketAddr,
+        /// The I/O error.
+        #[source]
+        error: std::io::Error,
+    },
+    /// Leader election failed.
+    #[error("leader election failed")]
+    LeaderElection(#[source] crate::leader::LeaderError),
+    /// [`RunContext::reconciler_with_store`](super::RunContext::reconciler_with_store) was given a store other than
+    /// the one the operator declares ([`Operator::new`](super::Operator::new)): `status` would
+    /// look for records where there are none, and `rbac` would grant the
+    /// wrong permissions.
+    #[error(
+        "the operator declares the {declared:?} store, but its reconciler was given {given} ({})",
+        match given_kind {
+            Some(kind) => format!("the {kind:?} store"),
+            None => "a store the command line cannot describe".to_owned(),
+        }
+    )]
+    StoreMismatch {
+        /// The store [`Operator::new`](super::Operator::new) was given.
+        declared: StoreKind,
+        /// The kind of the store given, `None` when no [`StoreKind`]
+        /// describes it.
+        given_kind: Option<StoreKind>,
+        /// The given store's type.
+        given: &'static str,
+    },
+    /// The operator's main function returned an error.
+    #[error("the controller failed")]
+    Controller(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// An error an operator's main function returns ([`RunOutcome`](super::RunOutcome)).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -1,0 +1,75 @@
+//! The operator's command line: `run`, `crd`, `rbac`, `diagram` and
+//! `status`, for any operator binary in a few lines.
+//!
+//! ```no_run
+//! # mod my { use fsm_kube::prelude::*; use kube::CustomResource;
+//! #   #[derive(CustomResource, Clone, Debug, Serialize, Deserialize, JsonSchema)]
+//! #   #[kube(group = "example.io", version = "v1", kind = "Database", namespaced, status = "DatabaseStatus")]
+//! #   pub struct DatabaseSpec { pub size: u32 }
+//! #   #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+//! #   pub struct DatabaseStatus { pub fsm: Option<FsmStatus> }
+//! #   #[derive(OperatorFsm, Clone, Debug, PartialEq, Serialize, Deserialize)]
+//! #   #[fsm(resource = Database)]
+//! #   pub enum DbState { #[fsm(initial, final, ready)] Ready, #[fsm(failed)] Failed }
+//! # }
+//! # use my::{Database, DbState};
+//! use std::sync::Arc;
+//! use futures::StreamExt;
+//! use fsm_kube::cli::{Operator, Rule, RunContext, StoreKind};
+//! use kube::runtime::{Controller, watcher};
+//!
+//! #[tokio::main]
+//! async fn main() -> std::process::ExitCode {
+//!     Operator::<DbState>::new("db-operator", StoreKind::Status)
+//!         .rule(Rule::new("apps", "deployments", ["get", "list", "watch", "create", "patch"]))
+//!         .main(|run: RunContext<DbState>| async move {
+//!             // The store `Operator::new` names, the metrics `--metrics-addr`
+//!             // serves and, under `--leader-elect`, the hold on the Lease.
+//!             let fsm = run.reconciler();
+//!             Controller::new(run.api::<Database>(), watcher::Config::default())
+//!                 .run(fsm.reconcile(), fsm.error_policy(), Arc::new(()))
+//!                 .for_each(|_| async {})
+//!                 .await;
+//!         })
+//!         .await
+//! }
+//! ```
+//!
+//! ```text
+//! $ db-operator crd | kubectl apply -f -
+//! $ db-operator rbac --leader-elect --lease-namespace ops | kubectl apply -f -
+//! $ db-operator diagram --format dot | dot -Tsvg > db.svg
+//! $ db-operator status orders -n shop
+//! $ db-operator run --leader-elect --metrics-addr 0.0.0.0:9090
+//! ```
+//!
+//! An operator adds flags of its own to `run` with
+//! [`Operator::with_args`]; [`RunContext::args`] holds them parsed.
+//!
+//! What each subcommand prints is computed by pure functions that can be
+//! called (and tested) without the command line: [`crd_yaml`],
+//! [`rbac::manifests`], [`diagram`], [`record_view::decode`] and
+//! [`record_view::render_text`]. The clap layer ([`Cli`]) only parses.
+
+mod args;
+mod commands;
+mod connect;
+mod context;
+mod error;
+mod operator;
+pub mod rbac;
+pub mod record_view;
+mod run;
+mod store_kind;
+
+pub use args::{
+    Cli, Command, ConnectArgs, DiagramArgs, DiagramFormat, LeaderArgs, OutputFormat, RbacArgs,
+    RunArgs, StatusArgs,
+};
+pub use commands::{crd_yaml, diagram};
+pub use connect::connect;
+pub use context::{RunContext, RunOutcome};
+pub use error::{BoxError, Error};
+pub use operator::Operator;
+pub use rbac::{InvalidRule, OperatorDescription, RbacObject, RbacScope, ResourceInfo, Rule};
+pub use store_kind::StoreKind;

@@ -1,0 +1,235 @@
+//! `Operator`: what an operator is (its name, store, permissions and
+//! options), its command line, and the dispatch of a parsed subcommand.
+
+use std::future::Future;
+use std::io::Write;
+use std::marker::PhantomData;
+use std::process::ExitCode;
+
+use clap::Args;
+use fsm_core::Fsm;
+use fsm_core::text::display_chain;
+use kube::CustomResourceExt;
+
+use super::args::clashes_with_run;
+use super::rbac::{OperatorDescription, ResourceInfo, Rule};
+use super::{Cli, Command, Error, RunContext, RunOutcome, StoreKind, connect, crd_yaml, diagram};
+use crate::{KubeResource, ReconcilerOptions};
+
+/// An operator's command line for machine `F`: what it is (its name, its
+/// store and the permissions its handlers need), and how to run it.
+///
+/// # Expected flow
+/// Build it in `main`, declare the rules of the kinds the handlers touch
+/// (and the operator's own flags, [`with_args`](Operator::with_args)),
+/// then [`main`](Operator::main) with the function that runs the
+/// controller, which builds its reconciler with
+/// [`RunContext::reconciler`]. Every subcommand but `run` only prints.
+pub struct Operator<F, A = ()> {
+    pub(super) name: String,
+    pub(super) version: Option<String>,
+    pub(super) store: StoreKind,
+    pub(super) rules: Vec<Rule>,
+    pub(super) options: ReconcilerOptions,
+    pub(super) machine: PhantomData<fn() -> (F, A)>,
+}
+
+impl<F, A> std::fmt::Debug for Operator<F, A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Operator")
+            .field("name", &self.name)
+            .field("store", &self.store)
+            .field("rules", &self.rules)
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+impl<F> Operator<F>
+where
+    F: Fsm,
+    F::Resource: KubeResource + CustomResourceExt,
+{
+    /// An operator named `name` (its ClusterRole's and Lease's name) that
+    /// keeps records in `store`: what `rbac` grants, where `status` reads,
+    /// and what [`RunContext::reconciler`] builds.
+    #[must_use]
+    pub fn new(name: impl Into<String>, store: StoreKind) -> Self {
+        Operator {
+            name: name.into(),
+            version: None,
+            store,
+            rules: Vec::new(),
+            options: ReconcilerOptions::default(),
+            machine: PhantomData,
+        }
+    }
+}
+
+impl<F, A> Operator<F, A>
+where
+    F: Fsm,
+    F::Resource: KubeResource + CustomResourceExt,
+    A: Args + Clone + Send + Sync + 'static,
+{
+    /// Adds the operator's own flags to `run`: the fields of `B`, a
+    /// `#[derive(clap::Args)]` struct (with `env = "..."` where a variable
+    /// may give them), shown by `run --help` and handed to the main
+    /// function parsed, as [`RunContext::args`].
+    ///
+    /// # Errors
+    /// None here: a flag whose name `run` already has (such as
+    /// `--namespace`, `-n` or `--help`) makes [`parse_from`](Operator::parse_from)
+    /// and [`main`](Operator::main) refuse to parse (a usage error naming
+    /// it, exit status 2). Building [`command`](Operator::command) with
+    /// such a clash (for `--help`) makes clap panic in debug builds.
+    #[must_use]
+    pub fn with_args<B>(self) -> Operator<F, B>
+    where
+        B: Args + Clone + Send + Sync + 'static,
+    {
+        Operator {
+            name: self.name,
+            version: self.version,
+            store: self.store,
+            rules: self.rules,
+            options: self.options,
+            machine: PhantomData,
+        }
+    }
+
+    /// The options of the reconciler [`RunContext::reconciler`] builds
+    /// (default [`ReconcilerOptions::default`]).
+    #[must_use]
+    pub fn reconciler_options(mut self, options: ReconcilerOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The version `--version` prints, usually `env!("CARGO_PKG_VERSION")`
+    /// of the operator's crate.
+    #[must_use]
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.version = Some(version.into());
+        self
+    }
+
+    /// The command line, named after the operator.
+    pub fn command(&self) -> clap::Command {
+        use clap::CommandFactory;
+        let command = Cli::<A>::command().name(self.name.clone());
+        match &self.version {
+            Some(version) => command.version(version.clone()),
+            None => command.disable_version_flag(true),
+        }
+    }
+
+    /// Parses `args` (the first is the program's name).
+    ///
+    /// # Errors
+    /// clap's usage error (or its `--help`/`--version` output); an
+    /// `ArgumentConflict` naming them when the operator's own flags
+    /// ([`with_args`](Operator::with_args)) reuse a name of `run`'s.
+    pub fn parse_from<I, T>(&self, args: I) -> Result<Cli<A>, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        use clap::FromArgMatches;
+        // Before clap builds the command, which panics on such a clash.
+        let clashes = clashes_with_run::<A>();
+        if !clashes.is_empty() {
+            return Err(clap::Error::raw(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!(
+                    "the operator's own flags of `{} run` reuse {}, which `run` has already\n",
+                    self.name,
+                    clashes.join(", ")
+                ),
+            ));
+        }
+        let matches = self.command().try_get_matches_from(args)?;
+        Cli::<A>::from_arg_matches(&matches)
+    }
+
+    /// Declares a permission the handlers need (for `rbac`).
+    #[must_use]
+    pub fn rule(mut self, rule: Rule) -> Self {
+        self.rules.push(rule);
+        self
+    }
+
+    /// The operator's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What `rbac` derives its rules from.
+    pub fn description(&self) -> OperatorDescription {
+        OperatorDescription {
+            name: self.name.clone(),
+            resource: ResourceInfo::of::<F::Resource>(),
+            store: self.store,
+            needs_finalizer: F::machine().needs_finalizer(),
+            extra_rules: self.rules.clone(),
+        }
+    }
+
+    /// Parses the process's arguments, runs the subcommand, and returns the
+    /// exit status: 0 on success, 1 on failure (the error and its causes on
+    /// stderr; for `run`, an error the main function returns too), 2 for a
+    /// usage error (from clap).
+    pub async fn main<R, Fut>(self, run: R) -> ExitCode
+    where
+        R: FnMut(RunContext<F, A>) -> Fut + Send + 'static,
+        Fut: Future + Send + 'static,
+        Fut::Output: RunOutcome,
+    {
+        let cli = match self.parse_from(std::env::args_os()) {
+            Ok(cli) => cli,
+            Err(e) => {
+                let _ = e.print();
+                return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+            }
+        };
+        let mut stdout = std::io::stdout();
+        match self.execute(cli.command, run, &mut stdout).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("error: {}", display_chain(&error, "\n  caused by: "));
+                ExitCode::FAILURE
+            }
+        }
+    }
+
+    /// Runs `command`, writing what it prints to `out`.
+    ///
+    /// # Errors
+    /// [`Error`]; for `status`, a corrupt record is
+    /// [`Error::CorruptRecord`].
+    pub async fn execute<R, Fut>(
+        &self,
+        command: Command<A>,
+        run: R,
+        out: &mut (dyn Write + Send),
+    ) -> Result<(), Error>
+    where
+        R: FnMut(RunContext<F, A>) -> Fut + Send + 'static,
+        Fut: Future + Send + 'static,
+        Fut::Output: RunOutcome,
+    {
+        let text = match command {
+            Command::Run(args) => return self.run(args, run).await,
+            Command::Crd => crd_yaml(&F::Resource::crd())?,
+            Command::Rbac(args) => self.rbac(&args)?,
+            Command::Diagram(args) => diagram::<F>(args.format),
+            Command::Status(args) => {
+                let client = connect(&args.connect).await?;
+                self.status(&client, &args).await?
+            }
+        };
+        out.write_all(text.as_bytes())
+            .and_then(|()| out.flush())
+            .map_err(Error::Output)
+    }
+}

@@ -1,0 +1,194 @@
+//! `run`: connect, serve the metrics, run the operator's main function
+//! (while this replica holds the Lease, under `--leader-elect`) until it
+//! returns or the process is asked to stop.
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::sync::{Arc, PoisonError};
+use std::time::Duration;
+
+use clap::Args;
+use fsm_core::Fsm;
+use kube::CustomResourceExt;
+use prometheus_client::registry::Registry;
+
+use super::{BoxError, Error, Operator, RunArgs, RunContext, RunOutcome, connect};
+use crate::{FsmMetrics, KubeResource};
+
+impl<F, A> Operator<F, A>
+where
+    F: Fsm,
+    F::Resource: KubeResource + CustomResourceExt,
+    A: Args + Clone + Send + Sync + 'static,
+{
+    pub(super) async fn run<R, Fut>(&self, args: RunArgs<A>, mut run: R) -> Result<(), Error>
+    where
+        R: FnMut(RunContext<F, A>) -> Fut + Send + 'static,
+        Fut: Future + Send + 'static,
+        Fut::Output: RunOutcome,
+    {
+        let client = connect(&args.connect).await?;
+        let mut registry = Registry::default();
+        let metrics = FsmMetrics::new(&mut registry);
+        let context = RunContext {
+            client: client.clone(),
+            namespace: args.namespace.clone(),
+            metrics,
+            leadership: None,
+            args: args.operator.clone(),
+            store: self.store,
+            options: self.options.clone(),
+            machine: PhantomData,
+        };
+        let metrics_server = args.metrics_addr.map(|addr| {
+            tracing::info!(%addr, "serving metrics at /metrics");
+            let registry = Arc::new(registry);
+            tokio::spawn(async move {
+                crate::metrics::serve(addr, registry)
+                    .await
+                    .map_err(|error| Error::Metrics { addr, error })
+            })
+        });
+        let controller = async {
+            if args.leader.leader_elect {
+                let leader = &args.leader;
+                let lease_name = leader
+                    .lease_name
+                    .clone()
+                    .unwrap_or_else(|| format!("{}-leader", self.name));
+                let lease_namespace = leader
+                    .lease_namespace
+                    .clone()
+                    .or_else(|| std::env::var("POD_NAMESPACE").ok())
+                    .or_else(|| args.namespace.clone())
+                    .unwrap_or_else(|| client.default_namespace().to_owned());
+                let identity = leader.identity.clone().unwrap_or_else(|| {
+                    default_identity(
+                        &self.name,
+                        std::env::var("POD_NAME").ok(),
+                        std::env::var("HOSTNAME").ok(),
+                    )
+                });
+                tracing::info!(lease = %lease_name, namespace = %lease_namespace, %identity, "leader election");
+                // A main function that fails stops the replica (giving the
+                // Lease up) and makes `run` fail, as without leader election.
+                let failure = Arc::new(std::sync::Mutex::new(None::<BoxError>));
+                let failed = Arc::new(tokio::sync::Notify::new());
+                let shutdown = {
+                    let failed = failed.clone();
+                    async move {
+                        tokio::select! {
+                            () = termination() => {}
+                            () = failed.notified() => {}
+                        }
+                    }
+                };
+                crate::leader::run_while_leader_until(
+                    client.clone(),
+                    &lease_namespace,
+                    &lease_name,
+                    &identity,
+                    Duration::from_secs(leader.lease_duration),
+                    |leadership| {
+                        let main = run(RunContext {
+                            leadership: Some(leadership),
+                            ..context.clone()
+                        });
+                        let (failure, failed) = (failure.clone(), failed.clone());
+                        async move {
+                            if let Err(error) = main.await.into_result() {
+                                *failure.lock().unwrap_or_else(PoisonError::into_inner) =
+                                    Some(error);
+                                failed.notify_one();
+                            }
+                        }
+                    },
+                    shutdown,
+                )
+                .await
+                .map_err(Error::LeaderElection)?;
+                let error = failure
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take();
+                error.map_or(Ok(()), |error| Err(Error::Controller(error)))
+            } else {
+                tokio::select! {
+                    outcome = run(context.clone()) => outcome.into_result().map_err(Error::Controller),
+                    () = termination() => Ok(()),
+                }
+            }
+        };
+        match metrics_server {
+            Some(mut server) => {
+                let result = tokio::select! {
+                    result = controller => result,
+                    served = &mut server => match served {
+                        Ok(Err(error)) => Err(error),
+                        // The server only stops with an error, or when its
+                        // task is cancelled or panics.
+                        Ok(Ok(())) | Err(_) => Ok(()),
+                    },
+                };
+                server.abort();
+                result
+            }
+            None => controller.await,
+        }
+    }
+}
+
+/// Completes on SIGTERM (what Kubernetes sends a pod it stops) or Ctrl-C:
+/// `run` then stops, giving the Lease up when it holds one.
+async fn termination() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = terminate.recv() => tracing::info!("SIGTERM: stopping"),
+                    _ = tokio::signal::ctrl_c() => tracing::info!("interrupted: stopping"),
+                }
+                return;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for SIGTERM; only Ctrl-C stops gracefully");
+            }
+        }
+    }
+    match tokio::signal::ctrl_c().await {
+        Ok(()) => tracing::info!("interrupted: stopping"),
+        // Nothing to listen to: never stop on a signal then.
+        Err(_) => std::future::pending().await,
+    }
+}
+
+/// This replica's identity in the Lease: the pod's name, else the host's,
+/// else `<operator>-<pid>`.
+fn default_identity(operator: &str, pod: Option<String>, host: Option<String>) -> String {
+    pod.filter(|s| !s.is_empty())
+        .or_else(|| host.filter(|s| !s.is_empty()))
+        .unwrap_or_else(|| format!("{operator}-{}", std::process::id()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_identity_falls_back_from_pod_to_host_to_pid() {
+        assert_eq!(
+            default_identity("op", Some("op-7d9f".into()), Some("node".into())),
+            "op-7d9f"
+        );
+        assert_eq!(
+            default_identity("op", Some(String::new()), Some("node".into())),
+            "node"
+        );
+        assert_eq!(
+            default_identity("op", None, None),
+            format!("op-{}", std::process::id())
+        );
+    }
+}

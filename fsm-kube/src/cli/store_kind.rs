@@ -1,0 +1,46 @@
+//! `StoreKind`: which of the crate's stores an operator keeps its records
+//! in, and which kind a store type is.
+
+use std::any::TypeId;
+
+use clap::ValueEnum;
+use fsm_core::Fsm;
+
+/// Where the operator keeps its records; decides the RBAC it needs and
+/// where `status` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum)]
+pub enum StoreKind {
+    /// [`crate::StatusStore`]: `.status.fsm` of the resource.
+    Status,
+    /// [`crate::ConfigMapStore`]: a ConfigMap named by
+    /// [`crate::store::record_object_name`].
+    ConfigMap,
+    /// [`crate::SecretStore`]: a Secret named by
+    /// [`crate::store::record_object_name`].
+    Secret,
+    /// `fsm_core::EphemeralStore` or [`crate::DerivingStore`]: process
+    /// memory (conditions still go to the status).
+    Ephemeral,
+}
+
+/// The kind of the stores the crate provides, by type; `None` for others.
+pub(super) fn store_kind_of<F, S>() -> Option<StoreKind>
+where
+    F: Fsm,
+    S: 'static,
+{
+    let store = TypeId::of::<S>();
+    if store == TypeId::of::<crate::StatusStore>() {
+        Some(StoreKind::Status)
+    } else if store == TypeId::of::<crate::ConfigMapStore>() {
+        Some(StoreKind::ConfigMap)
+    } else if store == TypeId::of::<crate::SecretStore>() {
+        Some(StoreKind::Secret)
+    } else if store == TypeId::of::<fsm_core::EphemeralStore>()
+        || store == TypeId::of::<crate::DerivingStore<F>>()
+    {
+        Some(StoreKind::Ephemeral)
+    } else {
+        None
+    }
+}
