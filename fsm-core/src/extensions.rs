@@ -54,3 +54,24 @@ impl std::fmt::Debug for Extensions {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_later_value_of_a_type_replaces_the_earlier_and_clones_share_them() {
+        let extensions = Extensions::default()
+            .with(Arc::new(1_u32))
+            .with(Arc::new("text"))
+            .with(Arc::new(2_u32));
+        assert_eq!(extensions.get::<u32>(), Some(&2));
+        assert_eq!(extensions.get::<&str>(), Some(&"text"));
+        let copy = extensions.clone();
+        assert!(std::ptr::eq(
+            copy.get::<u32>().unwrap(),
+            extensions.get::<u32>().unwrap()
+        ));
+        assert!(Extensions::default().is_empty());
+    }
+}

@@ -655,7 +655,9 @@ fn desired(widget: &Widget) -> Result<DesiredSet, SetError> {
         .dependent(
             Dependent::new("gate", &cm(&format!("{name}-gate"), &[]))
                 .depends_on(["config"])
-                .ready(|live: &Value| live.pointer("/data/open").is_some()),
+                .ready_as(|live: &ConfigMap| {
+                    live.data.as_ref().is_some_and(|d| d.contains_key("open"))
+                }),
         )
         .build()
 }
@@ -907,7 +909,7 @@ async fn applies_skips_and_prunes_are_counted_and_published_as_events() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn with_a_watch_cache_a_converge_reads_no_object_from_the_server() {
+async fn with_a_watch_cache_a_converged_set_costs_no_request() {
     use kube::runtime::{WatchStreamExt, reflector};
     let env = env().await;
     let owner = owner(&env, "cached").await;
@@ -942,12 +944,19 @@ async fn with_a_watch_cache_a_converge_reads_no_object_from_the_server() {
         let (_, records) = server.request_log().records_since(at);
         let requests: Vec<(String, Option<String>)> = records
             .into_iter()
-            .filter(|r| r.resource == "configmaps")
+            .filter(|r| r.resource == "configmaps" && r.verb != "watch")
             .map(|r| (r.verb, r.name))
             .collect();
-        // The pruning list only: no GET of either object, no write.
-        assert_eq!(requests, [("list".to_owned(), None)]);
+        // Objects and the pruning list read from the cache: no request.
+        assert_eq!(requests, []);
     }
+    // Pruning finds what the cache holds.
+    let smaller = DesiredSet::builder()
+        .dependent(Dependent::new("a", &cm("a", &[("v", "1")])))
+        .build()
+        .unwrap();
+    let c = converge(&rt, &owner, &smaller).await.unwrap();
+    assert_eq!(c.pruned, [format!("ConfigMap {}/b", env.ns)]);
     watch.abort();
 }
 

@@ -26,14 +26,23 @@ use super::set::{Dependent, DesiredSet, ReadyCheck};
 /// they unblock next; and so on. Reconciling one object means: read it
 /// (watch cache, else one GET); if its reconcile precondition does not
 /// hold, leave it; if it exists without naming `owner` as an owner,
-/// fail the dependent unless it may be adopted; if it already holds
-/// everything applied and our field manager owns nothing more (see the
-/// `diff` rules), skip the write; otherwise server-side apply it with the
+/// fail the dependent unless it may be adopted; if nothing would change
+/// (below), skip the write; otherwise server-side apply it with the
 /// runtime's field manager, the owner reference and the labels; then ask
 /// its readiness. Last, objects carrying the owner's labels that no active
 /// dependent desires are deleted (pruned): inactive dependents, family
 /// members scaled away, keys a newer set no longer has, kinds named by
 /// [`DesiredSetBuilder::prunes`](super::DesiredSetBuilder::prunes).
+///
+/// # When nothing is written
+/// An apply is skipped when both hold:
+/// - every field of the applied configuration is in the live object with
+///   the same value (objects compared key by key, lists element by element
+///   and of the same length, owner references by UID as the server merges
+///   them);
+/// - every field the field manager's `Apply` entry of `managedFields` owns
+///   is still in the configuration, so that a field we stopped applying is
+///   removed by the next apply.
 ///
 /// # Guarantees
 /// - A dependent is applied only when everything it depends on was found
@@ -46,6 +55,14 @@ use super::set::{Dependent, DesiredSet, ReadyCheck};
 ///   [`force`](super::Dependent::force)d.
 /// - An object of the same name that `owner` does not own is never
 ///   changed, unless [`adopt`](super::Dependent::adopt)ed.
+///
+/// # Caveats
+/// The comparison sees no defaults: a value the server normalises (a
+/// quantity `1000m` read back as `1`) differs on every read, so its
+/// dependent is applied on every converge (a no-op for the server, but a
+/// request). Inside lists, ownership is compared at the list: an element
+/// someone else added to a list we apply makes the lengths differ, and the
+/// list is applied again each time.
 ///
 /// # Errors
 /// The server refusing a dependent (422 invalid, 403, a conflict) is not
@@ -417,7 +434,7 @@ async fn prune(
 }
 
 /// `owner`'s labelled objects of `kind` (in its namespace when `kind` is
-/// namespaced and the owner is too).
+/// namespaced and the owner is too), from the kind's cache if it has one.
 pub(crate) async fn list_owned(
     runtime: &DependentsRuntime,
     owner: &Owner,
@@ -428,6 +445,9 @@ pub(crate) async fn list_owned(
     } else {
         None
     };
+    if let Some(cached) = runtime.cached_owned(kind, namespace, owner) {
+        return Ok(cached);
+    }
     let api = runtime.api(kind, namespace);
     let list = api
         .list(&ListParams::default().labels(&selector(owner)))

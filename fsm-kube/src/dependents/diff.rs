@@ -1,23 +1,8 @@
 //! Whether an apply would change anything, decided from the live object
 //! alone, so that a converged set costs no write. Pure.
 //!
-//! An apply is skipped when both hold:
-//! - every field of the applied configuration is in the live object with
-//!   the same value (objects compared key by key, lists element by element
-//!   and of the same length; owner references by UID, as the server merges
-//!   them);
-//! - every field the manager's `Apply` entry of `managedFields` owns is
-//!   still in the configuration, so that a field we stopped applying is
-//!   removed by the next apply.
-//!
-//! # Caveats
-//! The comparison sees no defaults: a value the server normalises (a
-//! quantity `1000m` read back as `1`) differs on every read, so its
-//! dependent is applied on every converge (a no-op for the server, but a
-//! request). Write desired objects in the server's canonical form. Inside
-//! lists, ownership is compared at the list: an element someone else added
-//! to a list we apply makes the lengths differ, and the list is applied
-//! again each time.
+//! The rules (and their caveats) are documented on
+//! [`converge`](super::converge), under *When nothing is written*.
 
 use std::collections::BTreeSet;
 

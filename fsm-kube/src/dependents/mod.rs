@@ -50,8 +50,8 @@
 //!
 //! # Caveats
 //! What counts as "no change" is decided from the live object without the
-//! server's defaulting: see the rules on [`converge`]'s module (write
-//! desired objects in the server's canonical form).
+//! server's defaulting: see [`converge`] (write desired objects in the
+//! server's canonical form).
 
 mod converge;
 mod diff;

@@ -11,7 +11,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use serde_json::Value;
 
 use super::kind::DependentKind;
-use super::object::{Owner, Placement};
+use super::object::{Owner, Placement, labelled_for};
 use crate::conditions::ReportedConditions;
 use crate::metrics::FsmMetrics;
 
@@ -38,9 +38,11 @@ use crate::metrics::FsmMetrics;
 /// # Reads
 /// Each converge reads every desired object once: from the watch cache
 /// given for its kind ([`DependentsRuntime::cache`]), else with one GET.
-/// Pruning lists each kind once, by label. A cache may lag behind a
-/// write; the worst a stale read costs is one more apply, which the
-/// server sees as a no-op.
+/// Pruning lists each kind once, by label, from its cache if it has one.
+/// With a cache for every kind, a converged set costs no request at all.
+/// A cache may lag behind a write; the worst a stale read costs is one
+/// more apply (which the server sees as a no-op), or an object pruned one
+/// converge later.
 #[derive(Clone)]
 pub struct DependentsRuntime {
     pub(crate) client: Client,
@@ -149,6 +151,27 @@ impl DependentsRuntime {
         let api = self.api(kind, place.namespace.as_deref());
         let object = api.get_opt(&place.name).await?;
         Ok(object.and_then(|o| serde_json::to_value(o).ok()))
+    }
+
+    /// The objects of `kind` in `namespace` (all with `None`) that carry
+    /// `owner`'s dependent labels, from the cache of that kind; `None`
+    /// without a cache.
+    pub(crate) fn cached_owned(
+        &self,
+        kind: &DependentKind,
+        namespace: Option<&str>,
+        owner: &Owner,
+    ) -> Option<Vec<Value>> {
+        let (_, store) = self.caches.iter().find(|(k, _)| k.same_kind(kind))?;
+        Some(
+            store
+                .state()
+                .iter()
+                .filter(|o| namespace.is_none() || o.metadata.namespace.as_deref() == namespace)
+                .filter_map(|o| serde_json::to_value(o.as_ref()).ok())
+                .filter(|o| labelled_for(o, owner))
+                .collect(),
+        )
     }
 
     /// An event on `owner` about the object at `place`, when a recorder is

@@ -210,6 +210,31 @@ impl Dependent {
         self
     }
 
+    /// Decides readiness with `check` over the live object read as `T`
+    /// (a live object that does not read as `T` is pending, with serde's
+    /// message).
+    ///
+    /// ```
+    /// use fsm_kube::dependents::Dependent;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// # let config = ConfigMap { metadata: kube::api::ObjectMeta { name: Some("c".into()), ..Default::default() }, ..Default::default() };
+    /// let dependent = Dependent::new("config", &config)
+    ///     .ready_as(|live: &ConfigMap| live.data.as_ref().is_some_and(|d| d.contains_key("ready")));
+    /// # let _ = dependent;
+    /// ```
+    #[must_use]
+    pub fn ready_as<T, F, R>(self, check: F) -> Self
+    where
+        T: serde::de::DeserializeOwned,
+        F: Fn(&T) -> R + Send + Sync + 'static,
+        R: Into<Readiness>,
+    {
+        self.ready(move |live: &Value| match T::deserialize(live) {
+            Ok(typed) => check(&typed).into(),
+            Err(e) => Readiness::pending(format!("the live object could not be read: {e}")),
+        })
+    }
+
     /// Ready as soon as the object exists (no built-in rule).
     #[must_use]
     pub fn ready_when_exists(mut self) -> Self {
