@@ -24,6 +24,6 @@ pub mod demo;
 pub mod integration;
 pub mod mutable_jar;
 pub mod support;
-pub mod webpage;
 #[cfg(test)]
 mod testing;
+pub mod webpage;

@@ -48,6 +48,8 @@ async fn every_object_rests_in_its_expected_state() {
     assert!(moved("sso", "Done", "Unknown"), "{text}");
     assert!(moved("billing", "Running", "Initialization"), "{text}");
     assert!(text.contains("Change: deployment/sso"), "{text}");
+    // The page's new HTML was deployed and smoke-tested again.
+    assert!(moved("home", "Serving", "Deploying"), "{text}");
     // orders' first kit build failed and was retried.
     let orders = report
         .views

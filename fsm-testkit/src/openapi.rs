@@ -112,7 +112,12 @@ fn builtins() -> &'static Builtins {
             ("apps", "v1", "Deployment", apps::v1::Deployment),
             ("apps", "v1", "StatefulSet", apps::v1::StatefulSet),
             ("batch", "v1", "Job", batch::v1::Job),
-            ("networking.k8s.io", "v1", "Ingress", networking::v1::Ingress),
+            (
+                "networking.k8s.io",
+                "v1",
+                "Ingress",
+                networking::v1::Ingress
+            ),
             ("rbac.authorization.k8s.io", "v1", "Role", rbac::v1::Role),
             (
                 "rbac.authorization.k8s.io",

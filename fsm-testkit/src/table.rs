@@ -552,10 +552,7 @@ mod tests {
             .iter()
             .map(|c| c["name"].as_str().unwrap())
             .collect();
-        assert_eq!(
-            names,
-            ["Name", "Class", "Hosts", "Address", "Ports", "Age"]
-        );
+        assert_eq!(names, ["Name", "Class", "Hosts", "Address", "Ports", "Age"]);
         assert_eq!(
             t["rows"][0]["cells"],
             json!(["web", "<none>", "*", "", "80", "0s"])

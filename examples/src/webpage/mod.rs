@@ -36,9 +36,8 @@ pub const FIELD_MANAGER: &str = "webpage-operator";
 /// Runs the dependents-only operator for the WebPages of `namespace`
 /// (every namespace when `None`) until the future is dropped.
 pub async fn run_in(client: Client, namespace: Option<String>, runtime: DependentsRuntime) {
-    let reconciler = DependentsReconciler::<WebPage, ()>::with_runtime(runtime, |page, _| {
-        desired(page)
-    });
+    let reconciler =
+        DependentsReconciler::<WebPage, ()>::with_runtime(runtime, |page, _| desired(page));
     controller(&client, namespace.as_deref())
         .run(
             reconciler.reconcile(),
