@@ -149,7 +149,25 @@ pub async fn deployment_ready(client: &kube::Client, app: &BenchApp) -> Result<b
     Ok(api
         .get_opt(&app.name_any())
         .await?
-        .is_some_and(|d| examples::support::rolled_out(&d)))
+        .is_some_and(|d| rolled_out(&d)))
+}
+
+/// Whether `deployment` has rolled out its current generation: observed,
+/// and every replica updated and ready (what a hand-written operator
+/// checks; operator-fsm's dependents have it built in).
+fn rolled_out(deployment: &Deployment) -> bool {
+    let generation = deployment.metadata.generation.unwrap_or(0);
+    let want = deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.replicas)
+        .unwrap_or(1);
+    let Some(status) = deployment.status.as_ref() else {
+        return false;
+    };
+    status.observed_generation.unwrap_or(0) >= generation
+        && status.updated_replicas.unwrap_or(0) >= want
+        && status.ready_replicas.unwrap_or(0) >= want
 }
 
 /// Step 4: patches the annotation onto the Deployment.
