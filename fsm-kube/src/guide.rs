@@ -29,3 +29,6 @@ pub mod testing {}
 
 #[doc = include_str!("../../docs/semantics.md")]
 pub mod semantics {}
+
+#[doc = include_str!("../../docs/dependents.md")]
+pub mod dependents {}
