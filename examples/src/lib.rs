@@ -11,7 +11,7 @@
 //! - [`webpage`]: java-operator-sdk's WebPage sample with dependent
 //!   resources, without a machine and with one that smoke-tests each
 //!   version of the page.
-//! - [`demo`]: runs all three against the embedded API server
+//! - [`demo`]: runs all four against the embedded API server
 //!   (`cargo run -p examples --bin demo`).
 //!
 //! The embedded server runs no controllers: `fsm_testkit::simulation`
