@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use fsm_testkit::RequestLog;
-use fsm_testkit::handlers::{describe, route};
+use fsm_testkit::internals::{describe, route};
 use futures::future::BoxFuture;
 use http::{Request, Response};
 use tower::{Layer, Service};

@@ -15,8 +15,9 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use fsm_core::__internals::{Decider, Outcome};
 use fsm_core::prelude::*;
-use fsm_core::{Decider, ManualClock, Outcome, SeededRandom, StateRecord};
+use fsm_core::{ManualClock, SeededRandom, StateRecord};
 use serde::Serialize;
 
 #[derive(Debug, thiserror::Error)]

@@ -48,3 +48,23 @@ takes_step_mut!(A1, A2, A3, A4, A5, A6, A7, A8, A9, A10, A11, A12);
 pub const fn takes_step_mut<S: Fsm, Args, F: TakesStepMut<S, Args>>(f: &F) {
     let _ = f;
 }
+
+/// The value a field of a `converge` state's `next` state starts with: its
+/// `Default`, as for a data-carrying initial state. The derive builds that
+/// state through this trait, so that a field without `Default` is reported
+/// on the field, with why.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not implement `Default`, so a `converge` state cannot move to the state that holds it",
+    label = "a field of a `converge` state's `next` state needs `Default`",
+    note = "a `converge` state enters its `next` state with every field's `Default` (as the engine enters a data-carrying initial state); derive or implement `Default` for `{Self}`, make the `next` state a unit variant, or write a handler that builds it"
+)]
+pub trait ConvergeTargetField: Sized {
+    /// The field's starting value.
+    fn starting() -> Self;
+}
+
+impl<T: Default> ConvergeTargetField for T {
+    fn starting() -> Self {
+        T::default()
+    }
+}

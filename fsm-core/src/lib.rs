@@ -14,9 +14,11 @@
 //!   description (initial, ready, failed and final states, allowed targets,
 //!   [`RetryPolicy`], timeouts, compensation).
 //! - [`Step`]: what a handler is given; [`Transition`]: what it returns;
-//!   [`Classify`]: whether its errors are retried.
-//! - [`Engine::reconcile`]: one reconcile; [`plan`] and [`Decider`]: the
-//!   pure decision inside it.
+//!   [`Classify`]: whether its errors are retried; [`Converge`]: what a
+//!   state declared with `converge = desired_fn` brings to its desired
+//!   shape before it moves on.
+//! - [`Engine::reconcile`]: one reconcile, in three phases: plan what
+//!   runs (pure), run it, apply the decision (pure until the commit).
 //! - [`Harness`]: one handler alone, a workflow one reconcile at a time,
 //!   or a whole workflow to rest, in memory on a virtual clock.
 //!
@@ -100,6 +102,7 @@ extern crate self as fsm_core;
 mod authority;
 mod classify;
 mod clock;
+mod converge;
 mod diagram;
 mod engine;
 mod extensions;
@@ -126,9 +129,9 @@ pub mod __derive;
 pub use authority::{Authority, AuthorityLost};
 pub use classify::{Classify, ErrorClass};
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
+pub use converge::Converge;
 pub use engine::{
-    DecideError, Decider, Decision, Effect, Engine, EngineOptions, InvalidMachine, Observed,
-    Outcome, Plan, ReconcileError, Report, StepResult, plan,
+    DecideError, Effect, Engine, EngineOptions, InvalidMachine, Observed, ReconcileError, Report,
 };
 pub use extensions::Extensions;
 pub use fsm::{BoxFuture, Fsm, StoredState};
@@ -142,7 +145,7 @@ pub use memory::EphemeralStore;
 pub use random::{RandomSource, SeededRandom};
 pub use record::{
     DEFAULT_HISTORY_LIMIT, DecodeError, HistoryEntry, MAX_TRAIL, RawRecord, SCHEMA_VERSION,
-    StateRecord, StepFailure, TrailEntry, Unwind,
+    StateRecord, TrailEntry, Unwind, UnwindFailure,
 };
 pub use retry::{InvalidRetryPolicy, Jitter, RetryPolicy};
 pub use step::{
@@ -150,6 +153,14 @@ pub use step::{
 };
 pub use store::{Loaded, ObjectKey, StateStore, StoreError, Version};
 pub use transition::Transition;
+
+/// The engine's pure decision (the plan, the decider and what it decides),
+/// for this crate's benchmarks; not part of the API, and it may change in
+/// any release. [`Engine::reconcile`] is the way to drive a machine.
+#[doc(hidden)]
+pub mod __internals {
+    pub use crate::engine::{Decider, Decision, Outcome, Plan, Then, UnwindResult, plan};
+}
 
 /// What the derive's expansion uses; not part of the API.
 #[doc(hidden)]

@@ -5,6 +5,7 @@ pub use fsm_macros::OperatorFsm;
 pub use serde::{Deserialize, Serialize};
 
 pub use crate::{
-    BoxFuture, Classify, Clock, ErrorClass, Fsm, Harness, Jitter, Machine, ManualClock, OnDelete,
-    PublishError, RetryPolicy, SpecChange, StateMeta, Step, SystemClock, Timestamp, Transition,
+    BoxFuture, Classify, Clock, Converge, ErrorClass, Fsm, Harness, Jitter, Machine, ManualClock,
+    OnDelete, PublishError, RetryPolicy, SpecChange, StateMeta, Step, SystemClock, Timestamp,
+    Transition,
 };

@@ -50,10 +50,11 @@ pub struct TrailEntry {
     pub entered_at: Timestamp,
 }
 
-/// A compensation or cleanup step that failed for good.
+/// An unwinding action (a state's compensation, or the cleanup) that
+/// failed for good; the chain went on without it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct StepFailure {
+pub struct UnwindFailure {
     /// The state whose compensation failed, or `cleanup`.
     pub step: String,
     /// The last error.
@@ -84,7 +85,7 @@ pub struct Unwind {
     pub next_attempt_at: Option<Timestamp>,
     /// Steps that failed for good; the chain went on without them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub failures: Vec<StepFailure>,
+    pub failures: Vec<UnwindFailure>,
     /// When unwinding started.
     pub started_at: Timestamp,
     /// When it ended; `None` while it runs.

@@ -132,6 +132,13 @@ impl<'a, S: Fsm> Step<'a, S> {
         self
     }
 
+    /// Sets the spec the workflow started from, as
+    /// [`Step::spec_snapshot`] returns it (machines with `snapshot_spec`).
+    pub fn with_spec_snapshot(mut self, spec: Option<&'a serde_json::Value>) -> Self {
+        self.spec_snapshot = spec;
+        self
+    }
+
     /// Attaches the checkpointer that [`Step::checkpoint`] commits through.
     pub fn with_checkpointer(mut self, checkpointer: &'a mut dyn Checkpointer<S>) -> Self {
         self.checkpointer = Some(checkpointer);

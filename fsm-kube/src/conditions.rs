@@ -409,7 +409,7 @@ mod tests {
             restart,
             attempt: 0,
             next_attempt_at: None,
-            failures: vec![fsm_core::StepFailure {
+            failures: vec![fsm_core::UnwindFailure {
                 step: step.into(),
                 error: "api down".into(),
             }],

@@ -72,10 +72,6 @@ fn runtime(env: &Env) -> DependentsRuntime {
     DependentsRuntime::new(env.client.clone()).field_manager("dependents-test")
 }
 
-fn one(set: DesiredSet) -> DesiredSet {
-    set
-}
-
 /// The write requests (create, update, patch, delete) the embedded server
 /// logged since `since`.
 fn writes_since(env: &Env, since: usize) -> Vec<String> {
@@ -242,13 +238,13 @@ async fn a_family_scales_up_and_down_and_what_it_no_longer_names_is_pruned() {
     let owner = owner(&env, "family").await;
     let rt = runtime(&env);
     let family = |n: usize| {
-        one(DesiredSet::builder()
+        DesiredSet::builder()
             .dependent(Dependent::family(
                 "shards",
                 (0..n).map(|i| cm(&format!("shard-{i}"), &[("index", &i.to_string())])),
             ))
             .build()
-            .unwrap())
+            .unwrap()
     };
     let up = converge(&rt, &owner, &family(3)).await.unwrap();
     assert!(up.is_ready());
@@ -562,36 +558,48 @@ async fn teardown_deletes_in_reverse_order_waiting_on_delete_postconditions() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_custom_delete_postcondition_holds_teardown_until_it_is_met() {
+    use std::sync::atomic::{AtomicBool, Ordering};
     let env = env().await;
     let owner = owner(&env, "postcondition").await;
     let rt = runtime(&env);
-    let marker = configmaps(&env);
-    marker
-        .create(&PostParams::default(), &cm("flag", &[]))
+    configmaps(&env)
+        .create(&PostParams::default(), &cm("unowned", &[]))
         .await
         .unwrap();
+    // Some external cleanup the leaf's deletion starts, done when it says.
+    let cleaned_up = Arc::new(AtomicBool::new(false));
+    let done = cleaned_up.clone();
     let set = DesiredSet::builder()
         .dependent(Dependent::new("base", &cm("base", &[])))
         .dependent(
             Dependent::new("leaf", &cm("leaf", &[]))
                 .depends_on(["base"])
-                // Gone, and some external cleanup says it is done.
-                .delete_postcondition(|live| {
-                    live.is_none() && std::path::Path::new("/nonexistent").exists()
-                }),
+                .delete_postcondition(move |live| live.is_none() && done.load(Ordering::SeqCst)),
         )
+        .dependent(Dependent::new("unowned", &cm("unowned", &[])))
         .build()
         .unwrap();
     converge(&rt, &owner, &set).await.unwrap();
-    let t = teardown(&rt, &owner, &set).await.unwrap();
-    assert!(matches!(t.state("leaf"), Some(TeardownState::Deleting(_))));
+
+    let held = teardown(&rt, &owner, &set).await.unwrap();
+    assert!(matches!(
+        held.state("leaf"),
+        Some(TeardownState::Deleting(_))
+    ));
     assert_eq!(
-        t.state("base"),
+        held.state("base"),
         Some(&TeardownState::Waiting(vec!["leaf".into()]))
     );
+    assert_eq!(data_of(&env, "leaf").await, None);
     assert!(data_of(&env, "base").await.is_some());
-    // The object the owner does not own is not touched.
-    assert!(data_of(&env, "flag").await.is_some());
+
+    cleaned_up.store(true, Ordering::SeqCst);
+    let done = teardown(&rt, &owner, &set).await.unwrap();
+    assert!(done.is_done(), "{}", done.summary());
+    assert_eq!(data_of(&env, "base").await, None);
+    // The object of the same name the owner does not own is not touched.
+    assert_eq!(done.state("unowned"), Some(&TeardownState::Gone));
+    assert!(data_of(&env, "unowned").await.is_some());
 }
 
 #[test]
@@ -919,17 +927,28 @@ async fn with_a_watch_cache_a_converged_set_costs_no_request() {
     let api: Api<kube::api::DynamicObject> =
         Api::namespaced_with(env.client.clone(), &env.ns, &kind.resource);
     let watch = reflector(writer, watcher(api, watcher::Config::default()))
+        .default_backoff()
         .applied_objects()
-        .for_each(|_| async {});
+        .for_each(|event| async move {
+            if let Err(error) = event {
+                tracing::warn!(%error, "cache watch");
+            }
+        });
     let watch = tokio::spawn(watch);
-    reader.wait_until_ready().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(30), reader.wait_until_ready())
+        .await
+        .expect("the cache fills within 30 s")
+        .unwrap();
     let rt = runtime(&env).cache(kind, reader.clone());
     let set = DesiredSet::builder()
         .dependent(Dependent::new("a", &cm("a", &[("v", "1")])))
         .dependent(Dependent::new("b", &cm("b", &[("v", "1")])).depends_on(["a"]))
         .build()
         .unwrap();
-    assert!(converge(&rt, &owner, &set).await.unwrap().is_ready());
+    let first = tokio::time::timeout(Duration::from_secs(30), converge(&rt, &owner, &set))
+        .await
+        .expect("the first converge ends within 30 s");
+    assert!(first.unwrap().is_ready());
     eventually("the cache sees both", || {
         let reader = reader.clone();
         async move { (reader.state().len() == 2).then_some(()) }

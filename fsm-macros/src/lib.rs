@@ -55,6 +55,13 @@ mod suggest;
 /// every field's `Default` (a field type without one is an error on the
 /// field), so its handler can checkpoint before a non-idempotent call.
 ///
+/// `converge = path` replaces `handler` in a state that only converges
+/// something and moves on: `path(cx, &fields...)` returns
+/// `Result<D, E>` with `D: fsm_core::Converge<S>` (with `fsm-kube`, a
+/// `DesiredSet` of dependents), and the generated handler returns what
+/// `D::converge_state(cx, next)` answers, `next` being the state's one
+/// `next` target (entered with its fields' `Default` when it has data).
+///
 /// A handler is called with the step context, then the variant's fields by
 /// reference in declaration order: `async fn h(cx: &mut Step<'_, S>, a: &A)
 /// -> Result<Transition<S>, E>` (deref coercion applies, so a `String`

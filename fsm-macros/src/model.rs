@@ -57,8 +57,8 @@ pub struct State {
     pub is_final: bool,
     /// `sensitive`.
     pub sensitive: bool,
-    /// `handler = path` (absent exactly for resting states).
-    pub handler: Option<syn::Path>,
+    /// What runs in the state (absent exactly for resting states).
+    pub handler: Option<Handler>,
     /// `compensate = path`.
     pub compensate: Option<syn::Path>,
     /// `next(...)`, each a known state.
@@ -80,6 +80,22 @@ impl State {
     pub fn is_resting(&self) -> bool {
         self.is_final || self.failed
     }
+}
+
+/// What runs in a state that is not resting.
+#[derive(Debug, Clone)]
+pub enum Handler {
+    /// `handler = path`: the user's async function.
+    Function(syn::Path),
+    /// `converge = path, next(Target)`: a generated handler that converges
+    /// what `desired` returns and moves to `next` once it is ready.
+    Converge {
+        /// The function that builds what the state converges.
+        desired: syn::Path,
+        /// The state entered when everything is ready (the only `next`
+        /// target).
+        next: Ident,
+    },
 }
 
 /// The shape of a variant, as the dispatch code destructures it.

@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 
 use crate::resources::{Registry, ResourceDef};
 
-/// The Kubernetes version this server claims to be.
+/// The minor version of Kubernetes 1.x this server claims to be (its
+/// `/version` and discovery say `1.34`).
 pub const KUBERNETES_MINOR: &str = "34";
 
 /// `GET /version`.

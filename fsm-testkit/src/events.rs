@@ -28,7 +28,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::resources::ResourceDef;
+use crate::resources::{EVENTS_FIELD_LABELS, ResourceDef};
 use crate::status::{ApiError, Cause, Subject};
 
 /// The group of the new Events API.
@@ -53,42 +53,6 @@ const SHARED: [&str; 7] = [
     "action",
     "reason",
     "related",
-    "type",
-];
-
-/// The field selectors of `events.k8s.io/v1` Events and the core fields
-/// they select on (the real server's field label conversion).
-pub const EVENTS_FIELD_LABELS: [(&str, &str); 12] = [
-    ("metadata.name", "metadata.name"),
-    ("metadata.namespace", "metadata.namespace"),
-    ("reason", "reason"),
-    ("type", "type"),
-    ("reportingController", "reportingComponent"),
-    ("regarding.kind", "involvedObject.kind"),
-    ("regarding.namespace", "involvedObject.namespace"),
-    ("regarding.name", "involvedObject.name"),
-    ("regarding.uid", "involvedObject.uid"),
-    ("regarding.apiVersion", "involvedObject.apiVersion"),
-    (
-        "regarding.resourceVersion",
-        "involvedObject.resourceVersion",
-    ),
-    ("regarding.fieldPath", "involvedObject.fieldPath"),
-];
-
-/// The field selectors of core `v1` Events (besides `metadata.name` and
-/// `metadata.namespace`).
-pub const CORE_FIELD_LABELS: [&str; 11] = [
-    "involvedObject.kind",
-    "involvedObject.namespace",
-    "involvedObject.name",
-    "involvedObject.uid",
-    "involvedObject.apiVersion",
-    "involvedObject.resourceVersion",
-    "involvedObject.fieldPath",
-    "reason",
-    "reportingComponent",
-    "source",
     "type",
 ];
 
@@ -314,7 +278,7 @@ pub fn table_cells(def: &ResourceDef, event: &Value, now: jiff::Timestamp) -> Ve
     } else {
         event.clone()
     };
-    let since = |v: &Value| crate::table::age(v.as_str().unwrap_or_default(), now);
+    let since = |v: &Value| crate::time::age(v.as_str().unwrap_or_default(), now);
     let first = if core["firstTimestamp"].is_string() {
         since(&core["firstTimestamp"])
     } else {

@@ -44,7 +44,8 @@
 //! The same API is served under `/testkit/faults` (so that another process
 //! can script the standalone `fsm-apiserver`):
 //!
-//! - `POST /testkit/faults` with a JSON [`FaultSpec`], e.g.
+//! - `POST /testkit/faults` with a fault in JSON (the fields of [`Fault`],
+//!   `kind` one of `error`, `latency` with `latencyMs`, `dropWatches`, `gone`), e.g.
 //!   `{"kind": "error", "code": 503, "verb": "list", "resource": "configmaps", "times": 2}`,
 //!   answers `201 {"id": N}`;
 //! - `GET /testkit/faults` lists the faults with their hits;
@@ -53,21 +54,19 @@
 //!   (of every resource without `resource`).
 //!
 //! Requests under `/testkit/` are neither faulted nor logged.
+//!
+//! This module is the model (what to inject, which requests match, when a
+//! fault fires); the server applies its decisions to requests and serves
+//! the HTTP API.
 
+use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::response::{IntoResponse, Response};
-use http::{StatusCode, header};
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 use crate::log::RequestRecord;
-
-/// The prefix of the fault API over HTTP.
-pub const HTTP_PREFIX: &str = "/testkit/";
+use crate::status::{ApiError, Subject};
 
 /// What a fault does when it fires.
 #[derive(Debug, Clone, PartialEq)]
@@ -291,13 +290,29 @@ impl FaultHandle {
 
 /// What the faults decided for one request.
 #[derive(Debug, Default)]
-pub struct Injection {
+pub(crate) struct Injection {
     /// Serve after this delay.
     pub latency: Duration,
     /// Answer with this instead of serving.
-    pub answer: Option<Response>,
+    pub answer: Option<Answer>,
     /// Serve first, then answer with [`Injection::answer`] all the same.
     pub serve_first: bool,
+}
+
+/// An answer a fault puts in place of the server's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// This error, as a `Status`.
+    Error(ApiError),
+    /// A watch whose one event is an `ERROR` `410 Expired`.
+    ExpiredWatch,
+}
+
+impl Answer {
+    /// The error of an expired watch's one event.
+    pub(crate) fn expired() -> ApiError {
+        ApiError::Gone("too old resource version (injected fault)".into())
+    }
 }
 
 /// splitmix64: a small, seedable generator (no dependency).
@@ -313,7 +328,7 @@ fn next_random(state: &mut u64) -> f64 {
 impl Faults {
     /// No faults; random draws seeded from `seed`.
     #[must_use]
-    pub fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         let (drops, _) = broadcast::channel(64);
         Self {
             inner: Arc::new(Mutex::new(Inner::default())),
@@ -377,7 +392,7 @@ impl Faults {
 
     /// Decides what happens to a request described by `record`.
     #[must_use]
-    pub fn intercept(&self, record: &RequestRecord) -> Injection {
+    pub(crate) fn intercept(&self, record: &RequestRecord) -> Injection {
         let mut injection = Injection::default();
         let mut drop = false;
         {
@@ -395,11 +410,15 @@ impl Faults {
                     FaultKind::Latency(d) => injection.latency += *d,
                     FaultKind::DropWatches => drop = true,
                     FaultKind::Error { code, message } if injection.answer.is_none() => {
-                        injection.answer = Some(error_response(*code, message.as_deref(), record));
+                        injection.answer = Some(Answer::Error(injected_error(
+                            *code,
+                            message.as_deref(),
+                            record,
+                        )));
                         injection.serve_first = e.fault.after_serving;
                     }
                     FaultKind::Gone if injection.answer.is_none() => {
-                        injection.answer = Some(gone_watch());
+                        injection.answer = Some(Answer::ExpiredWatch);
                     }
                     // A second answering fault does not fire.
                     FaultKind::Error { .. } | FaultKind::Gone => continue,
@@ -413,12 +432,16 @@ impl Faults {
         injection
     }
 
-    /// Makes a watch `response` of `resource` end when its watches are dropped.
-    #[must_use]
-    pub fn guard_watch(&self, resource: &str, response: Response) -> Response {
+    /// Completes when the open watches of `resource` are dropped (by
+    /// [`Faults::drop_watches`] or a [`Fault::drop_watches`] firing); a
+    /// watch of `resource` ends then.
+    pub(crate) fn watches_dropped(
+        &self,
+        resource: &str,
+    ) -> impl Future<Output = ()> + Send + 'static {
         let mut rx = self.drops.subscribe();
         let resource = resource.to_string();
-        let dropped = async move {
+        async move {
             loop {
                 match rx.recv().await {
                     Ok(None) => return,
@@ -429,36 +452,12 @@ impl Faults {
                     }
                 }
             }
-        };
-        let (parts, body) = response.into_parts();
-        let stream = futures::StreamExt::take_until(body.into_data_stream(), dropped);
-        Response::from_parts(parts, Body::from_stream(stream))
+        }
     }
 }
 
-/// The reason of a `Status` with HTTP `code`, as the real server names it.
-#[must_use]
-pub fn reason_of(code: u16) -> &'static str {
-    match code {
-        400 => "BadRequest",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "NotFound",
-        405 => "MethodNotAllowed",
-        409 => "Conflict",
-        410 => "Expired",
-        415 => "UnsupportedMediaType",
-        422 => "Invalid",
-        429 => "TooManyRequests",
-        500 => "InternalError",
-        503 => "ServiceUnavailable",
-        504 => "Timeout",
-        _ => "Unknown",
-    }
-}
-
-fn error_response(code: u16, message: Option<&str>, r: &RequestRecord) -> Response {
-    let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+/// The error an error fault answers a request described by `r` with.
+fn injected_error(code: u16, message: Option<&str>, r: &RequestRecord) -> ApiError {
     let message = message.map_or_else(
         || {
             format!(
@@ -472,225 +471,14 @@ fn error_response(code: u16, message: Option<&str>, r: &RequestRecord) -> Respon
         },
         String::from,
     );
-    let mut body = json!({
-        "kind": "Status", "apiVersion": "v1", "metadata": {},
-        "status": "Failure", "message": message,
-        "reason": reason_of(status.as_u16()), "code": status.as_u16(),
-        "details": {"kind": r.resource, "name": r.name.clone().unwrap_or_default()},
-    });
-    if !r.group.is_empty() {
-        body["details"]["group"] = json!(r.group);
-    }
-    let mut response = (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-        .into_response();
-    if status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::SERVICE_UNAVAILABLE {
-        body["details"]["retryAfterSeconds"] = json!(1);
-        response = (
-            status,
-            [
-                (header::CONTENT_TYPE, "application/json"),
-                (header::RETRY_AFTER, "1"),
-            ],
-            body.to_string(),
-        )
-            .into_response();
-    }
-    response
-}
-
-fn gone_watch() -> Response {
-    let status = json!({
-        "kind": "Status", "apiVersion": "v1", "metadata": {},
-        "status": "Failure", "message": "too old resource version (injected fault)",
-        "reason": "Expired", "code": 410,
-    });
-    let line = format!("{}\n", json!({"type": "ERROR", "object": status}));
-    (
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, "application/json")],
-        line,
-    )
-        .into_response()
-}
-
-/// A fault as the HTTP API reads and writes it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FaultSpec {
-    /// `error`, `latency`, `dropWatches` or `gone`.
-    pub kind: String,
-    /// The code of an `error`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub code: Option<u16>,
-    /// The message of an `error`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-    /// The delay of a `latency`, in milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latency_ms: Option<u64>,
-    /// [`Fault::verb`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verb: Option<String>,
-    /// [`Fault::resource`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resource: Option<String>,
-    /// [`Fault::namespace`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub namespace: Option<String>,
-    /// [`Fault::name`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// [`Fault::times`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub times: Option<u64>,
-    /// [`Fault::probability`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub probability: Option<f64>,
-    /// [`Fault::seed`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub seed: Option<u64>,
-    /// [`Fault::after_serving`].
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub after_serving: bool,
-}
-
-impl FaultSpec {
-    /// The fault this spec describes.
-    ///
-    /// # Errors
-    /// A message naming the problem (unknown kind, missing code or delay).
-    pub fn to_fault(&self) -> Result<Fault, String> {
-        let mut f = match self.kind.as_str() {
-            "error" => Fault::error(self.code.ok_or("an error fault needs a code")?),
-            "latency" => Fault::latency(Duration::from_millis(
-                self.latency_ms.ok_or("a latency fault needs latencyMs")?,
-            )),
-            "dropWatches" => Fault::drop_watches(),
-            "gone" => Fault::gone(),
-            other => {
-                return Err(format!(
-                    "unknown fault kind {other:?}: expected error, latency, dropWatches or gone"
-                ));
-            }
-        };
-        if let Some(m) = &self.message {
-            f = f.message(m);
-        }
-        f.verb = self.verb.clone().or(f.verb);
-        f.resource.clone_from(&self.resource);
-        f.namespace.clone_from(&self.namespace);
-        f.name.clone_from(&self.name);
-        f.times = self.times;
-        f.probability = self.probability.map(|p| p.clamp(0.0, 1.0));
-        f.seed = self.seed;
-        f.after_serving = self.after_serving;
-        Ok(f)
-    }
-
-    /// The spec of `fault`.
-    #[must_use]
-    pub fn of(fault: &Fault) -> Self {
-        let mut s = Self {
-            verb: fault.verb.clone(),
-            resource: fault.resource.clone(),
-            namespace: fault.namespace.clone(),
-            name: fault.name.clone(),
-            times: fault.times,
-            probability: fault.probability,
-            seed: fault.seed,
-            after_serving: fault.after_serving,
-            ..Self::default()
-        };
-        match &fault.kind {
-            FaultKind::Error { code, message } => {
-                s.kind = "error".into();
-                s.code = Some(*code);
-                s.message.clone_from(message);
-            }
-            FaultKind::Latency(d) => {
-                s.kind = "latency".into();
-                s.latency_ms = Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-            }
-            FaultKind::DropWatches => s.kind = "dropWatches".into(),
-            FaultKind::Gone => s.kind = "gone".into(),
-        }
-        s
-    }
-}
-
-/// Serves the fault API under [`HTTP_PREFIX`].
-pub async fn serve_http(faults: &Faults, request: http::Request<Body>) -> Response {
-    let (parts, body) = request.into_parts();
-    let path = parts.uri.path().trim_end_matches('/');
-    let reply = |code: StatusCode, v: Value| crate::handlers::json(code, &v);
-    let bad = |msg: String| {
-        let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
-            "status": "Failure", "message": msg, "reason": "BadRequest", "code": 400});
-        reply(StatusCode::BAD_REQUEST, status)
-    };
-    let method = parts.method.clone();
-    match (method.as_str(), path) {
-        ("GET", "/testkit/faults") => {
-            let items: Vec<Value> = faults
-                .list()
-                .into_iter()
-                .map(|(id, f, hits)| {
-                    let mut v = serde_json::to_value(FaultSpec::of(&f)).unwrap_or(Value::Null);
-                    v["id"] = json!(id);
-                    v["hits"] = json!(hits);
-                    v
-                })
-                .collect();
-            reply(StatusCode::OK, json!({"items": items}))
-        }
-        ("POST", "/testkit/faults") => {
-            let bytes = match axum::body::to_bytes(body, 1 << 20).await {
-                Ok(b) => b,
-                Err(e) => return bad(format!("reading the body: {e}")),
-            };
-            let spec: FaultSpec = match serde_json::from_slice(&bytes) {
-                Ok(s) => s,
-                Err(e) => return bad(format!("not a fault: {e}")),
-            };
-            match spec.to_fault() {
-                Ok(f) => {
-                    let handle = faults.add(f);
-                    reply(StatusCode::CREATED, json!({"id": handle.id()}))
-                }
-                Err(e) => bad(e),
-            }
-        }
-        ("DELETE", "/testkit/faults") => {
-            faults.clear();
-            reply(StatusCode::OK, json!({}))
-        }
-        ("POST", "/testkit/faults/drop-watches") => {
-            let resource = crate::handlers::objects::query_map(&parts)
-                .get("resource")
-                .cloned();
-            faults.drop_watches(resource.as_deref());
-            reply(StatusCode::OK, json!({}))
-        }
-        ("DELETE", p) => match p
-            .strip_prefix("/testkit/faults/")
-            .and_then(|id| id.parse::<u64>().ok())
-        {
-            Some(id) if faults.remove(id) => reply(StatusCode::OK, json!({"id": id})),
-            _ => reply(
-                StatusCode::NOT_FOUND,
-                json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                       "message": format!("no fault at {p}"), "reason": "NotFound", "code": 404}),
-            ),
-        },
-        _ => reply(
-            StatusCode::NOT_FOUND,
-            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                   "message": format!("nothing served at {method} {path}"), "reason": "NotFound", "code": 404}),
-        ),
+    ApiError::Other {
+        code,
+        message,
+        subject: Some(Subject::new(
+            &r.group,
+            &r.resource,
+            r.name.as_deref().unwrap_or_default(),
+        )),
     }
 }
 
@@ -778,44 +566,30 @@ mod tests {
         let injection = f.intercept(&record("create", "configmaps", None));
         assert!(injection.serve_first);
         assert_eq!(
-            injection.answer.map(|a| a.status()),
-            Some(StatusCode::INTERNAL_SERVER_ERROR)
+            injection.answer,
+            Some(Answer::Error(ApiError::Other {
+                code: 500,
+                message: "injected fault: create configmaps".into(),
+                subject: Some(Subject::new("", "configmaps", "")),
+            }))
         );
-        let spec: FaultSpec = serde_json::from_value(json!({
-            "kind": "error", "code": 504, "verb": "patch", "afterServing": true
-        }))
-        .unwrap();
-        assert_eq!(
-            spec.to_fault().unwrap(),
-            Fault::error(504).verb("patch").after_serving()
-        );
-        assert_eq!(FaultSpec::of(&spec.to_fault().unwrap()), spec);
         let plain = f.intercept(&record("update", "configmaps", None));
         assert!(!plain.serve_first && plain.answer.is_none());
     }
 
-    #[test]
-    fn specs_round_trip() {
-        let spec: FaultSpec = serde_json::from_value(json!({
-            "kind": "error", "code": 503, "verb": "list", "resource": "configmaps", "times": 2
-        }))
-        .unwrap();
-        let fault = spec.to_fault().unwrap();
-        assert_eq!(
-            fault,
-            Fault::error(503)
-                .verb("list")
-                .resource("configmaps")
-                .times(2)
-        );
-        assert_eq!(FaultSpec::of(&fault), spec);
+    #[tokio::test]
+    async fn dropping_watches_ends_those_of_the_resource() {
+        let f = Faults::new(1);
+        let widgets = f.watches_dropped("widgets");
+        let pods = f.watches_dropped("pods");
+        f.drop_watches(Some("widgets"));
+        widgets.await;
+        let everything = f.watches_dropped("pods");
         assert!(
-            FaultSpec {
-                kind: "boom".into(),
-                ..FaultSpec::default()
-            }
-            .to_fault()
-            .is_err()
+            futures::FutureExt::now_or_never(pods).is_none(),
+            "another resource's watches stay"
         );
+        f.drop_watches(None);
+        everything.await;
     }
 }

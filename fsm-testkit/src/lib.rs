@@ -25,7 +25,7 @@
 //! built-in kinds, with their descriptions). Discovery is served aggregated
 //! (`apidiscovery.k8s.io/v2`) to clients that ask for it and in the legacy
 //! form to others. OpenAPI v3 (`/openapi/v3`) and v2 (`/openapi/v2`, JSON)
-//! carry the kinds' schemas ([`openapi`]) and declare `fieldValidation`, so
+//! carry the kinds' schemas and declare `fieldValidation`, so
 //! `apply` validates through the server: unknown fields are refused under
 //! `--validate=strict`/`true` as on a real server (`Warn`, the default for
 //! other clients, sends `Warning` headers; either way they are dropped).
@@ -35,16 +35,16 @@
 //! - Bodies are JSON only: `kubectl create configmap …` and other
 //!   generator subcommands send protobuf and get `415`; use `-f` files.
 //! - Patches: merge, JSON (with `test`), strategic merge (built-in kinds;
-//!   the lists merged by key are listed in [`patch::strategic`]) and
+//!   with the real server's merge keys for the lists of built-in kinds) and
 //!   server-side apply with `managedFields` and conflicts; apply
 //!   configurations must be JSON (as kube and kubectl send them), and
 //!   custom resources' lists merge by key under apply only when their CRD
-//!   says `x-kubernetes-list-type: map` (see [`patch::apply`]).
+//!   says `x-kubernetes-list-type: map`.
 //! - Custom resources are pruned and validated by their CRD's structural
-//!   schema ([`schema`]: types, `enum`, `required`, bounds; not `pattern`,
+//!   schema (types, `enum`, `required`, bounds; not `pattern`,
 //!   `format`, CEL or defaults). `fieldValidation` checks the body of a
 //!   create, update, merge or strategic merge patch against the kind's
-//!   published schema (see [`openapi::unknown_fields`]); JSON patches and
+//!   published schema; JSON patches and
 //!   apply patches are not checked. No conversion between versions, no
 //!   authentication.
 //! - Controllers: the namespace controller (a deleted namespace is
@@ -55,19 +55,35 @@
 //!   `Background`, `Foreground`, `Orphan`, from a `DeleteOptions` body or
 //!   query parameters; it runs within the request that removes an owner,
 //!   and sweeps dangling owner references shortly after a write).
-//! - Built-in kinds are decoded against their k8s-openapi types
-//!   ([`typed`]): a wrong JSON type is 400, unknown fields are dropped. Workload controllers only when asked
+//! - Built-in kinds are decoded against their k8s-openapi types: a wrong
+//!   JSON type is 400, unknown fields are dropped. Workload controllers only when asked
 //!   ([`ApiServer::simulate`], see [`simulation`]).
 //! - Faults (errors, latency, dropped watches, `410 Gone`) can be injected
 //!   at run time with [`ApiServer::faults`], or over HTTP under
 //!   `/testkit/faults` (see [`faults`]).
 //! - Pods are deleted without a grace period (no kubelet).
 //! - Core `v1` and `events.k8s.io/v1` Events are one storage, each API
-//!   with its field names (see [`events`]), so `kubectl describe` lists
+//!   with its field names, so `kubectl describe` lists
 //!   the events kube's `Recorder` writes.
 //! - RBAC kinds (`rbac.authorization.k8s.io/v1`) and ServiceAccounts are
-//!   stored, validated and served, not enforced: every request is allowed
-//!   (see [`rbac`]).
+//!   stored, validated and served, not enforced: every request is allowed.
+//!
+//! # Public API
+//!
+//! - [`ApiServer`] (with [`ServerConfig`]), and [`HttpServer`] /
+//!   [`ServeError`] for serving it over HTTP;
+//! - [`RequestLog`] and its [`RequestRecord`]s: what clients asked;
+//! - [`ApiError`] (with [`Cause`] and [`Subject`]): a failed request as the
+//!   server answers it, which the [`cluster`] returns;
+//! - [`TestCluster`]: the same tests against this server or a real one
+//!   (named by [`REAL_APISERVER_ENV`]);
+//! - modules for what has more to it: [`faults`] (fault injection),
+//!   [`simulation`] (workload controllers), [`debug`] (the request log over
+//!   HTTP), [`protobuf`] (the Kubernetes protobuf codec, for clients that
+//!   speak it), [`cluster`] (the stored objects, for tests that act without
+//!   a request, see [`ApiServer::cluster`]).
+//!
+//! Everything else is internal.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), kube::Error> {
@@ -82,36 +98,84 @@
 //! # Ok(()) }
 //! ```
 
-pub mod cluster;
-pub mod crd;
-pub mod debug;
-pub mod discovery;
-pub mod events;
-pub mod faults;
-pub mod formats;
-pub mod handlers;
-pub mod kinds;
-pub mod kubeconfig;
-pub mod limits;
-pub mod log;
-pub mod openapi;
-pub mod patch;
-pub mod protobuf;
-pub mod rbac;
-pub mod resources;
-pub mod schema;
-pub mod selectors;
-pub mod server;
-pub mod simulation;
-pub mod status;
-pub mod store;
-pub mod table;
-pub mod test_cluster;
-pub mod typed;
-pub mod validation;
-pub mod watch;
+// Module map, from the bottom up: a module uses only modules listed
+// before it (the `module_graph` test fails on a cycle).
+//
+// 1. Leaves: `status` (errors as `Status` documents, built in one place),
+//    `log` (the request log), `time`, `base64`, `formats`, `kubeconfig`.
+// 2. `faults`: the fault model, what to inject into which requests
+//    (→ log, status). `resources`: the kinds served and their registry.
+//    `patch`: the patch types (→ status). `protobuf`: the codec (→ base64).
+// 3. The kinds' rules, each over `resources`: `store`, `validation`,
+//    `crd`, `typed`, `limits`, `discovery`, `events` (→ validation),
+//    `rbac` (→ validation), `openapi` and `schema` (→ store), `kinds`
+//    (→ rbac), `selectors` (→ events), `table` (→ events).
+// 4. `cluster`: the verbs on the store, the namespace and CRD
+//    controllers, garbage collection (→ the kinds' rules).
+// 5. `watch` (→ cluster, selectors, table); `state`: what every request
+//    shares (→ cluster, faults, log).
+// 6. `handlers`: HTTP, the API's request pipeline and the fault API
+//    (→ state, watch, …); `simulation`: the workload controllers
+//    (→ state, cluster).
+// 7. `server`: `ApiServer` (→ handlers, simulation, state).
+// 8. `debug` and `test_cluster` (→ server).
+//
+// The crate root only declares the modules and re-exports the public API.
 
+mod base64;
+pub mod cluster;
+mod crd;
+pub mod debug;
+mod discovery;
+mod events;
+pub mod faults;
+mod formats;
+mod handlers;
+mod kinds;
+mod kubeconfig;
+mod limits;
+mod log;
+mod openapi;
+mod patch;
+pub mod protobuf;
+mod rbac;
+mod resources;
+mod schema;
+mod selectors;
+mod server;
+pub mod simulation;
+mod state;
+mod status;
+mod store;
+mod table;
+mod test_cluster;
+mod time;
+mod typed;
+mod validation;
+mod watch;
+
+#[cfg(test)]
+mod module_graph;
+
+pub use discovery::KUBERNETES_MINOR;
 pub use log::{RequestLog, RequestRecord};
-pub use server::{ApiServer, HttpServer, ServeError, ServerConfig};
-pub use status::ApiError;
+pub use server::{ApiServer, HttpServer, ServeError};
+pub use state::ServerConfig;
+pub use status::{ApiError, Cause, Subject};
 pub use test_cluster::{Backend, ClusterError, REAL_APISERVER_ENV, TestCluster};
+
+/// Internals that the crate's integration tests, the workspace's benchmark
+/// driver and the conformance suite reach for (parsers fuzzed on their own,
+/// the watch machinery, how a request is described). Not a stable API.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::base64::encode as base64;
+    pub use crate::handlers::{describe, route};
+    pub use crate::selectors::{FieldSelector, LabelRequirement, LabelSelector};
+    pub use crate::watch::{Watch, WatchRequest};
+
+    /// The patch types and their parsers.
+    pub mod patch {
+        pub use crate::patch::{PatchType, apply_patch, json, merge, strategic};
+    }
+}

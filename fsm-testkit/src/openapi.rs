@@ -23,7 +23,7 @@
 //!   validating against the schema client-side.
 //!
 //! The same schemas say which fields of a request body are unknown
-//! ([`unknown_fields`]): the handlers refuse them under `fieldValidation=Strict`
+//! ([`drop_unknown_fields`]): the handlers refuse them under `fieldValidation=Strict`
 //! (`400`, "strict decoding error: unknown field …"), and otherwise drop them
 //! (the real server's decoding into its types drops them), with a `Warning`
 //! header under `Warn`, the default.
@@ -663,20 +663,14 @@ pub fn accepts_json(accept: &str) -> bool {
         })
 }
 
-/// The unknown fields of `object`, a `def` object as a client sent it,
-/// by the schema the server publishes for its kind (what a request with
-/// `fieldValidation` `Strict` is refused for and `Warn` warns about), as
-/// the real server names them: `spec.bogus`, `spec.containers[0].x`.
-/// Nothing is unknown under `x-kubernetes-preserve-unknown-fields`, a map
-/// (`additionalProperties`) or an object schema without properties.
-#[must_use]
-pub fn unknown_fields(store: &Store, def: &ResourceDef, object: &Value) -> Vec<String> {
-    let mut copy = object.clone();
-    drop_unknown_fields(store, def, &mut copy)
-}
-
-/// Drops the [`unknown_fields`] of `object`, as the real server's decoding
-/// into its types drops them, and returns their paths.
+/// Drops the unknown fields of `object`, a `def` object as a client sent
+/// it, as the real server's decoding into its types drops them, and
+/// returns their paths. They are unknown by the schema the server publishes
+/// for the kind (what a request with `fieldValidation` `Strict` is refused
+/// for and `Warn` warns about), named as the real server names them:
+/// `spec.bogus`, `spec.containers[0].x`. Nothing is unknown under
+/// `x-kubernetes-preserve-unknown-fields`, a map (`additionalProperties`)
+/// or an object schema without properties.
 pub fn drop_unknown_fields(store: &Store, def: &ResourceDef, object: &mut Value) -> Vec<String> {
     drop_unknown(store, def, object, false)
 }
@@ -816,6 +810,12 @@ fn walk_unknown<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The unknown fields of `object`, which is left as it is.
+    fn unknown_fields(store: &Store, def: &ResourceDef, object: &Value) -> Vec<String> {
+        let mut copy = object.clone();
+        drop_unknown_fields(store, def, &mut copy)
+    }
 
     #[test]
     fn patch_operations_declare_field_validation() {

@@ -93,6 +93,42 @@ pub struct ResourceDef {
     pub stored_with: Option<GroupResource>,
 }
 
+/// The field selectors of `events.k8s.io/v1` Events and the core fields
+/// they select on (the real server's field label conversion).
+pub const EVENTS_FIELD_LABELS: [(&str, &str); 12] = [
+    ("metadata.name", "metadata.name"),
+    ("metadata.namespace", "metadata.namespace"),
+    ("reason", "reason"),
+    ("type", "type"),
+    ("reportingController", "reportingComponent"),
+    ("regarding.kind", "involvedObject.kind"),
+    ("regarding.namespace", "involvedObject.namespace"),
+    ("regarding.name", "involvedObject.name"),
+    ("regarding.uid", "involvedObject.uid"),
+    ("regarding.apiVersion", "involvedObject.apiVersion"),
+    (
+        "regarding.resourceVersion",
+        "involvedObject.resourceVersion",
+    ),
+    ("regarding.fieldPath", "involvedObject.fieldPath"),
+];
+
+/// The field selectors of core `v1` Events (besides `metadata.name` and
+/// `metadata.namespace`).
+pub const CORE_FIELD_LABELS: [&str; 11] = [
+    "involvedObject.kind",
+    "involvedObject.namespace",
+    "involvedObject.name",
+    "involvedObject.uid",
+    "involvedObject.apiVersion",
+    "involvedObject.resourceVersion",
+    "involvedObject.fieldPath",
+    "reason",
+    "reportingComponent",
+    "source",
+    "type",
+];
+
 /// The `storageVersionHash` of discovery: the first 8 bytes of the SHA-256
 /// of `group/version/kind` of the storage version, base64-encoded.
 #[must_use]
@@ -101,7 +137,7 @@ pub fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
         &ring::digest::SHA256,
         format!("{group}/{version}/{kind}").as_bytes(),
     );
-    crate::kinds::base64(digest.as_ref().get(..8).unwrap_or_default())
+    crate::base64::encode(digest.as_ref().get(..8).unwrap_or_default())
 }
 
 impl ResourceDef {
@@ -291,11 +327,11 @@ pub fn builtins() -> Vec<ResourceDef> {
             .column("Readiness Gates", "readinessGates", ""),
         d("", "v1", "Event", "events", true)
             .short(&["ev"])
-            .fields(&crate::events::CORE_FIELD_LABELS),
+            .fields(&CORE_FIELD_LABELS),
         d("events.k8s.io", "v1", "Event", "events", true)
             .stored_as("", "v1")
             .short(&["ev"])
-            .fields(&crate::events::EVENTS_FIELD_LABELS.map(|(label, _)| label)),
+            .fields(&EVENTS_FIELD_LABELS.map(|(label, _)| label)),
         d("apps", "v1", "Deployment", "deployments", true)
             .with_status()
             .with_generation()

@@ -1,74 +1,19 @@
-//! The server: shared state, the in-process `kube::Client`, and serving
-//! over HTTP on loopback with a kubeconfig.
+//! The server: the handle tests hold, the in-process `kube::Client`, and
+//! serving over HTTP on loopback with a kubeconfig.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::sync::{Arc, MutexGuard};
 
 use tokio::task::JoinHandle;
 
 use crate::cluster::Cluster;
+use crate::faults::Faults;
 use crate::handlers;
 use crate::kubeconfig;
 use crate::log::RequestLog;
-
-/// Settings of an [`ApiServer`].
-#[derive(Debug, Clone)]
-pub struct ServerConfig {
-    /// How many changes the watch history keeps; a watch from an older
-    /// `resourceVersion` gets `410 Expired`.
-    pub history_limit: usize,
-    /// How many events a watcher may fall behind before its watch is closed.
-    pub watch_buffer: usize,
-    /// How often watches that allow bookmarks get one.
-    pub bookmark_interval: Duration,
-    /// How long a watch without `timeoutSeconds` lasts.
-    pub default_watch_timeout: Duration,
-    /// How many request records the log keeps (counts cover all requests).
-    pub request_log_size: usize,
-    /// Seed of uids and generated names (fixed seeds give reproducible names).
-    pub seed: u64,
-    /// How long after a namespace is deleted the namespace controller
-    /// empties and removes it (meanwhile it is `Terminating` and refuses new
-    /// content, as on a real cluster).
-    pub namespace_controller_delay: Duration,
-}
-
-impl Default for ServerConfig {
-    fn default() -> Self {
-        Self {
-            history_limit: 10_000,
-            watch_buffer: 16_384,
-            bookmark_interval: Duration::from_secs(10),
-            default_watch_timeout: Duration::from_secs(1800),
-            request_log_size: 10_000,
-            seed: jiff::Timestamp::now().as_nanosecond().unsigned_abs() as u64,
-            namespace_controller_delay: Duration::from_millis(500),
-        }
-    }
-}
-
-/// The state every request shares.
-#[derive(Debug)]
-pub struct Shared {
-    cluster: Mutex<Cluster>,
-    /// The request log.
-    pub log: RequestLog,
-    /// The settings.
-    pub config: ServerConfig,
-    /// Injected faults.
-    pub faults: crate::faults::Faults,
-}
-
-impl Shared {
-    /// The cluster, locked. Verbs are synchronous, so the lock is never held
-    /// across an await.
-    pub fn cluster(&self) -> MutexGuard<'_, Cluster> {
-        // Library code does not panic under this lock; recover if a test did.
-        self.cluster.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
+use crate::simulation::{self, Simulation, SimulationConfig};
+use crate::state::{ServerConfig, Shared};
 
 /// An in-memory Kubernetes API server.
 ///
@@ -124,14 +69,8 @@ impl ApiServer {
     /// A server with `config`.
     #[must_use]
     pub fn with_config(config: ServerConfig) -> Self {
-        let cluster = Cluster::new(config.history_limit, config.watch_buffer, config.seed);
         Self {
-            shared: Arc::new(Shared {
-                cluster: Mutex::new(cluster),
-                log: RequestLog::new(config.request_log_size),
-                faults: crate::faults::Faults::new(config.seed),
-                config,
-            }),
+            shared: Arc::new(Shared::new(config)),
         }
     }
 
@@ -164,7 +103,7 @@ impl ApiServer {
     /// The injected faults: add, remove, drop watches (see
     /// [`faults`](crate::faults)).
     #[must_use]
-    pub fn faults(&self) -> &crate::faults::Faults {
+    pub fn faults(&self) -> &Faults {
         &self.shared.faults
     }
 
@@ -176,11 +115,8 @@ impl ApiServer {
     ///
     /// # Panics
     /// Outside a Tokio runtime (it spawns a task).
-    pub fn simulate(
-        &self,
-        config: crate::simulation::SimulationConfig,
-    ) -> crate::simulation::Simulation {
-        crate::simulation::start(&self.shared, config)
+    pub fn simulate(&self, config: SimulationConfig) -> Simulation {
+        simulation::start(&self.shared, config)
     }
 
     /// The newest `resourceVersion`.

@@ -63,9 +63,10 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::task::JoinHandle;
 
-use crate::cluster::{Part, timestamp};
+use crate::cluster::Part;
 use crate::resources::GroupResource;
-use crate::server::Shared;
+use crate::state::Shared;
+use crate::time::timestamp;
 
 /// The label that decides a Job's outcome: `succeed`, `fail` or `hang`.
 pub const OUTCOME_LABEL: &str = "fsm-testkit.io/job-outcome";

@@ -134,11 +134,11 @@ pub enum ApiError {
     #[error("Internal error occurred: {0}")]
     Internal(String),
     /// 413 (reason `RequestEntityTooLarge`): the request body is over the
-    /// limit (see [`crate::limits`]).
+    /// size the server reads.
     #[error("{0}")]
     RequestEntityTooLarge(String),
     /// 500 with no reason, as the real server passes on a storage error
-    /// (etcd refusing an object too large; see [`crate::limits`]).
+    /// (etcd refusing an object too large).
     #[error("{0}")]
     Storage(String),
     /// 504 (reason `Timeout`): a read at a `resourceVersion` (requested,
@@ -157,6 +157,19 @@ pub enum ApiError {
     /// `ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: …`.
     #[error("{}.meta.k8s.io \"\" is invalid: {}", .0, causes_text(.1))]
     InvalidOptions(&'static str, Vec<Cause>),
+    /// Any HTTP `code` with its own `message`, the reason being the code's
+    /// (`ServiceUnavailable` for 503, …; a code that is not one is 500), as
+    /// faults injected by tests answer. 429 and 503 tell the client to
+    /// retry after a second (`Retry-After`, `details.retryAfterSeconds`).
+    #[error("{message}")]
+    Other {
+        /// The HTTP code (and `Status.code`).
+        code: u16,
+        /// The `Status.message`.
+        message: String,
+        /// What the request was about (`details`), if anything.
+        subject: Option<Subject>,
+    },
 }
 
 fn causes_text(causes: &[Cause]) -> String {
@@ -195,6 +208,9 @@ impl ApiError {
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Internal(_) | Self::Storage(_) => StatusCode::INTERNAL_SERVER_ERROR,
             Self::RequestEntityTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::Other { code, .. } => {
+                StatusCode::from_u16(*code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+            }
         }
     }
 
@@ -216,6 +232,19 @@ impl ApiError {
             Self::Internal(_) => "InternalError",
             Self::RequestEntityTooLarge(_) => "RequestEntityTooLarge",
             Self::Storage(_) => "",
+            Self::Other { .. } => reason_of(self.code()),
+        }
+    }
+
+    /// Whether the client is told to retry after a second (`Retry-After`).
+    fn retry_after(&self) -> bool {
+        match self {
+            Self::ResourceVersionTooLarge(..) => true,
+            Self::Other { .. } => matches!(
+                self.code(),
+                StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE
+            ),
+            _ => false,
         }
     }
 
@@ -268,6 +297,13 @@ impl ApiError {
                 "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
                 "retryAfterSeconds": 1,
             })),
+            Self::Other { subject, .. } => {
+                let mut d = subject.as_ref().map(subject_details);
+                if self.retry_after() {
+                    d.get_or_insert_with(|| json!({}))["retryAfterSeconds"] = json!(1);
+                }
+                d
+            }
             _ => None,
         };
         if let Self::ContinueExpired(token) = self {
@@ -295,6 +331,27 @@ pub fn deleted(group: &str, resource: &str, name: &str, uid: &str) -> Value {
     })
 }
 
+/// The reason the real server gives a `Status` with HTTP `code`.
+fn reason_of(code: StatusCode) -> &'static str {
+    match code.as_u16() {
+        400 => "BadRequest",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "NotFound",
+        405 => "MethodNotAllowed",
+        406 => "NotAcceptable",
+        409 => "Conflict",
+        410 => "Expired",
+        415 => "UnsupportedMediaType",
+        422 => "Invalid",
+        429 => "TooManyRequests",
+        500 => "InternalError",
+        503 => "ServiceUnavailable",
+        504 => "Timeout",
+        _ => "Unknown",
+    }
+}
+
 fn subject_details(s: &Subject) -> Value {
     // Empty fields are left out, as Go's `omitempty` does.
     let mut d = json!({});
@@ -319,7 +376,7 @@ impl IntoResponse for ApiError {
             body,
         )
             .into_response();
-        if let Self::ResourceVersionTooLarge(..) = self {
+        if self.retry_after() {
             // As the real server: clients (client-go, kube's retry policy)
             // wait this long and ask again.
             response
@@ -382,5 +439,44 @@ mod tests {
         assert_eq!(s["code"], 410);
         assert_eq!(s["reason"], "Expired");
         assert!(s.get("details").is_none());
+    }
+
+    #[test]
+    fn other_codes_take_their_reason_and_503_asks_to_retry() {
+        let e = ApiError::Other {
+            code: 503,
+            message: "injected".into(),
+            subject: Some(Subject::new("apps", "deployments", "")),
+        };
+        let s = e.to_status();
+        assert_eq!(
+            (&s["code"], &s["reason"], &s["message"]),
+            (
+                &json!(503),
+                &json!("ServiceUnavailable"),
+                &json!("injected")
+            )
+        );
+        assert_eq!(
+            s["details"],
+            json!({"group": "apps", "kind": "deployments", "retryAfterSeconds": 1})
+        );
+        let response = e.into_response();
+        assert_eq!(response.headers()[header::RETRY_AFTER], "1");
+
+        let odd = ApiError::Other {
+            code: 42,
+            message: "odd".into(),
+            subject: None,
+        };
+        assert_eq!(odd.code(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(odd.to_status()["reason"], "InternalError");
+        assert!(odd.to_status().get("details").is_none());
+        assert!(
+            odd.into_response()
+                .headers()
+                .get(header::RETRY_AFTER)
+                .is_none()
+        );
     }
 }

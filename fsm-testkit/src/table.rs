@@ -7,6 +7,7 @@
 use serde_json::{Value, json};
 
 use crate::resources::{PrinterColumn, ResourceDef};
+use crate::time::age;
 
 /// What each row carries in `object` (the `includeObject` parameter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -512,21 +513,6 @@ pub fn count(object: &Value, paths: &str) -> usize {
         .sum()
 }
 
-/// A Kubernetes-style short age (`45s`, `5m`, `3h`, `2d`) of an RFC 3339 time.
-#[must_use]
-pub fn age(created: &str, now: jiff::Timestamp) -> String {
-    let Ok(t) = created.parse::<jiff::Timestamp>() else {
-        return "<unknown>".into();
-    };
-    let secs = (now.as_second() - t.as_second()).max(0);
-    match secs {
-        s if s < 120 => format!("{s}s"),
-        s if s < 3600 * 3 => format!("{}m", s / 60),
-        s if s < 86400 * 2 => format!("{}h", s / 3600),
-        s => format!("{}d", s / 86400),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -586,7 +572,7 @@ mod tests {
         let def = r.get("apps", "v1", "deployments").unwrap();
         let now = jiff::Timestamp::from_second(1_000_000).unwrap();
         let created =
-            crate::cluster::timestamp(jiff::Timestamp::from_second(1_000_000 - 300).unwrap());
+            crate::time::timestamp(jiff::Timestamp::from_second(1_000_000 - 300).unwrap());
         let o = json!({"metadata": {"name": "web", "creationTimestamp": created},
                        "spec": {"replicas": 3}, "status": {"readyReplicas": 1}});
         let t = render(&def, &[o], Some("9"), IncludeObject::Metadata, now);
@@ -623,7 +609,7 @@ mod tests {
         let r = Registry::with_builtins();
         let def = r.get("", "v1", "services").unwrap();
         let now = jiff::Timestamp::from_second(1_000_000).unwrap();
-        let created = crate::cluster::timestamp(now);
+        let created = crate::time::timestamp(now);
         let o = json!({"metadata": {"name": "n", "creationTimestamp": created},
             "spec": {"type": "NodePort", "clusterIP": "10.0.0.1", "externalIPs": ["1.2.3.4"],
                      "ports": [{"port": 80, "nodePort": 30080, "protocol": "TCP"}, {"port": 53, "protocol": "UDP"}]}});
@@ -663,7 +649,7 @@ mod tests {
         let r = Registry::with_builtins();
         let def = r.get("", "v1", "pods").unwrap();
         let now = jiff::Timestamp::from_second(1_000_000).unwrap();
-        let created = crate::cluster::timestamp(now);
+        let created = crate::time::timestamp(now);
         let fresh = json!({"metadata": {"name": "p", "creationTimestamp": created},
             "spec": {"containers": [{"name": "c"}, {"name": "d"}]}, "status": {"phase": "Pending"}});
         let running = json!({"metadata": {"name": "q", "creationTimestamp": created},

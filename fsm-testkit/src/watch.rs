@@ -90,12 +90,11 @@ impl Watch {
                     }
                 }
                 Err(too_old) => {
-                    let status = ApiError::Gone(format!(
+                    let gone = ApiError::Gone(format!(
                         "too old resource version: {} ({})",
                         too_old.requested, too_old.oldest
-                    ))
-                    .to_status();
-                    w.pending.push_back(line("ERROR", status));
+                    ));
+                    w.pending.push_back(error_event(&gone));
                     w.closed = true;
                 }
             },
@@ -258,6 +257,11 @@ fn encoded_line(kind: &str, object: &[u8]) -> Bytes {
     out.extend_from_slice(object);
     out.extend_from_slice(b"}\n");
     Bytes::from(out)
+}
+
+/// The `ERROR` event that ends a watch with `error` (its `Status`).
+pub fn error_event(error: &ApiError) -> Bytes {
+    line("ERROR", error.to_status())
 }
 
 fn line(kind: &str, object: Value) -> Bytes {

@@ -23,8 +23,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
-use fsm_testkit::patch::{self, PatchType, json as json_patch, strategic};
-use fsm_testkit::selectors::{FieldSelector, LabelRequirement, LabelSelector};
+use fsm_testkit::internals::patch::{self, PatchType, json as json_patch, strategic};
+use fsm_testkit::internals::{FieldSelector, LabelRequirement, LabelSelector};
 
 // ---------------------------------------------------------------- strategies
 

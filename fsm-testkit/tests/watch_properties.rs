@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use fsm_testkit::cluster::{Cluster, DeleteOptions, ListQuery, Part, PatchOptions};
-use fsm_testkit::selectors::{FieldSelector, LabelSelector};
-use fsm_testkit::watch::{Watch, WatchRequest};
+use fsm_testkit::internals::patch::PatchType;
+use fsm_testkit::internals::{FieldSelector, LabelSelector, Watch, WatchRequest};
 use futures::StreamExt;
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -67,7 +67,7 @@ fn apply(c: &mut Cluster, op: &Op) {
                 &def,
                 "default",
                 &name(n),
-                fsm_testkit::patch::PatchType::Merge,
+                PatchType::Merge,
                 json!({"metadata": {"labels": labels(*l)}})
                     .to_string()
                     .as_bytes(),
@@ -85,7 +85,7 @@ fn apply(c: &mut Cluster, op: &Op) {
                 &def,
                 "default",
                 &name(n),
-                fsm_testkit::patch::PatchType::Merge,
+                PatchType::Merge,
                 br#"{"metadata": {"finalizers": ["f"]}}"#,
                 Part::Main,
                 &PatchOptions::default(),
@@ -98,7 +98,7 @@ fn apply(c: &mut Cluster, op: &Op) {
                 &def,
                 "default",
                 &name(n),
-                fsm_testkit::patch::PatchType::Merge,
+                PatchType::Merge,
                 br#"{"metadata": {"finalizers": null}}"#,
                 Part::Main,
                 &PatchOptions::default(),

@@ -1,7 +1,7 @@
 //! Which API server a test talks to: the embedded one, always; a real
 //! kube-apiserver too when [`REAL_APISERVER_ENV`] names its kubeconfig.
 //!
-//! The switch lives in `fsm_testkit::test_cluster`, so that fsm-kube's and
+//! The switch lives in `fsm_testkit::TestCluster`, so that fsm-kube's and
 //! the examples' integration tests use it too; it is re-exported here for
 //! the conformance suite.
 //!
@@ -16,4 +16,4 @@
 //! # let _ = client; Ok(()) }
 //! ```
 
-pub use fsm_testkit::test_cluster::{Backend, ClusterError, REAL_APISERVER_ENV, TestCluster};
+pub use fsm_testkit::{Backend, ClusterError, REAL_APISERVER_ENV, TestCluster};

@@ -1,17 +1,15 @@
 //! The second half of a reconcile's decision: given the record and what
-//! happened (a handler's outcome, a timeout, a compensation's result), the
-//! new record, whether to commit it, and when to look again. Pure: no I/O,
-//! time and randomness come in as arguments.
+//! happened (a handler's outcome, a timeout, a spec change), the new record
+//! and what happens next ([`Then`]). Pure: no I/O, time and randomness
+//! come in as arguments. Unwinding's decisions are in [`super::unwind`].
 
 use std::time::Duration;
 
 use crate::clock::{add, until};
+use crate::engine::describe::humanize;
 use crate::engine::{Effect, Observed};
-use crate::record::{HistoryEntry, MAX_TRAIL, StateRecord, StepFailure, TrailEntry, Unwind};
-use crate::{
-    ErrorClass, Fsm, Machine, OnDelete, RandomSource, RetryPolicy, SpecChange, StateMeta,
-    Timestamp, Transition,
-};
+use crate::record::{HistoryEntry, MAX_TRAIL, StateRecord, TrailEntry, Unwind};
+use crate::{ErrorClass, Fsm, Machine, RandomSource, SpecChange, StateMeta, Timestamp, Transition};
 
 /// What came of running a state's handler.
 #[derive(Clone, Debug, PartialEq)]
@@ -29,37 +27,95 @@ pub enum Outcome<S> {
     AttemptTimedOut(Duration),
 }
 
-/// What came of running a compensation or cleanup function.
-#[derive(Clone, Debug, PartialEq)]
-pub enum StepResult {
-    /// It succeeded.
-    Done,
-    /// It failed.
-    Error {
-        /// The error, displayed.
-        message: String,
-        /// How to treat it.
-        class: ErrorClass,
+/// What happens after a decision, as one value (kube's `Action` is the
+/// model): the reconcile goes on deciding, commits, leaves the record as it
+/// is, or releases the object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Then {
+    /// Go on deciding in this reconcile with the changed record: bookkeeping
+    /// that is not a step of its own (the machine started, deletion began,
+    /// the spec changed under `continue`). The change is committed with the
+    /// reconcile's next write.
+    Proceed,
+    /// Commit the changed record, then reconcile again after `requeue`.
+    Commit {
+        /// `Some(ZERO)` at once, `None` not until the object changes.
+        requeue: Option<Duration>,
     },
+    /// The record did not change: commit nothing for this decision, and
+    /// reconcile again after `requeue`.
+    Unchanged {
+        /// `Some(ZERO)` at once, `None` not until the object changes.
+        requeue: Option<Duration>,
+    },
+    /// Deletion is complete: the record goes, and the finalizer may too.
+    Release,
 }
 
-/// The decision of one step: the record to keep, and what follows.
+impl Then {
+    /// When to reconcile again: `Some(ZERO)` at once, `None` not until the
+    /// object changes.
+    pub fn requeue(self) -> Option<Duration> {
+        match self {
+            Then::Proceed => Some(Duration::ZERO),
+            Then::Commit { requeue } | Then::Unchanged { requeue } => requeue,
+            Then::Release => None,
+        }
+    }
+}
+
+/// The decision of one step: the record to keep, what happened, and what
+/// happens next.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Decision {
     /// The record after the step.
     pub record: StateRecord,
-    /// Whether the record changed and must be committed.
-    pub commit: bool,
-    /// Whether the reconcile goes on deciding with the new record before
-    /// committing (for bookkeeping that is not a step of its own).
-    pub proceed: bool,
-    /// When to reconcile again: `Some(ZERO)` at once, `None` not until the
-    /// object changes.
-    pub requeue: Option<Duration>,
-    /// Whether deletion is complete (the record may go, the finalizer too).
-    pub release: bool,
+    /// What happens next.
+    pub then: Then,
     /// What happened, for events, metrics and logs.
     pub effects: Vec<Effect>,
+}
+
+impl Decision {
+    /// Go on deciding with the changed `record` in this reconcile.
+    #[must_use]
+    pub fn proceed(record: StateRecord, effects: Vec<Effect>) -> Self {
+        Decision {
+            record,
+            then: Then::Proceed,
+            effects,
+        }
+    }
+
+    /// Commit the changed `record`, then reconcile again after `requeue`.
+    #[must_use]
+    pub fn commit(record: StateRecord, requeue: Option<Duration>, effects: Vec<Effect>) -> Self {
+        Decision {
+            record,
+            then: Then::Commit { requeue },
+            effects,
+        }
+    }
+
+    /// Keep `record` as it is, and reconcile again after `requeue`.
+    #[must_use]
+    pub fn unchanged(record: StateRecord, requeue: Option<Duration>, effects: Vec<Effect>) -> Self {
+        Decision {
+            record,
+            then: Then::Unchanged { requeue },
+            effects,
+        }
+    }
+
+    /// Deletion is complete: delete the record, release the object.
+    #[must_use]
+    pub fn release(record: StateRecord, effects: Vec<Effect>) -> Self {
+        Decision {
+            record,
+            then: Then::Release,
+            effects,
+        }
+    }
 }
 
 /// Why a decision could not be made. Both are bugs of a hand-written
@@ -90,7 +146,7 @@ pub struct Decider<'a> {
 }
 
 impl Decider<'_> {
-    fn meta(&self, state: &str) -> Option<&'static StateMeta> {
+    pub(super) fn meta(&self, state: &str) -> Option<&'static StateMeta> {
         self.machine.state(state)
     }
 
@@ -99,22 +155,6 @@ impl Decider<'_> {
             .default_failed()
             .map(StateMeta::name)
             .ok_or_else(|| DecideError::MissingUnitState("<default failed state>".to_owned()))
-    }
-
-    fn decision(
-        &self,
-        record: StateRecord,
-        requeue: Option<Duration>,
-        effects: Vec<Effect>,
-    ) -> Decision {
-        Decision {
-            record,
-            commit: true,
-            proceed: false,
-            requeue,
-            release: false,
-            effects,
-        }
     }
 
     /// Caps `requeue` so that the reconcile after it comes no later than the
@@ -133,7 +173,7 @@ impl Decider<'_> {
 
     /// Moves `record` into `to`: entry time now, attempts reset, history and
     /// compensation trail updated.
-    fn enter(
+    pub(super) fn enter(
         &self,
         record: &mut StateRecord,
         to: &str,
@@ -194,7 +234,9 @@ impl Decider<'_> {
 
     /// The initial state as the machine builds it ([`Fsm::initial_state`]):
     /// its name and starting data.
-    fn initial<S: Fsm>(&self) -> Result<(S, &'static str, Option<serde_json::Value>), DecideError> {
+    pub(super) fn initial<S: Fsm>(
+        &self,
+    ) -> Result<(S, &'static str, Option<serde_json::Value>), DecideError> {
         let initial = S::initial_state().ok_or_else(|| {
             let name = self
                 .machine
@@ -224,10 +266,7 @@ impl Decider<'_> {
             record.spec_snapshot = observed.spec.clone();
         }
         let entered = self.enter(&mut record, name, data, None);
-        Ok(Decision {
-            proceed: true,
-            ..self.decision(record, Some(Duration::ZERO), vec![entered])
-        })
+        Ok(Decision::proceed(record, vec![entered]))
     }
 
     /// The spec changed to `generation`: apply the machine's policy.
@@ -245,10 +284,7 @@ impl Decider<'_> {
         let reason = format!("spec changed (generation {generation})");
         match self.machine.spec_change() {
             SpecChange::Continue => {
-                return Ok(Decision {
-                    proceed: true,
-                    ..self.decision(record, Some(Duration::ZERO), effects)
-                });
+                return Ok(Decision::proceed(record, effects));
             }
             SpecChange::CompensateAndRestart if !record.trail.is_empty() => {
                 let (_, initial, _) = self.initial::<S>()?;
@@ -276,12 +312,12 @@ impl Decider<'_> {
                 effects.push(self.enter(&mut record, target, None, Some(reason)));
             }
         }
-        Ok(self.decision(record, Some(Duration::ZERO), effects))
+        Ok(Decision::commit(record, Some(Duration::ZERO), effects))
     }
 
     /// Starts the workflow again in the initial state (with its starting
     /// data) for the spec observed now, forgetting the trail.
-    fn restart<S: Fsm>(
+    pub(super) fn restart<S: Fsm>(
         &self,
         mut record: StateRecord,
         reason: String,
@@ -298,7 +334,7 @@ impl Decider<'_> {
             record.spec_snapshot = observed.spec.clone();
         }
         effects.push(self.enter(&mut record, initial, data, Some(reason)));
-        Ok(self.decision(record, Some(Duration::ZERO), effects))
+        Ok(Decision::commit(record, Some(Duration::ZERO), effects))
     }
 
     /// The current state's total time ran out.
@@ -330,7 +366,7 @@ impl Decider<'_> {
             Some(t) if !self.meta(t).is_some_and(StateMeta::is_failed) => {
                 record.last_error = Some(reason.clone());
                 effects.push(self.enter(&mut record, t, None, Some(reason)));
-                Ok(self.decision(record, Some(Duration::ZERO), effects))
+                Ok(Decision::commit(record, Some(Duration::ZERO), effects))
             }
             Some(t) => Ok(self.begin_unwind(record, reason, t, effects)),
             None => {
@@ -351,10 +387,7 @@ impl Decider<'_> {
         outcome: Outcome<S>,
     ) -> Result<Decision, DecideError> {
         let Some(meta) = self.meta(&record.state) else {
-            return Ok(Decision {
-                commit: false,
-                ..self.decision(record, None, Vec::new())
-            });
+            return Ok(Decision::unchanged(record, None, Vec::new()));
         };
         match outcome {
             Outcome::Transition(Transition::Next(next)) => {
@@ -378,7 +411,11 @@ impl Decider<'_> {
                 }
                 record.last_error = None;
                 let entered = self.enter(&mut record, name, data, None);
-                Ok(self.decision(record, Some(Duration::ZERO), vec![entered]))
+                Ok(Decision::commit(
+                    record,
+                    Some(Duration::ZERO),
+                    vec![entered],
+                ))
             }
             Outcome::Transition(Transition::Stay) => {
                 Ok(self.resting_attempt(record, self.poll_interval))
@@ -430,9 +467,10 @@ impl Decider<'_> {
         record.next_attempt_at = None;
         record.last_error = None;
         let requeue = self.until_deadline(&record, Some(delay));
-        Decision {
-            commit: dirty,
-            ..self.decision(record, requeue, Vec::new())
+        if dirty {
+            Decision::commit(record, requeue, Vec::new())
+        } else {
+            Decision::unchanged(record, requeue, Vec::new())
         }
     }
 
@@ -468,7 +506,7 @@ impl Decider<'_> {
             error: message,
         }];
         let requeue = self.until_deadline(&record, Some(delay));
-        Ok(self.decision(record, requeue, effects))
+        Ok(Decision::commit(record, requeue, effects))
     }
 
     /// A failure classed `RetryWithoutAttempt`: try again after the backoff of the failures in
@@ -494,286 +532,6 @@ impl Decider<'_> {
             error: message,
         }];
         let requeue = self.until_deadline(&record, Some(delay));
-        self.decision(record, requeue, effects)
+        Decision::commit(record, requeue, effects)
     }
-
-    /// The workflow failed: start the compensation chain towards `target`,
-    /// or go straight there when nothing is to be compensated.
-    fn begin_unwind(
-        &self,
-        mut record: StateRecord,
-        reason: String,
-        target: &str,
-        mut effects: Vec<Effect>,
-    ) -> Decision {
-        record.last_error = Some(reason.clone());
-        record.next_attempt_at = None;
-        record.compensation = Some(Unwind {
-            reason: reason.clone(),
-            target: Some(target.to_owned()),
-            restart: false,
-            attempt: 0,
-            next_attempt_at: None,
-            failures: Vec::new(),
-            started_at: self.now,
-            finished_at: None,
-        });
-        if record.trail.is_empty() {
-            return self.finish_unwind(record, effects, false);
-        }
-        effects.push(Effect::CompensationStarted { reason });
-        self.decision(record, Some(Duration::ZERO), effects)
-    }
-
-    /// Unwinding has nothing left to compensate: start again for the new
-    /// spec (after `on_spec_change = compensate_and_restart`), or rest in
-    /// the target state (or release, when deleting). `compensated` says
-    /// whether a chain ran, to announce its end.
-    ///
-    /// # Errors
-    /// [`DecideError`] for a machine that cannot build its initial state.
-    pub fn end_unwind<S: Fsm>(
-        &self,
-        mut record: StateRecord,
-        mut effects: Vec<Effect>,
-        compensated: bool,
-        observed: &Observed,
-    ) -> Result<Decision, DecideError> {
-        let Some(unwind) = record.compensation.as_mut().filter(|u| u.restart) else {
-            return Ok(self.finish_unwind(record, effects, compensated));
-        };
-        unwind.finished_at = Some(self.now);
-        unwind.attempt = 0;
-        unwind.next_attempt_at = None;
-        let reason = unwind.reason.clone();
-        if compensated {
-            effects.push(Effect::CompensationFinished {
-                failures: unwind.failures.len(),
-            });
-        }
-        self.restart::<S>(record, reason, observed, effects)
-    }
-
-    /// Unwinding has nothing left to compensate: rest in the target state
-    /// (or release, when deleting). `compensated` says whether a chain ran,
-    /// to announce its end.
-    pub fn finish_unwind(
-        &self,
-        mut record: StateRecord,
-        mut effects: Vec<Effect>,
-        compensated: bool,
-    ) -> Decision {
-        let Some(mut unwind) = record.compensation.take() else {
-            return self.decision(record, None, effects);
-        };
-        unwind.finished_at = Some(self.now);
-        unwind.attempt = 0;
-        unwind.next_attempt_at = None;
-        if compensated {
-            effects.push(Effect::CompensationFinished {
-                failures: unwind.failures.len(),
-            });
-        }
-        record.trail.clear();
-        let reason = unwind.reason.clone();
-        let target = unwind.target.clone();
-        record.compensation = Some(unwind);
-        match target {
-            Some(target) => {
-                record.last_error = Some(reason.clone());
-                effects.push(self.enter(&mut record, &target, None, Some(reason)));
-                self.decision(record, None, effects)
-            }
-            None => {
-                effects.push(Effect::Released);
-                Decision {
-                    release: true,
-                    ..self.decision(record, None, effects)
-                }
-            }
-        }
-    }
-
-    /// The object is being deleted: start unwinding for deletion. The chain
-    /// is kept only when the machine compensates on deletion.
-    pub fn begin_deletion(&self, mut record: StateRecord) -> Decision {
-        if !matches!(self.machine.delete_policy(), OnDelete::Compensate) {
-            record.trail.clear();
-        }
-        let reason = "object deleted".to_owned();
-        record.compensation = Some(Unwind {
-            reason: reason.clone(),
-            target: None,
-            restart: false,
-            attempt: 0,
-            next_attempt_at: None,
-            failures: Vec::new(),
-            started_at: self.now,
-            finished_at: None,
-        });
-        Decision {
-            proceed: true,
-            ..self.decision(
-                record,
-                Some(Duration::ZERO),
-                vec![Effect::CompensationStarted { reason }],
-            )
-        }
-    }
-
-    /// Deletion is complete.
-    pub fn release(&self, record: StateRecord) -> Decision {
-        Decision {
-            commit: false,
-            release: true,
-            ..self.decision(record, None, vec![Effect::Released])
-        }
-    }
-
-    /// The compensation of the last trail entry ran.
-    ///
-    /// # Errors
-    /// Never for a machine whose description validates and which builds
-    /// its initial state.
-    pub fn after_compensation<S: Fsm>(
-        &self,
-        mut record: StateRecord,
-        result: StepResult,
-        observed: &Observed,
-    ) -> Result<Decision, DecideError> {
-        let Some(entry) = record.trail.last().cloned() else {
-            return self.end_unwind::<S>(record, Vec::new(), true, observed);
-        };
-        let policy = self
-            .meta(&entry.state)
-            .map_or(self.machine.default_retry(), |m| {
-                self.machine.retry_policy(m)
-            });
-        let mut effects = Vec::new();
-        if let StepVerdict::Retry(delay) =
-            self.unwind_step(&mut record, &entry.state, policy, result, &mut effects)
-        {
-            return Ok(self.decision(record, Some(delay), effects));
-        }
-        record.trail.pop();
-        let deleting = record
-            .compensation
-            .as_ref()
-            .is_some_and(|u| u.target.is_none());
-        if record.trail.is_empty() && !deleting {
-            return self.end_unwind::<S>(record, effects, true, observed);
-        }
-        Ok(self.decision(record, Some(Duration::ZERO), effects))
-    }
-
-    /// The machine's cleanup ran (deletion only).
-    pub fn after_cleanup(&self, mut record: StateRecord, result: StepResult) -> Decision {
-        let mut effects = Vec::new();
-        match self.unwind_step(
-            &mut record,
-            "cleanup",
-            self.machine.default_retry(),
-            result,
-            &mut effects,
-        ) {
-            StepVerdict::Retry(delay) => self.decision(record, Some(delay), effects),
-            StepVerdict::Done | StepVerdict::GaveUp => {
-                effects.push(Effect::Released);
-                Decision {
-                    commit: false,
-                    release: true,
-                    ..self.decision(record, None, effects)
-                }
-            }
-        }
-    }
-
-    /// Applies one compensation or cleanup result to the unwind progress.
-    fn unwind_step(
-        &self,
-        record: &mut StateRecord,
-        step: &str,
-        policy: RetryPolicy,
-        result: StepResult,
-        effects: &mut Vec<Effect>,
-    ) -> StepVerdict {
-        let Some(unwind) = record.compensation.as_mut() else {
-            return StepVerdict::Done;
-        };
-        let (message, retry_after) = match result {
-            StepResult::Done => {
-                unwind.attempt = 0;
-                unwind.next_attempt_at = None;
-                effects.push(Effect::Compensated {
-                    state: step.to_owned(),
-                });
-                return StepVerdict::Done;
-            }
-            StepResult::Error {
-                message,
-                class: ErrorClass::Retryable { retry_after },
-            } => (message, Some(retry_after)),
-            StepResult::Error {
-                message,
-                class: ErrorClass::Permanent,
-            } => (message, None),
-            // Unwinding has no timeout to bound it, and must end: there a
-            // transient error spends an attempt like a retryable one.
-            StepResult::Error {
-                message,
-                class: ErrorClass::RetryWithoutAttempt { retry_after },
-            } => (message, Some(retry_after)),
-        };
-        unwind.attempt = unwind.attempt.saturating_add(1);
-        if let Some(retry_after) = retry_after
-            && !policy.is_exhausted(unwind.attempt)
-        {
-            let delay = retry_after.unwrap_or_else(|| policy.delay(unwind.attempt, self.random));
-            unwind.next_attempt_at = Some(add(self.now, delay));
-            effects.push(Effect::RetryScheduled {
-                state: step.to_owned(),
-                attempt: unwind.attempt,
-                delay,
-                error: message,
-            });
-            return StepVerdict::Retry(delay);
-        }
-        unwind.attempt = 0;
-        unwind.next_attempt_at = None;
-        unwind.failures.push(StepFailure {
-            step: step.to_owned(),
-            error: message.clone(),
-        });
-        effects.push(Effect::CompensationFailed {
-            step: step.to_owned(),
-            error: message,
-        });
-        StepVerdict::GaveUp
-    }
-}
-
-enum StepVerdict {
-    Done,
-    Retry(Duration),
-    GaveUp,
-}
-
-/// A duration for people: `90s` → `1m30s`, `500ms`.
-pub(crate) fn humanize(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms < 1000 {
-        return format!("{ms}ms");
-    }
-    let mut secs = d.as_secs();
-    let mut out = String::new();
-    for (unit, size) in [("d", 86_400), ("h", 3_600), ("m", 60)] {
-        if secs >= size {
-            out.push_str(&format!("{}{unit}", secs / size));
-            secs %= size;
-        }
-    }
-    if secs > 0 || out.is_empty() {
-        out.push_str(&format!("{secs}s"));
-    }
-    out
 }

@@ -1,29 +1,37 @@
 //! The engine: one reconcile of one object, from load to commit.
 //!
-//! The decision is pure ([`plan`] then [`Decider`]); this module adds the
-//! I/O around it: loading and decoding the record, running handlers under
-//! their attempt timeout, and committing with optimistic concurrency.
+//! A reconcile repeats three phases until the decision says to stop:
+//! [`plan`](plan::plan) what runs now (pure), [`run`](InFlight::run) it —
+//! user code, when the plan calls for some — and let the [`Decider`] turn
+//! what came of it into a [`Decision`] (pure), then
+//! [`apply`](InFlight::apply) the decision: commit it with optimistic
+//! concurrency, and either go on or stop.
 
+mod apply;
 mod decide;
+mod describe;
 mod effect;
 mod plan;
+mod run;
+mod unwind;
 
 use std::marker::PhantomData;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use decide::{DecideError, Decider, Decision, Outcome, StepResult};
+pub use decide::{DecideError, Decider, Decision, Outcome, Then};
 pub use effect::Effect;
 pub use plan::{Plan, plan};
+pub use unwind::UnwindResult;
 
 use crate::record::{DEFAULT_HISTORY_LIMIT, DecodeError, StateRecord};
-use crate::step::{CheckpointError, Checkpointer, StatusFields};
 use crate::store::{ObjectKey, StateStore, StoreError, Version};
 use crate::{
-    Authority, AuthorityLost, BoxFuture, Classify, Clock, Extensions, Fsm, MachineError,
-    RandomSource, SeededRandom, Step, SystemClock,
+    Authority, AuthorityLost, Clock, Extensions, Fsm, MachineError, RandomSource, SeededRandom,
+    SystemClock, Timestamp,
 };
-use tracing::Instrument;
+use apply::InFlight;
 
 /// What the engine is told about the object it reconciles.
 #[derive(Clone, Debug, PartialEq, Default)]
@@ -148,6 +156,12 @@ pub struct InvalidMachine(pub Vec<MachineError>);
 ///    [`ManualClock`](crate::ManualClock)) and decide;
 /// 7. commit with the loaded version; a conflict commits nothing.
 ///
+/// Steps 2 to 6 are one plan (which of them applies, decided from the
+/// record, the object and the clock alone), then the user code it calls
+/// for, then a decision of what happens next; bookkeeping (the initial
+/// entry, deletion's start, a spec change under `continue`) goes on to
+/// the next plan in the same reconcile and rides along with its commit.
+///
 /// # Guarantees
 /// A transition is committed at most once (the save is conditional on the
 /// version it was decided from) and never lost once committed. A handler
@@ -248,35 +262,6 @@ impl<S: Fsm> Engine<S> {
         self
     }
 
-    /// Fails with [`ReconcileError::AuthorityLost`] when the authority says
-    /// this process may no longer act.
-    fn ensure_authority(&self) -> Result<(), AuthorityLost> {
-        self.authority.as_deref().map_or(Ok(()), Authority::check)
-    }
-
-    /// After user code failed: when the authority is gone meanwhile, the
-    /// failure is not this process's to record.
-    fn failed_without_authority(&self) -> Result<(), ReconcileError> {
-        self.ensure_authority().map_err(|lost| {
-            tracing::info!(
-                machine = S::machine().name(),
-                reason = lost.reason(),
-                "authority lost during a step; nothing is recorded"
-            );
-            ReconcileError::AuthorityLost(lost)
-        })
-    }
-
-    /// The decider for what user code's result leads to, at the time it
-    /// finished: a retry's backoff, an entry time and a history entry
-    /// count from then, not from before a long (or timed-out) call.
-    fn after_user_code<'d>(&self, decider: Decider<'d>) -> Decider<'d> {
-        Decider {
-            now: self.clock.now(),
-            ..decider
-        }
-    }
-
     /// Uses `options`.
     #[must_use]
     pub fn with_options(mut self, options: EngineOptions) -> Self {
@@ -294,8 +279,8 @@ impl<S: Fsm> Engine<S> {
         &self.clock
     }
 
-    /// Reconciles one object: load, decide, run, commit (see the type's
-    /// docs for the flow).
+    /// Reconciles one object: load, then plan, run and apply until the
+    /// decision says to stop (see the type's docs for the flow).
     ///
     /// # Errors
     /// [`ReconcileError`]; on any error nothing further was committed.
@@ -306,425 +291,29 @@ impl<S: Fsm> Engine<S> {
         resource: &S::Resource,
         context: &S::Context,
     ) -> Result<Report, ReconcileError> {
-        let loaded = store.load(&observed.key).await?;
-        let mut version = loaded.version;
-        let mut record = match loaded.record {
-            Some(raw) => Some(raw.decode::<S>().map_err(ReconcileError::Corrupt)?),
-            None => None,
-        };
-        let mut report = Report {
-            state: String::new(),
-            record: None,
-            version: None,
-            commits: 0,
-            requeue: None,
-            released: false,
-            effects: Vec::new(),
-        };
-        let mut transitions = 0u32;
-        // Bookkeeping decided but not yet committed (deletion start, spec
-        // change with `continue`) rides along with the next commit.
-        let mut dirty = false;
-        // Status fields published by the steps run so far, written with the
-        // next commit.
-        let mut published: Option<StatusFields> = None;
+        let mut flight = InFlight::load(self, store, observed, resource, context).await?;
         loop {
             let now = self.clock.now();
-            let decider = Decider {
-                machine: S::machine(),
-                now,
-                random: self.random.as_ref(),
-                history_limit: self.options.history_limit,
-                poll_interval: self.options.poll_interval,
-            };
-            let step = plan(S::machine(), record.as_ref(), observed, now);
-            tracing::trace!(machine = S::machine().name(), object = %observed.key, ?step, "planned");
-            let decision = match (step, record.take()) {
-                (Plan::Start, _) => decider.start::<S>(observed)?,
-                (Plan::Release, current) => match current {
-                    Some(current) => decider.release(current),
-                    None => {
-                        report.released = true;
-                        report.effects.push(Effect::Released);
-                        report.requeue = None;
-                        break;
-                    }
-                },
-                (_, None) => break,
-                (Plan::BeginDeletion, Some(current)) => decider.begin_deletion(current),
-                (Plan::Compensate, Some(current)) => {
-                    self.ensure_authority()?;
-                    let (result, step_status) =
-                        self.compensate(current.clone(), resource, context).await;
-                    publish(&mut published, step_status);
-                    if matches!(result, StepResult::Error { .. }) {
-                        self.failed_without_authority()?;
-                    }
-                    self.after_user_code(decider)
-                        .after_compensation::<S>(current, result, observed)?
-                }
-                (Plan::Cleanup, Some(current)) => {
-                    self.ensure_authority()?;
-                    let (result, step_status) = self.cleanup(&current, resource, context).await;
-                    publish(&mut published, step_status);
-                    if matches!(result, StepResult::Error { .. }) {
-                        self.failed_without_authority()?;
-                    }
-                    self.after_user_code(decider).after_cleanup(current, result)
-                }
-                (Plan::FinishUnwind, Some(current)) => {
-                    decider.end_unwind::<S>(current, Vec::new(), true, observed)?
-                }
-                (Plan::SpecChanged(generation), Some(current)) => {
-                    decider.spec_changed::<S>(current, generation, observed)?
-                }
-                (Plan::TimedOut, Some(current)) => decider.timed_out(current)?,
-                (Plan::Backoff(wait), Some(current)) => Decision {
-                    commit: false,
-                    proceed: false,
-                    requeue: Some(wait),
-                    release: false,
-                    effects: Vec::new(),
-                    record: current,
-                },
-                (Plan::Rest, Some(current)) => Decision {
-                    commit: false,
-                    proceed: false,
-                    requeue: None,
-                    release: false,
-                    effects: Vec::new(),
-                    record: current,
-                },
-                (Plan::RunHandler, Some(mut current)) => {
-                    self.ensure_authority()?;
-                    let mut step_status = None;
-                    let outcome = self
-                        .run_handler(
-                            store,
-                            observed,
-                            &mut current,
-                            &mut version,
-                            &mut report,
-                            &mut step_status,
-                            resource,
-                            context,
-                        )
-                        .await?;
-                    publish(&mut published, step_status);
-                    self.after_user_code(decider)
-                        .after_handler::<S>(current, outcome)?
-                }
-            };
-            let Decision {
-                record: mut next,
-                commit,
-                proceed,
-                requeue,
-                release,
-                effects,
-            } = decision;
-            let entered = effects.iter().any(|e| matches!(e, Effect::Entered { .. }));
-            report.effects.extend(effects);
-            report.requeue = requeue;
-            if proceed {
-                dirty |= commit;
-                record = Some(next);
-                continue;
-            }
-            if release {
-                store.delete(&observed.key, version.as_ref()).await?;
-                report.released = true;
-                report.commits += 1;
-                version = None;
+            let planned = flight.plan(now);
+            let Some(decision) = flight.run(planned, now).await? else {
                 break;
-            }
-            if next.observed_generation.is_none() && observed.generation.is_some() {
-                next.observed_generation = observed.generation;
-                dirty = true;
-            }
-            if commit || dirty || published.is_some() {
-                let saved = match published.take() {
-                    Some(status) => {
-                        store
-                            .save_with_status(&observed.key, &next, &status, version.as_ref())
-                            .await?
-                    }
-                    None => store.save(&observed.key, &next, version.as_ref()).await?,
-                };
-                version = Some(saved);
-                report.commits += 1;
-                dirty = false;
-            }
-            if entered {
-                transitions += 1;
-            }
-            let chain = entered
-                && requeue == Some(Duration::ZERO)
-                && transitions < self.options.max_transitions;
-            record = Some(next);
-            if !chain {
+            };
+            if let ControlFlow::Break(()) = flight.apply(decision).await? {
                 break;
             }
         }
-        report.state = record.as_ref().map(|r| r.state.clone()).unwrap_or_default();
-        report.record = record;
-        report.version = version;
-        Ok(report)
+        Ok(flight.into_report())
     }
 
-    /// Runs the current state's handler under its attempt timeout, with a
-    /// checkpointer over the store.
-    #[allow(clippy::too_many_arguments)]
-    async fn run_handler(
-        &self,
-        store: &dyn StateStore,
-        observed: &Observed,
-        record: &mut StateRecord,
-        version: &mut Option<Version>,
-        report: &mut Report,
-        published: &mut Option<StatusFields>,
-        resource: &S::Resource,
-        context: &S::Context,
-    ) -> Result<Outcome<S>, ReconcileError> {
-        let state: S = record.current::<S>().map_err(ReconcileError::Corrupt)?;
-        let meta = S::machine().state(&record.state);
-        let name = state.state_name();
-        let attempt_timeout = meta.and_then(crate::StateMeta::handler_timeout);
-        let spec_snapshot = record.spec_snapshot.clone();
-        let mut checkpointer = StoreCheckpointer {
-            store,
-            key: &observed.key,
-            record,
-            version,
-            commits: 0,
-            conflicted: false,
-        };
-        let span = tracing::debug_span!("handler", machine = S::machine().name(), state = name, object = %observed.key);
-        let result = {
-            let mut step = Step::<S> {
-                resource,
-                context,
-                clock: self.clock.as_ref(),
-                state: name,
-                attempt: checkpointer.record.attempt,
-                entered_at: checkpointer.record.entered_at,
-                spec_snapshot: spec_snapshot.as_ref(),
-                checkpointer: Some(&mut checkpointer),
-                authority: self.authority.as_deref(),
-                published: None,
-                extensions: Some(&self.extensions),
-            };
-            let call = state.handle(&mut step).instrument(span);
-            let result = match attempt_timeout {
-                // Timed on the engine's clock, so that a manual clock's
-                // attempt timeout elapses in virtual time. The handler is
-                // polled first: one finishing as time runs out still counts.
-                Some(limit) => {
-                    let expired = self.clock.sleep(limit);
-                    tokio::select! {
-                        biased;
-                        result = call => Ok(result),
-                        () = expired => Err(limit),
-                    }
-                }
-                None => Ok(call.await),
-            };
-            *published = step.take_published();
-            result
-        };
-        report.commits += checkpointer.commits;
-        for _ in 0..checkpointer.commits {
-            report.effects.push(Effect::Checkpointed {
-                state: name.to_owned(),
-            });
+    /// The decider for decisions made at `now`.
+    fn decider(&self, now: Timestamp) -> Decider<'_> {
+        Decider {
+            machine: S::machine(),
+            now,
+            random: self.random.as_ref(),
+            history_limit: self.options.history_limit,
+            poll_interval: self.options.poll_interval,
         }
-        if checkpointer.conflicted {
-            return Err(ReconcileError::Conflict);
-        }
-        // A transition the handler returned is committed even so (the
-        // commit is conditional); a failure is the next leader's to see.
-        if !matches!(result, Ok(Ok(_))) {
-            self.failed_without_authority()?;
-        }
-        Ok(match result {
-            Err(limit) => Outcome::AttemptTimedOut(limit),
-            Ok(Ok(transition)) => Outcome::Transition(transition),
-            Ok(Err(error)) => Outcome::Error {
-                message: describe(&error),
-                class: error.class(),
-            },
-        })
-    }
-
-    /// Runs the compensation of the last state on the trail.
-    async fn compensate(
-        &self,
-        record: StateRecord,
-        resource: &S::Resource,
-        context: &S::Context,
-    ) -> (StepResult, Option<StatusFields>) {
-        let Some(entry) = record.trail.last() else {
-            return (StepResult::Done, None);
-        };
-        let state = match S::from_parts(&entry.state, entry.data.as_ref()) {
-            Ok(state) => state,
-            Err(e) => {
-                let error = StepResult::Error {
-                    message: format!(
-                        "stored data of {} does not fit the variant: {}",
-                        entry.state,
-                        crate::record::data_error::<S>(&entry.state, &e)
-                    ),
-                    class: crate::ErrorClass::Permanent,
-                };
-                return (error, None);
-            }
-        };
-        let unwind_attempt = record.compensation.as_ref().map_or(0, |u| u.attempt);
-        let mut step = Step::<S> {
-            resource,
-            context,
-            clock: self.clock.as_ref(),
-            state: state.state_name(),
-            attempt: unwind_attempt,
-            entered_at: entry.entered_at,
-            spec_snapshot: record.spec_snapshot.as_ref(),
-            checkpointer: None,
-            authority: self.authority.as_deref(),
-            published: None,
-            extensions: Some(&self.extensions),
-        };
-        let span = tracing::debug_span!(
-            "compensate",
-            machine = S::machine().name(),
-            state = state.state_name()
-        );
-        let result = step_result(state.compensate(&mut step).instrument(span).await);
-        (result, step.take_published())
-    }
-
-    /// Runs the machine's cleanup with the current state.
-    async fn cleanup(
-        &self,
-        record: &StateRecord,
-        resource: &S::Resource,
-        context: &S::Context,
-    ) -> (StepResult, Option<StatusFields>) {
-        let state: S = match record.current::<S>() {
-            Ok(state) => state,
-            Err(e) => {
-                let error = StepResult::Error {
-                    message: e.to_string(),
-                    class: crate::ErrorClass::Permanent,
-                };
-                return (error, None);
-            }
-        };
-        let mut step = Step::<S> {
-            resource,
-            context,
-            clock: self.clock.as_ref(),
-            state: state.state_name(),
-            attempt: record.compensation.as_ref().map_or(0, |u| u.attempt),
-            entered_at: record.entered_at,
-            spec_snapshot: record.spec_snapshot.as_ref(),
-            checkpointer: None,
-            authority: self.authority.as_deref(),
-            published: None,
-            extensions: Some(&self.extensions),
-        };
-        let span = tracing::debug_span!(
-            "cleanup",
-            machine = S::machine().name(),
-            state = state.state_name()
-        );
-        let result = step_result(state.cleanup(&mut step).instrument(span).await);
-        (result, step.take_published())
-    }
-}
-
-/// Adds the status fields one step published to those waiting for the
-/// next commit (key by key, the later winning).
-fn publish(pending: &mut Option<StatusFields>, step: Option<StatusFields>) {
-    let Some(step) = step else { return };
-    match pending {
-        Some(pending) => pending.extend(step),
-        None => *pending = Some(step),
-    }
-}
-
-fn step_result<E: std::error::Error + Classify>(result: Result<(), E>) -> StepResult {
-    match result {
-        Ok(()) => StepResult::Done,
-        Err(e) => StepResult::Error {
-            message: describe(&e),
-            class: e.class(),
-        },
-    }
-}
-
-/// An error and its causes, `outer: inner: innermost`, for `lastError`,
-/// conditions and events: a handler's error often wraps the one that says
-/// what happened (`Kubernetes API call failed` around the API's own
-/// message). A cause whose text the error already shows is not repeated.
-fn describe(error: &dyn std::error::Error) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !text.is_empty() && !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        source = cause.source();
-    }
-    message
-}
-
-/// Commits checkpoints of the current state through the store.
-struct StoreCheckpointer<'a> {
-    store: &'a dyn StateStore,
-    key: &'a ObjectKey,
-    record: &'a mut StateRecord,
-    version: &'a mut Option<Version>,
-    commits: u32,
-    conflicted: bool,
-}
-
-impl<S: Fsm> Checkpointer<S> for StoreCheckpointer<'_> {
-    fn checkpoint(&mut self, state: S) -> BoxFuture<'_, Result<(), CheckpointError>> {
-        Box::pin(async move {
-            if self.conflicted {
-                return Err(CheckpointError::Conflict);
-            }
-            let (name, data) = state.to_parts().map_err(CheckpointError::Encode)?;
-            let mut next = self.record.clone();
-            if let Some(entry) = next
-                .trail
-                .last_mut()
-                .filter(|e| e.state == name && e.entered_at == next.entered_at)
-            {
-                entry.data = data.clone();
-            }
-            next.data = data;
-            match self
-                .store
-                .save(self.key, &next, self.version.as_ref())
-                .await
-            {
-                Ok(version) => {
-                    *self.record = next;
-                    *self.version = Some(version);
-                    self.commits += 1;
-                    Ok(())
-                }
-                Err(StoreError::Conflict) => {
-                    self.conflicted = true;
-                    Err(CheckpointError::Conflict)
-                }
-                Err(e) => Err(CheckpointError::Store(Box::new(e))),
-            }
-        })
     }
 }
 

@@ -69,6 +69,7 @@ impl Classify for FlowError {
 struct Script {
     handler: Mutex<VecDeque<Act>>,
     compensation: Mutex<VecDeque<Act>>,
+    cleanup: Mutex<VecDeque<Act>>,
     log: Mutex<Vec<String>>,
 }
 
@@ -80,6 +81,10 @@ impl Script {
     }
     fn compensations(self: &Arc<Self>, acts: impl IntoIterator<Item = Act>) -> Arc<Self> {
         self.compensation.lock().unwrap().extend(acts);
+        self.clone()
+    }
+    fn cleanups(self: &Arc<Self>, acts: impl IntoIterator<Item = Act>) -> Arc<Self> {
+        self.cleanup.lock().unwrap().extend(acts);
         self.clone()
     }
     fn log(&self) -> Vec<String> {
@@ -167,6 +172,16 @@ async fn act(
     }
 }
 
+/// What a scripted compensation or cleanup call does.
+fn unwinding_act(act: Act) -> Result<(), FlowError> {
+    match act {
+        Act::Retry => Err(FlowError::Temporary(None)),
+        Act::Transient => Err(FlowError::Unavailable),
+        Act::Permanent => Err(FlowError::Broken),
+        _ => Ok(()),
+    }
+}
+
 impl Fsm for Flow {
     type Resource = ();
     type Context = Arc<Script>;
@@ -230,22 +245,24 @@ impl Fsm for Flow {
                 self.state_name(),
                 self.id()
             ));
-            match next {
-                Act::Retry => Err(FlowError::Temporary(None)),
-                Act::Transient => Err(FlowError::Unavailable),
-                Act::Permanent => Err(FlowError::Broken),
-                _ => Ok(()),
-            }
+            unwinding_act(next)
         })
     }
     fn cleanup<'a>(&'a self, cx: &'a mut Step<'_, Self>) -> BoxFuture<'a, Result<(), FlowError>> {
         Box::pin(async move {
+            let next = cx
+                .context()
+                .cleanup
+                .lock()
+                .unwrap()
+                .pop_front()
+                .unwrap_or(Act::Go);
             cx.context().log.lock().unwrap().push(format!(
                 "cleanup:{}:{}",
                 self.state_name(),
                 self.id()
             ));
-            Ok(())
+            unwinding_act(next)
         })
     }
 }
@@ -534,10 +551,19 @@ async fn attempt_timeout_drops_the_handler_and_retries() {
         record.last_error.as_deref(),
         Some("attempt timed out after 30s")
     );
-    assert!(matches!(
-        report.effects[..],
-        [Effect::RetryScheduled { attempt: 1, .. }]
-    ));
+    let [
+        Effect::RetryScheduled {
+            attempt: 1, delay, ..
+        },
+    ] = report.effects[..]
+    else {
+        panic!("one retry scheduled: {:?}", report.effects);
+    };
+    // What follows is decided when the attempt ended, not when it began.
+    assert_eq!(
+        record.next_attempt_at,
+        Some(crate::clock::add(clock.now(), delay))
+    );
 }
 
 #[tokio::test]
@@ -1037,7 +1063,7 @@ fn spec_change_continue_keeps_the_state_and_goto_moves() {
     static CONTINUE: Machine = Machine::new("Flow", &STATES).on_spec_change(SpecChange::Continue);
     static GOTO: Machine = Machine::new("Flow", &STATES).on_spec_change(SpecChange::Goto("Parked"));
     let random = SeededRandom::new(1);
-    let decider = |machine: &'static Machine| crate::Decider {
+    let decider = |machine: &'static Machine| crate::engine::Decider {
         machine,
         now: t0(),
         random: &random,
@@ -1051,8 +1077,9 @@ fn spec_change_continue_keeps_the_state_and_goto_moves() {
     let kept = decider(&CONTINUE)
         .spec_changed::<Flow>(record.clone(), 2, &observed())
         .unwrap();
-    assert!(
-        kept.proceed,
+    assert_eq!(
+        kept.then,
+        crate::engine::Then::Proceed,
         "continue goes on to run the handler in the same reconcile"
     );
     assert_eq!(kept.record.state, "Wait");
@@ -1062,7 +1089,12 @@ fn spec_change_continue_keeps_the_state_and_goto_moves() {
     let moved = decider(&GOTO)
         .spec_changed::<Flow>(record, 2, &observed())
         .unwrap();
-    assert!(!moved.proceed);
+    assert_eq!(
+        moved.then,
+        crate::engine::Then::Commit {
+            requeue: Some(Duration::ZERO)
+        }
+    );
     assert_eq!(moved.record.state, "Parked");
     assert_eq!(
         moved.record.history.last().unwrap().from.as_deref(),
@@ -1150,35 +1182,6 @@ fn bad_data_of_a_sensitive_state_is_not_quoted_in_errors() {
     let error = raw.decode::<Vault>().unwrap_err().to_string();
     assert!(!error.contains("hunter2"), "{error}");
     assert!(error.contains("details withheld"), "{error}");
-}
-
-#[test]
-fn a_handler_error_is_described_with_its_causes() {
-    #[derive(Debug, thiserror::Error)]
-    #[error("the API answered 409: conflict")]
-    struct Api;
-    #[derive(Debug, thiserror::Error)]
-    enum Handler {
-        #[error("Kubernetes API call failed")]
-        Kube(#[source] Api),
-        #[error("call failed: {0}")]
-        Quoted(#[source] Api),
-        #[error(transparent)]
-        Transparent(Api),
-    }
-    assert_eq!(
-        super::describe(&Handler::Kube(Api)),
-        "Kubernetes API call failed: the API answered 409: conflict"
-    );
-    // A cause the message already quotes is not repeated.
-    assert_eq!(
-        super::describe(&Handler::Quoted(Api)),
-        "call failed: the API answered 409: conflict"
-    );
-    assert_eq!(
-        super::describe(&Handler::Transparent(Api)),
-        "the API answered 409: conflict"
-    );
 }
 
 /// An authority that allows `n` checks, then is lost: a Lease that
@@ -1845,4 +1848,304 @@ fn a_hand_written_machine_must_build_its_data_carrying_initial_state() {
         error.to_string().contains("implement initial_state"),
         "{error}"
     );
+}
+
+/// The Flow machine settled in `Ready`, then deleted: reconciles until the
+/// engine releases the object (or gives up after 20 reconciles).
+async fn delete_until_released(
+    engine: &Engine<Flow>,
+    clock: &ManualClock,
+    store: &EphemeralStore,
+    script: &Arc<Script>,
+) -> (bool, Vec<Effect>) {
+    let deleting = Observed {
+        deleting: true,
+        ..observed()
+    };
+    let mut effects = Vec::new();
+    for _ in 0..20 {
+        let report = engine
+            .reconcile(store, &deleting, &(), script)
+            .await
+            .unwrap();
+        effects.extend(report.effects);
+        if report.released {
+            return (true, effects);
+        }
+        clock.advance(report.requeue.unwrap_or_default());
+    }
+    (false, effects)
+}
+
+// Rule 2 (deletion): a cleanup that keeps failing is retried under the
+// machine's default policy, then reported, and the object released anyway.
+#[tokio::test]
+async fn a_cleanup_that_keeps_failing_still_releases_the_object() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let script = Script::with([]).cleanups(std::iter::repeat_n(Act::Retry, 50));
+    let engine = engine(&clock);
+    settle(&engine, &clock, &store, &script, &observed()).await;
+    assert_eq!(record_in(&store).state, "Ready");
+
+    let (released, effects) = delete_until_released(&engine, &clock, &store, &script).await;
+    assert!(released, "a broken cleanup must not block deletion");
+    let cleanups = script
+        .log()
+        .iter()
+        .filter(|l| l.starts_with("cleanup"))
+        .count();
+    assert_eq!(
+        cleanups,
+        RetryPolicy::DEFAULT.max_attempts() as usize,
+        "retried under the machine's default policy, the first call counting"
+    );
+    assert!(effects.contains(&Effect::CompensationFailed {
+        step: "cleanup".into(),
+        error: "temporary trouble".into()
+    }));
+    assert_eq!(effects.last(), Some(&Effect::Released));
+    assert!(store.is_empty());
+}
+
+// Rule 2 (deletion): a permanent error ends the cleanup at once.
+#[tokio::test]
+async fn a_cleanup_that_fails_for_good_releases_the_object_at_once() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let script = Script::with([]).cleanups([Act::Permanent]);
+    let engine = engine(&clock);
+    settle(&engine, &clock, &store, &script, &observed()).await;
+
+    let (released, effects) = delete_until_released(&engine, &clock, &store, &script).await;
+    assert!(released);
+    assert_eq!(
+        script
+            .log()
+            .iter()
+            .filter(|l| l.starts_with("cleanup"))
+            .count(),
+        1
+    );
+    assert!(effects.contains(&Effect::CompensationFailed {
+        step: "cleanup".into(),
+        error: "broken for good".into()
+    }));
+    assert!(store.is_empty());
+}
+
+// Rule 3 (spec change): while the compensation chain of a failure runs,
+// a spec change waits; it applies once the chain is over.
+#[tokio::test]
+async fn a_spec_change_waits_while_compensation_runs() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    // Start → Provision → Wait, fail; the first compensation is retried.
+    let script = Script::with([Act::Go, Act::Go, Act::Fail]).compensations([Act::Retry]);
+    let engine = engine(&clock);
+    for _ in 0..3 {
+        engine
+            .reconcile(&store, &observed(), &(), &script)
+            .await
+            .unwrap();
+    }
+    let record = record_in(&store);
+    assert!(record.is_unwinding(), "the chain has started");
+    assert_eq!(record.trail.len(), 2);
+
+    // Generation 2 arrives mid-chain.
+    let changed = Observed {
+        generation: Some(2),
+        ..observed()
+    };
+    let effects = settle(&engine, &clock, &store, &script, &changed).await;
+    assert!(
+        !effects
+            .iter()
+            .any(|e| matches!(e, Effect::SpecChanged { .. })),
+        "no spec change while compensating: {effects:?}"
+    );
+    let compensations: Vec<_> = script
+        .log()
+        .into_iter()
+        .filter(|l| l.starts_with("compensate"))
+        .collect();
+    assert_eq!(
+        compensations,
+        [
+            "compensate:Wait:i-1",
+            "compensate:Wait:i-1",
+            "compensate:Provision:i-1"
+        ],
+        "the whole chain ran, the retried step included"
+    );
+    let record = record_in(&store);
+    assert_eq!(record.state, "Failed");
+    assert_eq!(record.observed_generation, Some(1), "not yet applied");
+
+    // The chain is over: the change applies (Flow restarts on spec change).
+    let report = engine
+        .reconcile(&store, &changed, &(), &script)
+        .await
+        .unwrap();
+    assert_eq!(report.effects[0], Effect::SpecChanged { generation: 2 });
+    assert_eq!(entered(&report.effects)[0], "Start");
+    assert_eq!(record_in(&store).observed_generation, Some(2));
+}
+
+// Rule 4 (state timeout): `on_timeout` into a state that is not `failed`
+// is a plain move, with no compensation; into a `failed` state it fails
+// the workflow, with compensation first.
+#[test]
+fn on_timeout_into_a_non_failed_state_moves_there_without_compensation() {
+    static TIMED: [StateMeta; 4] = [
+        StateMeta::new("Start")
+            .initial()
+            .with_handler()
+            .next(&["Wait"]),
+        StateMeta::new("Wait")
+            .with_handler()
+            .with_data()
+            .with_compensation()
+            .timeout(Duration::from_secs(600))
+            .on_timeout("Parked")
+            .next(&["Parked"]),
+        StateMeta::new("Parked").final_state(),
+        StateMeta::new("Failed").failed(),
+    ];
+    static TIMED_FAILING: [StateMeta; 4] = [
+        StateMeta::new("Start")
+            .initial()
+            .with_handler()
+            .next(&["Wait"]),
+        StateMeta::new("Wait")
+            .with_handler()
+            .with_data()
+            .with_compensation()
+            .timeout(Duration::from_secs(600))
+            .on_timeout("Failed")
+            .next(&["Parked"]),
+        StateMeta::new("Parked").final_state(),
+        StateMeta::new("Failed").failed(),
+    ];
+    static TO_PARKED: Machine = Machine::new("Timed", &TIMED);
+    static TO_FAILED: Machine = Machine::new("Timed", &TIMED_FAILING);
+    let random = SeededRandom::new(1);
+    let now = crate::clock::add(t0(), Duration::from_secs(600));
+    let decider = |machine: &'static Machine| crate::engine::Decider {
+        machine,
+        now,
+        random: &random,
+        history_limit: 20,
+        poll_interval: Duration::from_secs(60),
+    };
+    let mut waiting = StateRecord::new(&Flow::Wait { id: "i".into() }, t0()).unwrap();
+    waiting.trail.push(crate::TrailEntry {
+        state: "Wait".into(),
+        data: waiting.data.clone(),
+        entered_at: t0(),
+    });
+
+    let moved = decider(&TO_PARKED).timed_out(waiting.clone()).unwrap();
+    assert_eq!(moved.record.state, "Parked");
+    assert_eq!(moved.record.compensation, None, "no compensation");
+    assert_eq!(moved.record.trail.len(), 1, "the trail is kept");
+    assert_eq!(
+        moved.record.last_error.as_deref(),
+        Some("timed out in Wait after 10m")
+    );
+    assert_eq!(
+        moved.effects,
+        [
+            Effect::TimedOut {
+                state: "Wait".into()
+            },
+            Effect::Entered {
+                from: Some("Wait".into()),
+                to: "Parked".into(),
+                reason: Some("timed out in Wait after 10m".into()),
+            },
+        ]
+    );
+    assert_eq!(
+        moved.then,
+        crate::engine::Then::Commit {
+            requeue: Some(Duration::ZERO)
+        }
+    );
+
+    let failed = decider(&TO_FAILED).timed_out(waiting).unwrap();
+    assert_eq!(failed.record.state, "Wait", "compensation runs first");
+    let unwind = failed.record.compensation.unwrap();
+    assert_eq!(unwind.target.as_deref(), Some("Failed"));
+    assert!(failed.effects.contains(&Effect::CompensationStarted {
+        reason: "timed out in Wait after 10m".into()
+    }));
+}
+
+// Rule 7 (commit): a conflict commits nothing and reports
+// `ReconcileError::Conflict`; the next reconcile starts from the store.
+#[tokio::test]
+async fn a_conflict_commits_nothing_and_the_next_reconcile_starts_again() {
+    let clock = ManualClock::at(t0());
+    let store = FaultyStore::default();
+    let script = Script::with([]);
+    let engine = engine(&clock);
+    engine
+        .reconcile(&store, &observed(), &(), &script)
+        .await
+        .unwrap();
+    let before = store.inner.get_raw(&observed().key).unwrap();
+    let committed = store.committed.lock().unwrap().len();
+
+    *store.next_fault.lock().unwrap() = Some(Fault::Conflict);
+    let error = engine
+        .reconcile(&store, &observed(), &(), &script)
+        .await
+        .unwrap_err();
+    assert!(matches!(error, ReconcileError::Conflict), "{error:?}");
+    assert_eq!(store.committed.lock().unwrap().len(), committed);
+    assert_eq!(
+        store
+            .inner
+            .get_raw(&observed().key)
+            .unwrap()
+            .decode::<Flow>()
+            .unwrap(),
+        before.decode::<Flow>().unwrap(),
+        "the record is the other writer's"
+    );
+
+    // The handler runs again, from the stored record.
+    let report = engine
+        .reconcile(&store, &observed(), &(), &script)
+        .await
+        .unwrap();
+    assert_eq!(entered(&report.effects), ["Wait"]);
+    assert_eq!(
+        script.log(),
+        ["handle:Start:0", "handle:Provision:0", "handle:Provision:0"]
+    );
+}
+
+// Rule 1 (load): the initial entry is committed even when the first
+// handler leaves nothing else to commit, so that its entry time, which
+// `timeout` counts from, is durable.
+#[tokio::test]
+async fn the_initial_entry_is_committed_alone_when_the_first_handler_stays() {
+    let clock = ManualClock::at(t0());
+    let store = EphemeralStore::new();
+    let script = Script::with([Act::Stay]);
+    let report = engine(&clock)
+        .reconcile(&store, &observed(), &(), &script)
+        .await
+        .unwrap();
+    assert_eq!(report.commits, 1);
+    assert_eq!(report.requeue, Some(Duration::from_secs(60)));
+    assert_eq!(entered(&report.effects), ["Start"]);
+    let record = record_in(&store);
+    assert_eq!(record.state, "Start");
+    assert_eq!(record.entered_at, t0());
+    assert_eq!(record.transitions, 1);
+    assert_eq!(record.observed_generation, Some(1));
 }

@@ -54,6 +54,7 @@
 //! server's canonical form).
 
 mod converge;
+mod converge_attr;
 mod diff;
 mod error;
 mod kind;

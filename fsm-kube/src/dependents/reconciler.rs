@@ -156,9 +156,7 @@ where
         context: Arc<C>,
     ) -> Result<(Action, Convergence), DependentsError> {
         if object.meta().deletion_timestamp.is_some() {
-            self.runtime
-                .reported
-                .forget(object.uid().as_deref().unwrap_or_default());
+            // The garbage collector deletes the dependents (owner references).
             return Ok((Action::await_change(), Convergence::default()));
         }
         let set =

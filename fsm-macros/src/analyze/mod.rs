@@ -86,7 +86,7 @@ mod tests {
     use quote::quote;
 
     use super::*;
-    use crate::model::{Policy, Shape};
+    use crate::model::{Handler, Policy, Shape};
 
     fn analyze_tokens(tokens: proc_macro2::TokenStream) -> syn::Result<Model> {
         let input: syn::DeriveInput = syn::parse2(tokens)?;
@@ -276,6 +276,64 @@ mod tests {
         assert_eq!(errors.len(), 2, "{errors:#?}");
         assert!(errors[0].contains("serde(rename_all)"), "{errors:#?}");
         assert!(errors[1].contains("serde(rename)"), "{errors:#?}");
+    }
+
+    #[test]
+    fn a_converge_state_resolves_to_a_generated_handler_with_its_target() {
+        let model = analyze_tokens(quote! {
+            #[fsm(resource = u8)]
+            enum S {
+                #[fsm(initial, converge = sets::desired, next(Running), timeout = "5m")]
+                Deploying { release: String },
+                #[fsm(ready, final)]
+                Running,
+                #[fsm(failed)]
+                F,
+            }
+        });
+        let model = match model {
+            Ok(m) => m,
+            Err(e) => panic!("{e}"),
+        };
+        let deploying = &model.states[0];
+        match &deploying.handler {
+            Some(Handler::Converge { desired, next }) => {
+                assert_eq!(crate::diagram::path_name(desired), "sets::desired");
+                assert_eq!(next, "Running");
+            }
+            other => panic!("not a converge handler: {other:?}"),
+        }
+        assert_eq!(deploying.timeout.map(|d| d.millis), Some(300_000));
+    }
+
+    #[test]
+    fn converge_rules_are_reported_on_the_converge_function_or_the_extra_target() {
+        let errors = messages(quote! {
+            #[fsm(resource = u8)]
+            enum S {
+                #[fsm(initial, handler = h, converge = d, next(B))]
+                A,
+                #[fsm(converge = d)]
+                B,
+                #[fsm(converge = d, next(A, B))]
+                C,
+                #[fsm(final, converge = d, next(A))]
+                Done,
+                #[fsm(failed, converge = d)]
+                F,
+            }
+        });
+        let expect = [
+            "`A` has both `handler` and `converge`",
+            "`converge` moves to one state once everything is ready: name it with `next(State)`",
+            "`next` names `A` and `B`",
+            "`Done` is `final`: the machine rests there and converges nothing",
+            "`F` is `failed`: the machine rests there and converges nothing",
+        ];
+        assert_eq!(errors.len(), expect.len(), "{errors:#?}");
+        for (message, e) in errors.iter().zip(expect) {
+            assert!(message.contains(e), "no {e:?} in {message:?}");
+        }
     }
 
     #[test]

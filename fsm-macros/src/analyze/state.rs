@@ -1,11 +1,12 @@
-//! The rules of one state: its flags, its handler, the states it names,
-//! its timeouts and its retry policy.
+//! The rules of one state: its flags, its handler (or `converge`), the
+//! states it names, its timeouts and its retry policy.
 
 use darling::ast::Style;
+use syn::Ident;
 use syn::spanned::Spanned;
 
 use super::checker::Checker;
-use crate::model::{Shape, State};
+use crate::model::{Handler, Shape, State};
 use crate::parse::VariantInput;
 
 impl Checker<'_> {
@@ -13,8 +14,8 @@ impl Checker<'_> {
     pub fn state(&mut self, v: &VariantInput) -> State {
         self.initial_flag(v);
         let resting = self.resting_flags(v);
-        self.handler(v, resting);
         let next = v.next.as_ref().map(|t| t.0.clone()).unwrap_or_default();
+        let handler = self.handler(v, resting, &next);
         for target in &next {
             self.known(target, "`next`");
         }
@@ -34,7 +35,7 @@ impl Checker<'_> {
             failed: v.failed.is_present(),
             is_final: v.is_final.is_present(),
             sensitive: v.sensitive.is_present(),
-            handler: if resting { None } else { v.handler.clone() },
+            handler,
             compensate: v.compensate.clone(),
             next,
             retry,
@@ -80,16 +81,18 @@ impl Checker<'_> {
         v.failed.is_present() || v.is_final.is_present()
     }
 
-    /// A handler exactly where the machine does not rest.
-    fn handler(&mut self, v: &VariantInput, resting: bool) {
+    /// What runs in `v`, exactly where the machine does not rest: its
+    /// `handler`, or the handler `converge` generates. `next` is the
+    /// state's declared targets.
+    fn handler(&mut self, v: &VariantInput, resting: bool, next: &[Ident]) -> Option<Handler> {
         let name = &v.ident;
-        match (&v.handler, resting) {
-            (Some(handler), true) => {
-                let flag = if v.failed.is_present() {
-                    "failed"
-                } else {
-                    "final"
-                };
+        if resting {
+            let flag = if v.failed.is_present() {
+                "failed"
+            } else {
+                "final"
+            };
+            if let Some(handler) = &v.handler {
                 self.error(
                     handler.span(),
                     format!(
@@ -98,14 +101,75 @@ impl Checker<'_> {
                     ),
                 );
             }
-            (None, false) => self.error(
-                name.span(),
-                format!(
-                    "state `{name}` has no handler: add #[fsm(handler = path)], or mark it \
-                     `final` (the machine rests there) or `failed`"
-                ),
-            ),
-            _ => {}
+            if let Some(desired) = &v.converge {
+                self.error(
+                    desired.span(),
+                    format!(
+                        "`{name}` is `{flag}`: the machine rests there and converges nothing; \
+                         remove `converge` or the `{flag}` flag"
+                    ),
+                );
+            }
+            return None;
+        }
+        match (&v.handler, &v.converge) {
+            (Some(handler), None) => Some(Handler::Function(handler.clone())),
+            (None, Some(desired)) => {
+                let next = self.converge_target(desired, next)?;
+                Some(Handler::Converge {
+                    desired: desired.clone(),
+                    next,
+                })
+            }
+            (Some(_), Some(desired)) => {
+                self.error(
+                    desired.span(),
+                    format!(
+                        "`{name}` has both `handler` and `converge`: `converge` generates the \
+                         state's handler; remove one (a handler can converge with its own code)"
+                    ),
+                );
+                None
+            }
+            (None, None) => {
+                self.error(
+                    name.span(),
+                    format!(
+                        "state `{name}` has no handler: add #[fsm(handler = path)], or mark it \
+                         `final` (the machine rests there) or `failed`"
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    /// The one state a `converge` state moves to once everything is ready:
+    /// its only `next` target. (A target with data is entered with its
+    /// fields' `Default`: the expansion asks for it, spanned on each
+    /// field.)
+    fn converge_target(&mut self, desired: &syn::Path, next: &[Ident]) -> Option<Ident> {
+        match next {
+            [target] => Some(target.clone()),
+            [] => {
+                self.error(
+                    desired.span(),
+                    "`converge` moves to one state once everything is ready: name it with \
+                     `next(State)`",
+                );
+                None
+            }
+            [first, second, ..] => {
+                self.error(
+                    second.span(),
+                    format!(
+                        "a `converge` state moves to one state once everything is ready, but \
+                         `next` names `{first}` and `{second}`: keep one, or write a handler \
+                         that converges and chooses"
+                    ),
+                );
+                None
+            }
         }
     }
 

@@ -1,13 +1,14 @@
 //! The methods of the impl that match on the state: its name, the unit
 //! states by name, the initial state with data, and the calls of the
-//! user's handlers, compensations and cleanup.
+//! user's handlers (or the handler a `converge` state generates),
+//! compensations and cleanup.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::Ident;
 use syn::spanned::Spanned;
 
-use crate::model::{Model, Shape, State};
+use crate::model::{Handler, Model, Shape, State};
 
 /// The pattern that matches a variant without binding anything.
 fn ignore_pattern(s: &State) -> TokenStream {
@@ -84,26 +85,32 @@ pub fn unit_state(model: &Model) -> TokenStream {
     }
 }
 
+/// The state `s` built with every field's starting value, `value(type)`:
+/// a call of a hidden trait implemented for every `Default` type, spanned
+/// on the field's type so that a type without `Default` is reported there.
+fn with_starting_fields(s: &State, value: impl Fn(&syn::Type) -> TokenStream) -> TokenStream {
+    let v = &s.ident;
+    let values = s.field_types.iter().map(value);
+    match &s.shape {
+        Shape::Unit => quote!(Self::#v),
+        Shape::Named(fields) => quote!(Self::#v { #(#fields: #values),* }),
+        Shape::Unnamed(_) => quote!(Self::#v(#(#values),*)),
+    }
+}
+
 /// `fn initial_state`, when the initial state carries data: every field
-/// starts as its `Default`, asked for through `InitialField` spanned on the
-/// field's type, so that a type without `Default` is reported there.
+/// starts as its `Default`, asked for through `InitialField`.
 pub fn initial_state(model: &Model, core: &TokenStream) -> TokenStream {
     let Some(initial) = model.states.iter().find(|s| s.initial) else {
         return TokenStream::new();
     };
-    let v = &initial.ident;
-    let value = |ty: &syn::Type| quote_spanned!(ty.span()=> <#ty as #core::__private::InitialField>::initial());
-    let built = match &initial.shape {
-        Shape::Unit => return TokenStream::new(),
-        Shape::Named(fields) => {
-            let values = initial.field_types.iter().map(value);
-            quote!(Self::#v { #(#fields: #values),* })
-        }
-        Shape::Unnamed(_) => {
-            let values = initial.field_types.iter().map(value);
-            quote!(Self::#v(#(#values),*))
-        }
-    };
+    if !initial.shape.has_data() {
+        return TokenStream::new();
+    }
+    let built = with_starting_fields(
+        initial,
+        |ty| quote_spanned!(ty.span()=> <#ty as #core::__private::InitialField>::initial()),
+    );
     quote! {
         fn initial_state() -> ::core::option::Option<Self> {
             ::core::option::Option::Some(#built)
@@ -144,6 +151,47 @@ fn call(path: &syn::Path, cx: &Ident, fields: &[Ident], core: &TokenStream) -> T
     }
 }
 
+/// The handler of a `converge` state: calls `desired` with the step and
+/// the variant's fields for a value implementing `Converge<Self>`, and
+/// returns what it answers with `next` (built with its fields'
+/// `Default`, asked for through `ConvergeTargetField`). Spanned on
+/// `desired`'s path, so that a function that does not fit, an error that
+/// does not convert, or a value that does not converge is reported there.
+///
+/// The step goes in as `&mut *cx`, so that `desired` may take `&Step` (it
+/// coerces) or `&mut Step`.
+fn converge_call(
+    model: &Model,
+    desired: &syn::Path,
+    next: &Ident,
+    cx: &Ident,
+    fields: &[Ident],
+    core: &TokenStream,
+) -> TokenStream {
+    let span = desired.span();
+    let located = |name: &str| Ident::new(name, Span::mixed_site().located_at(span));
+    let cx = located(&cx.to_string());
+    let function = located("__fsm_desired");
+    let value = located("__fsm_value");
+    let target = match model.states.iter().find(|s| s.ident == *next) {
+        Some(target) => with_starting_fields(
+            target,
+            |ty| quote_spanned!(ty.span()=> <#ty as #core::__derive::ConvergeTargetField>::starting()),
+        ),
+        // The analysis has refused an unknown target.
+        None => quote!(Self::#next),
+    };
+    quote_spanned! {span=>
+        {
+            let #function = #desired;
+            ::std::boxed::Box::pin(async move {
+                let #value = #function(&mut *#cx #(, #fields)*)?;
+                #core::Converge::<Self>::converge_state(&#value, #cx, #target).await
+            })
+        }
+    }
+}
+
 /// The machine's error type, as the dispatch methods name it: the declared
 /// type itself rather than `<Self as Fsm>::Error`, whose well-formedness
 /// would repeat every error of a supertrait the enum lacks (a missing serde
@@ -163,9 +211,14 @@ pub fn handle(model: &Model, core: &TokenStream) -> TokenStream {
         ::core::result::Result<#core::Transition<Self>, #error>
     };
     let arms = model.states.iter().map(|s| match &s.handler {
-        Some(handler) => {
+        Some(Handler::Function(handler)) => {
             let (pattern, fields) = binding_pattern(s, handler.span());
             let call = call(handler, &cx, &fields, core);
+            quote!(#pattern => #call)
+        }
+        Some(Handler::Converge { desired, next }) => {
+            let (pattern, fields) = binding_pattern(s, desired.span());
+            let call = converge_call(model, desired, next, &cx, &fields, core);
             quote!(#pattern => #call)
         }
         None => {

@@ -74,6 +74,10 @@ pub struct VariantInput {
     /// `handler = path`.
     #[darling(default)]
     pub handler: Option<syn::Path>,
+    /// `converge = path`: the function that builds what the state
+    /// converges.
+    #[darling(default)]
+    pub converge: Option<syn::Path>,
     /// `next(A, B)`.
     #[darling(default)]
     pub next: Option<Targets>,

@@ -157,7 +157,7 @@ async fn main() -> ExitCode {
             println!(
                 "fsm-apiserver {} (serves the Kubernetes API v1.{})",
                 env!("CARGO_PKG_VERSION"),
-                fsm_testkit::discovery::KUBERNETES_MINOR
+                fsm_testkit::KUBERNETES_MINOR
             );
             return ExitCode::SUCCESS;
         }

@@ -24,16 +24,18 @@ use crate::resources::{GroupResource, Registry, ResourceDef};
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::status::{ApiError, Cause, Subject};
 use crate::store::Store;
+use crate::time::timestamp;
 use crate::validation::{generate_name_problems, name_problems};
 
 use ids::IdSource;
 use meta::{
     check_namespace_field, check_type, copy_field, finalizers, metadata_mut, spec_changed, str_at,
 };
-pub use paging::{ReadAt, ReadOptions, parse_resource_version};
+pub(crate) use paging::parse_resource_version;
+pub use paging::{ReadAt, ReadOptions};
 use paging::{decode_continue, encode_continue};
 
-pub use gc::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Propagation};
+pub use gc::Propagation;
 
 /// Which part of an object a write targets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,12 +148,6 @@ fn crds() -> GroupResource {
         group: CRD_GROUP.into(),
         resource: "customresourcedefinitions".into(),
     }
-}
-
-/// The current time in the API's format (RFC 3339, seconds, UTC).
-#[must_use]
-pub fn timestamp(now: jiff::Timestamp) -> String {
-    now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 impl Cluster {
@@ -656,7 +652,7 @@ impl Cluster {
     }
 
     /// A PUT: [`Cluster::update_as`], or, for an absent object of a kind
-    /// the real server creates on update ([`ResourceDef::creates_on_update`]),
+    /// the real server creates on update (its definition's `creates_on_update`),
     /// [`Cluster::create_as`] under the URL's name. Returns the object and
     /// whether it was created.
     ///
@@ -952,7 +948,7 @@ impl Cluster {
 /// `object` as `def`'s group/version presents it (no conversion: the
 /// versions of a custom resource share one schema here).
 #[must_use]
-pub fn present(def: &ResourceDef, object: &Value) -> Value {
+pub(crate) fn present(def: &ResourceDef, object: &Value) -> Value {
     if crate::events::is_events_api(def) {
         return crate::events::present(def, object);
     }
@@ -967,7 +963,7 @@ pub fn present(def: &ResourceDef, object: &Value) -> Value {
 /// An item of a list: built-in lists carry no apiVersion/kind on their
 /// items (the real server's typed lists), custom resource lists do.
 #[must_use]
-pub fn list_item(def: &ResourceDef, object: &Value) -> Value {
+pub(crate) fn list_item(def: &ResourceDef, object: &Value) -> Value {
     let mut o = present(def, object);
     if !def.custom
         && let Some(m) = o.as_object_mut()

@@ -5,8 +5,10 @@
 //! namespace, name), served by the module for its kind (discovery here,
 //! objects in [`objects`]), and recorded with its outcome in the request
 //! log. Steps that act on the description alone (fault injection, latency)
-//! slot in between the description and the serve.
+//! slot in between the description and the serve. The fault API
+//! ([`fault_api`]) is a route of its own, in front of the pipeline.
 
+pub mod fault_api;
 pub mod objects;
 pub mod route;
 
@@ -19,17 +21,22 @@ use http::{StatusCode, header};
 use serde_json::Value;
 
 use crate::discovery;
-use crate::faults;
+use crate::faults::Answer;
 use crate::log::RequestRecord;
 use crate::openapi;
 use crate::protobuf;
-use crate::server::Shared;
+use crate::state::Shared;
 use crate::status::ApiError;
+use crate::watch;
 use route::Route;
 
-/// The router serving the whole API.
+/// The router serving the whole API, and the fault API under `/testkit/`.
 pub fn router(shared: Arc<Shared>) -> Router {
-    Router::new().fallback(handle).with_state(shared)
+    let faults = fault_api::router(shared.faults.clone());
+    Router::new()
+        .fallback(handle)
+        .with_state(shared)
+        .merge(faults)
 }
 
 /// A JSON response.
@@ -43,9 +50,6 @@ pub fn json(code: StatusCode, body: &Value) -> Response {
 }
 
 async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
-    if request.uri().path().starts_with(faults::HTTP_PREFIX) {
-        return faults::serve_http(&shared.faults, request).await;
-    }
     let (parts, body) = request.into_parts();
     let route = route::parse(parts.uri.path());
     // 1. What is asked: verb, resource, namespace, name.
@@ -71,7 +75,8 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         other => serve_discovery(&shared, &parts, other),
     };
     let mut response = match injection.answer {
-        Some(answer) => answer,
+        Some(Answer::Error(e)) => e.into_response(),
+        Some(Answer::ExpiredWatch) => expired_watch(),
         None => result.unwrap_or_else(IntoResponse::into_response),
     };
     if response
@@ -79,7 +84,10 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         .get::<objects::WatchResponse>()
         .is_some()
     {
-        response = shared.faults.guard_watch(&record.resource, response);
+        let dropped = shared.faults.watches_dropped(&record.resource);
+        let (parts, body) = response.into_parts();
+        let stream = futures::StreamExt::take_until(body.into_data_stream(), dropped);
+        response = Response::from_parts(parts, axum::body::Body::from_stream(stream));
     } else if protobuf == Some(true) {
         response = to_protobuf(response).await;
     }
@@ -94,6 +102,16 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     );
     shared.log.record(record);
     response
+}
+
+/// A watch whose one event is an `ERROR` `410 Expired` (a fault's answer).
+fn expired_watch() -> Response {
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        watch::error_event(&Answer::expired()),
+    )
+        .into_response()
 }
 
 /// For a request on a resource whose `Accept` asks for protobuf alone:
@@ -122,15 +140,12 @@ fn wants_protobuf(shared: &Shared, parts: &http::request::Parts, route: &Route) 
 /// The real server's answer to a client that accepts only what it cannot
 /// write (in protobuf, which the client asked for).
 fn not_acceptable() -> Response {
-    let status = serde_json::json!({
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf",
-        "reason": "NotAcceptable",
-        "code": 406,
-    });
+    let status = ApiError::Other {
+        code: 406,
+        message: "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf".into(),
+        subject: None,
+    }
+    .to_status();
     let mut response = json(StatusCode::NOT_ACCEPTABLE, &status);
     if let Ok(body) = protobuf::encode(&status) {
         response = (

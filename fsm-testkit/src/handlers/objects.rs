@@ -22,7 +22,7 @@ use crate::patch::PatchType;
 use crate::protobuf;
 use crate::resources::ResourceDef;
 use crate::selectors::{FieldSelector, LabelSelector};
-use crate::server::Shared;
+use crate::state::Shared;
 use crate::status::{self, ApiError, Cause, Subject};
 use crate::table::{self, IncludeObject};
 use crate::validation;
@@ -393,7 +393,7 @@ fn run_namespace_controller(shared: &Arc<Shared>) {
 }
 
 /// The `fieldValidation` of a create or update: the body's fields that
-/// the kind's published schema does not know ([`crate::openapi::unknown_fields`])
+/// the kind's published schema does not know ([`crate::openapi::drop_unknown_fields`])
 /// refuse the request under `Strict` (`400`, worded as the real server's
 /// strict decoding error); otherwise they are dropped (as decoding into the
 /// real server's types drops them) and, under `Warn` (the default),

@@ -527,7 +527,7 @@ fn scalar(schema: &Value, w: Wire<'_>) -> Result<Value, DecodeError> {
             _ => return err("proto: wrong wireType for a number"),
         },
         _ if s.get("format").and_then(Value::as_str) == Some("byte") => {
-            Value::String(crate::kinds::base64(bytes_of(w)?))
+            Value::String(crate::base64::encode(bytes_of(w)?))
         }
         _ => Value::String(string_of(w)?),
     })
@@ -907,7 +907,7 @@ fn encode_value(
         }
         Value::String(s) => {
             if schema.and_then(|s| s.get("format")).and_then(Value::as_str) == Some("byte") {
-                let bytes = base64_decode(s)
+                let bytes = crate::base64::decode(s)
                     .ok_or_else(|| DecodeError(format!("{}: invalid base64", field.name)))?;
                 put_bytes(out, field.tag, &bytes);
             } else {
@@ -917,29 +917,6 @@ fn encode_value(
         _ => return err(format!("{}: unexpected value", field.name)),
     }
     Ok(())
-}
-
-/// Standard base64 (padding optional), as Go's JSON reads `[]byte`.
-fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(text.len() / 4 * 3);
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for c in text.trim_end_matches('=').bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push(((acc >> bits) & 0xff) as u8);
-        }
-    }
-    Some(out)
 }
 
 #[cfg(test)]

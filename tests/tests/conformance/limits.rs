@@ -205,5 +205,5 @@ pub async fn objects_too_large_for_etcd(s: &mut Scene) -> Fallible {
 
 /// Standard base64 with padding.
 fn base64(bytes: &[u8]) -> String {
-    fsm_testkit::kinds::base64(bytes)
+    fsm_testkit::internals::base64(bytes)
 }

@@ -1,0 +1,199 @@
+//! One reconcile in flight: what it works on, what it has done so far, and
+//! the last of its phases, applying a decision (commit, release, or go on
+//! deciding).
+
+use std::ops::ControlFlow;
+use std::time::Duration;
+
+use crate::engine::{Decision, Effect, Engine, Observed, Plan, ReconcileError, Report, Then, plan};
+use crate::record::StateRecord;
+use crate::step::StatusFields;
+use crate::store::{StateStore, Version};
+use crate::{Fsm, Timestamp};
+
+/// One reconcile of one object, between its load and its report.
+pub(super) struct InFlight<'a, S: Fsm> {
+    pub(super) engine: &'a Engine<S>,
+    pub(super) store: &'a dyn StateStore,
+    pub(super) observed: &'a Observed,
+    pub(super) resource: &'a S::Resource,
+    pub(super) context: &'a S::Context,
+    /// The record as decided so far: `None` before the machine started,
+    /// once the record is deleted, and while a step holds it.
+    pub(super) record: Option<StateRecord>,
+    /// The store's version of the last record loaded or committed.
+    pub(super) version: Option<Version>,
+    /// Bookkeeping decided but not yet committed (the initial entry,
+    /// deletion start, a spec change under `continue`) rides along with the
+    /// next commit.
+    unsaved: bool,
+    /// Status fields published by the steps run so far, written with the
+    /// next commit.
+    published: Option<StatusFields>,
+    /// Transitions committed so far, against `max_transitions`.
+    transitions: u32,
+    pub(super) report: Report,
+}
+
+impl<'a, S: Fsm> InFlight<'a, S> {
+    /// Loads and decodes the object's record.
+    ///
+    /// # Errors
+    /// [`ReconcileError::Corrupt`] for a record that does not decode (it is
+    /// left as it is); [`ReconcileError::Store`] when the load fails.
+    pub(super) async fn load(
+        engine: &'a Engine<S>,
+        store: &'a dyn StateStore,
+        observed: &'a Observed,
+        resource: &'a S::Resource,
+        context: &'a S::Context,
+    ) -> Result<Self, ReconcileError> {
+        let loaded = store.load(&observed.key).await?;
+        let record = match loaded.record {
+            Some(raw) => Some(raw.decode::<S>().map_err(ReconcileError::Corrupt)?),
+            None => None,
+        };
+        Ok(InFlight {
+            engine,
+            store,
+            observed,
+            resource,
+            context,
+            record,
+            version: loaded.version,
+            unsaved: false,
+            published: None,
+            transitions: 0,
+            report: Report {
+                state: String::new(),
+                record: None,
+                version: None,
+                commits: 0,
+                requeue: None,
+                released: false,
+                effects: Vec::new(),
+            },
+        })
+    }
+
+    /// What runs now, at `now`.
+    pub(super) fn plan(&self, now: Timestamp) -> Plan {
+        let planned = plan(S::machine(), self.record.as_ref(), self.observed, now);
+        tracing::trace!(machine = S::machine().name(), object = %self.observed.key, ?planned, "planned");
+        planned
+    }
+
+    /// Adds the status fields one step published to those waiting for the
+    /// next commit (key by key, the later winning).
+    pub(super) fn publish(&mut self, step: Option<StatusFields>) {
+        let Some(step) = step else { return };
+        match &mut self.published {
+            Some(pending) => pending.extend(step),
+            None => self.published = Some(step),
+        }
+    }
+
+    /// The object is being deleted and nothing was ever recorded for it:
+    /// it is released without a write.
+    pub(super) fn release_unrecorded(&mut self) {
+        self.report.released = true;
+        self.report.effects.push(Effect::Released);
+        self.report.requeue = None;
+    }
+
+    /// Applies `decision`: keeps its record for the next round, commits it
+    /// (with whatever bookkeeping and published status wait), or deletes
+    /// the record on release. Breaks when the reconcile is over: everything
+    /// but bookkeeping, and a transition that may chain, ends it.
+    ///
+    /// # Errors
+    /// [`ReconcileError::Conflict`] when the record changed since it was
+    /// loaded (nothing is committed); [`ReconcileError::Store`].
+    pub(super) async fn apply(
+        &mut self,
+        decision: Decision,
+    ) -> Result<ControlFlow<()>, ReconcileError> {
+        let Decision {
+            record: mut next,
+            then,
+            effects,
+        } = decision;
+        let entered = effects.iter().any(|e| matches!(e, Effect::Entered { .. }));
+        self.report.effects.extend(effects);
+        self.report.requeue = then.requeue();
+        let changed = match then {
+            Then::Proceed => {
+                self.unsaved = true;
+                self.record = Some(next);
+                return Ok(ControlFlow::Continue(()));
+            }
+            Then::Release => {
+                self.release().await?;
+                return Ok(ControlFlow::Break(()));
+            }
+            Then::Commit { .. } => true,
+            Then::Unchanged { .. } => false,
+        };
+        if next.observed_generation.is_none() && self.observed.generation.is_some() {
+            next.observed_generation = self.observed.generation;
+            self.unsaved = true;
+        }
+        if changed || self.unsaved || self.published.is_some() {
+            self.commit(&next).await?;
+        }
+        if entered {
+            self.transitions += 1;
+        }
+        let chain = entered
+            && then.requeue() == Some(Duration::ZERO)
+            && self.transitions < self.engine.options.max_transitions;
+        self.record = Some(next);
+        Ok(if chain {
+            ControlFlow::Continue(())
+        } else {
+            ControlFlow::Break(())
+        })
+    }
+
+    /// Saves `record` on the version loaded or last committed, with the
+    /// status fields published since the last commit.
+    async fn commit(&mut self, record: &StateRecord) -> Result<(), ReconcileError> {
+        let key = &self.observed.key;
+        let saved = match self.published.take() {
+            Some(status) => {
+                self.store
+                    .save_with_status(key, record, &status, self.version.as_ref())
+                    .await?
+            }
+            None => self.store.save(key, record, self.version.as_ref()).await?,
+        };
+        self.version = Some(saved);
+        self.report.commits += 1;
+        self.unsaved = false;
+        Ok(())
+    }
+
+    /// Deletes the record: deletion is complete.
+    async fn release(&mut self) -> Result<(), ReconcileError> {
+        self.store
+            .delete(&self.observed.key, self.version.as_ref())
+            .await?;
+        self.report.released = true;
+        self.report.commits += 1;
+        self.version = None;
+        Ok(())
+    }
+
+    /// What the reconcile did.
+    pub(super) fn into_report(self) -> Report {
+        let mut report = self.report;
+        report.state = self
+            .record
+            .as_ref()
+            .map(|r| r.state.clone())
+            .unwrap_or_default();
+        report.record = self.record;
+        report.version = self.version;
+        report
+    }
+}
