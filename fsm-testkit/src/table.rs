@@ -523,7 +523,7 @@ mod tests {
         let r = Registry::with_builtins();
         let def = r.get("networking.k8s.io", "v1", "ingresses").unwrap();
         let now = jiff::Timestamp::from_second(1_000_000).unwrap();
-        let created = crate::cluster::timestamp(now);
+        let created = crate::time::timestamp(now);
         let rule = |host: &str| json!({"host": host});
         let plain = json!({"metadata": {"name": "web", "creationTimestamp": created},
             "spec": {"rules": [{"http": {}}]}, "status": {"loadBalancer": {}}});
