@@ -3,8 +3,12 @@
 //! against a fresh standalone `fsm-apiserver`, and prints one table.
 //!
 //! ```text
-//! cargo run -p bench --release -- --n 100,1000 [--impls fsm,fsm-chain,hand,kopf]
+//! cargo run -p bench --release -- --n 100,1000 [--impls fsm,fsm-chain,hand,kopf,deps]
 //! ```
+//!
+//! `deps` is another workload: four dependents per object converged by a
+//! `DependentsReconciler`, then one re-sync of every converged object,
+//! measured on its own (`bench-dependents-operator`).
 //!
 //! See `docs/benchmarks.md` (and `bench/run.sh`, which also installs kopf).
 
