@@ -2,6 +2,7 @@
 # Runs the end-to-end benchmark: operator-fsm, a hand-written kube-rs
 # operator and kopf, side by side. Arguments go to the driver, e.g.
 #   bench/run.sh --n 100,1000
+#   bench/run.sh --n 100,1000 --impls deps   # the dependents workload
 # See docs/benchmarks.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +16,8 @@ if ! "$venv/bin/python" -c 'import kopf, kubernetes' 2>/dev/null; then
 fi
 
 cargo build --release -p fsm-testkit --bin fsm-apiserver \
-    -p bench --bin bench --bin bench-fsm-operator --bin bench-hand-operator
+    -p bench --bin bench --bin bench-fsm-operator --bin bench-hand-operator \
+    --bin bench-dependents-operator
 
 # The driver kills its children when a run ends; on an interrupted run the
 # trap ends its whole process group (the driver, the server, the operator).

@@ -3,8 +3,12 @@
 //! against a fresh standalone `fsm-apiserver`, and prints one table.
 //!
 //! ```text
-//! cargo run -p bench --release -- --n 100,1000 [--impls fsm,fsm-chain,hand,kopf]
+//! cargo run -p bench --release -- --n 100,1000 [--impls fsm,fsm-chain,hand,kopf,deps]
 //! ```
+//!
+//! `deps` is another workload: four dependents per object converged by a
+//! `DependentsReconciler`, then one re-sync of every converged object,
+//! measured on its own (`bench-dependents-operator`).
 //!
 //! See `docs/benchmarks.md` (and `bench/run.sh`, which also installs kopf).
 
@@ -15,7 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bench::counting::counted_client;
-use bench::report::{RunResult, table};
+use bench::report::{Resync, RunResult, dependents_table, table};
 use bench::requests::{Counts, LogReader};
 use bench::workload::{self, BenchApp, BenchAppSpec};
 use clap::Parser;
@@ -31,7 +35,7 @@ use tokio::process::{Child, Command};
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The implementations, by label.
-const IMPLEMENTATIONS: [&str; 4] = ["fsm", "fsm-chain", "hand", "kopf"];
+const IMPLEMENTATIONS: [&str; 5] = ["fsm", "fsm-chain", "hand", "kopf", "deps"];
 
 #[derive(Parser, Debug)]
 #[command(about = "operator-fsm against a hand-written kube-rs operator and kopf")]
@@ -39,7 +43,8 @@ struct Args {
     /// Object counts, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "100,1000,10000")]
     n: Vec<u64>,
-    /// Implementations to run, comma-separated, among fsm, fsm-chain, hand, kopf.
+    /// Implementations to run, comma-separated, among fsm, fsm-chain, hand,
+    /// kopf, and `deps` (the dependents workload, in a table of its own).
     #[arg(long, value_delimiter = ',', default_value = "fsm,fsm-chain,hand,kopf")]
     impls: Vec<String>,
     /// `ReconcilerOptions::max_transitions` of the fsm-chain run.
@@ -94,10 +99,23 @@ async fn main() -> Result<(), BoxError> {
                 Err(e) => eprintln!("# {implementation} N={n} failed: {e}"),
             }
         }
-        println!("{}", table(&results, "fsm"));
+        print_tables(&results);
     }
-    println!("\n## all runs\n\n{}", table(&results, "fsm"));
+    println!("\n## all runs\n");
+    print_tables(&results);
     Ok(())
+}
+
+/// The workflow's table, and the dependents workload's when it ran.
+fn print_tables(results: &[RunResult]) {
+    let (dependents, workflow): (Vec<RunResult>, Vec<RunResult>) =
+        results.iter().cloned().partition(|r| r.resync.is_some());
+    if !workflow.is_empty() {
+        println!("{}", table(&workflow, "fsm"));
+    }
+    if !dependents.is_empty() {
+        println!("{}", dependents_table(&dependents));
+    }
 }
 
 /// How long a simulated Deployment takes to roll out, in milliseconds.
@@ -165,6 +183,7 @@ fn operator_command(args: &Args, implementation: &str) -> Result<Command, BoxErr
             c
         }
         "hand" => Command::new(sibling("bench-hand-operator")?),
+        "deps" => Command::new(sibling("bench-dependents-operator")?),
         "kopf" => {
             let mut c = Command::new(&args.python);
             c.args([
@@ -252,8 +271,102 @@ async fn run(args: &Args, implementation: &str, n: u64) -> Result<RunResult, Box
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
-    // Watch readiness.
     let apps: Api<BenchApp> = Api::namespaced(client.clone(), workload::NAMESPACE);
+    let (ready, wall) =
+        create_and_wait(&apps, n, args.timeout, &mut reader, &mut operator, &dir).await?;
+    // Let trailing requests land (a steady run makes none), then measure.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    reader.poll().await?;
+    let converging = reader.counts.clone();
+    let resync = if implementation == "deps" {
+        Some(resync(&mut reader, pid, n).await?)
+    } else {
+        None
+    };
+    let (peak_rss_kib, cpu) = usage(pid)?;
+    let (_, server_cpu) = usage(server.child.id().ok_or("the server exited")?)?;
+    operator.start_kill()?;
+    let _ = operator.wait().await;
+    reader.poll().await?;
+    let _ = server.child.start_kill();
+    let _ = server.child.wait().await;
+
+    // For the dependents workload, the requests of converging: the
+    // re-sync has its own.
+    let counted = if resync.is_some() {
+        &converging
+    } else {
+        &reader.counts
+    };
+    let requests = counted.minus(&Counts::of_log(&mine));
+    Ok(RunResult {
+        implementation: implementation.to_owned(),
+        n,
+        ready,
+        wall,
+        transitions: ready * workload::TRANSITIONS_PER_OBJECT,
+        requests,
+        peak_rss_kib,
+        cpu,
+        server_cpu,
+        dropped: reader.dropped,
+        resync,
+    })
+}
+
+/// The resources of the dependents workload's four dependents.
+const DEPENDENT_RESOURCES: [&str; 4] = ["configmaps", "secrets", "deployments", "services"];
+
+/// Signals the dependents operator (`pid`) to re-sync its `n` converged
+/// apps and measures it: done when every app has read its four dependents
+/// (one GET each) and listed their four kinds (pruning), plus one second
+/// for trailing requests (writes, had there been any).
+async fn resync(reader: &mut LogReader, pid: u32, n: u64) -> Result<Resync, BoxError> {
+    let before = reader.counts.clone();
+    let (_, cpu_before) = usage(pid)?;
+    let t0 = Instant::now();
+    let signalled = std::process::Command::new("kill")
+        .args(["-USR1", &pid.to_string()])
+        .status()?;
+    if !signalled.success() {
+        return Err("could not signal the dependents operator".into());
+    }
+    let reads = |counts: &Counts, verb: &str| {
+        counts.sum(|v, r, _| v == verb && DEPENDENT_RESOURCES.contains(&r))
+    };
+    let wall = loop {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        reader.poll().await?;
+        let since = reader.counts.minus(&before);
+        if reads(&since, "get") >= 4 * n && reads(&since, "list") >= 4 * n {
+            break t0.elapsed();
+        }
+        if t0.elapsed() > Duration::from_secs(300) {
+            return Err("the re-sync did not finish in 300 s".into());
+        }
+    };
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    reader.poll().await?;
+    let (_, cpu_after) = usage(pid)?;
+    Ok(Resync {
+        requests: reader.counts.minus(&before),
+        cpu: cpu_after.saturating_sub(cpu_before),
+        wall,
+    })
+}
+
+/// Creates N apps (16 in flight) and waits until a watch has seen all of
+/// them ready, or `timeout` seconds: how many were ready, and the time
+/// from the first create to the last ready.
+async fn create_and_wait(
+    apps: &Api<BenchApp>,
+    n: u64,
+    timeout: u64,
+    reader: &mut LogReader,
+    operator: &mut Child,
+    dir: &Path,
+) -> Result<(u64, Duration), BoxError> {
+    // Watch readiness.
     let (ready_tx, mut ready_rx) = tokio::sync::watch::channel((0u64, Instant::now()));
     let watch = tokio::spawn({
         let apps = apps.clone();
@@ -291,7 +404,7 @@ async fn run(args: &Args, implementation: &str, n: u64) -> Result<RunResult, Box
         })
         .buffer_unordered(16)
         .try_collect::<Vec<_>>();
-    let deadline = t0 + Duration::from_secs(args.timeout);
+    let deadline = t0 + Duration::from_secs(timeout);
     let mut creates = std::pin::pin!(creates);
     let mut created = false;
     let mut tick = tokio::time::interval(Duration::from_millis(250));
@@ -313,29 +426,6 @@ async fn run(args: &Args, implementation: &str, n: u64) -> Result<RunResult, Box
         }
     };
     let (ready, _) = *ready_rx.borrow();
-    let wall = finished.unwrap_or_else(Instant::now) - t0;
-    // Let trailing requests land (a steady run makes none), then measure.
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let (peak_rss_kib, cpu) = usage(pid)?;
-    let (_, server_cpu) = usage(server.child.id().ok_or("the server exited")?)?;
-    operator.start_kill()?;
-    let _ = operator.wait().await;
     watch.abort();
-    reader.poll().await?;
-    let _ = server.child.start_kill();
-    let _ = server.child.wait().await;
-
-    let requests = reader.counts.minus(&Counts::of_log(&mine));
-    Ok(RunResult {
-        implementation: implementation.to_owned(),
-        n,
-        ready,
-        wall,
-        transitions: ready * workload::TRANSITIONS_PER_OBJECT,
-        requests,
-        peak_rss_kib,
-        cpu,
-        server_cpu,
-        dropped: reader.dropped,
-    })
+    Ok((ready, finished.unwrap_or_else(Instant::now) - t0))
 }

@@ -33,6 +33,21 @@ pub struct RunResult {
     /// Records the server's log dropped before the driver read them (the
     /// counts are then too low).
     pub dropped: usize,
+    /// The dependents workload only: what re-syncing every converged app
+    /// cost.
+    pub resync: Option<Resync>,
+}
+
+/// One re-sync of N converged apps (the dependents workload): every app
+/// reconciled once more, with nothing to change.
+#[derive(Clone, Debug, Default)]
+pub struct Resync {
+    /// The operator's requests during the re-sync.
+    pub requests: Counts,
+    /// The operator's CPU time over the re-sync.
+    pub cpu: Duration,
+    /// From the signal to the last app's last read.
+    pub wall: Duration,
 }
 
 impl RunResult {
@@ -130,6 +145,47 @@ pub fn table(results: &[RunResult], baseline: &str) -> String {
     markdown(&rows)
 }
 
+/// The dependents workload's table: converging N apps of 4 dependents
+/// each, then re-syncing them all once.
+#[must_use]
+pub fn dependents_table(results: &[RunResult]) -> String {
+    let header = [
+        "N",
+        "ready",
+        "converge wall s",
+        "writes/app",
+        "requests/app",
+        "re-sync wall s",
+        "re-sync get",
+        "re-sync list",
+        "re-sync writes",
+        "re-sync CPU s",
+        "CPU µs/app",
+        "peak RSS MiB",
+    ];
+    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| (*s).to_owned()).collect()];
+    for r in results {
+        let Some(resync) = &r.resync else { continue };
+        let n = r.n as f64;
+        let all = r.requests.sum(|_, _, _| true);
+        rows.push(vec![
+            r.n.to_string(),
+            r.ready.to_string(),
+            format!("{:.2}", r.wall.as_secs_f64()),
+            format!("{:.2}", per(r.requests.writes() as f64, n)),
+            format!("{:.2}", per(all as f64, n)),
+            format!("{:.2}", resync.wall.as_secs_f64()),
+            resync.requests.verb("get").to_string(),
+            resync.requests.verb("list").to_string(),
+            resync.requests.writes().to_string(),
+            format!("{:.2}", resync.cpu.as_secs_f64()),
+            format!("{:.0}", per(resync.cpu.as_secs_f64() * 1e6, n)),
+            format!("{:.1}", r.peak_rss_kib as f64 / 1024.0),
+        ]);
+    }
+    markdown(&rows)
+}
+
 /// A Markdown table, columns padded to their widest cell.
 #[must_use]
 pub fn markdown(rows: &[Vec<String>]) -> String {
@@ -185,6 +241,7 @@ mod tests {
             cpu: Duration::from_millis(cpu_ms),
             server_cpu: Duration::from_millis(cpu_ms * 2),
             dropped: 0,
+            resync: None,
         }
     }
 
@@ -214,6 +271,29 @@ mod tests {
         assert_eq!(hand[col("409 exists")], "1");
         assert_eq!(hand[col("CR writes/trans")], "1.02");
         assert_eq!(cells(lines[4])[col("wall ×")], "-", "no baseline at N=20");
+    }
+
+    #[test]
+    fn the_dependents_table_shows_the_resync_per_app() {
+        let mut converged = run("deps", 100, 3000, 900);
+        let mut requests = Counts::default();
+        for _ in 0..400 {
+            requests.add("get", "configmaps", None, 200);
+            requests.add("list", "services", None, 200);
+        }
+        converged.resync = Some(Resync {
+            requests,
+            cpu: Duration::from_millis(250),
+            wall: Duration::from_millis(500),
+        });
+        let table = dependents_table(&[run("fsm", 100, 1000, 500), converged]);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines.len(), 3, "only the dependents run: {table}");
+        let cells: Vec<&str> = lines[2].split('|').map(str::trim).collect();
+        // N, ready, wall, writes/app (4 patches + 1 create per app, +1).
+        assert_eq!(&cells[1..5], ["100", "100", "3.00", "4.02"]);
+        // re-sync: wall, gets, lists, writes, CPU, µs per app.
+        assert_eq!(&cells[6..12], ["0.50", "400", "400", "0", "0.25", "2500"]);
     }
 
     #[test]

@@ -4,8 +4,13 @@
 use std::collections::BTreeMap;
 
 use fsm_kube::FsmStatus;
+use fsm_kube::dependents::{Dependent, DependentKind, DesiredSet, SetError};
+use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
-use k8s_openapi::api::core::v1::{ConfigMap, Container, PodSpec, PodTemplateSpec};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, ConfigMapVolumeSource, Container, PodSpec, PodTemplateSpec, Secret,
+    SecretVolumeSource, Service, ServicePort, ServiceSpec, Volume,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{CustomResource, Resource, ResourceExt};
@@ -59,7 +64,8 @@ pub struct BenchAppStatus {
 }
 
 impl BenchApp {
-    /// Whether the object rests in its ready state, whichever operator ran it.
+    /// Whether the object rests in its ready state, whichever operator ran
+    /// it (the dependents workload's: `DependentsReady` is `True`).
     #[must_use]
     pub fn is_ready(&self) -> bool {
         let Some(status) = &self.status else {
@@ -67,7 +73,117 @@ impl BenchApp {
         };
         status.phase.as_deref() == Some("Ready")
             || status.fsm.as_ref().and_then(FsmStatus::state_name) == Some("Ready")
+            || status
+                .conditions
+                .iter()
+                .flatten()
+                .any(|c| c.type_ == "DependentsReady" && c.status == "True")
     }
+}
+
+/// The dependents workload's four dependents of `app`: a ConfigMap and a
+/// Secret, a Deployment mounting both once they exist, and a Service.
+///
+/// # Errors
+/// None for an app read from the server ([`SetError`] for a malformed set).
+pub fn dependents(app: &BenchApp) -> Result<DesiredSet, SetError> {
+    let name = app.name_any();
+    let meta = |name: String| ObjectMeta {
+        name: Some(name),
+        ..ObjectMeta::default()
+    };
+    let config = ConfigMap {
+        metadata: meta(config_map_name(app)),
+        data: Some(BTreeMap::from([(
+            "image".to_owned(),
+            app.spec.image.clone(),
+        )])),
+        ..ConfigMap::default()
+    };
+    let secret = Secret {
+        metadata: meta(format!("{name}-secret")),
+        string_data: None,
+        data: Some(BTreeMap::from([(
+            "token".to_owned(),
+            ByteString(name.clone().into_bytes()),
+        )])),
+        ..Secret::default()
+    };
+    let labels = BTreeMap::from([("app".to_owned(), name.clone())]);
+    let deployment = Deployment {
+        metadata: meta(name.clone()),
+        spec: Some(DeploymentSpec {
+            replicas: Some(app.spec.replicas),
+            selector: LabelSelector {
+                match_labels: Some(labels.clone()),
+                ..LabelSelector::default()
+            },
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels.clone()),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(PodSpec {
+                    containers: vec![Container {
+                        name: "app".into(),
+                        image: Some(app.spec.image.clone()),
+                        ..Container::default()
+                    }],
+                    volumes: Some(vec![
+                        Volume {
+                            name: "config".into(),
+                            config_map: Some(ConfigMapVolumeSource {
+                                name: config_map_name(app),
+                                ..ConfigMapVolumeSource::default()
+                            }),
+                            ..Volume::default()
+                        },
+                        Volume {
+                            name: "secret".into(),
+                            secret: Some(SecretVolumeSource {
+                                secret_name: Some(format!("{name}-secret")),
+                                ..SecretVolumeSource::default()
+                            }),
+                            ..Volume::default()
+                        },
+                    ]),
+                    ..PodSpec::default()
+                }),
+            },
+            ..DeploymentSpec::default()
+        }),
+        status: None,
+    };
+    let service = Service {
+        metadata: meta(name.clone()),
+        spec: Some(ServiceSpec {
+            selector: Some(labels),
+            ports: Some(vec![ServicePort {
+                port: 80,
+                protocol: Some("TCP".to_owned()),
+                ..ServicePort::default()
+            }]),
+            ..ServiceSpec::default()
+        }),
+        status: None,
+    };
+    DesiredSet::builder()
+        .dependent(Dependent::new("config", &config))
+        .dependent(Dependent::new("secret", &secret))
+        .dependent(Dependent::new("app", &deployment).depends_on(["config", "secret"]))
+        .dependent(Dependent::new("service", &service))
+        .build()
+}
+
+/// The kinds of [`dependents`].
+#[must_use]
+pub fn dependent_kinds() -> [DependentKind; 4] {
+    [
+        DependentKind::of::<ConfigMap>(),
+        DependentKind::of::<Secret>(),
+        DependentKind::of::<Deployment>(),
+        DependentKind::of::<Service>(),
+    ]
 }
 
 /// The name of the ConfigMap of `app`.
@@ -149,7 +265,25 @@ pub async fn deployment_ready(client: &kube::Client, app: &BenchApp) -> Result<b
     Ok(api
         .get_opt(&app.name_any())
         .await?
-        .is_some_and(|d| examples::support::rolled_out(&d)))
+        .is_some_and(|d| rolled_out(&d)))
+}
+
+/// Whether `deployment` has rolled out its current generation: observed,
+/// and every replica updated and ready (what a hand-written operator
+/// checks; operator-fsm's dependents have it built in).
+fn rolled_out(deployment: &Deployment) -> bool {
+    let generation = deployment.metadata.generation.unwrap_or(0);
+    let want = deployment
+        .spec
+        .as_ref()
+        .and_then(|s| s.replicas)
+        .unwrap_or(1);
+    let Some(status) = deployment.status.as_ref() else {
+        return false;
+    };
+    status.observed_generation.unwrap_or(0) >= generation
+        && status.updated_replicas.unwrap_or(0) >= want
+        && status.ready_replicas.unwrap_or(0) >= want
 }
 
 /// Step 4: patches the annotation onto the Deployment.

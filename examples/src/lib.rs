@@ -8,7 +8,10 @@
 //! - [`database`]: provisioning through an external, non-idempotent HTTP
 //!   API; a checkpointed request id, a state timeout, compensation, and the
 //!   credentials in the Secret store.
-//! - [`demo`]: runs all three against the embedded API server
+//! - [`webpage`]: java-operator-sdk's WebPage sample with dependent
+//!   resources, without a machine and with one that smoke-tests each
+//!   version of the page.
+//! - [`demo`]: runs all four against the embedded API server
 //!   (`cargo run -p examples --bin demo`).
 //!
 //! The embedded server runs no controllers: `operator_fsm::testkit::simulation`
@@ -23,3 +26,4 @@ pub mod mutable_jar;
 pub mod support;
 #[cfg(test)]
 mod testing;
+pub mod webpage;

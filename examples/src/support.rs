@@ -151,23 +151,6 @@ pub fn job_phase(job: &Job) -> JobPhase {
     }
 }
 
-/// Whether `deployment` has rolled out its current generation: observed,
-/// and every replica updated and ready.
-pub fn rolled_out(deployment: &Deployment) -> bool {
-    let generation = deployment.metadata.generation.unwrap_or(0);
-    let want = deployment
-        .spec
-        .as_ref()
-        .and_then(|s| s.replicas)
-        .unwrap_or(1);
-    let Some(status) = deployment.status.as_ref() else {
-        return false;
-    };
-    status.observed_generation.unwrap_or(0) >= generation
-        && status.updated_replicas.unwrap_or(0) >= want
-        && status.ready_replicas.unwrap_or(0) >= want
-}
-
 /// A short, stable digest of `value`'s JSON (FNV-1a, 64 bits, hex).
 ///
 /// Stable across processes and Rust versions, unlike `DefaultHasher`, so a

@@ -51,3 +51,23 @@ pub async fn set_job_status(client: &Client, job: &str, status: serde_json::Valu
     .await
     .unwrap();
 }
+
+/// Ends a Job as the Job controller would: succeeded, or failed past its
+/// backoff limit, with the conditions readiness reads.
+pub async fn finish_job(client: &Client, job: &str, succeeded: bool) {
+    let now = jiff::Timestamp::now().to_string();
+    let condition = |type_: &str, reason: &str| {
+        serde_json::json!({"type": type_, "status": "True", "reason": reason, "message": reason,
+            "lastTransitionTime": now, "lastProbeTime": now})
+    };
+    let status = if succeeded {
+        serde_json::json!({"startTime": now, "completionTime": now, "succeeded": 1, "conditions": [
+            condition("SuccessCriteriaMet", "CompletionsReached"),
+            condition("Complete", "CompletionsReached")]})
+    } else {
+        serde_json::json!({"startTime": now, "failed": 1, "conditions": [
+            condition("FailureTarget", "BackoffLimitExceeded"),
+            condition("Failed", "BackoffLimitExceeded")]})
+    };
+    set_job_status(client, job, status).await;
+}

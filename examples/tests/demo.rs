@@ -48,6 +48,8 @@ async fn every_object_rests_in_its_expected_state() {
     assert!(moved("sso", "Done", "Unknown"), "{text}");
     assert!(moved("billing", "Running", "Initialization"), "{text}");
     assert!(text.contains("Change: deployment/sso"), "{text}");
+    // The page's new HTML was deployed and smoke-tested again.
+    assert!(moved("home", "Serving", "Deploying"), "{text}");
     // orders' first kit build failed and was retried.
     let orders = report
         .views
@@ -83,7 +85,7 @@ fn the_binary_exits_zero_with_a_readable_log() {
     // Not a terminal: plain lines, no cursor movement.
     assert!(!stdout.contains('\x1b'), "{stdout}");
     assert!(
-        stdout.contains("Summary: 5 of 5 objects rest in their expected state"),
+        stdout.contains("Summary: 6 of 6 objects rest in their expected state"),
         "{stdout}"
     );
     for line in [
@@ -92,6 +94,7 @@ fn the_binary_exits_zero_with_a_readable_log() {
         "✔ integration/billing: Running (expected Running)",
         "✔ database/inventory: Ready (expected Ready)",
         "✔ database/analytics: Failed (expected Failed)",
+        "✔ webpage/home: Serving (expected Serving)",
         "stateDiagram-v2",
         "Demo succeeded",
     ] {
@@ -168,7 +171,7 @@ async fn the_operators_pass_through_a_kubeconfig() {
     let using = format!("Using the cluster of {}", kubeconfig.display());
     for line in [
         using.as_str(),
-        "Summary: 5 of 5 objects rest in their expected state",
+        "Summary: 6 of 6 objects rest in their expected state",
         "Change: deployment/sso",
         "Demo succeeded",
     ] {

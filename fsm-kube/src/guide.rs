@@ -30,3 +30,6 @@ pub mod semantics {}
 
 #[doc = include_str!("../../docs/upgrading.md")]
 pub mod upgrading {}
+
+#[doc = include_str!("../../docs/dependents.md")]
+pub mod dependents {}

@@ -1,5 +1,6 @@
 //! What the real server does for particular built-in kinds on write:
-//! initial status (`Namespace` phase `Active`, `Pod` phase `Pending`),
+//! initial status (`Namespace` phase `Active`, `Pod` phase `Pending`, an
+//! `Ingress`'s empty load balancer),
 //! `Secret.stringData` folded into `data`, a `Service` cluster IP, the RBAC
 //! kinds' defaults (see [`crate::rbac::default`]).
 
@@ -17,6 +18,9 @@ pub fn on_create(def: &ResourceDef, object: &mut Value, sequence: u64) {
                 spec.entry("spec")
                     .or_insert_with(|| json!({"finalizers": ["kubernetes"]}));
             }
+        }
+        ("networking.k8s.io", "Ingress") => {
+            object["status"] = json!({"loadBalancer": {}});
         }
         ("", "Pod") => {
             object["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"});

@@ -2,7 +2,7 @@
 //!
 //! [`ApiServer`] serves the Kubernetes API from memory: discovery, the
 //! built-in kinds operators touch (Namespace, ConfigMap, Secret, Service,
-//! Pod, Event, ServiceAccount, Deployment, StatefulSet, Job, Lease, the RBAC
+//! Pod, Event, ServiceAccount, Deployment, StatefulSet, Job, Ingress, Lease, the RBAC
 //! kinds), custom resources
 //! registered by creating a `CustomResourceDefinition`, get/list/watch with
 //! selectors, paging and bookmarks, create/update/patch/delete with the

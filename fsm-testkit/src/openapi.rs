@@ -88,7 +88,7 @@ struct Builtins {
 fn builtins() -> &'static Builtins {
     static BUILTINS: OnceLock<Builtins> = OnceLock::new();
     BUILTINS.get_or_init(|| {
-        use k8s_openapi::api::{apps, batch, coordination, core, events, rbac};
+        use k8s_openapi::api::{apps, batch, coordination, core, events, networking, rbac};
         use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
         use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
         let mut generator = SchemaGenerator::default();
@@ -112,6 +112,12 @@ fn builtins() -> &'static Builtins {
             ("apps", "v1", "Deployment", apps::v1::Deployment),
             ("apps", "v1", "StatefulSet", apps::v1::StatefulSet),
             ("batch", "v1", "Job", batch::v1::Job),
+            (
+                "networking.k8s.io",
+                "v1",
+                "Ingress",
+                networking::v1::Ingress
+            ),
             ("rbac.authorization.k8s.io", "v1", "Role", rbac::v1::Role),
             (
                 "rbac.authorization.k8s.io",

@@ -351,6 +351,16 @@ pub fn builtins() -> Vec<ResourceDef> {
             .column("Ready", "ratio", ".status.readyReplicas,.spec.replicas")
             .column("Containers", "containers", ".spec.template.spec.containers")
             .column("Images", "images", ".spec.template.spec.containers"),
+        // Served as v1 and stored as v1beta1 by the 1.20 server.
+        d("networking.k8s.io", "v1", "Ingress", "ingresses", true)
+            .stored_as("networking.k8s.io", "v1beta1")
+            .with_status()
+            .with_generation()
+            .short(&["ing"])
+            .column("Class", "ingressClass", ".spec.ingressClassName")
+            .column("Hosts", "ingressHosts", ".spec.rules")
+            .column("Address", "loadBalancer", ".status.loadBalancer")
+            .column("Ports", "ingressPorts", ".spec.tls"),
         d("batch", "v1", "Job", "jobs", true)
             .with_status()
             .with_generation()
@@ -573,6 +583,10 @@ mod tests {
             storage_version_hash("apps", "v1", "Deployment"),
             "8aSe+NMegvE="
         );
+        let ingress = Registry::with_builtins()
+            .get("networking.k8s.io", "v1", "ingresses")
+            .unwrap();
+        assert_eq!(ingress.storage_version_hash, "ZOAfGflaKd0=");
     }
 
     #[test]

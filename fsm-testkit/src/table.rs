@@ -73,7 +73,9 @@ pub fn render(
         let type_ = match c.type_.as_str() {
             "timestamp" => "date",
             "count" | "roleRef" | "ratio" | "int0" | "externalIPs" | "ports" | "podReady"
-            | "podStatus" => "string",
+            | "podStatus" | "ingressClass" | "ingressHosts" | "loadBalancer" | "ingressPorts" => {
+                "string"
+            }
             "podRestarts" => "integer",
             t if printed_after_age(c) || t.starts_with("subjects:") => "string",
             other => other,
@@ -110,6 +112,17 @@ pub fn render(
                     "int0" => json!(lookup(o, &c.json_path).as_i64().unwrap_or(0)),
                     "externalIPs" => json!(external_ips(&lookup(o, &c.json_path), &o["status"])),
                     "ports" => json!(ports(&lookup(o, &c.json_path))),
+                    "ingressClass" => match lookup(o, &c.json_path) {
+                        Value::String(class) => json!(class),
+                        _ => json!("<none>"),
+                    },
+                    "ingressHosts" => json!(ingress_hosts(&lookup(o, &c.json_path))),
+                    "loadBalancer" => json!(load_balancer(&lookup(o, &c.json_path))),
+                    // TLS adds 443 whatever its hosts, as the real printer.
+                    "ingressPorts" => match lookup(o, &c.json_path).as_array() {
+                        Some(tls) if !tls.is_empty() => json!("80, 443"),
+                        _ => json!("80"),
+                    },
                     "podReady" | "podStatus" | "podRestarts" => {
                         let (ready, status, restarts) = pod_state(o);
                         match c.type_.as_str() {
@@ -321,6 +334,56 @@ fn ports(list: &Value) -> String {
     }
 }
 
+/// An Ingress's HOSTS as the real printer writes them: the rules' hosts
+/// up to three, then `+ N more...` (N counting the rules after the third
+/// host, hosted or not); `*` when no rule names a host.
+fn ingress_hosts(rules: &Value) -> String {
+    const SHOWN: usize = 3;
+    let rules = rules.as_array().map(Vec::as_slice).unwrap_or_default();
+    let mut hosts: Vec<&str> = Vec::new();
+    let mut more = false;
+    for rule in rules {
+        if hosts.len() == SHOWN {
+            more = true;
+            break;
+        }
+        if let Some(host) = rule["host"].as_str().filter(|h| !h.is_empty()) {
+            hosts.push(host);
+        }
+    }
+    if hosts.is_empty() {
+        "*".into()
+    } else if more {
+        format!("{} + {} more...", hosts.join(","), rules.len() - SHOWN)
+    } else {
+        hosts.join(",")
+    }
+}
+
+/// A load balancer status' ADDRESS: the ingress points' IPs (else host
+/// names), sorted and unique, cut to 16 characters as without `-o wide`;
+/// empty when there is none.
+fn load_balancer(status: &Value) -> String {
+    const WIDTH: usize = 16;
+    let points: std::collections::BTreeSet<&str> = status["ingress"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| {
+            i["ip"]
+                .as_str()
+                .filter(|ip| !ip.is_empty())
+                .or_else(|| i["hostname"].as_str().filter(|h| !h.is_empty()))
+        })
+        .collect();
+    let joined = points.into_iter().collect::<Vec<_>>().join(",");
+    if joined.len() > WIDTH {
+        format!("{}...", &joined[..WIDTH - 3])
+    } else {
+        joined
+    }
+}
+
 /// A `LabelSelector` as the real printer formats it (`a=b,c in (d)`), or a
 /// plain label map (a Service's selector); `<none>` when empty.
 fn selector(s: &Value) -> String {
@@ -454,6 +517,45 @@ pub fn count(object: &Value, paths: &str) -> usize {
 mod tests {
     use super::*;
     use crate::resources::Registry;
+
+    #[test]
+    fn an_ingress_prints_class_hosts_address_and_ports_as_the_real_server() {
+        let r = Registry::with_builtins();
+        let def = r.get("networking.k8s.io", "v1", "ingresses").unwrap();
+        let now = jiff::Timestamp::from_second(1_000_000).unwrap();
+        let created = crate::time::timestamp(now);
+        let rule = |host: &str| json!({"host": host});
+        let plain = json!({"metadata": {"name": "web", "creationTimestamp": created},
+            "spec": {"rules": [{"http": {}}]}, "status": {"loadBalancer": {}}});
+        let busy = json!({"metadata": {"name": "busy", "creationTimestamp": created},
+            "spec": {"ingressClassName": "nginx", "tls": [{"hosts": ["a.example"]}],
+                     "rules": [rule("a.example"), rule(""), rule("b.example"), rule("c.example"), rule("d.example")]},
+            "status": {"loadBalancer": {"ingress": [{"ip": "10.0.0.12"}, {"hostname": "lb.example.com"}]}}});
+        let t = render(&def, &[plain, busy], None, IncludeObject::None, now);
+        let names: Vec<&str> = t["columnDefinitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["Name", "Class", "Hosts", "Address", "Ports", "Age"]);
+        assert_eq!(
+            t["rows"][0]["cells"],
+            json!(["web", "<none>", "*", "", "80", "0s"])
+        );
+        assert_eq!(
+            t["rows"][1]["cells"],
+            json!([
+                "busy",
+                "nginx",
+                // N is the rules past the third, not the hosts left out.
+                "a.example,b.example,c.example + 2 more...",
+                "10.0.0.12,lb....",
+                "80, 443",
+                "0s"
+            ])
+        );
+    }
 
     #[test]
     fn accept_header_detection() {

@@ -44,7 +44,7 @@ type Builder = fn() -> KindSchema;
 /// The registry of built-in kinds decoded against their k8s-openapi type:
 /// (group, version, kind) and the type's schema.
 const KINDS: &[(&str, &str, &str, Builder)] = {
-    use k8s_openapi::api::{apps, batch, coordination, core, events, rbac};
+    use k8s_openapi::api::{apps, batch, coordination, core, events, networking, rbac};
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
     &[
         ("", "v1", "ConfigMap", schema_of::<core::v1::ConfigMap>),
@@ -78,6 +78,12 @@ const KINDS: &[(&str, &str, &str, Builder)] = {
             schema_of::<apps::v1::StatefulSet>,
         ),
         ("batch", "v1", "Job", schema_of::<batch::v1::Job>),
+        (
+            "networking.k8s.io",
+            "v1",
+            "Ingress",
+            schema_of::<networking::v1::Ingress>,
+        ),
         (
             "coordination.k8s.io",
             "v1",

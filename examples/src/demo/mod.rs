@@ -1,10 +1,10 @@
-//! The main demo: the three example operators at work, on the embedded API
+//! The main demo: the four example operators at work, on the embedded API
 //! server (or a real cluster), with live progress and a summary.
 //!
 //! `cargo run -p examples --bin demo` starts the embedded API server, a
 //! simulated kube-controller-manager ([`operator_fsm::testkit::simulation`]) and the cloud
-//! API of the `database` example, installs the CRDs, creates five objects
-//! ([`scenario`]), runs the three operators, follows every object until it
+//! API of the `database` example, installs the CRDs, creates six objects
+//! ([`scenario`]), runs the four operators, follows every object until it
 //! rests, and prints each object's history and the machines' diagrams. It
 //! succeeds when every object rests in the state it is expected to.
 
@@ -30,6 +30,7 @@ use crate::database::{self, Database, DbContext, DbState};
 use crate::integration::{self, Integration, IntegrationContext, IntegrationPhase};
 use crate::mutable_jar::{self, JarContext, JarState, Keycloak};
 use crate::support::{human, install_crd};
+use crate::webpage::{self, PageState, WebPage};
 use observe::{ObjectView, observe};
 use render::Progress;
 
@@ -205,7 +206,7 @@ fn reconciler_options() -> ReconcilerOptions {
         .error_requeue(Duration::from_millis(300))
 }
 
-/// Starts the three operators, for the demo's namespace only: on a shared
+/// Starts the four operators, for the demo's namespace only: on a shared
 /// cluster, objects elsewhere are none of the demo's business.
 fn start_operators(client: &Client, namespace: &str, cloud_url: &str) -> Vec<JoinHandle<()>> {
     let scope = || Some(namespace.to_owned());
@@ -228,6 +229,12 @@ fn start_operators(client: &Client, namespace: &str, cloud_url: &str) -> Vec<Joi
             DbContext::new(client.clone(), cloud_url),
             reconciler_options(),
         )),
+        tokio::spawn(webpage::run_machine_in(
+            client.clone(),
+            scope(),
+            webpage::runtime(client.clone()).pending_requeue(Duration::from_secs(2)),
+            reconciler_options(),
+        )),
     ]
 }
 
@@ -241,6 +248,7 @@ fn settled(views: &[ObjectView]) -> bool {
             observe::Kind::Keycloak => JarState::machine(),
             observe::Kind::Integration => IntegrationPhase::machine(),
             observe::Kind::Database => DbState::machine(),
+            observe::Kind::WebPage => PageState::machine(),
         };
         let resting = machine
             .state(&record.state)
@@ -299,7 +307,12 @@ pub async fn run(options: &DemoOptions, out: &mut impl Write) -> Result<DemoRepo
     let started = Instant::now();
     let cluster = connect(options, out).await?;
     let client = cluster.client.clone();
-    for crd in [Keycloak::crd(), Integration::crd(), Database::crd()] {
+    for crd in [
+        Keycloak::crd(),
+        Integration::crd(),
+        Database::crd(),
+        WebPage::crd(),
+    ] {
         install_crd(&client, &crd).await?;
     }
     let cloud = CloudService::start(CloudConfig::default()).await?;
@@ -382,6 +395,7 @@ pub async fn run(options: &DemoOptions, out: &mut impl Write) -> Result<DemoRepo
         ("mutable_jar::JarState", JarState::mermaid()),
         ("integration::IntegrationPhase", IntegrationPhase::mermaid()),
         ("database::DbState", DbState::mermaid()),
+        ("webpage::PageState", PageState::mermaid()),
     ] {
         writeln!(out, "{title}:\n```mermaid\n{}```\n", diagram)?;
     }

@@ -12,8 +12,9 @@ use operator_fsm::store::{OWNER_UID_LABEL, RecordObject, record_object_name_for}
 use crate::database::{Database, DbState};
 use crate::integration::Integration;
 use crate::mutable_jar::Keycloak;
+use crate::webpage::WebPage;
 
-/// The three kinds the demo runs.
+/// The kinds the demo runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Kind {
     /// [`Keycloak`], record in its status.
@@ -23,6 +24,8 @@ pub enum Kind {
     /// [`Database`], record in its Secret (see
     /// [`record_object_name_for`]).
     Database,
+    /// [`WebPage`] run by its machine, record in its status.
+    WebPage,
 }
 
 impl Kind {
@@ -32,6 +35,7 @@ impl Kind {
             Kind::Keycloak => "keycloak",
             Kind::Integration => "integration",
             Kind::Database => "database",
+            Kind::WebPage => "webpage",
         }
     }
 }
@@ -122,6 +126,11 @@ pub async fn read_record(
             .and_then(|o| o.status?.fsm)
             .and_then(|f| decode(f.0)),
         Kind::Integration => Api::<Integration>::namespaced(client.clone(), namespace)
+            .get_opt(name)
+            .await?
+            .and_then(|o| o.status?.fsm)
+            .and_then(|f| decode(f.0)),
+        Kind::WebPage => Api::<WebPage>::namespaced(client.clone(), namespace)
             .get_opt(name)
             .await?
             .and_then(|o| o.status?.fsm)

@@ -12,6 +12,7 @@ use crate::database::{Database, DatabaseSpec};
 use crate::integration::{Integration, IntegrationSpec};
 use crate::mutable_jar::{Keycloak, KeycloakSpec};
 use crate::support::create_or_get;
+use crate::webpage::{WebPage, WebPageSpec};
 use operator_fsm::testkit::simulation::{JobOutcome, JobRule, SimulationConfig};
 
 /// The demo's objects.
@@ -46,6 +47,12 @@ pub fn tracked() -> Vec<Tracked> {
             "inventory",
             "Ready",
             "created exactly once through a flaky, non-idempotent API",
+        ),
+        t(
+            Kind::WebPage,
+            "home",
+            "Serving",
+            "four dependents converged in a state, then smoke-tested; new HTML: Ingress pruned, page updated in place",
         ),
         t(
             Kind::Database,
@@ -131,6 +138,19 @@ pub async fn create_objects(client: &Client, namespace: &str) -> Result<(), kube
     )
     .await?;
 
+    let pages: Api<WebPage> = Api::namespaced(client.clone(), namespace);
+    create_or_get(
+        &pages,
+        &WebPage::new(
+            "home",
+            WebPageSpec {
+                html: "<html><body><h1>Hello from operator-fsm</h1></body></html>".to_owned(),
+                exposed: true,
+            },
+        ),
+    )
+    .await?;
+
     let databases: Api<Database> = Api::namespaced(client.clone(), namespace);
     let database = |name: &str, engine: &str, seed: &str| {
         Database::new(
@@ -164,11 +184,16 @@ pub async fn create_objects(client: &Client, namespace: &str) -> Result<(), kube
 }
 
 /// The objects the second act changes: they must move again.
-pub const CHANGED: [(Kind, &str); 2] = [(Kind::Keycloak, "sso"), (Kind::Integration, "billing")];
+pub const CHANGED: [(Kind, &str); 3] = [
+    (Kind::Keycloak, "sso"),
+    (Kind::Integration, "billing"),
+    (Kind::WebPage, "home"),
+];
 
 /// The second act: someone sets the stock image on the Keycloak Deployment
-/// (drift, repaired from `Done`), and billing's routes change (a new kit
-/// digest: a rebuild). Returns what was done, for the log.
+/// (drift, repaired from `Done`), billing's routes change (a new kit
+/// digest: a rebuild), and the web page gets new HTML and is no longer
+/// exposed. Returns what was done, for the log.
 ///
 /// # Errors
 /// The API's error.
@@ -185,9 +210,16 @@ pub async fn make_changes(client: &Client, namespace: &str) -> Result<Vec<String
     integrations
         .patch("billing", &PatchParams::default(), &Patch::Merge(&routes))
         .await?;
+    let pages: Api<WebPage> = Api::namespaced(client.clone(), namespace);
+    let page = json!({"spec": {"exposed": false,
+        "html": "<html><body><h1>Hello again, now internal only</h1></body></html>"}});
+    pages
+        .patch("home", &PatchParams::default(), &Patch::Merge(&page))
+        .await?;
     Ok(vec![
         "deployment/sso set back to the stock image quay.io/keycloak/keycloak:26.0 (drift)"
             .to_owned(),
         "integration/billing routes edited (new kit digest: rebuild)".to_owned(),
+        "webpage/home gets new HTML and is no longer exposed (Ingress pruned)".to_owned(),
     ])
 }

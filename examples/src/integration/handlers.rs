@@ -3,13 +3,14 @@
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use kube::ResourceExt;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams};
 
+use operator_fsm::dependents::{Dependent, DesiredSet, converge_state};
 use operator_fsm::prelude::*;
 
 use super::crd::{KIT_DIGEST_LABEL, integration_deployment, kit_image, kit_job, kit_job_name};
 use super::{Integration, IntegrationError, IntegrationPhase, IntegrationSpec};
-use crate::support::{JobPhase, create_or_get, job_phase, rolled_out};
+use crate::support::{JobPhase, create_or_get, job_phase};
 
 type Result<T> = std::result::Result<T, IntegrationError>;
 
@@ -79,37 +80,20 @@ pub(super) async fn build_kit(
     }
 }
 
-/// `Deploying`: make the Deployment run the kit with the spec's replicas,
-/// and wait for the rollout.
+/// `Deploying`: make the Deployment (a dependent) run the kit with the
+/// spec's replicas, and wait for the rollout.
 pub(super) async fn deploy(
     cx: &mut Step<'_, IntegrationPhase>,
     digest: &str,
 ) -> Result<Transition<IntegrationPhase>> {
-    let integration = cx.resource();
-    let ctx = cx.context();
-    let api: Api<Deployment> = Api::namespaced(ctx.client.clone(), &namespace(integration)?);
-    let image = kit_image(digest);
-    let wanted = integration_deployment(integration, &image);
-    let current = match api.get_opt(&integration.name_any()).await? {
-        None => api.create(&PostParams::default(), &wanted).await?,
-        Some(current) if current.spec != wanted.spec => {
-            let patch = serde_json::json!({ "spec": wanted.spec });
-            api.patch(
-                &integration.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(&patch),
-            )
-            .await?
-        }
-        Some(current) => current,
+    let wanted = integration_deployment(cx.resource(), &kit_image(digest));
+    let set = DesiredSet::builder()
+        .dependent(Dependent::new("deployment", &wanted))
+        .build()?;
+    let running = IntegrationPhase::Running {
+        digest: digest.to_owned(),
     };
-    Ok(if rolled_out(&current) {
-        Transition::next(IntegrationPhase::Running {
-            digest: digest.to_owned(),
-        })
-    } else {
-        Transition::wait(ctx.poll)
-    })
+    Ok(converge_state(cx, &set, running).await?)
 }
 
 /// `Running`: redeploy when the Deployment is gone or runs another image.
@@ -145,6 +129,7 @@ mod tests {
     use std::time::Duration;
 
     use kube::Client;
+    use kube::api::{Patch, PatchParams, PostParams};
     use operator_fsm::core::{Harness, RunHandlerError};
     use serde_json::json;
 
@@ -272,11 +257,13 @@ mod tests {
         let (_server, client) = server().await;
         let it = create(&client, Integration::new("orders", spec("from: timer:a"))).await;
         let digest = it.spec.kit_digest();
-        let deploying = Harness::<IntegrationPhase>::new(it.clone(), ctx(&client)).in_state(
-            IntegrationPhase::Deploying {
+        let runtime = operator_fsm::dependents::DependentsRuntime::new(client.clone())
+            .pending_requeue(Duration::from_secs(5));
+        let deploying = Harness::<IntegrationPhase>::new(it.clone(), ctx(&client))
+            .with_extension(std::sync::Arc::new(runtime))
+            .in_state(IntegrationPhase::Deploying {
                 digest: digest.clone(),
-            },
-        );
+            });
         assert_eq!(
             deploying.run_handler().await.unwrap(),
             Transition::wait(Duration::from_secs(5))
@@ -285,7 +272,7 @@ mod tests {
         let created = deployments.get("orders").await.unwrap();
         assert_eq!(first_image(&created), Some(kit_image(&digest).as_str()));
         let ready = json!({"status": {"observedGeneration": created.metadata.generation.unwrap_or(1),
-            "replicas": 1, "updatedReplicas": 1, "readyReplicas": 1}});
+            "replicas": 1, "updatedReplicas": 1, "readyReplicas": 1, "availableReplicas": 1}});
         deployments
             .patch_status("orders", &PatchParams::default(), &Patch::Merge(&ready))
             .await

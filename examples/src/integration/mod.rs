@@ -51,6 +51,12 @@ pub enum IntegrationError {
     /// The API refused or failed; retried.
     #[error("Kubernetes API call failed")]
     Kube(#[from] kube::Error),
+    /// Converging the Deployment could not run, or it failed; retried.
+    #[error(transparent)]
+    Dependents(#[from] operator_fsm::dependents::DependentsError),
+    /// The desired set is malformed; permanent.
+    #[error(transparent)]
+    Set(#[from] operator_fsm::dependents::SetError),
     /// A kit build Job failed; retried with a new Job.
     #[error("kit build {job} failed")]
     BuildFailed {
@@ -70,6 +76,8 @@ impl Classify for IntegrationError {
         match self {
             // A failing or busy API server spends no attempt.
             IntegrationError::Kube(e) => operator_fsm::classify_kube_error(e),
+            IntegrationError::Dependents(e) => e.class(),
+            IntegrationError::Set(_) => ErrorClass::Permanent,
             IntegrationError::BuildFailed { .. } => ErrorClass::RETRYABLE,
             IntegrationError::Snapshot(_) | IntegrationError::NotNamespaced => {
                 ErrorClass::Permanent

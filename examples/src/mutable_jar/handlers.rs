@@ -1,16 +1,20 @@
 //! The handlers of [`JarState`]: each looks at the cluster, acts
-//! idempotently, and says where the machine goes next.
+//! idempotently, and says where the machine goes next. The build Job and
+//! the Deployment are dependents: `cx.converge` creates or updates them
+//! and says whether they are ready.
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams};
 
+use operator_fsm::dependents::{
+    Dependent, DependentState, DesiredSet, StepDependents, converge_state,
+};
 use operator_fsm::prelude::*;
 
 use super::crd::{BuildPlan, deployment, running_image};
 use super::{JarError, JarState, Keycloak};
-use crate::support::{JobPhase, create_or_get, job_phase, rolled_out};
 
 type Result<T> = std::result::Result<T, JarError>;
 
@@ -18,39 +22,46 @@ fn namespace(keycloak: &Keycloak) -> Result<String> {
     keycloak.namespace().ok_or(JarError::NotNamespaced)
 }
 
+/// The build of `plan` as a desired set.
+fn build(keycloak: &Keycloak, plan: &BuildPlan) -> Result<DesiredSet> {
+    let job = plan.job_object(keycloak);
+    Ok(DesiredSet::builder()
+        .dependent(Dependent::new("build", &job))
+        .build()?)
+}
+
 /// `Unknown`: start (or find) the build Job of the current spec.
 pub(super) async fn start_augmentation(
     cx: &mut Step<'_, JarState>,
 ) -> Result<Transition<JarState>> {
-    let keycloak = cx.resource();
-    let ctx = cx.context();
-    let plan = BuildPlan::for_keycloak(keycloak, &ctx.registry);
-    let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &namespace(keycloak)?);
-    create_or_get(&jobs, &plan.job_object(keycloak)).await?;
+    let plan = BuildPlan::for_keycloak(cx.resource(), &cx.context().registry);
+    cx.converge(&build(cx.resource(), &plan)?).await?;
     Ok(Transition::next(JarState::AugmentationStarted {
         job: plan.job,
         image: plan.image,
     }))
 }
 
-/// `AugmentationStarted`: wait for the build Job.
+/// `AugmentationStarted`: wait for the build Job (created again if someone
+/// deleted it).
 pub(super) async fn watch_build(
     cx: &mut Step<'_, JarState>,
     job: &str,
     image: &str,
 ) -> Result<Transition<JarState>> {
-    let ctx = cx.context();
-    let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &namespace(cx.resource())?);
-    let Some(found) = jobs.get_opt(job).await? else {
-        // Deleted by someone: plan again.
-        return Ok(Transition::next(JarState::Unknown));
+    let plan = BuildPlan {
+        job: job.to_owned(),
+        image: image.to_owned(),
     };
-    Ok(match job_phase(&found) {
-        JobPhase::Succeeded => Transition::next(JarState::AugmentationFinished {
+    let convergence = cx.converge(&build(cx.resource(), &plan)?).await?;
+    Ok(match convergence.state("build") {
+        Some(DependentState::Ready) => Transition::next(JarState::AugmentationFinished {
             image: image.to_owned(),
         }),
-        JobPhase::Failed => Transition::fail(format!("build job {job} failed")),
-        JobPhase::Running => Transition::wait(ctx.poll),
+        Some(DependentState::Failed(why)) => {
+            Transition::fail(format!("build job {job} failed: {why}"))
+        }
+        _ => Transition::wait(cx.context().poll),
     })
 }
 
@@ -75,34 +86,14 @@ pub(super) async fn roll_out(
     cx: &mut Step<'_, JarState>,
     image: &str,
 ) -> Result<Transition<JarState>> {
-    let keycloak = cx.resource();
-    let ctx = cx.context();
-    let api: Api<Deployment> = Api::namespaced(ctx.client.clone(), &namespace(keycloak)?);
-    let wanted = deployment(keycloak, image);
-    let current = match api.get_opt(&keycloak.name_any()).await? {
-        None => api.create(&PostParams::default(), &wanted).await?,
-        Some(current)
-            if running_image(&current) != Some(image)
-                || current.spec.as_ref().and_then(|s| s.replicas)
-                    != Some(keycloak.spec.replicas) =>
-        {
-            let patch = serde_json::json!({ "spec": wanted.spec });
-            api.patch(
-                &keycloak.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(&patch),
-            )
-            .await?
-        }
-        Some(current) => current,
+    let server = deployment(cx.resource(), image);
+    let set = DesiredSet::builder()
+        .dependent(Dependent::new("server", &server))
+        .build()?;
+    let done = JarState::Done {
+        image: image.to_owned(),
     };
-    if rolled_out(&current) {
-        Ok(Transition::next(JarState::Done {
-            image: image.to_owned(),
-        }))
-    } else {
-        Ok(Transition::wait(ctx.poll))
-    }
+    Ok(converge_state(cx, &set, done).await?)
 }
 
 /// `Done`: back to `Unknown` when the Deployment is gone or runs another
@@ -138,14 +129,17 @@ pub(super) async fn check_drift(
 mod tests {
     use std::time::Duration;
 
+    use std::sync::Arc;
+
     use kube::Client;
-    use kube::api::ListParams;
+    use kube::api::{ListParams, Patch, PatchParams, PostParams};
     use operator_fsm::core::Harness;
+    use operator_fsm::dependents::DependentsRuntime;
     use serde_json::json;
 
     use super::*;
     use crate::mutable_jar::{JarContext, KeycloakSpec};
-    use crate::testing::{NS, create, server, set_job_status};
+    use crate::testing::{NS, create, finish_job, server};
 
     async fn keycloak(client: &Client) -> Keycloak {
         let spec = KeycloakSpec {
@@ -156,11 +150,16 @@ mod tests {
         create(client, Keycloak::new("sso", spec)).await
     }
 
-    fn ctx(client: &Client) -> JarContext {
-        JarContext {
+    /// A harness for `kc` with the runtime a reconciler would lend: both
+    /// the handlers' polls and the runtime's wait are 30 s.
+    fn harness(client: &Client, kc: Keycloak) -> Harness<JarState> {
+        let ctx = JarContext {
             poll: Duration::from_secs(30),
             ..JarContext::new(client.clone())
-        }
+        };
+        let runtime =
+            DependentsRuntime::new(client.clone()).pending_requeue(Duration::from_secs(30));
+        Harness::<JarState>::new(kc, ctx).with_extension(Arc::new(runtime))
     }
 
     #[tokio::test]
@@ -168,7 +167,7 @@ mod tests {
         let (_server, client) = server().await;
         let kc = keycloak(&client).await;
         let plan = BuildPlan::for_keycloak(&kc, "registry.local/keycloak");
-        let harness = Harness::<JarState>::new(kc.clone(), ctx(&client));
+        let harness = harness(&client, kc.clone());
         let expected = Transition::next(JarState::AugmentationStarted {
             job: plan.job.clone(),
             image: plan.image.clone(),
@@ -188,7 +187,39 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_build_is_waited_for_then_left_or_failed() {
+    async fn the_build_is_waited_for_and_created_again_when_deleted() {
+        let (_server, client) = server().await;
+        let kc = keycloak(&client).await;
+        let plan = BuildPlan::for_keycloak(&kc, "registry.local/keycloak");
+        let started = JarState::AugmentationStarted {
+            job: plan.job.clone(),
+            image: plan.image.clone(),
+        };
+        let harness = harness(&client, kc.clone()).in_state(started.clone());
+        let jobs: Api<Job> = Api::namespaced(client.clone(), NS);
+        for _ in 0..2 {
+            assert_eq!(
+                harness.run_handler().await.unwrap(),
+                Transition::wait(Duration::from_secs(30))
+            );
+            assert!(jobs.get_opt(&plan.job).await.unwrap().is_some());
+            jobs.delete(&plan.job, &DeleteParams::default())
+                .await
+                .unwrap();
+        }
+        assert_eq!(
+            harness.run_handler().await.unwrap(),
+            Transition::wait(Duration::from_secs(30))
+        );
+        finish_job(&client, &plan.job, true).await;
+        assert_eq!(
+            harness.run_handler().await.unwrap(),
+            Transition::next(JarState::AugmentationFinished { image: plan.image })
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failed_build_fails_the_workflow() {
         let (_server, client) = server().await;
         let kc = keycloak(&client).await;
         let plan = BuildPlan::for_keycloak(&kc, "registry.local/keycloak");
@@ -196,34 +227,18 @@ mod tests {
         jobs.create(&PostParams::default(), &plan.job_object(&kc))
             .await
             .unwrap();
+        finish_job(&client, &plan.job, false).await;
         let started = JarState::AugmentationStarted {
             job: plan.job.clone(),
             image: plan.image.clone(),
         };
-        let harness = Harness::<JarState>::new(kc.clone(), ctx(&client)).in_state(started.clone());
-        assert_eq!(
-            harness.run_handler().await.unwrap(),
-            Transition::wait(Duration::from_secs(30))
-        );
-
-        set_job_status(&client, &plan.job, json!({"failed": 1})).await;
-        assert_eq!(
-            harness.run_handler().await.unwrap(),
-            Transition::fail(format!("build job {} failed", plan.job))
-        );
-
-        set_job_status(&client, &plan.job, json!({"failed": 0, "succeeded": 1})).await;
-        assert_eq!(
-            harness.run_handler().await.unwrap(),
-            Transition::next(JarState::AugmentationFinished { image: plan.image })
-        );
-
-        jobs.delete(&plan.job, &DeleteParams::default())
-            .await
-            .unwrap();
-        assert_eq!(
-            harness.run_handler().await.unwrap(),
-            Transition::next(JarState::Unknown)
+        let harness = harness(&client, kc).in_state(started);
+        let Transition::Fail(reason) = harness.run_handler().await.unwrap() else {
+            panic!("the build failed");
+        };
+        assert!(
+            reason.starts_with(&format!("build job {} failed: the Job failed", plan.job)),
+            "{reason}"
         );
     }
 
@@ -231,10 +246,7 @@ mod tests {
     async fn a_stuck_build_times_out_is_cancelled_and_rests_in_error() {
         let (_server, client) = server().await;
         let kc = keycloak(&client).await;
-        let settled = Harness::<JarState>::new(kc, ctx(&client))
-            .run_until_settled()
-            .await
-            .unwrap();
+        let settled = harness(&client, kc).run_until_settled().await.unwrap();
         assert_eq!(settled.state, JarState::Error);
         assert_eq!(settled.path(), ["Unknown", "AugmentationStarted", "Error"]);
         // Five minutes of the manual clock, in 30 s polls.
@@ -267,11 +279,9 @@ mod tests {
         let (_server, client) = server().await;
         let kc = keycloak(&client).await;
         let image = "registry.local/keycloak/sso-augmented:abc";
-        let harness = Harness::<JarState>::new(kc.clone(), ctx(&client)).in_state(
-            JarState::AugmentationFinished {
-                image: image.into(),
-            },
-        );
+        let harness = harness(&client, kc.clone()).in_state(JarState::AugmentationFinished {
+            image: image.into(),
+        });
         assert_eq!(
             harness.run_handler().await.unwrap(),
             Transition::wait(Duration::from_secs(30))
@@ -307,7 +317,7 @@ mod tests {
             .create(&PostParams::default(), &deployment(&kc, image))
             .await
             .unwrap();
-        let harness = Harness::<JarState>::new(kc.clone(), ctx(&client)).in_state(JarState::Done {
+        let harness = harness(&client, kc.clone()).in_state(JarState::Done {
             image: image.into(),
         });
         assert_eq!(harness.run_handler().await.unwrap(), Transition::stay());

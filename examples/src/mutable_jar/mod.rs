@@ -54,6 +54,13 @@ pub enum JarError {
     /// The API refused or failed; retried.
     #[error("Kubernetes API call failed")]
     Kube(#[from] kube::Error),
+    /// Converging the build or the Deployment could not run, or the
+    /// Deployment failed; retried.
+    #[error(transparent)]
+    Dependents(#[from] operator_fsm::dependents::DependentsError),
+    /// A desired set is malformed; permanent.
+    #[error(transparent)]
+    Set(#[from] operator_fsm::dependents::SetError),
     /// The Keycloak has no namespace (the CRD is namespaced, so only a
     /// hand-made object in a test can); permanent.
     #[error("the Keycloak has no namespace")]
@@ -65,7 +72,8 @@ impl Classify for JarError {
         match self {
             // A failing or busy API server spends no attempt.
             JarError::Kube(e) => operator_fsm::classify_kube_error(e),
-            JarError::NotNamespaced => ErrorClass::Permanent,
+            JarError::Dependents(e) => e.class(),
+            JarError::NotNamespaced | JarError::Set(_) => ErrorClass::Permanent,
         }
     }
 }

@@ -43,6 +43,7 @@ impl Env {
             examples::mutable_jar::Keycloak::crd(),
             examples::integration::Integration::crd(),
             examples::database::Database::crd(),
+            examples::webpage::WebPage::crd(),
         ] {
             cluster.install_crd(&crd).await.unwrap();
         }
