@@ -103,6 +103,7 @@ mod clock;
 mod diagram;
 mod engine;
 mod fsm;
+mod graph;
 mod harness;
 mod machine;
 mod memory;
@@ -129,6 +130,7 @@ pub use engine::{
     DecideError, Effect, Engine, EngineOptions, InvalidMachine, Observed, ReconcileError, Report,
 };
 pub use fsm::{BoxFuture, Fsm, StoredState};
+pub use graph::{GraphEdge, GraphState, MachineGraph};
 #[cfg(feature = "derive")]
 pub use fsm_macros::OperatorFsm;
 pub use harness::{
