@@ -206,8 +206,8 @@ impl MachineGraph {
     }
 
     /// The diagram as a standalone SVG document, laid out left to right in
-    /// ranks ([`ranks`](Self::ranks)); each state's box shows `counts` of
-    /// its objects (states not in it show none). Failed states are drawn
+    /// ranks ([`ranks`](Self::ranks)); with `counts`, each state's box
+    /// shows its number of objects (0 for states not in it). Failed states are drawn
     /// red, ready states green, states with a compensation with a dashed
     /// orange border and `↺`; the engine's arrows are dashed and labelled.
     /// Every element carries a class (`state`, `failed`, `ready`,
@@ -222,13 +222,15 @@ impl MachineGraph {
     ///     StateMeta::new("Pending").initial().with_handler().next(&["Done"]),
     ///     StateMeta::new("Done").final_state(),
     /// ];
+    /// let graph = Machine::new("Job", &STATES).graph();
     /// let counts = BTreeMap::from([("Done".to_owned(), 3)]);
-    /// let svg = Machine::new("Job", &STATES).graph().svg(&counts);
+    /// let svg = graph.svg(Some(&counts));
     /// assert!(svg.starts_with("<svg"));
     /// assert!(svg.contains(r#"data-state="Done""#));
     /// assert!(svg.contains(r#"<text class="count" data-state="Done""#));
+    /// assert!(!graph.svg(None).contains(r#"class="count""#));
     /// ```
-    pub fn svg(&self, counts: &BTreeMap<String, usize>) -> String {
+    pub fn svg(&self, counts: Option<&BTreeMap<String, usize>>) -> String {
         let ranks = self.ranks();
         let mut rows_in_rank: BTreeMap<usize, u32> = BTreeMap::new();
         let positions: Vec<(u32, u32)> = ranks
@@ -325,21 +327,27 @@ impl MachineGraph {
                 stroke = "#c77800";
                 dash = " stroke-dasharray=\"6 3\"";
             }
-            let count = counts.get(&state.name).copied().unwrap_or(0);
             let name = escape(&state.name);
             let mark = if state.compensated { " ↺" } else { "" };
-            let _ = writeln!(
+            let name_y = if counts.is_some() { y + 18 } else { y + 27 };
+            let _ = write!(
                 out,
                 "<g class=\"{}\" data-state=\"{name}\">\
                  <rect x=\"{x}\" y=\"{y}\" width=\"{BOX_W}\" height=\"{BOX_H}\" rx=\"8\" fill=\"{fill}\" stroke=\"{stroke}\" stroke-width=\"2\"{dash}/>\
-                 <text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-weight=\"bold\">{name}{mark}</text>\
-                 <text class=\"count\" data-state=\"{name}\" x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#333\">{count}</text></g>",
+                 <text x=\"{}\" y=\"{name_y}\" text-anchor=\"middle\" font-weight=\"bold\">{name}{mark}</text>",
                 classes.join(" "),
                 x + BOX_W / 2,
-                y + 18,
-                x + BOX_W / 2,
-                y + 35,
             );
+            if let Some(counts) = counts {
+                let count = counts.get(&state.name).copied().unwrap_or(0);
+                let _ = write!(
+                    out,
+                    "<text class=\"count\" data-state=\"{name}\" x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#333\">{count}</text>",
+                    x + BOX_W / 2,
+                    y + 35,
+                );
+            }
+            out.push_str("</g>\n");
         }
         out.push_str("</svg>\n");
         out
@@ -449,7 +457,7 @@ mod tests {
     #[test]
     fn the_svg_marks_failed_and_compensated_states_and_shows_counts() {
         let counts = BTreeMap::from([("Running".to_owned(), 2), ("Failed".to_owned(), 1)]);
-        let svg = MACHINE.graph().svg(&counts);
+        let svg = MACHINE.graph().svg(Some(&counts));
         assert!(svg.contains(r#"class="state failed" data-state="Failed""#));
         assert!(svg.contains(r#"class="state compensated" data-state="Pending""#));
         assert!(svg.contains(r#"<text class="count" data-state="Running" x="#));

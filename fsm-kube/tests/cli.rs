@@ -15,10 +15,11 @@ use common::*;
 use fsm_kube::ReconcilerOptions;
 use fsm_kube::cli::rbac::{self, OperatorDescription, RbacObject, RbacScope, ResourceInfo};
 use fsm_kube::cli::{
-    Cli, Command, ConnectArgs, DiagramArgs, DiagramFormat, Error, LeaderArgs, Operator,
+    Cli, Command, ConnectArgs, CrdArgs, DiagramArgs, DiagramFormat, Error, LeaderArgs, Operator,
     OutputFormat, RbacArgs, Rule, RunArgs, RunContext, RunOutcome, StatusArgs, StoreKind,
     record_view,
 };
+use fsm_kube::cli::published::PublishedMachine;
 use fsm_kube::fsm_core::{BoxFuture, Fsm, HistoryEntry, RawRecord, StateRecord, Timestamp};
 use fsm_kube::store::{legacy_record_object_name, record_object_name_for};
 use futures::StreamExt;
@@ -126,7 +127,13 @@ fn run_defaults_to_all_namespaces_without_election_or_metrics() {
 
 #[test]
 fn crd_diagram_rbac_and_status_parse() {
-    assert_eq!(parse(&["crd"]), Command::Crd);
+    assert_eq!(parse(&["crd"]), Command::Crd(CrdArgs::default()));
+    assert_eq!(
+        parse(&["crd", "--printer-columns"]),
+        Command::Crd(CrdArgs {
+            printer_columns: true
+        })
+    );
     assert_eq!(
         parse(&["diagram"]),
         Command::Diagram(DiagramArgs {
@@ -420,16 +427,65 @@ async fn rbac_prints_yaml_derived_from_the_machine() {
 // ---------------------------------------------------------------- crd, diagram
 
 #[tokio::test]
-async fn crd_yaml_parses_back_as_the_crd() {
-    let yaml = execute(&operator(StoreKind::Status), Command::Crd, no_run)
-        .await
-        .unwrap();
+async fn crd_yaml_parses_back_as_the_crd_with_the_machine_published() {
+    let yaml = execute(
+        &operator(StoreKind::ConfigMap),
+        Command::Crd(CrdArgs::default()),
+        no_run,
+    )
+    .await
+    .unwrap();
     assert!(yaml.starts_with("---\n"), "{yaml}");
-    let crd: CustomResourceDefinition = serde_yaml_ng::from_str(&yaml).unwrap();
+    let mut crd: CustomResourceDefinition = serde_yaml_ng::from_str(&yaml).unwrap();
+    let published = PublishedMachine::from_crd(&crd).unwrap().unwrap();
+    assert_eq!(
+        published,
+        PublishedMachine {
+            store: StoreKind::ConfigMap,
+            graph: WidgetState::machine().graph(),
+        }
+    );
+    crd.metadata.annotations = None;
     assert_eq!(crd, Widget::crd());
     assert_eq!(
         crd.metadata.name.as_deref(),
         Some("widgets.test.operator-fsm.io")
+    );
+}
+
+#[tokio::test]
+async fn printer_columns_read_the_status_record() {
+    let op = operator(StoreKind::Status);
+    let yaml = execute(&op, parse(&["crd", "--printer-columns"]), no_run)
+        .await
+        .unwrap();
+    let crd: CustomResourceDefinition = serde_yaml_ng::from_str(&yaml).unwrap();
+    let columns: Vec<(String, String)> = crd.spec.versions[0]
+        .additional_printer_columns
+        .iter()
+        .flatten()
+        .map(|c| (c.name.clone(), c.json_path.clone()))
+        .collect();
+    let expected = [
+        ("State", ".status.fsm.state"),
+        ("Attempt", ".status.fsm.attempt"),
+        ("In-State", ".status.fsm.enteredAt"),
+        ("Age", ".metadata.creationTimestamp"),
+    ]
+    .map(|(n, p)| (n.to_owned(), p.to_owned()));
+    assert_eq!(columns, expected);
+    let refused = execute(
+        &operator(StoreKind::Secret),
+        parse(&["crd", "--printer-columns"]),
+        no_run,
+    )
+    .await;
+    assert!(
+        matches!(
+            refused,
+            Err(Error::PrinterColumnsNeedStatusStore(StoreKind::Secret))
+        ),
+        "{refused:?}"
     );
 }
 
@@ -1031,7 +1087,7 @@ fn the_command_line_is_named_after_the_operator() {
     assert_eq!(version.to_string(), "widget-operator 1.2.3\n");
     assert_eq!(
         op.parse_from(["widget-operator", "crd"]).unwrap().command,
-        Command::Crd
+        Command::Crd(CrdArgs::default())
     );
 }
 

@@ -21,8 +21,11 @@ pub struct Cli<A: Args = ()> {
 pub enum Command<A: Args = ()> {
     /// Run the operator's controller(s).
     Run(RunArgs<A>),
-    /// Print the CustomResourceDefinition of the operator's resource (YAML).
-    Crd,
+    /// Print the CustomResourceDefinition of the operator's resource (YAML)
+    ///
+    /// The machine's diagram and store are published on it (the
+    /// `operator-fsm.io/machine` annotation), for `kubectl fsm`.
+    Crd(CrdArgs),
     /// Print the least ClusterRole (or Role) the operator needs (YAML).
     Rbac(RbacArgs),
     /// Print the state machine's diagram.
@@ -83,6 +86,15 @@ pub struct LeaderArgs {
     /// How long a Lease lasts without renewal, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 15)]
     pub lease_duration: u64,
+}
+
+/// `crd`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Args)]
+pub struct CrdArgs {
+    /// Add `State`, `Attempt` and `In-State` columns to `kubectl get`
+    /// (status store only).
+    #[arg(long)]
+    pub printer_columns: bool,
 }
 
 /// `rbac`.

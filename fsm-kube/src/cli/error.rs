@@ -42,6 +42,10 @@ pub enum Error {
     /// no namespace to keep the record object in.
     #[error("the ConfigMap and Secret stores need a namespaced resource")]
     ClusterScopedObjectStore,
+    /// `crd --printer-columns` for an operator whose records are not in
+    /// the object's status, where printer columns read.
+    #[error("printer columns read .status.fsm, but the operator keeps its records in the {0:?} store")]
+    PrinterColumnsNeedStatusStore(StoreKind),
     /// A declared RBAC rule is refused.
     #[error(transparent)]
     InvalidRule(#[from] InvalidRule),

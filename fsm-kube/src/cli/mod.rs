@@ -1,6 +1,9 @@
 //! The operator's command line: `run`, `crd`, `rbac`, `diagram` and
 //! `status`, for any operator binary in a few lines.
 //!
+//! `crd` publishes the machine's diagram and store on the CRD
+//! ([`published`]), where `kubectl fsm` reads them.
+//!
 //! ```no_run
 //! # mod my { use fsm_kube::prelude::*; use kube::CustomResource;
 //! #   #[derive(CustomResource, Clone, Debug, Serialize, Deserialize, JsonSchema)]
@@ -36,7 +39,7 @@
 //! ```
 //!
 //! ```text
-//! $ db-operator crd | kubectl apply -f -
+//! $ db-operator crd --printer-columns | kubectl apply -f -
 //! $ db-operator rbac --leader-elect --lease-namespace ops | kubectl apply -f -
 //! $ db-operator diagram --format dot | dot -Tsvg > db.svg
 //! $ db-operator status orders -n shop
@@ -57,13 +60,14 @@ mod connect;
 mod context;
 mod error;
 mod operator;
+pub mod published;
 pub mod rbac;
 pub mod record_view;
 mod run;
 mod store_kind;
 
 pub use args::{
-    Cli, Command, ConnectArgs, DiagramArgs, DiagramFormat, LeaderArgs, OutputFormat, RbacArgs,
+    Cli, Command, ConnectArgs, CrdArgs, DiagramArgs, DiagramFormat, LeaderArgs, OutputFormat, RbacArgs,
     RunArgs, StatusArgs,
 };
 pub use commands::{crd_yaml, diagram};
