@@ -1,0 +1,224 @@
+//! `describe NAME`: an object's record (through the operator CLI's
+//! [`record_view::render_text`]), its conditions and its recent events.
+//!
+//! [`conditions`], [`render_conditions`] and [`render_events`] are pure;
+//! [`describe`] reads.
+
+use std::fmt::Write as _;
+
+use fsm_core::Timestamp;
+use fsm_core::text::human_duration;
+use fsm_kube::cli::{Error as CliError, record_view};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::DynamicObject;
+use kube::{Api, Client, ResourceExt};
+use serde_json::Value;
+
+use crate::Error;
+use crate::records;
+use crate::target::Target;
+
+/// How many of the latest events `describe` shows.
+const EVENTS_SHOWN: usize = 10;
+
+/// A condition of `.status.conditions`, as strings.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Condition {
+    /// `Ready`, `Progressing`, `Degraded`, or the operator's own.
+    pub type_: String,
+    /// `True`, `False` or `Unknown`.
+    pub status: String,
+    /// Why, in CamelCase.
+    pub reason: String,
+    /// For people.
+    pub message: String,
+}
+
+/// The conditions in `object`'s `.status.conditions`.
+pub fn conditions(object: &DynamicObject) -> Vec<Condition> {
+    let field = |c: &Value, name: &str| {
+        c.get(name)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    object
+        .data
+        .get("status")
+        .and_then(|s| s.get("conditions"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|c| Condition {
+            type_: field(c, "type"),
+            status: field(c, "status"),
+            reason: field(c, "reason"),
+            message: field(c, "message"),
+        })
+        .collect()
+}
+
+/// The `Conditions:` section.
+pub fn render_conditions(conditions: &[Condition]) -> String {
+    let mut out = String::from("Conditions:\n");
+    if conditions.is_empty() {
+        out.push_str("  <none>\n");
+    }
+    for c in conditions {
+        let _ = writeln!(
+            out,
+            "  {:<12} {:<7} {:<20} {}",
+            c.type_, c.status, c.reason, c.message
+        );
+    }
+    out
+}
+
+/// When `event` last happened: its series' last observation, its event
+/// time, its deprecated last timestamp, its creation.
+fn last_seen(event: &Event) -> Option<Timestamp> {
+    event
+        .series
+        .as_ref()
+        .map(|s| s.last_observed_time.0)
+        .or(event.event_time.as_ref().map(|t| t.0))
+        .or(event.deprecated_last_timestamp.as_ref().map(|t| t.0))
+        .or(event.metadata.creation_timestamp.as_ref().map(|t| t.0))
+}
+
+/// The `Events:` section: the latest [`EVENTS_SHOWN`] of `events`, oldest
+/// first, with how long ago (as of `now`) and how many times.
+pub fn render_events(events: &[Event], now: Timestamp) -> String {
+    let mut sorted: Vec<&Event> = events.iter().collect();
+    sorted.sort_by_key(|e| last_seen(e));
+    let latest = &sorted[sorted.len().saturating_sub(EVENTS_SHOWN)..];
+    let mut out = String::from("Events:\n");
+    if latest.is_empty() {
+        out.push_str("  <none>\n");
+    }
+    for event in latest {
+        let age = last_seen(event).map_or_else(
+            || "?".to_owned(),
+            |at| format!("{} ago", human_duration(now.duration_since(at).unsigned_abs())),
+        );
+        let count = event.series.as_ref().map_or(1, |s| s.count);
+        let times = if count > 1 {
+            format!(" (x{count})")
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "  {:<8} {:<20} {age}{times}: {}",
+            event.type_.as_deref().unwrap_or("Normal"),
+            event.reason.as_deref().unwrap_or_default(),
+            event.note.as_deref().unwrap_or_default()
+        );
+    }
+    out
+}
+
+/// What `describe` prints for object `name` in `namespace`: its record,
+/// or why it has none, then its conditions and events, as of `now`.
+///
+/// # Errors
+/// [`fsm_kube::cli::Error::NotFound`] when the object does not exist, the
+/// API's errors.
+pub async fn describe(
+    client: &Client,
+    target: &Target,
+    namespace: Option<&str>,
+    name: &str,
+    now: Timestamp,
+) -> Result<String, Error> {
+    let namespace = target.resource.namespaced.then(|| {
+        namespace.map_or_else(|| client.default_namespace().to_owned(), str::to_owned)
+    });
+    let mut out = match records::record(client, target, namespace.as_deref(), name).await {
+        Ok((record, location)) => record_view::render_text(&location, &record, now),
+        Err(CliError::NotFound(location)) => return Err(CliError::NotFound(location).into()),
+        Err(
+            error @ (CliError::NoRecord(_)
+            | CliError::CorruptRecord { .. }
+            | CliError::MemoryStore
+            | CliError::ClusterScopedObjectStore),
+        ) => format!("{}/{name}: {error}\n", target.resource.kind),
+        Err(error) => return Err(error.into()),
+    };
+    let object = target
+        .api(client, namespace.as_deref())
+        .get(name)
+        .await
+        .map_err(Error::Kube)?;
+    out.push_str(&render_conditions(&conditions(&object)));
+    let uid = object.uid();
+    let events: Api<Event> = match &namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::namespaced(client.clone(), "default"),
+    };
+    let events = events
+        .list(&Default::default())
+        .await
+        .map_err(Error::Kube)?
+        .items
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.uid.as_ref()) == uid.as_ref())
+        .collect::<Vec<_>>();
+    out.push_str(&render_events(&events, now));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::events::v1::EventSeries;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+    use serde_json::json;
+
+    use super::*;
+
+    fn t(s: &str) -> Timestamp {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn conditions_are_read_from_the_status() {
+        let mut object = DynamicObject {
+            types: None,
+            metadata: Default::default(),
+            data: json!({"status": {"conditions": [
+                {"type": "Ready", "status": "False", "reason": "Retrying", "message": "in state A, attempt 1 failed: x"}
+            ]}}),
+        };
+        let found = conditions(&object);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].reason, "Retrying");
+        let text = render_conditions(&found);
+        assert!(text.contains("Ready        False   Retrying             in state A"), "{text}");
+        object.data = json!({});
+        assert_eq!(render_conditions(&conditions(&object)), "Conditions:\n  <none>\n");
+    }
+
+    #[test]
+    fn events_show_the_latest_oldest_first_with_their_count() {
+        let event = |reason: &str, at: &str, count: i32| Event {
+            reason: Some(reason.into()),
+            type_: Some("Warning".into()),
+            note: Some(format!("{reason} note")),
+            event_time: Some(MicroTime(t(at))),
+            series: (count > 1).then(|| EventSeries {
+                count,
+                last_observed_time: MicroTime(t(at)),
+            }),
+            ..Event::default()
+        };
+        let events = [
+            event("Later", "2026-01-01T00:01:00Z", 3),
+            event("Earlier", "2026-01-01T00:00:00Z", 1),
+        ];
+        let text = render_events(&events, t("2026-01-01T00:02:00Z"));
+        assert_eq!(
+            text,
+            "Events:\n  Warning  Earlier              2m00s ago: Earlier note\n  Warning  Later                1m00s ago (x3): Later note\n"
+        );
+    }
+}
