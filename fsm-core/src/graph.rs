@@ -473,7 +473,10 @@ mod tests {
         assert_eq!(count_of("Running"), "2");
         assert_eq!(count_of("Failed"), "1");
         assert_eq!(count_of("Done"), "0");
-        assert_eq!(svg.matches("class=\"edge").count(), MACHINE.graph().edges.len());
+        assert_eq!(
+            svg.matches("class=\"edge").count(),
+            MACHINE.graph().edges.len()
+        );
         assert_eq!(svg.matches("<svg").count(), 1);
         assert!(svg.trim_end().ends_with("</svg>"));
     }

@@ -130,9 +130,9 @@ pub use engine::{
     DecideError, Effect, Engine, EngineOptions, InvalidMachine, Observed, ReconcileError, Report,
 };
 pub use fsm::{BoxFuture, Fsm, StoredState};
-pub use graph::{GraphEdge, GraphState, MachineGraph};
 #[cfg(feature = "derive")]
 pub use fsm_macros::OperatorFsm;
+pub use graph::{GraphEdge, GraphState, MachineGraph};
 pub use harness::{
     DEFAULT_IDLE_AFTER, HARNESS_EPOCH, Harness, HarnessError, RunHandlerError, Settled,
 };

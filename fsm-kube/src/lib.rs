@@ -41,6 +41,7 @@ mod merge_patch;
 pub mod metrics;
 mod reconciler;
 pub mod store;
+pub mod view;
 
 pub use classify::{HandlerError, classify_kube_error};
 pub use fsm_core;

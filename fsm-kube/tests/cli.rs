@@ -13,13 +13,13 @@ use std::time::Duration;
 use clap::Parser;
 use common::*;
 use fsm_kube::ReconcilerOptions;
+use fsm_kube::cli::published::PublishedMachine;
 use fsm_kube::cli::rbac::{self, OperatorDescription, RbacObject, RbacScope, ResourceInfo};
 use fsm_kube::cli::{
     Cli, Command, ConnectArgs, CrdArgs, DiagramArgs, DiagramFormat, Error, LeaderArgs, Operator,
     OutputFormat, RbacArgs, Rule, RunArgs, RunContext, RunOutcome, StatusArgs, StoreKind,
     record_view,
 };
-use fsm_kube::cli::published::PublishedMachine;
 use fsm_kube::fsm_core::{BoxFuture, Fsm, HistoryEntry, RawRecord, StateRecord, Timestamp};
 use fsm_kube::store::{legacy_record_object_name, record_object_name_for};
 use futures::StreamExt;

@@ -15,8 +15,8 @@ use kube::{Api, Client, ResourceExt};
 use serde_json::Value;
 
 use crate::Error;
-use crate::records;
 use crate::target::Target;
+use fsm_kube::view::records;
 
 /// How many of the latest events `describe` shows.
 const EVENTS_SHOWN: usize = 10;
@@ -99,7 +99,12 @@ pub fn render_events(events: &[Event], now: Timestamp) -> String {
     for event in latest {
         let age = last_seen(event).map_or_else(
             || "?".to_owned(),
-            |at| format!("{} ago", human_duration(now.duration_since(at).unsigned_abs())),
+            |at| {
+                format!(
+                    "{} ago",
+                    human_duration(now.duration_since(at).unsigned_abs())
+                )
+            },
         );
         let count = event.series.as_ref().map_or(1, |s| s.count);
         let times = if count > 1 {
@@ -131,9 +136,10 @@ pub async fn describe(
     name: &str,
     now: Timestamp,
 ) -> Result<String, Error> {
-    let namespace = target.resource.namespaced.then(|| {
-        namespace.map_or_else(|| client.default_namespace().to_owned(), str::to_owned)
-    });
+    let namespace = target
+        .resource
+        .namespaced
+        .then(|| namespace.map_or_else(|| client.default_namespace().to_owned(), str::to_owned));
     let mut out = match records::record(client, target, namespace.as_deref(), name).await {
         Ok((record, location)) => record_view::render_text(&location, &record, now),
         Err(CliError::NotFound(location)) => return Err(CliError::NotFound(location).into()),
@@ -193,9 +199,15 @@ mod tests {
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].reason, "Retrying");
         let text = render_conditions(&found);
-        assert!(text.contains("Ready        False   Retrying             in state A"), "{text}");
+        assert!(
+            text.contains("Ready        False   Retrying             in state A"),
+            "{text}"
+        );
         object.data = json!({});
-        assert_eq!(render_conditions(&conditions(&object)), "Conditions:\n  <none>\n");
+        assert_eq!(
+            render_conditions(&conditions(&object)),
+            "Conditions:\n  <none>\n"
+        );
     }
 
     #[test]

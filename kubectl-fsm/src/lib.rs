@@ -7,7 +7,7 @@
 //! marks, the arrows; see `fsm_kube::cli::published`). The plugin finds
 //! the CRD of the resource it is given ([`target`]), reads each object's
 //! record where that store keeps it, by the stores' conventions
-//! ([`records`], through `fsm_kube::cli::record_view`), and never shows
+//! (`fsm_kube::view::records`, through `fsm_kube::cli::record_view`), and never shows
 //! the data of a sensitive state.
 //!
 //! ```text
@@ -25,7 +25,6 @@
 mod args;
 pub mod describe;
 mod error;
-pub mod records;
 pub mod table;
 pub mod target;
 pub mod watch;
@@ -36,6 +35,7 @@ use std::io::Write;
 pub use args::{Cli, Command, DescribeArgs, DiagramArgs, DiagramFormat, GetArgs, GetFormat, Scope};
 pub use error::Error;
 use fsm_kube::cli::connect;
+use fsm_kube::view::records;
 use kube::Client;
 
 /// The namespace `scope` names: `None` for all namespaces, else its

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use fsm_core::Timestamp;
 use fsm_core::text::human_duration;
 
-use crate::records::Row;
+use fsm_kube::view::records::Row;
 
 /// The longest last error a table shows; the rest is cut with `…`.
 const ERROR_WIDTH: usize = 60;
@@ -45,7 +45,10 @@ fn line(row: &Row, now: Timestamp, namespaces: bool) -> Vec<String> {
     );
     let next = match row.next_attempt_at {
         None => "-".to_owned(),
-        Some(at) if at > now => format!("in {}", human_duration(at.duration_since(now).unsigned_abs())),
+        Some(at) if at > now => format!(
+            "in {}",
+            human_duration(at.duration_since(now).unsigned_abs())
+        ),
         Some(_) => "due".to_owned(),
     };
     let error = row
@@ -86,7 +89,13 @@ fn shorten(text: &str) -> String {
 fn align(cells: &[Vec<String>]) -> String {
     let columns = cells.first().map_or(0, Vec::len);
     let widths: Vec<usize> = (0..columns)
-        .map(|c| cells.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .map(|c| {
+            cells
+                .iter()
+                .map(|r| r[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let mut out = String::new();
     for row in cells {
@@ -127,7 +136,10 @@ pub fn watch_line(row: &Row, now: Timestamp, namespaces: bool) -> String {
 
 /// `watch`'s header.
 pub fn watch_header(namespaces: bool) -> String {
-    format!("TIME {}\n", cells(&[], Timestamp::UNIX_EPOCH, namespaces)[0].join(" "))
+    format!(
+        "TIME {}\n",
+        cells(&[], Timestamp::UNIX_EPOCH, namespaces)[0].join(" ")
+    )
 }
 
 #[cfg(test)]
@@ -209,6 +221,9 @@ j3        <none>                  0         -          -            no record ye
 
     #[test]
     fn no_rows_say_so() {
-        assert_eq!(render(&[], t("2026-01-01T00:00:00Z"), false), "No resources found.\n");
+        assert_eq!(
+            render(&[], t("2026-01-01T00:00:00Z"), false),
+            "No resources found.\n"
+        );
     }
 }

@@ -5,34 +5,14 @@
 
 use fsm_kube::cli::ResourceInfo;
 use fsm_kube::cli::published::PublishedMachine;
+use fsm_kube::view::Watched;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::{Api, Client, ResourceExt};
 
 use crate::Error;
 
-/// A resource managed by an operator-fsm operator.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Target {
-    /// The resource (the CRD's storage version).
-    pub resource: ResourceInfo,
-    /// Its machine and store.
-    pub machine: PublishedMachine,
-}
-
-impl Target {
-    /// An API for the objects in `namespace` (`None`: every namespace, or
-    /// a cluster-scoped resource).
-    pub fn api(&self, client: &Client, namespace: Option<&str>) -> Api<DynamicObject> {
-        let info = &self.resource;
-        let gvk = GroupVersionKind::gvk(&info.group, &info.version, &info.kind);
-        let api_resource = ApiResource::from_gvk_with_plural(&gvk, &info.plural);
-        match namespace {
-            Some(ns) if info.namespaced => Api::namespaced_with(client.clone(), ns, &api_resource),
-            _ => Api::all_with(client.clone(), &api_resource),
-        }
-    }
-}
+/// A resource managed by an operator-fsm operator, and its machine.
+pub type Target = Watched;
 
 /// Whether `name` names `crd`, as kubectl resolves names: its plural,
 /// singular, kind or a short name (case-insensitive), alone or followed by
@@ -47,9 +27,18 @@ pub fn matches(crd: &CustomResourceDefinition, name: &str) -> bool {
     if group.is_some_and(|g| g != crd.spec.group.to_ascii_lowercase()) {
         return false;
     }
-    let mut candidates = vec![names.plural.to_ascii_lowercase(), names.kind.to_ascii_lowercase()];
+    let mut candidates = vec![
+        names.plural.to_ascii_lowercase(),
+        names.kind.to_ascii_lowercase(),
+    ];
     candidates.extend(names.singular.iter().map(|s| s.to_ascii_lowercase()));
-    candidates.extend(names.short_names.iter().flatten().map(|s| s.to_ascii_lowercase()));
+    candidates.extend(
+        names
+            .short_names
+            .iter()
+            .flatten()
+            .map(|s| s.to_ascii_lowercase()),
+    );
     candidates.iter().any(|c| c == bare)
 }
 
@@ -154,7 +143,14 @@ mod tests {
     #[test]
     fn names_match_as_kubectl_resolves_them() {
         let crd = crd();
-        for name in ["databases", "database", "Database", "db", "databases.example.io", "DB"] {
+        for name in [
+            "databases",
+            "database",
+            "Database",
+            "db",
+            "databases.example.io",
+            "DB",
+        ] {
             assert!(matches(&crd, name), "{name}");
         }
         for name in ["dbs", "databases.other.io", "data"] {

@@ -15,6 +15,7 @@ use std::time::Duration;
 use fsm_kube::cli::published::MACHINE_ANNOTATION;
 use fsm_kube::cli::{Command as OperatorCommand, CrdArgs, Operator, RunContext, StoreKind};
 use fsm_kube::prelude::*;
+use fsm_kube::view::records::Row;
 use fsm_kube::{ConfigMapStore, FsmReconciler, KubeStore, StatusStore};
 use fsm_testkit::{HttpServer, TestCluster};
 use futures::StreamExt;
@@ -22,7 +23,6 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::{Controller, watcher};
 use kube::{Client, CustomResource, ResourceExt};
-use kubectl_fsm::records::Row;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -179,9 +179,13 @@ async fn install(cluster: &TestCluster, crd: &CustomResourceDefinition) {
     cluster.install_crd(crd).await.unwrap();
     let api: Api<CustomResourceDefinition> = Api::all(cluster.client());
     let patch = serde_json::json!({"metadata": {"annotations": crd.metadata.annotations}});
-    api.patch(&crd.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .unwrap();
+    api.patch(
+        &crd.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .unwrap();
 }
 
 async fn env() -> Env {
@@ -194,8 +198,16 @@ async fn env() -> Env {
         }
         None => (None, cluster.kubeconfig().unwrap().to_path_buf()),
     };
-    install(&cluster, &printed_crd::<ChoreState>(StoreKind::Status, true).await).await;
-    install(&cluster, &printed_crd::<ErrandState>(StoreKind::ConfigMap, false).await).await;
+    install(
+        &cluster,
+        &printed_crd::<ChoreState>(StoreKind::Status, true).await,
+    )
+    .await;
+    install(
+        &cluster,
+        &printed_crd::<ErrandState>(StoreKind::ConfigMap, false).await,
+    )
+    .await;
     let ns = cluster.create_namespace("kubectl-fsm").await.unwrap();
     let dir = std::env::temp_dir().join(format!("kubectl-fsm-{ns}"));
     std::fs::create_dir_all(&dir).unwrap();
@@ -282,9 +294,9 @@ where
 
 async fn wait_for_state(env: &Env, name: &str, state: &str, attempt: u64) -> Value {
     eventually(&format!("{name} in {state}, attempt {attempt}"), || async {
-        stored_record(env, name).await.filter(|r| {
-            r["state"] == state && r["attempt"].as_u64().unwrap_or(0) == attempt
-        })
+        stored_record(env, name)
+            .await
+            .filter(|r| r["state"] == state && r["attempt"].as_u64().unwrap_or(0) == attempt)
     })
     .await
 }
@@ -385,7 +397,14 @@ async fn get_shows_what_the_status_store_wrote() {
     let cells = table(&text);
     assert_eq!(
         cells[0],
-        ["NAME", "STATE", "ATTEMPT", "IN-STATE", "NEXT-RETRY", "LAST-ERROR"]
+        [
+            "NAME",
+            "STATE",
+            "ATTEMPT",
+            "IN-STATE",
+            "NEXT-RETRY",
+            "LAST-ERROR"
+        ]
     );
     assert_eq!(cells[1][..3], ["c-done", "Done", "0"]);
     assert_eq!(cells[1][4..], ["-", "-"]);
@@ -422,7 +441,11 @@ async fn describe_shows_history_error_conditions_and_events_without_secrets() {
 
     // Events are written after the commits they report: wait for them.
     let held = eventually("the events of c-held", || async {
-        let text = ok(&env, &["fsm", "describe", "chores", "c-held", "-n", &env.ns]).await;
+        let text = ok(
+            &env,
+            &["fsm", "describe", "chores", "c-held", "-n", &env.ns],
+        )
+        .await;
         text.contains("Transitioned").then_some(text)
     })
     .await;
@@ -442,11 +465,21 @@ async fn describe_shows_history_error_conditions_and_events_without_secrets() {
     assert!(held.contains("  Progressing  True"), "{held}");
     assert!(held.contains("Events:\n"), "{held}");
 
-    let failing = ok(&env, &["fsm", "describe", "chores", "c-fail", "-n", &env.ns]).await;
+    let failing = ok(
+        &env,
+        &["fsm", "describe", "chores", "c-fail", "-n", &env.ns],
+    )
+    .await;
     assert!(failing.contains("State:        Pending\n"), "{failing}");
     assert!(failing.contains("Attempt:      1, next at "), "{failing}");
-    assert!(failing.contains("Last error:   the chore refused\n"), "{failing}");
-    assert!(failing.contains("  Degraded     True    Retrying"), "{failing}");
+    assert!(
+        failing.contains("Last error:   the chore refused\n"),
+        "{failing}"
+    );
+    assert!(
+        failing.contains("  Degraded     True    Retrying"),
+        "{failing}"
+    );
 
     let output = kubectl(&env, &["fsm", "describe", "chores", "nope", "-n", &env.ns])
         .output()
@@ -483,7 +516,11 @@ async fn records_in_config_maps_are_read_by_the_stores_conventions() {
     .await
     .unwrap();
     let rows: Vec<Row> = eventually("errand e1 in Done", || async {
-        let json = ok(&env, &["fsm", "get", "errands", "-n", &env.ns, "-o", "json"]).await;
+        let json = ok(
+            &env,
+            &["fsm", "get", "errands", "-n", &env.ns, "-o", "json"],
+        )
+        .await;
         let rows: Vec<Row> = serde_json::from_str(&json).unwrap();
         rows.iter()
             .any(|r| r.state.as_deref() == Some("Done"))
@@ -516,7 +553,11 @@ async fn the_diagram_is_the_published_machine_with_live_counts() {
     assert_eq!(text, ChoreState::machine().graph().text());
     assert!(text.contains("  Running  (sensitive)\n"), "{text}");
 
-    let svg = ok(&env, &["fsm", "diagram", "chores", "-o", "svg", "-n", &env.ns]).await;
+    let svg = ok(
+        &env,
+        &["fsm", "diagram", "chores", "-o", "svg", "-n", &env.ns],
+    )
+    .await;
     assert!(svg.starts_with("<svg"), "{svg}");
     let count_of = |state: &str| {
         let at = svg
@@ -529,7 +570,10 @@ async fn the_diagram_is_the_published_machine_with_live_counts() {
     assert_eq!(count_of("Running"), "1");
     assert_eq!(count_of("Done"), "1");
     assert_eq!(count_of("Failed"), "0");
-    assert!(svg.contains(r#"class="state failed" data-state="Failed""#), "{svg}");
+    assert!(
+        svg.contains(r#"class="state failed" data-state="Failed""#),
+        "{svg}"
+    );
 
     // The machine is published on the CRD; a resource without a CRD is
     // refused by name.

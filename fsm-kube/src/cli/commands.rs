@@ -6,10 +6,12 @@ use fsm_core::Fsm;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{Client, CustomResourceExt};
 
-use super::rbac::{self, RbacScope, ResourceInfo};
 use super::published::{self, PublishedMachine};
+use super::rbac::{self, RbacScope, ResourceInfo};
 use super::record_view;
-use super::{CrdArgs, DiagramFormat, Error, Operator, OutputFormat, RbacArgs, StatusArgs, StoreKind};
+use super::{
+    CrdArgs, DiagramFormat, Error, Operator, OutputFormat, RbacArgs, StatusArgs, StoreKind,
+};
 use crate::KubeResource;
 
 impl<F, A> Operator<F, A>

@@ -44,7 +44,9 @@ pub enum Error {
     ClusterScopedObjectStore,
     /// `crd --printer-columns` for an operator whose records are not in
     /// the object's status, where printer columns read.
-    #[error("printer columns read .status.fsm, but the operator keeps its records in the {0:?} store")]
+    #[error(
+        "printer columns read .status.fsm, but the operator keeps its records in the {0:?} store"
+    )]
     PrinterColumnsNeedStatusStore(StoreKind),
     /// A declared RBAC rule is refused.
     #[error(transparent)]

@@ -67,8 +67,8 @@ mod run;
 mod store_kind;
 
 pub use args::{
-    Cli, Command, ConnectArgs, CrdArgs, DiagramArgs, DiagramFormat, LeaderArgs, OutputFormat, RbacArgs,
-    RunArgs, StatusArgs,
+    Cli, Command, ConnectArgs, CrdArgs, DiagramArgs, DiagramFormat, LeaderArgs, OutputFormat,
+    RbacArgs, RunArgs, StatusArgs,
 };
 pub use commands::{crd_yaml, diagram};
 pub use connect::connect;

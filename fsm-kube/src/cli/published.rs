@@ -83,17 +83,21 @@ pub fn add_printer_columns(
     if store != StoreKind::Status {
         return Err(Error::PrinterColumnsNeedStatusStore(store));
     }
-    let column = |name: &str, kind: &str, path: &str, description: &str| {
-        CustomResourceColumnDefinition {
+    let column =
+        |name: &str, kind: &str, path: &str, description: &str| CustomResourceColumnDefinition {
             name: name.to_owned(),
             type_: kind.to_owned(),
             json_path: path.to_owned(),
             description: Some(description.to_owned()),
             ..CustomResourceColumnDefinition::default()
-        }
-    };
+        };
     let columns = [
-        column("State", "string", ".status.fsm.state", "The machine's current state"),
+        column(
+            "State",
+            "string",
+            ".status.fsm.state",
+            "The machine's current state",
+        ),
         column(
             "Attempt",
             "integer",

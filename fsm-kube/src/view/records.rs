@@ -1,18 +1,17 @@
-//! Records of the objects of a [`Target`], read where its store keeps
-//! them (through the operator CLI's [`record_view::fetch`]), decoded
+//! Records of the objects of a [`Watched`] resource, read where its store
+//! keeps them (through the operator CLI's [`record_view::fetch`]), decoded
 //! without the machine's Rust type, with the data of sensitive states
 //! hidden, and summarized as [`Row`]s.
 //!
 //! [`decode`] and [`Row::from_record`] are pure; [`row`] and [`rows`] read.
 
 use fsm_core::{DecodeError, MachineGraph, RawRecord, SCHEMA_VERSION, StateRecord, Timestamp};
-use fsm_kube::cli::{Error as CliError, record_view};
 use kube::{Client, ResourceExt};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::Error;
-use crate::target::Target;
+use super::Watched;
+use crate::cli::{Error, record_view};
 
 /// Decodes `raw` by the record format alone, and hides the data of the
 /// states `graph` says are sensitive (or does not know).
@@ -111,13 +110,13 @@ impl Row {
 ///
 /// # Errors
 /// As [`record_view::fetch`]; a record that does not decode is
-/// [`fsm_kube::cli::Error::CorruptRecord`].
+/// [`Error::CorruptRecord`].
 pub async fn record(
     client: &Client,
-    target: &Target,
+    target: &Watched,
     namespace: Option<&str>,
     name: &str,
-) -> Result<(StateRecord, record_view::Location), CliError> {
+) -> Result<(StateRecord, record_view::Location), Error> {
     let (raw, location) = record_view::fetch(
         client,
         &target.resource,
@@ -129,7 +128,7 @@ pub async fn record(
     .await?;
     match decode(&raw, &target.machine.graph) {
         Ok(record) => Ok((record, location)),
-        Err(error) => Err(CliError::CorruptRecord {
+        Err(error) => Err(Error::CorruptRecord {
             location: Box::new(location),
             error,
         }),
@@ -143,28 +142,28 @@ pub async fn record(
 /// [`problem`](Row::problem).
 pub async fn row(
     client: &Client,
-    target: &Target,
+    target: &Watched,
     namespace: Option<&str>,
     name: &str,
 ) -> Result<Option<Row>, Error> {
     let namespace = namespace.filter(|_| target.resource.namespaced);
     match record(client, target, namespace, name).await {
         Ok((record, _)) => Ok(Some(Row::from_record(name, namespace, &record))),
-        Err(CliError::NotFound(_)) => Ok(None),
-        Err(CliError::NoRecord(_)) => Ok(Some(Row::without_record(
+        Err(Error::NotFound(_)) => Ok(None),
+        Err(Error::NoRecord(_)) => Ok(Some(Row::without_record(
             name,
             namespace,
             "no record yet".to_owned(),
         ))),
-        Err(CliError::CorruptRecord { error, .. }) => Ok(Some(Row::without_record(
+        Err(Error::CorruptRecord { error, .. }) => Ok(Some(Row::without_record(
             name,
             namespace,
             format!("corrupt record: {error}"),
         ))),
-        Err(error @ (CliError::MemoryStore | CliError::ClusterScopedObjectStore)) => Ok(Some(
+        Err(error @ (Error::MemoryStore | Error::ClusterScopedObjectStore)) => Ok(Some(
             Row::without_record(name, namespace, error.to_string()),
         )),
-        Err(error) => Err(error.into()),
+        Err(error) => Err(error),
     }
 }
 
@@ -175,7 +174,7 @@ pub async fn row(
 /// The API's errors.
 pub async fn rows(
     client: &Client,
-    target: &Target,
+    target: &Watched,
     namespace: Option<&str>,
 ) -> Result<Vec<Row>, Error> {
     let objects = target
@@ -202,8 +201,16 @@ mod tests {
     use super::*;
 
     static STATES: [StateMeta; 3] = [
-        StateMeta::new("Pending").initial().with_handler().with_data().next(&["Secret"]),
-        StateMeta::new("Secret").with_handler().with_data().sensitive().next(&["Done"]),
+        StateMeta::new("Pending")
+            .initial()
+            .with_handler()
+            .with_data()
+            .next(&["Secret"]),
+        StateMeta::new("Secret")
+            .with_handler()
+            .with_data()
+            .sensitive()
+            .next(&["Done"]),
         StateMeta::new("Done").final_state(),
     ];
 
