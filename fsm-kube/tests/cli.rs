@@ -76,6 +76,8 @@ fn run_parses_every_flag() {
         "shop",
         "--metrics-addr",
         "0.0.0.0:9090",
+        "--view-addr",
+        "127.0.0.1:8091",
         "--leader-elect",
         "--lease-name",
         "widgets",
@@ -95,6 +97,7 @@ fn run_parses_every_flag() {
             },
             namespace: Some("shop".into()),
             metrics_addr: Some("0.0.0.0:9090".parse().unwrap()),
+            view_addr: Some("127.0.0.1:8091".parse().unwrap()),
             leader: LeaderArgs {
                 leader_elect: true,
                 lease_name: Some("widgets".into()),
@@ -105,6 +108,14 @@ fn run_parses_every_flag() {
             operator: (),
         })
     );
+}
+
+#[test]
+fn the_view_alone_binds_to_loopback() {
+    let Command::Run(args) = parse(&["run", "--view-addr"]) else {
+        panic!("not run");
+    };
+    assert_eq!(args.view_addr, Some("127.0.0.1:8090".parse().unwrap()));
 }
 
 #[test]

@@ -1,8 +1,8 @@
 //! `describe NAME`: an object's record (through the operator CLI's
 //! [`record_view::render_text`]), its conditions and its recent events.
 //!
-//! [`conditions`], [`render_conditions`] and [`render_events`] are pure;
-//! [`describe`] reads.
+//! [`render_conditions`] and [`render_events`] are pure; [`describe`]
+//! reads.
 
 use std::fmt::Write as _;
 
@@ -10,53 +10,15 @@ use fsm_core::Timestamp;
 use fsm_core::text::human_duration;
 use fsm_kube::cli::{Error as CliError, record_view};
 use k8s_openapi::api::events::v1::Event;
-use kube::api::DynamicObject;
-use kube::{Api, Client, ResourceExt};
-use serde_json::Value;
+use kube::Client;
 
 use crate::Error;
 use crate::target::Target;
+use fsm_kube::view::object::{self, Condition, conditions, last_seen};
 use fsm_kube::view::records;
 
 /// How many of the latest events `describe` shows.
 const EVENTS_SHOWN: usize = 10;
-
-/// A condition of `.status.conditions`, as strings.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Condition {
-    /// `Ready`, `Progressing`, `Degraded`, or the operator's own.
-    pub type_: String,
-    /// `True`, `False` or `Unknown`.
-    pub status: String,
-    /// Why, in CamelCase.
-    pub reason: String,
-    /// For people.
-    pub message: String,
-}
-
-/// The conditions in `object`'s `.status.conditions`.
-pub fn conditions(object: &DynamicObject) -> Vec<Condition> {
-    let field = |c: &Value, name: &str| {
-        c.get(name)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
-    object
-        .data
-        .get("status")
-        .and_then(|s| s.get("conditions"))
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|c| Condition {
-            type_: field(c, "type"),
-            status: field(c, "status"),
-            reason: field(c, "reason"),
-            message: field(c, "message"),
-        })
-        .collect()
-}
 
 /// The `Conditions:` section.
 pub fn render_conditions(conditions: &[Condition]) -> String {
@@ -72,18 +34,6 @@ pub fn render_conditions(conditions: &[Condition]) -> String {
         );
     }
     out
-}
-
-/// When `event` last happened: its series' last observation, its event
-/// time, its deprecated last timestamp, its creation.
-fn last_seen(event: &Event) -> Option<Timestamp> {
-    event
-        .series
-        .as_ref()
-        .map(|s| s.last_observed_time.0)
-        .or(event.event_time.as_ref().map(|t| t.0))
-        .or(event.deprecated_last_timestamp.as_ref().map(|t| t.0))
-        .or(event.metadata.creation_timestamp.as_ref().map(|t| t.0))
 }
 
 /// The `Events:` section: the latest [`EVENTS_SHOWN`] of `events`, oldest
@@ -157,19 +107,9 @@ pub async fn describe(
         .await
         .map_err(Error::Kube)?;
     out.push_str(&render_conditions(&conditions(&object)));
-    let uid = object.uid();
-    let events: Api<Event> = match &namespace {
-        Some(ns) => Api::namespaced(client.clone(), ns),
-        None => Api::namespaced(client.clone(), "default"),
-    };
-    let events = events
-        .list(&Default::default())
+    let events = object::events(client, &object, EVENTS_SHOWN)
         .await
-        .map_err(Error::Kube)?
-        .items
-        .into_iter()
-        .filter(|e| e.regarding.as_ref().and_then(|r| r.uid.as_ref()) == uid.as_ref())
-        .collect::<Vec<_>>();
+        .map_err(Error::Kube)?;
     out.push_str(&render_events(&events, now));
     Ok(out)
 }
@@ -178,7 +118,6 @@ pub async fn describe(
 mod tests {
     use k8s_openapi::api::events::v1::EventSeries;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
-    use serde_json::json;
 
     use super::*;
 

@@ -58,6 +58,10 @@ pub struct RunArgs<A: Args = ()> {
     /// Serve Prometheus metrics at `GET /metrics` on this address.
     #[arg(long, value_name = "ADDR", env = "METRICS_ADDR")]
     pub metrics_addr: Option<SocketAddr>,
+    /// Serve the web view of the machines and their objects on this
+    /// address (read-only; alone, `--view-addr` means 127.0.0.1:8090).
+    #[arg(long, value_name = "ADDR", env = "VIEW_ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8090")]
+    pub view_addr: Option<SocketAddr>,
     /// Leader election.
     #[command(flatten)]
     pub leader: LeaderArgs,

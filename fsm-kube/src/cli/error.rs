@@ -69,6 +69,15 @@ pub enum Error {
         #[source]
         error: std::io::Error,
     },
+    /// The web view's address cannot be bound.
+    #[error("web view on {addr} failed")]
+    View {
+        /// The address.
+        addr: SocketAddr,
+        /// The I/O error.
+        #[source]
+        error: std::io::Error,
+    },
     /// Leader election failed.
     #[error("leader election failed")]
     LeaderElection(#[source] crate::leader::LeaderError),

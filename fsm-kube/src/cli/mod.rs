@@ -65,6 +65,7 @@ pub mod rbac;
 pub mod record_view;
 mod run;
 mod store_kind;
+mod view;
 
 pub use args::{
     Cli, Command, ConnectArgs, CrdArgs, DiagramArgs, DiagramFormat, LeaderArgs, OutputFormat,

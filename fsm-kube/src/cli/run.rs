@@ -12,6 +12,7 @@ use fsm_core::Fsm;
 use kube::CustomResourceExt;
 use prometheus_client::registry::Registry;
 
+use super::view::AbortOnDrop;
 use super::{BoxError, Error, Operator, RunArgs, RunContext, RunOutcome, connect};
 use crate::{FsmMetrics, KubeResource};
 
@@ -49,6 +50,13 @@ where
                     .map_err(|error| Error::Metrics { addr, error })
             })
         });
+        let view = match args.view_addr {
+            Some(addr) => Some(
+                self.serve_view(&client, addr, args.namespace.clone())
+                    .await?,
+            ),
+            None => None,
+        };
         let controller = async {
             if args.leader.leader_elect {
                 let leader = &args.leader;
@@ -119,6 +127,7 @@ where
                 }
             }
         };
+        let _view = view.map(AbortOnDrop);
         match metrics_server {
             Some(mut server) => {
                 let result = tokio::select! {

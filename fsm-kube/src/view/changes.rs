@@ -117,7 +117,7 @@ pub fn object_changes(
     client: &Client,
     target: &Watched,
     namespace: Option<&str>,
-) -> impl Stream<Item = Result<ObjectChange, watcher::Error>> + Send + 'static {
+) -> impl Stream<Item = Result<ObjectChange, watcher::Error>> + Send + use<> {
     let objects = watcher(target.api(client, namespace), watcher::Config::default())
         .default_backoff()
         .map(|event| event.map(Change::of_object))

@@ -1,6 +1,7 @@
 //! Looking at the machines from outside the operator: the objects of a
 //! resource with their records ([`records`]), kept up to date from watches
-//! ([`changes`]), for `kubectl fsm` and the operator's web view.
+//! ([`changes`]), for `kubectl fsm` and the operator's web view
+//! ([`web`]).
 //!
 //! Everything here works from what the operator publishes on its CRD (a
 //! [`PublishedMachine`]): no machine type is needed, and the data of
@@ -8,7 +9,10 @@
 //! never shown.
 
 pub mod changes;
+pub mod object;
+mod page;
 pub mod records;
+pub mod web;
 
 use fsm_core::Fsm;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
