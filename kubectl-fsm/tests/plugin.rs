@@ -654,3 +654,130 @@ async fn watch_follows_a_chore_through_two_transitions() {
     );
     child.kill().await.unwrap();
 }
+
+// ---------------------------------------------------------------- web view
+// The operator's web view reads records with the same code as the plugin
+// (fsm_kube::view); it is checked here, with the same operators.
+
+/// `METHOD path` on `addr` over HTTP/1.0 (the server closes after the
+/// answer); the status line and the body.
+async fn http(addr: std::net::SocketAddr, method: &str, path: &str) -> (String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(format!("{method} {path} HTTP/1.0\r\nHost: view\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    (
+        head.lines().next().unwrap_or_default().to_owned(),
+        body.to_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_web_view_streams_rows_and_never_sensitive_data() {
+    use fsm_kube::view::Watched;
+    use fsm_kube::view::web::{KindRow, WebView};
+
+    let env = env().await;
+    let _controller = run_controller::<ChoreState>(&env, StatusStore::new());
+    three_chores(&env).await;
+    let view = WebView::new(
+        env.client.clone(),
+        vec![Watched::of::<ChoreState>(StoreKind::Status)],
+        Some(env.ns.clone()),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = Running(tokio::spawn({
+        let view = view.clone();
+        async move {
+            view.serve(listener).await.unwrap();
+        }
+    }));
+
+    // The rows, as the watches delivered them, are the records' own.
+    let rows: Vec<KindRow> = eventually("the view's three rows", || async {
+        let (status, body) = http(addr, "GET", "/api/objects").await;
+        assert_eq!(status, "HTTP/1.0 200 OK");
+        let rows: Vec<KindRow> = serde_json::from_str(&body).unwrap();
+        (rows.len() == 3).then_some(rows)
+    })
+    .await;
+    for row in &rows {
+        let stored = stored_record(&env, &row.row.name).await.unwrap();
+        assert_eq!(row.kind, "Chore");
+        assert_eq!(row.row.state.as_deref(), stored["state"].as_str());
+        assert_eq!(
+            u64::from(row.row.attempt),
+            stored["attempt"].as_u64().unwrap()
+        );
+    }
+
+    // Live: a snapshot, then an update when c-held moves on.
+    let mut events = tokio::net::TcpStream::connect(addr).await.unwrap();
+    {
+        use tokio::io::AsyncWriteExt;
+        events
+            .write_all(b"GET /events HTTP/1.1\r\nHost: view\r\nAccept: text/event-stream\r\n\r\n")
+            .await
+            .unwrap();
+    }
+    let mut lines = BufReader::new(events).lines();
+    let mut next_event = async || {
+        let mut name = String::new();
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+                .await
+                .expect("an event within a minute")
+                .unwrap()
+                .expect("the stream goes on");
+            assert!(!line.contains(TOKEN), "{line}");
+            if let Some(event) = line.strip_prefix("event: ") {
+                name = event.to_owned();
+            } else if let Some(data) = line.strip_prefix("data: ") {
+                return (name.clone(), serde_json::from_str::<Value>(data).unwrap());
+            }
+        }
+    };
+    let (name, snapshot) = next_event().await;
+    assert_eq!(name, "snapshot");
+    assert_eq!(snapshot.as_array().unwrap().len(), 3);
+    eventually("a viewer", || async { (view.viewers() > 0).then_some(()) }).await;
+    let api: Api<Chore> = Api::namespaced(env.client.clone(), &env.ns);
+    let release = serde_json::json!({"metadata": {"annotations": {"hold": null}}});
+    api.patch("c-held", &PatchParams::default(), &Patch::Merge(&release))
+        .await
+        .unwrap();
+    loop {
+        let (name, update) = next_event().await;
+        assert_eq!(name, "update");
+        if update["name"] == "c-held" && update["row"]["state"] == "Done" {
+            break;
+        }
+    }
+
+    // The pages: the index carries the diagram, an object's page its
+    // history; no secret anywhere; nothing but GET.
+    let (status, index) = http(addr, "GET", "/").await;
+    assert_eq!(status, "HTTP/1.0 200 OK");
+    assert!(index.contains(r#"<section class="machine" data-kind="Chore""#));
+    assert!(index.contains(r#"<text class="count" data-state="Running""#));
+    let (status, page) = http(addr, "GET", &format!("/objects/Chore/{}/c-held", env.ns)).await;
+    assert_eq!(status, "HTTP/1.0 200 OK");
+    assert!(page.contains(r#"<li data-to="Running">"#), "{page}");
+    assert!(page.contains(r#"<li data-to="Done">"#), "{page}");
+    assert!(page.contains("<td>Ready</td><td>True</td>"), "{page}");
+    assert!(page.contains("Transitioned"), "{page}");
+    for text in [&index, &page] {
+        assert!(!text.contains(TOKEN));
+    }
+    let (status, _) = http(addr, "GET", &format!("/objects/Chore/{}/nope", env.ns)).await;
+    assert_eq!(status, "HTTP/1.0 404 Not Found");
+    let (status, _) = http(addr, "POST", "/api/objects").await;
+    assert_eq!(status, "HTTP/1.0 405 Method Not Allowed");
+    drop(server);
+}
