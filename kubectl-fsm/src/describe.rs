@@ -126,27 +126,18 @@ mod tests {
     }
 
     #[test]
-    fn conditions_are_read_from_the_status() {
-        let mut object = DynamicObject {
-            types: None,
-            metadata: Default::default(),
-            data: json!({"status": {"conditions": [
-                {"type": "Ready", "status": "False", "reason": "Retrying", "message": "in state A, attempt 1 failed: x"}
-            ]}}),
-        };
-        let found = conditions(&object);
-        assert_eq!(found.len(), 1);
-        assert_eq!(found[0].reason, "Retrying");
-        let text = render_conditions(&found);
-        assert!(
-            text.contains("Ready        False   Retrying             in state A"),
-            "{text}"
-        );
-        object.data = json!({});
+    fn conditions_show_as_columns() {
+        let found = [Condition {
+            type_: "Ready".into(),
+            status: "False".into(),
+            reason: "Retrying".into(),
+            message: "in state A, attempt 1 failed: x".into(),
+        }];
         assert_eq!(
-            render_conditions(&conditions(&object)),
-            "Conditions:\n  <none>\n"
+            render_conditions(&found),
+            "Conditions:\n  Ready        False   Retrying             in state A, attempt 1 failed: x\n"
         );
+        assert_eq!(render_conditions(&[]), "Conditions:\n  <none>\n");
     }
 
     #[test]
