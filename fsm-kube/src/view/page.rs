@@ -241,12 +241,13 @@ fn ago(now: Timestamp, at: Timestamp) -> String {
 /// An object's page as of `now`: its record (state, data unless
 /// sensitive, attempt, error), the diagram with its state, its history as
 /// a timeline, the compensation trail, its conditions and its `events`.
-/// `record` is the decoded record, or why there is none.
+/// `record` is the decoded record, or why there is none; `events` the
+/// events, or why they could not be read.
 pub fn object(
     watched: &Watched,
     object: &DynamicObject,
     record: Result<&StateRecord, String>,
-    events: &[Event],
+    events: Result<&[Event], &str>,
     now: Timestamp,
 ) -> String {
     let kind = &watched.resource.kind;
@@ -375,7 +376,15 @@ pub fn object(
             escape(&c.message)
         );
     }
-    out.push_str("</tbody></table></section>\n<section><h2>Recent events</h2><table><thead><tr><th>Type</th><th>Reason</th><th>When</th><th>Count</th><th>Note</th></tr></thead><tbody>");
+    out.push_str("</tbody></table></section>\n<section><h2>Recent events</h2>");
+    let events = match events {
+        Ok(events) => events,
+        Err(why) => {
+            let _ = write!(out, "<p class=\"problem\">{}</p>", escape(why));
+            &[]
+        }
+    };
+    out.push_str("<table><thead><tr><th>Type</th><th>Reason</th><th>When</th><th>Count</th><th>Note</th></tr></thead><tbody>");
     for event in events {
         let _ = write!(
             out,
@@ -486,14 +495,21 @@ mod tests {
             data: json!({"status": {"conditions": [{"type": "Ready", "status": "False", "reason": "Pending", "message": "m"}]}}),
         };
         let now = "2026-01-01T00:01:00Z".parse().unwrap();
-        let html = super::object(&watched(), &object, Ok(&record), &[], now);
+        let html = super::object(&watched(), &object, Ok(&record), Ok(&[]), now);
         assert!(html.contains("<title>Job ns/j1</title>"));
         assert!(html.contains(r#"<li data-to="Pending">"#));
         assert!(html.contains("&lt;refused&gt;"));
         assert!(html.contains("<td>Ready</td><td>False</td>"));
         assert!(html.contains("&lt;redacted: sensitive state&gt;"));
         record.data = None;
-        let html = super::object(&watched(), &object, Err("no record yet".into()), &[], now);
+        let html = super::object(
+            &watched(),
+            &object,
+            Err("no record yet".into()),
+            Err("cannot list the events: forbidden"),
+            now,
+        );
         assert!(html.contains("no record yet"));
+        assert!(html.contains("cannot list the events: forbidden"));
     }
 }

@@ -308,10 +308,11 @@ async fn object_page(
         Ok(None) => return not_found(&format!("{kind} {name} not found")),
         Err(error) => return failed(&error),
     };
-    let events = match object::events(client, &object, 20).await {
-        Ok(events) => events,
-        Err(error) => return failed(&error),
-    };
+    // Reading events needs `list` on them, which an operator's role may
+    // not grant: the page shows why they are missing instead.
+    let events = object::events(client, &object, 20)
+        .await
+        .map_err(|error| format!("cannot list the events: {error}"));
     let html = page::object(
         watched,
         &object,
@@ -319,7 +320,7 @@ async fn object_page(
             .as_ref()
             .map(|(record, _)| record)
             .map_err(ToString::to_string),
-        &events,
+        events.as_deref().map_err(String::as_str),
         jiff::Timestamp::now(),
     );
     Html(html).into_response()
