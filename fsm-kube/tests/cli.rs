@@ -1062,6 +1062,44 @@ fn http_get(addr: &str, path: &str) -> Option<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_serves_the_web_view_of_the_watched_namespace() {
+    let env = env().await;
+    let (_http, kubeconfig) = kubeconfig_of(&env).await;
+    create_widget(&env, "w-view", spec()).await;
+    let view_addr = free_local_addr();
+    let command = parse(&[
+        "run",
+        "--kubeconfig",
+        &kubeconfig,
+        "-n",
+        &env.ns,
+        "--view-addr",
+        &view_addr,
+    ]);
+    // No controller: the widget has no record, which the view says.
+    let run = |_: RunContext<WidgetState>| std::future::pending::<()>();
+    let operator_task =
+        tokio::spawn(async move { execute(&operator(StoreKind::Status), command, run).await });
+    let rows = eventually("the view's row of w-view", || {
+        let addr = view_addr.clone();
+        async move {
+            let body = tokio::task::spawn_blocking(move || http_get(&addr, "/api/objects"))
+                .await
+                .ok()??;
+            let rows: serde_json::Value = serde_json::from_str(&body).ok()?;
+            (rows.as_array()?.len() == 1).then_some(rows)
+        }
+    })
+    .await;
+    assert_eq!(rows[0]["kind"], "Widget");
+    assert_eq!(rows[0]["name"], "w-view");
+    assert_eq!(rows[0]["namespace"], env.ns.as_str());
+    assert_eq!(rows[0]["problem"], "no record yet");
+    assert!(!operator_task.is_finished());
+    operator_task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_fails_when_the_metrics_address_is_taken() {
     let env = env().await;
     let (_http, kubeconfig) = kubeconfig_of(&env).await;
