@@ -206,7 +206,8 @@ impl MachineGraph {
     }
 
     /// The diagram as a standalone SVG document, laid out left to right in
-    /// ranks ([`ranks`](Self::ranks)); with `counts`, each state's box
+    /// ranks (each state at its distance from the initial state over the
+    /// handlers' arrows, then the engine's); with `counts`, each state's box
     /// shows its number of objects (0 for states not in it). Failed states are drawn
     /// red, ready states green, states with a compensation with a dashed
     /// orange border and `↺`; the engine's arrows are dashed and labelled.

@@ -36,7 +36,7 @@ pub fn render_conditions(conditions: &[Condition]) -> String {
     out
 }
 
-/// The `Events:` section: the latest [`EVENTS_SHOWN`] of `events`, oldest
+/// The `Events:` section: the latest ten of `events`, oldest
 /// first, with how long ago (as of `now`) and how many times.
 pub fn render_events(events: &[Event], now: Timestamp) -> String {
     let mut sorted: Vec<&Event> = events.iter().collect();

@@ -1,7 +1,7 @@
 //! Which resource a command names, and what its operator published about
 //! its machine on the CRD.
 //!
-//! [`matches`] and [`from_crd`] are pure; [`resolve`] lists the CRDs.
+//! [`matches()`] and [`from_crd`] are pure; [`resolve`] lists the CRDs.
 
 use fsm_kube::cli::ResourceInfo;
 use fsm_kube::cli::published::PublishedMachine;
