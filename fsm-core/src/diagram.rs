@@ -15,13 +15,13 @@ pub(crate) const UNREACHABLE: &str = "unreachable";
 pub(crate) const NEVER_RESTS: &str = "never rests";
 
 /// One arrow of a diagram.
-struct Edge {
-    from: &'static str,
-    to: &'static str,
+pub(crate) struct Edge {
+    pub(crate) from: &'static str,
+    pub(crate) to: &'static str,
     /// `None` for a handler's declared `next` target; else what makes the
     /// engine take it by itself (`timeout`, `exhausted`, `fail`, joined by
     /// `, ` when several lead to the same state).
-    engine: Option<String>,
+    pub(crate) engine: Option<String>,
 }
 
 /// The edges the engine takes by itself out of `state`, grouped by target:
@@ -60,7 +60,7 @@ pub(crate) fn engine_edges(machine: &Machine, state: &StateMeta) -> Vec<(&'stati
 
 /// The edges of a machine's diagram, state by state in declaration order:
 /// the handler's declared targets, then the engine's edges.
-fn edges(machine: &Machine) -> Vec<Edge> {
+pub(crate) fn edges(machine: &Machine) -> Vec<Edge> {
     let mut out = Vec::new();
     for s in machine.states() {
         let from = s.name();

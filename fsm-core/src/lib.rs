@@ -113,6 +113,7 @@ mod fsm;
 mod graph;
 mod harness;
 mod machine;
+mod machine_graph;
 mod memory;
 mod parts;
 mod random;
@@ -146,6 +147,7 @@ pub use harness::{
     DEFAULT_IDLE_AFTER, HARNESS_EPOCH, Harness, HarnessError, RunHandlerError, Settled,
 };
 pub use machine::{Machine, MachineError, OnDelete, SpecChange, StateMeta};
+pub use machine_graph::{GraphEdge, GraphState, MachineGraph};
 pub use memory::EphemeralStore;
 pub use random::{RandomSource, SeededRandom};
 pub use record::{

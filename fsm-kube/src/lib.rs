@@ -45,6 +45,7 @@ pub mod metrics;
 mod newer_record;
 mod reconciler;
 pub mod store;
+pub mod view;
 
 pub use classify::{HandlerError, classify_kube_error};
 pub use fsm_core;

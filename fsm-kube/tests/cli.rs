@@ -13,9 +13,10 @@ use std::time::Duration;
 use clap::Parser;
 use common::*;
 use fsm_kube::ReconcilerOptions;
+use fsm_kube::cli::published::PublishedMachine;
 use fsm_kube::cli::rbac::{self, OperatorDescription, RbacObject, RbacScope, ResourceInfo};
 use fsm_kube::cli::{
-    Cli, Command, ConnectArgs, DiagramArgs, DiagramFormat, Error, LeaderArgs, Operator,
+    Cli, Command, ConnectArgs, CrdArgs, DiagramArgs, DiagramFormat, Error, LeaderArgs, Operator,
     OutputFormat, PreflightArgs, RbacArgs, Rule, RunArgs, RunContext, RunOutcome, StatusArgs,
     StoreKind, record_view,
 };
@@ -75,6 +76,8 @@ fn run_parses_every_flag() {
         "shop",
         "--metrics-addr",
         "0.0.0.0:9090",
+        "--view-addr",
+        "127.0.0.1:8091",
         "--leader-elect",
         "--lease-name",
         "widgets",
@@ -94,6 +97,7 @@ fn run_parses_every_flag() {
             },
             namespace: Some("shop".into()),
             http_addr: Some("0.0.0.0:9090".parse().unwrap()),
+            view_addr: Some("127.0.0.1:8091".parse().unwrap()),
             leader: LeaderArgs {
                 leader_elect: true,
                 lease_name: Some("widgets".into()),
@@ -104,6 +108,14 @@ fn run_parses_every_flag() {
             operator: (),
         })
     );
+}
+
+#[test]
+fn the_view_alone_binds_to_loopback() {
+    let Command::Run(args) = parse(&["run", "--view-addr"]) else {
+        panic!("not run");
+    };
+    assert_eq!(args.view_addr, Some("127.0.0.1:8090".parse().unwrap()));
 }
 
 #[test]
@@ -126,7 +138,13 @@ fn run_defaults_to_all_namespaces_without_election_or_metrics() {
 
 #[test]
 fn crd_diagram_rbac_and_status_parse() {
-    assert_eq!(parse(&["crd"]), Command::Crd);
+    assert_eq!(parse(&["crd"]), Command::Crd(CrdArgs::default()));
+    assert_eq!(
+        parse(&["crd", "--printer-columns"]),
+        Command::Crd(CrdArgs {
+            printer_columns: true
+        })
+    );
     assert_eq!(
         parse(&["diagram"]),
         Command::Diagram(DiagramArgs {
@@ -432,16 +450,65 @@ async fn rbac_prints_yaml_derived_from_the_machine() {
 // ---------------------------------------------------------------- crd, diagram
 
 #[tokio::test]
-async fn crd_yaml_parses_back_as_the_crd() {
-    let yaml = execute(&operator(StoreKind::Status), Command::Crd, no_run)
-        .await
-        .unwrap();
+async fn crd_yaml_parses_back_as_the_crd_with_the_machine_published() {
+    let yaml = execute(
+        &operator(StoreKind::ConfigMap),
+        Command::Crd(CrdArgs::default()),
+        no_run,
+    )
+    .await
+    .unwrap();
     assert!(yaml.starts_with("---\n"), "{yaml}");
-    let crd: CustomResourceDefinition = serde_yaml_ng::from_str(&yaml).unwrap();
+    let mut crd: CustomResourceDefinition = serde_yaml_ng::from_str(&yaml).unwrap();
+    let published = PublishedMachine::from_crd(&crd).unwrap().unwrap();
+    assert_eq!(
+        published,
+        PublishedMachine {
+            store: StoreKind::ConfigMap,
+            graph: WidgetState::machine().graph(),
+        }
+    );
+    crd.metadata.annotations = None;
     assert_eq!(crd, Widget::crd());
     assert_eq!(
         crd.metadata.name.as_deref(),
         Some("widgets.test.operator-fsm.io")
+    );
+}
+
+#[tokio::test]
+async fn printer_columns_read_the_status_record() {
+    let op = operator(StoreKind::Status);
+    let yaml = execute(&op, parse(&["crd", "--printer-columns"]), no_run)
+        .await
+        .unwrap();
+    let crd: CustomResourceDefinition = serde_yaml_ng::from_str(&yaml).unwrap();
+    let columns: Vec<(String, String)> = crd.spec.versions[0]
+        .additional_printer_columns
+        .iter()
+        .flatten()
+        .map(|c| (c.name.clone(), c.json_path.clone()))
+        .collect();
+    let expected = [
+        ("State", ".status.fsm.state"),
+        ("Attempt", ".status.fsm.attempt"),
+        ("In-State", ".status.fsm.enteredAt"),
+        ("Age", ".metadata.creationTimestamp"),
+    ]
+    .map(|(n, p)| (n.to_owned(), p.to_owned()));
+    assert_eq!(columns, expected);
+    let refused = execute(
+        &operator(StoreKind::Secret),
+        parse(&["crd", "--printer-columns"]),
+        no_run,
+    )
+    .await;
+    assert!(
+        matches!(
+            refused,
+            Err(Error::PrinterColumnsNeedStatusStore(StoreKind::Secret))
+        ),
+        "{refused:?}"
     );
 }
 
@@ -1007,6 +1074,44 @@ fn http_get(addr: &str, path: &str) -> Option<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_serves_the_web_view_of_the_watched_namespace() {
+    let env = env().await;
+    let (_http, kubeconfig) = kubeconfig_of(&env).await;
+    create_widget(&env, "w-view", spec()).await;
+    let view_addr = free_local_addr();
+    let command = parse(&[
+        "run",
+        "--kubeconfig",
+        &kubeconfig,
+        "-n",
+        &env.ns,
+        "--view-addr",
+        &view_addr,
+    ]);
+    // No controller: the widget has no record, which the view says.
+    let run = |_: RunContext<WidgetState>| std::future::pending::<()>();
+    let operator_task =
+        tokio::spawn(async move { execute(&operator(StoreKind::Status), command, run).await });
+    let rows = eventually("the view's row of w-view", || {
+        let addr = view_addr.clone();
+        async move {
+            let body = tokio::task::spawn_blocking(move || http_get(&addr, "/api/objects"))
+                .await
+                .ok()??;
+            let rows: serde_json::Value = serde_json::from_str(&body).ok()?;
+            (rows.as_array()?.len() == 1).then_some(rows)
+        }
+    })
+    .await;
+    assert_eq!(rows[0]["kind"], "Widget");
+    assert_eq!(rows[0]["name"], "w-view");
+    assert_eq!(rows[0]["namespace"], env.ns.as_str());
+    assert_eq!(rows[0]["problem"], "no record yet");
+    assert!(!operator_task.is_finished());
+    operator_task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_fails_when_the_metrics_address_is_taken() {
     let env = env().await;
     let (_http, kubeconfig) = kubeconfig_of(&env).await;
@@ -1045,7 +1150,7 @@ fn the_command_line_is_named_after_the_operator() {
     assert_eq!(version.to_string(), "widget-operator 1.2.3\n");
     assert_eq!(
         op.parse_from(["widget-operator", "crd"]).unwrap().command,
-        Command::Crd
+        Command::Crd(CrdArgs::default())
     );
 }
 

@@ -23,9 +23,13 @@ struct Args {
     #[arg(long, default_value = "120s", value_parser = parse_duration)]
     timeout: Duration,
     /// Keep the embedded API server up over HTTP for kubectl, and print its
-    /// kubeconfig path.
+    /// kubeconfig path; serve the web view (--view-addr).
     #[arg(long, conflicts_with = "kubeconfig")]
     serve: bool,
+    /// With --serve: serve the web view of the machines here (read-only;
+    /// port 0 picks a free one).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8090")]
+    view_addr: std::net::SocketAddr,
     /// Run the operators against this kubeconfig's cluster instead.
     #[arg(long, value_name = "PATH")]
     kubeconfig: Option<PathBuf>,
@@ -67,6 +71,7 @@ fn main() -> ExitCode {
         timeout: args.timeout,
         kubeconfig: args.kubeconfig,
         serve: args.serve,
+        view: args.serve.then_some(args.view_addr),
         simulate: args.simulate,
         namespace: args.namespace,
         live: stdout.is_terminal() && !args.plain,

@@ -56,6 +56,9 @@ pub struct DemoOptions {
     pub live: bool,
     /// How often to look at the objects.
     pub refresh: Duration,
+    /// Serve the web view of the three machines and their objects on this
+    /// address while the demo runs (and, with `serve`, until Ctrl-C).
+    pub view: Option<std::net::SocketAddr>,
 }
 
 impl Default for DemoOptions {
@@ -68,6 +71,7 @@ impl Default for DemoOptions {
             namespace: "fsm-demo".to_owned(),
             live: false,
             refresh: Duration::from_millis(250),
+            view: None,
         }
     }
 }
@@ -116,6 +120,47 @@ impl Drop for Tasks {
             task.abort();
         }
     }
+}
+
+/// The web view's task; stopped when dropped.
+struct ViewTask(tokio::task::JoinHandle<()>);
+
+impl Drop for ViewTask {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Serves the web view of the demo's three machines on `addr`, and says
+/// where.
+async fn serve_view(
+    client: &Client,
+    addr: std::net::SocketAddr,
+    namespace: &str,
+    out: &mut impl Write,
+) -> Result<ViewTask, DemoError> {
+    use operator_fsm::cli::StoreKind;
+    use operator_fsm::view::Watched;
+    use operator_fsm::view::web::WebView;
+
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    let view = WebView::new(
+        client.clone(),
+        vec![
+            Watched::of::<JarState>(StoreKind::Status),
+            Watched::of::<IntegrationPhase>(StoreKind::Status),
+            Watched::of::<DbState>(StoreKind::Secret),
+        ],
+        Some(namespace.to_owned()),
+    );
+    writeln!(out, "Web view: http://{bound}/")?;
+    out.flush()?;
+    Ok(ViewTask(tokio::spawn(async move {
+        if let Err(error) = view.serve(listener).await {
+            tracing::error!(%error, "the web view stopped");
+        }
+    })))
 }
 
 /// Where the operators run; the simulation stops when it is dropped.
@@ -322,6 +367,10 @@ pub async fn run(options: &DemoOptions, out: &mut impl Write) -> Result<DemoRepo
         cloud.url()
     )?;
     let tasks = Tasks(start_operators(&client, &options.namespace, &cloud.url()));
+    let _view = match options.view {
+        Some(addr) => Some(serve_view(&client, addr, &options.namespace, out).await?),
+        None => None,
+    };
     let tracked = scenario::tracked();
     scenario::create_objects(&client, &options.namespace).await?;
     writeln!(

@@ -21,8 +21,11 @@ pub struct Cli<A: Args = ()> {
 pub enum Command<A: Args = ()> {
     /// Run the operator's controller(s).
     Run(RunArgs<A>),
-    /// Print the CustomResourceDefinition of the operator's resource (YAML).
-    Crd,
+    /// Print the CustomResourceDefinition of the operator's resource (YAML)
+    ///
+    /// The machine's diagram and store are published on it (the
+    /// `operator-fsm.io/machine` annotation), for `kubectl fsm`.
+    Crd(CrdArgs),
     /// Print the least ClusterRole (or Role) the operator needs (YAML).
     Rbac(RbacArgs),
     /// Print everything a cluster needs to run the operator (YAML).
@@ -69,6 +72,10 @@ pub struct RunArgs<A: Args = ()> {
     /// address (`--metrics-addr` is an alias).
     #[arg(long, value_name = "ADDR", env = "HTTP_ADDR", alias = "metrics-addr")]
     pub http_addr: Option<SocketAddr>,
+    /// Serve the web view of the machines and their objects on this
+    /// address (read-only; alone, `--view-addr` means 127.0.0.1:8090).
+    #[arg(long, value_name = "ADDR", env = "VIEW_ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8090")]
+    pub view_addr: Option<SocketAddr>,
     /// Leader election.
     #[command(flatten)]
     pub leader: LeaderArgs,
@@ -97,6 +104,15 @@ pub struct LeaderArgs {
     /// How long a Lease lasts without renewal, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 15)]
     pub lease_duration: u64,
+}
+
+/// `crd`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Args)]
+pub struct CrdArgs {
+    /// Add `State`, `Attempt` and `In-State` columns to `kubectl get`
+    /// (status store only).
+    #[arg(long)]
+    pub printer_columns: bool,
 }
 
 /// `rbac`.

@@ -6,9 +6,12 @@ use fsm_core::Fsm;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{Client, CustomResourceExt};
 
+use super::published::{self, PublishedMachine};
 use super::rbac::{self, RbacScope, ResourceInfo};
 use super::record_view;
-use super::{DiagramFormat, Error, Operator, OutputFormat, RbacArgs, StatusArgs, StoreKind};
+use super::{
+    CrdArgs, DiagramFormat, Error, Operator, OutputFormat, RbacArgs, StatusArgs, StoreKind,
+};
 use crate::KubeResource;
 
 impl<F, A> Operator<F, A>
@@ -48,6 +51,25 @@ where
             ),
             _ => yaml,
         })
+    }
+
+    /// What `crd` prints: the CRD of the resource with the machine
+    /// published on it ([`PublishedMachine`]), and with `--printer-columns`
+    /// the state columns ([`published::add_printer_columns`]).
+    ///
+    /// # Errors
+    /// [`Error::PrinterColumnsNeedStatusStore`].
+    pub fn crd(&self, args: &CrdArgs) -> Result<String, Error> {
+        let mut crd = F::Resource::crd();
+        PublishedMachine {
+            store: self.store,
+            graph: F::machine().graph(),
+        }
+        .annotate(&mut crd)?;
+        if args.printer_columns {
+            published::add_printer_columns(&mut crd, self.store)?;
+        }
+        crd_yaml(&crd)
     }
 
     /// What `status` prints for `args` (text or JSON), read through

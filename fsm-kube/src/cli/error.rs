@@ -42,6 +42,12 @@ pub enum Error {
     /// no namespace to keep the record object in.
     #[error("the ConfigMap and Secret stores need a namespaced resource")]
     ClusterScopedObjectStore,
+    /// `crd --printer-columns` for an operator whose records are not in
+    /// the object's status, where printer columns read.
+    #[error(
+        "printer columns read .status.fsm, but the operator keeps its records in the {0:?} store"
+    )]
+    PrinterColumnsNeedStatusStore(StoreKind),
     /// A declared RBAC rule is refused.
     #[error(transparent)]
     InvalidRule(#[from] InvalidRule),
@@ -57,6 +63,15 @@ pub enum Error {
     /// The metrics endpoint failed (binding the address, mostly).
     #[error("metrics endpoint on {addr} failed")]
     Metrics {
+        /// The address.
+        addr: SocketAddr,
+        /// The I/O error.
+        #[source]
+        error: std::io::Error,
+    },
+    /// The web view's address cannot be bound.
+    #[error("web view on {addr} failed")]
+    View {
         /// The address.
         addr: SocketAddr,
         /// The I/O error.

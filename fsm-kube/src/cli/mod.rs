@@ -2,6 +2,9 @@
 //! `diagram`, `status` and `preflight`, for any operator binary in a few
 //! lines.
 //!
+//! `crd` publishes the machine's diagram and store on the CRD
+//! ([`published`]), where `kubectl fsm` reads them.
+//!
 //! ```no_run
 //! # mod my { use fsm_kube::prelude::*; use kube::CustomResource;
 //! #   #[derive(CustomResource, Clone, Debug, Serialize, Deserialize, JsonSchema)]
@@ -37,7 +40,7 @@
 //! ```
 //!
 //! ```text
-//! $ db-operator crd | kubectl apply -f -
+//! $ db-operator crd --printer-columns | kubectl apply -f -
 //! $ db-operator rbac --leader-elect --lease-namespace ops | kubectl apply -f -
 //! $ db-operator diagram --format dot | dot -Tsvg > db.svg
 //! $ db-operator status orders -n shop
@@ -63,15 +66,17 @@ mod error;
 pub mod manifests;
 mod operator;
 pub mod preflight;
+pub mod published;
 pub mod rbac;
 mod readiness;
 pub mod record_view;
 mod run;
 mod store_kind;
+mod view;
 
 pub use args::{
-    Cli, Command, ConnectArgs, DiagramArgs, DiagramFormat, LeaderArgs, OutputFormat, PreflightArgs,
-    RbacArgs, RunArgs, StatusArgs,
+    Cli, Command, ConnectArgs, CrdArgs, DiagramArgs, DiagramFormat, LeaderArgs, OutputFormat,
+    PreflightArgs, RbacArgs, RunArgs, StatusArgs,
 };
 pub use commands::{crd_yaml, diagram};
 pub use connect::connect;

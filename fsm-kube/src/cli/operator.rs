@@ -13,7 +13,7 @@ use kube::CustomResourceExt;
 
 use super::args::clashes_with_run;
 use super::rbac::{OperatorDescription, ResourceInfo, Rule};
-use super::{Cli, Command, Error, RunContext, RunOutcome, StoreKind, connect, crd_yaml, diagram};
+use super::{Cli, Command, Error, RunContext, RunOutcome, StoreKind, connect, diagram};
 use crate::{KubeResource, ReconcilerOptions};
 
 /// An operator's command line for machine `F`: what it is (its name, its
@@ -222,7 +222,7 @@ where
     {
         let text = match command {
             Command::Run(args) => return self.run(args, run).await,
-            Command::Crd => crd_yaml(&F::Resource::crd())?,
+            Command::Crd(args) => self.crd(&args)?,
             Command::Rbac(args) => self.rbac(&args)?,
             Command::Manifests(args) => self.manifests(&args)?,
             Command::Diagram(args) => diagram::<F>(args.format),

@@ -192,7 +192,16 @@ pub fn decode<F: Fsm>(raw: &RawRecord) -> Result<StateRecord, DecodeError> {
 /// Replaces the data of sensitive states (current and in the compensation
 /// trail) with [`REDACTED`].
 pub fn redact(machine: &Machine, record: &mut StateRecord) {
-    let sensitive = |state: &str| machine.state(state).is_some_and(|s| s.is_sensitive());
+    redact_where(record, |state| {
+        machine.state(state).is_some_and(|s| s.is_sensitive())
+    });
+}
+
+/// Replaces the data of the states for which `sensitive` is true (current
+/// and in the compensation trail) with [`REDACTED`]: [`redact`] for a
+/// tool that knows the machine only from its published graph
+/// (`fsm_core::MachineGraph::hides_data_of`).
+pub fn redact_where(record: &mut StateRecord, sensitive: impl Fn(&str) -> bool) {
     if sensitive(&record.state) && record.data.is_some() {
         record.data = Some(Value::String(REDACTED.to_owned()));
     }

@@ -12,6 +12,7 @@ use fsm_core::Fsm;
 use kube::CustomResourceExt;
 use prometheus_client::registry::Registry;
 
+use super::view::AbortOnDrop;
 use super::{BoxError, Error, Operator, RunArgs, RunContext, RunOutcome, connect};
 use crate::{FsmMetrics, KubeResource};
 
@@ -56,6 +57,13 @@ where
                     .map_err(|error| Error::Metrics { addr, error })
             })
         });
+        let view = match args.view_addr {
+            Some(addr) => Some(
+                self.serve_view(&client, addr, args.namespace.clone())
+                    .await?,
+            ),
+            None => None,
+        };
         let controller = async {
             if args.leader.leader_elect {
                 let leader = &args.leader;
@@ -126,6 +134,7 @@ where
                 }
             }
         };
+        let _view = view.map(AbortOnDrop);
         let result = match metrics_server {
             Some(mut server) => {
                 let result = tokio::select! {

@@ -5,10 +5,12 @@ use std::any::TypeId;
 
 use clap::ValueEnum;
 use fsm_core::Fsm;
+use serde::{Deserialize, Serialize};
 
 /// Where the operator keeps its records; decides the RBAC it needs and
-/// where `status` reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum)]
+/// where `status` reads. Serialized as on the command line (`config-map`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum StoreKind {
     /// [`crate::StatusStore`]: `.status.fsm` of the resource.
     Status,

@@ -1,0 +1,169 @@
+//! `describe NAME`: an object's record (through the operator CLI's
+//! [`record_view::render_text`]), its conditions and its recent events.
+//!
+//! [`render_conditions`] and [`render_events`] are pure; [`describe`]
+//! reads.
+
+use std::fmt::Write as _;
+
+use fsm_core::Timestamp;
+use fsm_core::text::human_duration;
+use fsm_kube::cli::{Error as CliError, record_view};
+use k8s_openapi::api::events::v1::Event;
+use kube::Client;
+
+use crate::Error;
+use crate::target::Target;
+use fsm_kube::view::object::{self, Condition, conditions, last_seen};
+use fsm_kube::view::records;
+
+/// How many of the latest events `describe` shows.
+const EVENTS_SHOWN: usize = 10;
+
+/// The `Conditions:` section.
+pub fn render_conditions(conditions: &[Condition]) -> String {
+    let mut out = String::from("Conditions:\n");
+    if conditions.is_empty() {
+        out.push_str("  <none>\n");
+    }
+    for c in conditions {
+        let _ = writeln!(
+            out,
+            "  {:<12} {:<7} {:<20} {}",
+            c.type_, c.status, c.reason, c.message
+        );
+    }
+    out
+}
+
+/// The `Events:` section: the latest ten of `events`, oldest
+/// first, with how long ago (as of `now`) and how many times.
+pub fn render_events(events: &[Event], now: Timestamp) -> String {
+    let mut sorted: Vec<&Event> = events.iter().collect();
+    sorted.sort_by_key(|e| last_seen(e));
+    let latest = &sorted[sorted.len().saturating_sub(EVENTS_SHOWN)..];
+    let mut out = String::from("Events:\n");
+    if latest.is_empty() {
+        out.push_str("  <none>\n");
+    }
+    for event in latest {
+        let age = last_seen(event).map_or_else(
+            || "?".to_owned(),
+            |at| {
+                format!(
+                    "{} ago",
+                    human_duration(now.duration_since(at).unsigned_abs())
+                )
+            },
+        );
+        let count = event.series.as_ref().map_or(1, |s| s.count);
+        let times = if count > 1 {
+            format!(" (x{count})")
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "  {:<8} {:<20} {age}{times}: {}",
+            event.type_.as_deref().unwrap_or("Normal"),
+            event.reason.as_deref().unwrap_or_default(),
+            event.note.as_deref().unwrap_or_default()
+        );
+    }
+    out
+}
+
+/// What `describe` prints for object `name` in `namespace`: its record,
+/// or why it has none, then its conditions and events, as of `now`.
+///
+/// # Errors
+/// [`fsm_kube::cli::Error::NotFound`] when the object does not exist, the
+/// API's errors.
+pub async fn describe(
+    client: &Client,
+    target: &Target,
+    namespace: Option<&str>,
+    name: &str,
+    now: Timestamp,
+) -> Result<String, Error> {
+    let namespace = target
+        .resource
+        .namespaced
+        .then(|| namespace.map_or_else(|| client.default_namespace().to_owned(), str::to_owned));
+    let mut out = match records::record(client, target, namespace.as_deref(), name).await {
+        Ok((record, location)) => record_view::render_text(&location, &record, now),
+        Err(CliError::NotFound(location)) => return Err(CliError::NotFound(location).into()),
+        Err(
+            error @ (CliError::NoRecord(_)
+            | CliError::CorruptRecord { .. }
+            | CliError::MemoryStore
+            | CliError::ClusterScopedObjectStore),
+        ) => format!("{}/{name}: {error}\n", target.resource.kind),
+        Err(error) => return Err(error.into()),
+    };
+    let object = target
+        .api(client, namespace.as_deref())
+        .get(name)
+        .await
+        .map_err(Error::Kube)?;
+    out.push_str(&render_conditions(&conditions(&object)));
+    // Listing events needs a permission of its own: without it, say so.
+    match object::events(client, &object, EVENTS_SHOWN).await {
+        Ok(events) => out.push_str(&render_events(&events, now)),
+        Err(error) => {
+            let _ = writeln!(out, "Events:\n  <cannot list them: {error}>");
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::events::v1::EventSeries;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+
+    use super::*;
+
+    fn t(s: &str) -> Timestamp {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn conditions_show_as_columns() {
+        let found = [Condition {
+            type_: "Ready".into(),
+            status: "False".into(),
+            reason: "Retrying".into(),
+            message: "in state A, attempt 1 failed: x".into(),
+        }];
+        assert_eq!(
+            render_conditions(&found),
+            "Conditions:\n  Ready        False   Retrying             in state A, attempt 1 failed: x\n"
+        );
+        assert_eq!(render_conditions(&[]), "Conditions:\n  <none>\n");
+    }
+
+    #[test]
+    fn events_show_the_latest_oldest_first_with_their_count() {
+        let event = |reason: &str, at: &str, count: i32| Event {
+            reason: Some(reason.into()),
+            type_: Some("Warning".into()),
+            note: Some(format!("{reason} note")),
+            event_time: Some(MicroTime(t(at))),
+            series: (count > 1).then(|| EventSeries {
+                count,
+                last_observed_time: MicroTime(t(at)),
+            }),
+            ..Event::default()
+        };
+        let events = [
+            event("Later", "2026-01-01T00:01:00Z", 3),
+            event("Earlier", "2026-01-01T00:00:00Z", 1),
+        ];
+        let text = render_events(&events, t("2026-01-01T00:02:00Z"));
+        assert_eq!(
+            text,
+            "Events:\n  Warning  Earlier              2m00s ago: Earlier note\n  Warning  Later                1m00s ago (x3): Later note\n"
+        );
+    }
+}
