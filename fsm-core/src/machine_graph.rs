@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::Machine;
 use crate::diagram::edges;
+use crate::text::escape_markup as escape;
 
 /// A machine's diagram as data: the same states and arrows as
 /// [`Machine::mermaid`], in declaration order.
@@ -372,22 +373,6 @@ fn marks(state: &GraphState) -> Vec<&'static str> {
 
 fn to_u32(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX / 1024)
-}
-
-/// `text` with XML's special characters escaped.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
-//! Text for people: an error with its causes on one line, and a short
-//! duration. The command line, the demo and the runtime's messages share
+//! Text for people: an error with its causes on one line, a short
+//! duration, and text escaped for HTML and SVG. The command line, the demo and the runtime's messages share
 //! them, so that the same thing reads the same everywhere.
 
 use std::error::Error;
@@ -75,6 +75,31 @@ pub fn human_duration(duration: Duration) -> String {
         _ => write!(text, "{}d{}h", secs / 86_400, secs % 86_400 / 3_600),
     };
     text
+}
+
+/// `text` with the characters that are special in HTML and XML (`&`, `<`,
+/// `>`, `"`, `'`) escaped, so that it can stand in an element or a quoted
+/// attribute: the web view's pages and the SVG diagrams use it.
+///
+/// ```
+/// assert_eq!(
+///     fsm_core::text::escape_markup(r#"<a href="x">Tom & 'Jerry'</a>"#),
+///     "&lt;a href=&quot;x&quot;&gt;Tom &amp; &#39;Jerry&#39;&lt;/a&gt;"
+/// );
+/// ```
+pub fn escape_markup(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -154,20 +154,7 @@ const SCRIPT: &str = r#"
 "#;
 
 /// `text` with HTML's special characters escaped.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub use fsm_core::text::escape_markup as escape;
 
 fn head(title: &str) -> String {
     format!(
