@@ -13,6 +13,7 @@ use super::diff::{conflicting_managers, only_updaters, up_to_date};
 use super::error::DependentsError;
 use super::object::{Owner, Placement, applied, owned_by, placement, selector};
 use super::order;
+use super::pruned::PruneShape;
 use super::readiness::{Readiness, builtin_readiness};
 use super::report::{Convergence, DependentState};
 use super::runtime::DependentsRuntime;
@@ -34,6 +35,28 @@ use super::set::{Dependent, DesiredSet, ReadyCheck};
 /// members scaled away, keys a newer set no longer has, kinds named by
 /// [`DesiredSetBuilder::prunes`](super::DesiredSetBuilder::prunes).
 ///
+/// # When pruning lists
+/// Pruning finds the owner's objects by label: from the kind's watch cache
+/// when the runtime has one ([`DependentsRuntime::cache`]), else with one
+/// list request per kind, which the server answers by scanning every
+/// object of the kind. A kind without a cache is listed unless the set
+/// has the same *shape* as at the owner's last successful prune in this
+/// runtime (or a clone of it): the same kinds (created or pruned) and the
+/// same key, kind, namespace and name for every object of an active
+/// dependent. Then that prune left no other labelled object, and this
+/// converge creates none outside the shape, so there is nothing to find.
+/// Hence a list per kind happens:
+/// - at the first converge of an owner after the runtime is created (a
+///   process start: what an earlier process or version left is found);
+/// - whenever the shape changes: a dependent turned inactive, a family
+///   that grew or shrank, a key or name added, renamed or removed, a kind
+///   added to [`prunes`](super::DesiredSetBuilder::prunes);
+/// - after a converge whose prune failed, or after
+///   [`teardown`](super::teardown) of the owner.
+///
+/// The runtime remembers one shape per owner UID, for up to 100,000
+/// owners (then it starts over, costing each owner one list again).
+///
 /// # When nothing is written
 /// An apply is skipped when both hold:
 /// - every field of the applied configuration is in the live object with
@@ -48,6 +71,10 @@ use super::set::{Dependent, DesiredSet, ReadyCheck};
 /// - A dependent is applied only when everything it depends on was found
 ///   ready in this call.
 /// - A set already converged costs no write: reads only.
+/// - Pruning deletes every object with the owner's labels that the set
+///   does not desire, as long as such objects are only created by this
+///   runtime's converges (or existed before it started): see
+///   [When pruning lists](#when-pruning-lists).
 /// - Fields other managers own are left alone. A field we apply that
 ///   someone changed with an ordinary update (drift) is taken back (the
 ///   apply is retried with `force`). A conflict with another *applier* is
@@ -57,6 +84,11 @@ use super::set::{Dependent, DesiredSet, ReadyCheck};
 ///   changed, unless [`adopt`](super::Dependent::adopt)ed.
 ///
 /// # Caveats
+/// An object carrying the owner's labels that another client (or another
+/// replica, after a leadership change) creates while the owner's shape
+/// stays the same is not pruned until the shape changes or the process
+/// restarts.
+///
 /// The comparison sees no defaults: a value the server normalises (a
 /// quantity `1000m` read back as `1`) differs on every read, so its
 /// dependent is applied on every converge (a no-op for the server, but a
@@ -88,6 +120,13 @@ pub(crate) async fn converge_for(
     set: &DesiredSet,
 ) -> Result<Convergence, DependentsError> {
     let mut report = Convergence::default();
+    let shape = PruneShape::of(set, owner);
+    let pruned_before = runtime.pruned.is_current(&owner.uid, &shape);
+    if !pruned_before {
+        // Forgotten before the first apply: if this converge fails half
+        // way, the next one lists again.
+        runtime.pruned.forget(&owner.uid);
+    }
     let inactive = set
         .dependents
         .iter()
@@ -116,7 +155,8 @@ pub(crate) async fn converge_for(
             )
         })
         .collect();
-    report.pruned = prune(runtime, owner, set).await?;
+    report.pruned = prune(runtime, owner, set, pruned_before).await?;
+    runtime.pruned.remember(&owner.uid, shape);
     Ok(report)
 }
 
@@ -355,14 +395,21 @@ fn desired_placements(set: &DesiredSet, owner: &Owner) -> HashSet<Placement> {
 }
 
 /// Deletes `owner`'s labelled objects of the set's kinds that no active
-/// dependent desires. Returns them.
+/// dependent desires. Returns them. With `pruned_before` (the set has the
+/// shape of the owner's last successful prune), kinds without a cache are
+/// not listed.
 async fn prune(
     runtime: &DependentsRuntime,
     owner: &Owner,
     set: &DesiredSet,
+    pruned_before: bool,
 ) -> Result<Vec<String>, DependentsError> {
     let desired = desired_placements(set, owner);
-    let kinds = set.kinds();
+    let kinds: Vec<_> = set
+        .kinds()
+        .into_iter()
+        .filter(|kind| !pruned_before || runtime.has_cache(kind))
+        .collect();
     let lists = join_all(kinds.iter().map(|kind| list_owned(runtime, owner, kind))).await;
     let mut doomed = Vec::new();
     for (kind, list) in kinds.iter().zip(lists) {

@@ -60,6 +60,7 @@ mod error;
 mod kind;
 mod object;
 mod order;
+mod pruned;
 mod readiness;
 mod reconciler;
 mod report;

@@ -65,7 +65,7 @@ impl Owner {
 }
 
 /// Where one desired object lives: its kind, namespace and name.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) struct Placement {
     pub group: String,
     pub kind: String,

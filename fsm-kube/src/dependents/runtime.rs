@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::kind::DependentKind;
 use super::object::{Owner, Placement, labelled_for};
+use super::pruned::PrunedShapes;
 use crate::conditions::ReportedConditions;
 use crate::metrics::FsmMetrics;
 
@@ -38,8 +39,12 @@ use crate::metrics::FsmMetrics;
 /// # Reads
 /// Each converge reads every desired object once: from the watch cache
 /// given for its kind ([`DependentsRuntime::cache`]), else with one GET.
-/// Pruning lists each kind once, by label, from its cache if it has one.
-/// With a cache for every kind, a converged set costs no request at all.
+/// Pruning lists each kind once, by label, from its cache if it has one;
+/// a kind without a cache is listed only when the owner's set changed
+/// shape since its last successful prune in this runtime (see
+/// [`converge`](super::converge#when-pruning-lists)). A converged set
+/// costs one GET per desired object, and no request at all with a cache
+/// for every kind.
 /// A cache may lag behind a write; the worst a stale read costs is one
 /// more apply (which the server sees as a no-op), or an object pruned one
 /// converge later.
@@ -52,6 +57,7 @@ pub struct DependentsRuntime {
     metrics: Option<FsmMetrics>,
     pub(crate) pending_requeue: Duration,
     pub(crate) reported: ReportedConditions,
+    pub(crate) pruned: PrunedShapes,
 }
 
 impl std::fmt::Debug for DependentsRuntime {
@@ -82,6 +88,7 @@ impl DependentsRuntime {
             metrics: None,
             pending_requeue: DEFAULT_PENDING_REQUEUE,
             reported: ReportedConditions::default(),
+            pruned: PrunedShapes::default(),
         }
     }
 
@@ -151,6 +158,11 @@ impl DependentsRuntime {
         let api = self.api(kind, place.namespace.as_deref());
         let object = api.get_opt(&place.name).await?;
         Ok(object.and_then(|o| serde_json::to_value(o).ok()))
+    }
+
+    /// Whether `kind` has a watch cache.
+    pub(crate) fn has_cache(&self, kind: &DependentKind) -> bool {
+        self.caches.iter().any(|(k, _)| k.same_kind(kind))
     }
 
     /// The objects of `kind` in `namespace` (all with `None`) that carry

@@ -52,6 +52,8 @@ pub(crate) async fn teardown_for(
     owner: &Owner,
     set: &DesiredSet,
 ) -> Result<Teardown, DependentsError> {
+    // The owner is going: a later converge (if any) lists again.
+    runtime.pruned.forget(&owner.uid);
     let required_by = order::reverse(&set.requires);
     let mut report = Teardown::default();
     let (states, deleted) = order::walk(
