@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::record::{HistoryEntry, StateRecord, TrailEntry};
 use crate::step::{CheckpointError, Checkpointer};
-use crate::store::{ObjectKey, StateStore};
+use crate::store::{Loaded, ObjectKey, StateStore, StoreError, Version};
 use crate::{
     Authority, Classify, Effect, Engine, ErrorClass, Extensions, InvalidMachine, Report, StateMeta,
 };
@@ -128,6 +128,11 @@ pub struct Settled<S> {
     pub effects: Vec<Effect>,
     /// How many reconciles it took.
     pub reconciles: u32,
+    /// How many writes those reconciles committed (transitions,
+    /// bookkeeping, checkpoints, the release): with
+    /// [`Machine::batch_commits`](crate::Machine::batch_commits) and
+    /// [`Harness::max_transitions`], a chain of transitions is one.
+    pub commits: u32,
     /// How much virtual time passed.
     pub elapsed: Duration,
     /// The object's deletion is complete (see [`Harness::mark_deleting`]):
@@ -220,6 +225,7 @@ pub struct Harness<S: Fsm> {
     checkpoints: Mutex<Vec<S>>,
     authority: Option<Arc<dyn Authority>>,
     extensions: Extensions,
+    crash_at_next_write: AtomicBool,
 }
 
 /// The time harness clocks start at unless told otherwise.
@@ -254,6 +260,7 @@ impl<S: Fsm> Harness<S> {
             checkpoints: Mutex::new(Vec::new()),
             authority: None,
             extensions: Extensions::default(),
+            crash_at_next_write: AtomicBool::new(false),
         }
     }
 
@@ -330,6 +337,67 @@ impl<S: Fsm> Harness<S> {
         self
     }
 
+    /// Lets one reconcile run up to `transitions` transitions, as
+    /// [`EngineOptions::max_transitions`] (0 counts as 1). With
+    /// [`Machine::batch_commits`](crate::Machine::batch_commits) they are
+    /// committed together: see [`Settled::commits`] and
+    /// [`Harness::crash_at_next_write`].
+    #[must_use]
+    pub fn max_transitions(mut self, transitions: u32) -> Self {
+        self.options.max_transitions = transitions.max(1);
+        self
+    }
+
+    /// The next write of the next reconcile (a commit, a checkpoint or the
+    /// release) fails as if the operator died just before it: nothing of it
+    /// is stored, and [`Harness::reconcile`] returns the store's error. The
+    /// reconcile after it starts again from what was stored, so a test sees
+    /// which handlers run again after a crash in the middle of a batched
+    /// chain.
+    ///
+    /// ```
+    /// # use fsm_core::prelude::*;
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    /// # enum Job { Config, Deploy, Done, Failed }
+    /// # #[derive(Debug, thiserror::Error)] #[error("e")] struct E;
+    /// # impl Classify for E {}
+    /// # static STATES: [StateMeta; 4] = [
+    /// #     StateMeta::new("Config").initial().with_handler().next(&["Deploy"]),
+    /// #     StateMeta::new("Deploy").with_handler().next(&["Done"]),
+    /// #     StateMeta::new("Done").final_state().ready(),
+    /// #     StateMeta::new("Failed").failed(),
+    /// # ];
+    /// // Every step of this chain is committed with the last one.
+    /// static MACHINE: Machine = Machine::new("Job", &STATES).batch_commits();
+    /// # impl Fsm for Job {
+    /// #     type Resource = (); type Context = std::sync::Mutex<Vec<&'static str>>; type Error = E;
+    /// #     fn machine() -> &'static Machine { &MACHINE }
+    /// #     fn state_name(&self) -> &'static str { match self { Job::Config => "Config", Job::Deploy => "Deploy", Job::Done => "Done", Job::Failed => "Failed" } }
+    /// #     fn unit_state(n: &str) -> Option<Self> { match n { "Config" => Some(Job::Config), "Deploy" => Some(Job::Deploy), "Done" => Some(Job::Done), "Failed" => Some(Job::Failed), _ => None } }
+    /// #     fn handle<'a>(&'a self, cx: &'a mut Step<'_, Self>) -> BoxFuture<'a, Result<Transition<Self>, E>> {
+    /// #         Box::pin(async move {
+    /// #             cx.context().lock().unwrap().push(self.state_name());
+    /// #             Ok(match self { Job::Config => Transition::next(Job::Deploy), _ => Transition::next(Job::Done) })
+    /// #         })
+    /// #     }
+    /// # }
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let harness = Harness::<Job>::new((), Default::default()).max_transitions(5);
+    /// harness.crash_at_next_write();
+    /// assert!(harness.reconcile().await.is_err()); // Config and Deploy ran, nothing stored
+    /// assert_eq!(harness.record(), None);
+    /// let settled = harness.run_until_settled().await.unwrap();
+    /// assert_eq!(settled.path(), ["Config", "Deploy", "Done"]);
+    /// assert_eq!(settled.commits, 1); // the whole chain, in one write
+    /// // Both handlers ran again after the crash: they must be idempotent.
+    /// assert_eq!(*harness.context().lock().unwrap(), ["Config", "Deploy", "Config", "Deploy"]);
+    /// # });
+    /// ```
+    pub fn crash_at_next_write(&self) {
+        self.crash_at_next_write.store(true, Ordering::SeqCst);
+    }
+
     /// The most reconciles `run_until_settled` runs before giving up.
     #[must_use]
     pub fn max_reconciles(mut self, max: u32) -> Self {
@@ -347,6 +415,11 @@ impl<S: Fsm> Harness<S> {
     pub fn idle_after(mut self, quiet: Duration) -> Self {
         self.idle_after = quiet;
         self
+    }
+
+    /// The context the handlers get.
+    pub fn context(&self) -> &S::Context {
+        &self.context
     }
 
     /// The harness's clock.
@@ -656,8 +729,12 @@ impl<S: Fsm> Harness<S> {
         let observed = self.observed();
         self.seed_record(&observed).await?;
         let reconcile = self.reconciles.fetch_add(1, Ordering::Relaxed) + 1;
+        let store = CrashingStore {
+            inner: self.store.as_ref(),
+            crash: &self.crash_at_next_write,
+        };
         let run = engine.reconcile(
-            self.store.as_ref(),
+            &store,
             &observed,
             &self.resource,
             &self.context,
@@ -687,6 +764,7 @@ impl<S: Fsm> Harness<S> {
             last.as_ref().map(|r| r.history.clone()).unwrap_or_default();
         let mut effects = Vec::new();
         let mut reconciles = 0;
+        let mut commits = 0;
         let corrupt = |source| HarnessError::Reconcile {
             reconcile: self.reconciles(),
             source: ReconcileError::Corrupt(source),
@@ -694,6 +772,7 @@ impl<S: Fsm> Harness<S> {
         while reconciles < self.max_reconciles {
             reconciles += 1;
             let report = self.reconcile().await?;
+            commits += report.commits;
             if let Some(record) = &report.record {
                 for entry in &record.history {
                     if history
@@ -717,6 +796,7 @@ impl<S: Fsm> Harness<S> {
                     history,
                     effects,
                     reconciles,
+                    commits,
                     elapsed: crate::clock::until(started, self.clock.now()),
                     released: true,
                 });
@@ -735,6 +815,7 @@ impl<S: Fsm> Harness<S> {
                     history,
                     effects,
                     reconciles,
+                    commits,
                     elapsed: crate::clock::until(started, self.clock.now()),
                     released: false,
                 });
@@ -848,5 +929,66 @@ impl<S: Fsm> Checkpointer<S> for Recorder<'_, S> {
             .unwrap_or_else(PoisonError::into_inner)
             .push(state);
         Box::pin(async { Ok(()) })
+    }
+}
+
+/// The harness's store, as the engine sees it: a write fails once when
+/// [`Harness::crash_at_next_write`] asked for it.
+struct CrashingStore<'a> {
+    inner: &'a EphemeralStore,
+    crash: &'a AtomicBool,
+}
+
+impl CrashingStore<'_> {
+    /// Fails when a crash was asked for, once.
+    fn crashed(&self) -> Result<(), StoreError> {
+        if self.crash.swap(false, Ordering::SeqCst) {
+            return Err(StoreError::Backend(
+                "the harness crashed the operator before this write".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl StateStore for CrashingStore<'_> {
+    fn load<'a>(&'a self, key: &'a ObjectKey) -> BoxFuture<'a, Result<Loaded, StoreError>> {
+        self.inner.load(key)
+    }
+
+    fn save<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+        record: &'a StateRecord,
+        expected: Option<&'a Version>,
+    ) -> BoxFuture<'a, Result<Version, StoreError>> {
+        match self.crashed() {
+            Ok(()) => self.inner.save(key, record, expected),
+            Err(e) => Box::pin(async { Err(e) }),
+        }
+    }
+
+    fn save_with_status<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+        record: &'a StateRecord,
+        status: &'a crate::StatusFields,
+        expected: Option<&'a Version>,
+    ) -> BoxFuture<'a, Result<Version, StoreError>> {
+        match self.crashed() {
+            Ok(()) => self.inner.save_with_status(key, record, status, expected),
+            Err(e) => Box::pin(async { Err(e) }),
+        }
+    }
+
+    fn delete<'a>(
+        &'a self,
+        key: &'a ObjectKey,
+        expected: Option<&'a Version>,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        match self.crashed() {
+            Ok(()) => self.inner.delete(key, expected),
+            Err(e) => Box::pin(async { Err(e) }),
+        }
     }
 }

@@ -69,6 +69,8 @@ pub struct StateMeta {
     on_timeout: Option<&'static str>,
     on_exhausted: Option<&'static str>,
     renamed_from: &'static [&'static str],
+    batch_entry: bool,
+    commit_on_entry: bool,
 }
 
 impl StateMeta {
@@ -92,6 +94,8 @@ impl StateMeta {
             on_timeout: None,
             on_exhausted: None,
             renamed_from: &[],
+            batch_entry: false,
+            commit_on_entry: false,
         }
     }
 
@@ -182,6 +186,25 @@ impl StateMeta {
         self
     }
 
+    /// Lets a transition into this state ride with a later commit of the
+    /// same reconcile, in a machine that does not batch all its commits
+    /// (see [`Machine::batch_commits`]). A state with a compensation
+    /// always commits its entry, whatever this says.
+    pub const fn batch_entry(mut self) -> Self {
+        self.batch_entry = true;
+        self
+    }
+
+    /// Commits every transition into this state before its handler runs,
+    /// in a machine that batches its commits (see
+    /// [`Machine::batch_commits`]): for a state whose handler makes a
+    /// non-idempotent call with data its predecessor chose, so that a
+    /// crash never re-runs the predecessor and enters it with other data.
+    pub const fn commit_on_entry(mut self) -> Self {
+        self.commit_on_entry = true;
+        self
+    }
+
     /// The variant's name, as stored in records.
     pub const fn name(&self) -> &'static str {
         self.name
@@ -259,6 +282,16 @@ impl StateMeta {
     /// The names this state had in earlier builds of the machine.
     pub const fn former_names(&self) -> &'static [&'static str] {
         self.renamed_from
+    }
+    /// Whether the state itself opts in to batched commits
+    /// ([`StateMeta::batch_entry`]).
+    pub const fn is_batch_entry(&self) -> bool {
+        self.batch_entry
+    }
+    /// Whether the state opts out of batched commits
+    /// ([`StateMeta::commit_on_entry`]).
+    pub const fn is_commit_on_entry(&self) -> bool {
+        self.commit_on_entry
     }
 }
 
@@ -359,6 +392,7 @@ pub struct Machine {
     has_cleanup: bool,
     on_delete: OnDelete,
     version: u32,
+    batch_commits: bool,
 }
 
 impl Machine {
@@ -375,6 +409,7 @@ impl Machine {
             has_cleanup: false,
             on_delete: OnDelete::Nothing,
             version: 1,
+            batch_commits: false,
         }
     }
     /// The machine's version, stored in every record it writes (1 unless
@@ -418,6 +453,18 @@ impl Machine {
         self
     }
 
+    /// Batches commits: when one reconcile runs several transitions
+    /// ([`EngineOptions::max_transitions`](crate::EngineOptions)), they
+    /// are committed together when the chain stops, instead of one write
+    /// each. After a crash, the steps since the last commit run again.
+    /// States with a compensation, and states marked
+    /// [`StateMeta::commit_on_entry`], still commit their entry before
+    /// their handler runs. See `docs/semantics.md`, "Batched commits".
+    pub const fn batch_commits(mut self) -> Self {
+        self.batch_commits = true;
+        self
+    }
+
     /// The machine's name.
     pub const fn name(&self) -> &'static str {
         self.name
@@ -453,6 +500,21 @@ impl Machine {
     /// Whether deleting an object needs a finalizer (something runs first).
     pub const fn needs_finalizer(&self) -> bool {
         self.has_cleanup || matches!(self.on_delete, OnDelete::Compensate)
+    }
+
+    /// Whether the machine batches commits ([`Machine::batch_commits`]).
+    pub const fn batches_commits(&self) -> bool {
+        self.batch_commits
+    }
+    /// Whether a transition into `state` may ride with a later commit of
+    /// the same reconcile: the machine or the state opted in, the state
+    /// did not opt out, and it has no compensation (its entry must be on
+    /// the committed trail before its handler acts, so that deletion or
+    /// failure compensates it).
+    pub const fn batches_entry(&self, state: &StateMeta) -> bool {
+        (self.batch_commits || state.batch_entry)
+            && !state.commit_on_entry
+            && !state.has_compensation
     }
 
     /// The state with this name.

@@ -50,6 +50,9 @@ mod suggest;
 ///   `migrate = path`: `fn(OldRecord<'_>) -> Result<Migrated<S>,
 ///   MigrationError>`, asked about records of older versions (see
 ///   `docs/upgrading.md`).
+/// - `batch_commits`: when one reconcile runs several transitions, commit
+///   them together when the chain stops (see `docs/semantics.md`, "Batched
+///   commits").
 ///
 /// # Variant attributes
 /// `initial`, `handler = path`, `next(A, B)`, `retry(...)` (keys not given
@@ -57,7 +60,10 @@ mod suggest;
 /// `timeout = "10m"`, `attempt_timeout = "30s"`, `on_timeout = State`,
 /// `on_exhausted = State`, `compensate = path`, `ready`, `failed`, `final`,
 /// `sensitive`, `renamed_from = "Old"` (repeatable: names the state had in
-/// earlier builds), `allow(unreachable, never_rests)`. The `initial` state may carry data: it is entered with
+/// earlier builds), `allow(unreachable, never_rests)`, `batch_entry` (this
+/// state's entry may be batched, without the enum's `batch_commits`),
+/// `commit_on_entry` (under `batch_commits`, this state's entry is committed
+/// before its handler runs). The `initial` state may carry data: it is entered with
 /// every field's `Default` (a field type without one is an error on the
 /// field), so its handler can checkpoint before a non-idempotent call.
 ///

@@ -38,6 +38,8 @@ pub struct Model {
     pub version: Option<u32>,
     /// `migrate = path`.
     pub migrate: Option<syn::Path>,
+    /// `batch_commits`.
+    pub batch_commits: bool,
     /// The states, in declaration order.
     pub states: Vec<State>,
 }
@@ -79,6 +81,10 @@ pub struct State {
     pub on_exhausted: Option<Ident>,
     /// `renamed_from = "..."`: former names, each used once in the machine.
     pub renamed_from: Vec<String>,
+    /// `batch_entry`, in a machine without `batch_commits`.
+    pub batch_entry: bool,
+    /// `commit_on_entry`, in a machine with `batch_commits`.
+    pub commit_on_entry: bool,
 }
 
 impl State {

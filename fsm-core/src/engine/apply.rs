@@ -24,13 +24,15 @@ pub(super) struct InFlight<'a, S: Fsm> {
     /// The store's version of the last record loaded or committed.
     pub(super) version: Option<Version>,
     /// Bookkeeping decided but not yet committed (the initial entry,
-    /// deletion start, a spec change under `continue`) rides along with the
-    /// next commit.
+    /// deletion start, a spec change under `continue`), and transitions
+    /// batched under [`Machine::batch_commits`](crate::Machine::batch_commits),
+    /// ride along with the next commit.
     unsaved: bool,
     /// Status fields published by the steps run so far, written with the
     /// next commit.
     published: Option<StatusFields>,
-    /// Transitions committed so far, against `max_transitions`.
+    /// Transitions taken so far (committed or batched), against
+    /// `max_transitions`.
     transitions: u32,
     pub(super) report: Report,
 }
@@ -115,9 +117,12 @@ impl<'a, S: Fsm> InFlight<'a, S> {
     }
 
     /// Applies `decision`: keeps its record for the next round, commits it
-    /// (with whatever bookkeeping and published status wait), or deletes
-    /// the record on release. Breaks when the reconcile is over: everything
-    /// but bookkeeping, and a transition that may chain, ends it.
+    /// (with whatever bookkeeping, batched transitions and published status
+    /// wait), or deletes the record on release. Breaks when the reconcile
+    /// is over: everything but bookkeeping, and a transition that may
+    /// chain, ends it. A transition that chains into a state whose entry
+    /// may be batched ([`Machine::batches_entry`](crate::Machine::batches_entry))
+    /// is kept for the commit that ends the chain.
     ///
     /// # Errors
     /// [`ReconcileError::Conflict`] when the record changed since it was
@@ -151,15 +156,22 @@ impl<'a, S: Fsm> InFlight<'a, S> {
             next.observed_generation = self.observed.generation;
             self.unsaved = true;
         }
-        if changed || self.unsaved || self.published.is_some() {
-            self.commit(&next).await?;
-        }
         if entered {
             self.transitions += 1;
         }
         let chain = entered
             && then.requeue() == Some(Duration::ZERO)
             && self.transitions < self.engine.options.max_transitions;
+        if changed || self.unsaved || self.published.is_some() {
+            if chain && batches_entry::<S>(&next.state) {
+                // Rides with the commit that ends the chain (or with a
+                // checkpoint on the way, which saves the whole record).
+                self.unsaved = true;
+                tracing::trace!(machine = S::machine().name(), object = %self.observed.key, state = %next.state, "entry batched with the next commit");
+            } else {
+                self.commit(&next).await?;
+            }
+        }
         self.record = Some(next);
         Ok(if chain {
             ControlFlow::Continue(())
@@ -209,4 +221,13 @@ impl<'a, S: Fsm> InFlight<'a, S> {
         report.version = self.version;
         report
     }
+}
+
+/// Whether a chained transition into the state named `state` may wait for
+/// a later commit of the same reconcile.
+fn batches_entry<S: Fsm>(state: &str) -> bool {
+    let machine = S::machine();
+    machine
+        .state(state)
+        .is_some_and(|meta| machine.batches_entry(meta))
 }

@@ -10,6 +10,7 @@
 //! attributes (`serde`).
 
 mod checker;
+mod commit;
 mod graph;
 mod machine;
 mod retry;
@@ -46,6 +47,7 @@ pub fn analyze(input: EnumInput) -> syn::Result<Model> {
         krate,
         version,
         migrate,
+        batch_commits,
     } = input;
     let variants = data.take_enum().unwrap_or_default();
 
@@ -57,7 +59,10 @@ pub fn analyze(input: EnumInput) -> syn::Result<Model> {
         check.serde_encoding(&v.attrs, serde::VARIANT_KEYS);
     }
     let enum_retry = retry.as_ref().and_then(|own| check.policy(own, None));
-    let states: Vec<State> = variants.iter().map(|v| check.state(v)).collect();
+    let states: Vec<State> = variants
+        .iter()
+        .map(|v| check.state(v, batch_commits.is_present()))
+        .collect();
     check.initial_state();
     check.failed_states(on_failure.as_ref());
     let on_spec_change = check.spec_change(on_spec_change);
@@ -88,6 +93,7 @@ pub fn analyze(input: EnumInput) -> syn::Result<Model> {
         krate,
         version,
         migrate,
+        batch_commits: batch_commits.is_present(),
         states,
     })
 }
@@ -441,5 +447,84 @@ mod tests {
         });
         assert_eq!(errors.len(), 1, "{errors:#?}");
         assert!(errors[0].contains("needs states"));
+    }
+
+    #[test]
+    fn batched_commits_resolve_into_the_model() {
+        let model = analyze_tokens(quote! {
+            #[fsm(resource = u8, batch_commits)]
+            enum S {
+                #[fsm(initial, handler = h, next(B))]
+                A,
+                #[fsm(handler = h, next(Done), commit_on_entry)]
+                B,
+                #[fsm(final)]
+                Done,
+                #[fsm(failed)]
+                F,
+            }
+        });
+        let model = match model {
+            Ok(m) => m,
+            Err(e) => panic!("{e}"),
+        };
+        assert!(model.batch_commits);
+        assert!(!model.states[0].commit_on_entry && model.states[1].commit_on_entry);
+        assert!(model.states.iter().all(|s| !s.batch_entry));
+    }
+
+    #[test]
+    fn commit_keys_that_change_nothing_are_refused_on_their_token() {
+        let errors = messages(quote! {
+            #[fsm(resource = u8)]
+            enum S {
+                #[fsm(initial, handler = h, next(B, C, D), commit_on_entry)]
+                A,
+                #[fsm(handler = h, next(Done), batch_entry, commit_on_entry)]
+                B,
+                #[fsm(handler = h, compensate = u, next(Done), batch_entry)]
+                C,
+                #[fsm(handler = h, next(Done), batch_entry)]
+                D,
+                #[fsm(final, batch_entry)]
+                Done,
+                #[fsm(failed)]
+                F,
+            }
+        });
+        let expect = [
+            "`commit_on_entry` on `A` has no effect: `S` does not batch commits",
+            "`B` has both `batch_entry` and `commit_on_entry`",
+            "`C` has a compensation, so its entry is always committed",
+            "`batch_entry` on `Done` has no effect: the machine rests in a `final` state",
+        ];
+        assert_eq!(errors.len(), expect.len(), "{errors:#?}");
+        for (message, e) in errors.iter().zip(expect) {
+            assert!(message.contains(e), "no {e:?} in {message:?}");
+        }
+        let errors = messages(quote! {
+            #[fsm(resource = u8, batch_commits)]
+            enum S {
+                #[fsm(initial, handler = h, next(B, Done))]
+                A,
+                #[fsm(handler = h, next(Done), batch_entry)]
+                B,
+                #[fsm(handler = h, compensate = u, next(Done), commit_on_entry)]
+                C,
+                #[fsm(final)]
+                Done,
+                #[fsm(failed, commit_on_entry)]
+                F,
+            }
+        });
+        let expect = [
+            "`batch_entry` on `B` has no effect: `S` has `batch_commits`",
+            "`commit_on_entry` on `C` has no effect: a state with a compensation",
+            "`commit_on_entry` on `F` has no effect: the machine rests in a `failed` state",
+        ];
+        assert_eq!(errors.len(), expect.len(), "{errors:#?}");
+        for (message, e) in errors.iter().zip(expect) {
+            assert!(message.contains(e), "no {e:?} in {message:?}");
+        }
     }
 }

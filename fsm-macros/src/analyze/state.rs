@@ -10,8 +10,9 @@ use crate::model::{Handler, Shape, State};
 use crate::parse::VariantInput;
 
 impl Checker<'_> {
-    /// Checks the variant `v` and resolves it into a state.
-    pub fn state(&mut self, v: &VariantInput) -> State {
+    /// Checks the variant `v` and resolves it into a state;
+    /// `batch_commits` is the enum's flag.
+    pub fn state(&mut self, v: &VariantInput, batch_commits: bool) -> State {
         self.initial_flag(v);
         let resting = self.resting_flags(v);
         let next = v.next.as_ref().map(|t| t.0.clone()).unwrap_or_default();
@@ -21,6 +22,7 @@ impl Checker<'_> {
         }
         self.engine_targets(v);
         self.timeouts(v);
+        self.entry_commit(v, batch_commits);
         let retry = v
             .retry
             .as_ref()
@@ -44,6 +46,8 @@ impl Checker<'_> {
             on_timeout: v.on_timeout.clone(),
             on_exhausted: v.on_exhausted.clone(),
             renamed_from: v.renamed_from.iter().map(syn::LitStr::value).collect(),
+            batch_entry: v.batch_entry.is_present(),
+            commit_on_entry: v.commit_on_entry.is_present(),
         }
     }
 

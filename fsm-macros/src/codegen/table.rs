@@ -44,6 +44,9 @@ pub fn machine(model: &Model, core: &TokenStream) -> TokenStream {
     if model.compensate_on_delete {
         options.push(quote!(.on_delete(#core::OnDelete::Compensate)));
     }
+    if model.batch_commits {
+        options.push(quote!(.batch_commits()));
+    }
     if let Some(version) = model.version {
         let version = Literal::u32_suffixed(version);
         options.push(quote!(.versioned(#version)));
@@ -71,6 +74,8 @@ fn state_meta(s: &State, core: &TokenStream) -> TokenStream {
         (s.failed, quote!(.failed())),
         (s.is_final, quote!(.final_state())),
         (s.sensitive, quote!(.sensitive())),
+        (s.batch_entry, quote!(.batch_entry())),
+        (s.commit_on_entry, quote!(.commit_on_entry())),
     ];
     calls.extend(
         flags

@@ -63,6 +63,8 @@ pub struct EnumInput {
     /// `migrate = path`: the migration hook for older records.
     #[darling(default)]
     pub migrate: Option<syn::Path>,
+    /// `batch_commits`: chained transitions are committed together.
+    pub batch_commits: Flag,
 }
 
 /// `#[fsm(...)]` on a variant.
@@ -120,6 +122,12 @@ pub struct VariantInput {
     /// `allow(unreachable, never_rests)`: graph checks waived for the state.
     #[darling(default)]
     pub allow: Option<AllowArgs>,
+    /// `batch_entry`: a chained transition into the state may ride with a
+    /// later commit (in a machine without `batch_commits`).
+    pub batch_entry: Flag,
+    /// `commit_on_entry`: a transition into the state is committed before
+    /// its handler runs (in a machine with `batch_commits`).
+    pub commit_on_entry: Flag,
 }
 
 /// `allow(unreachable, never_rests)`: the graph checks a state is exempt
@@ -482,6 +490,29 @@ mod tests {
         let allow = variants[0].allow.clone().unwrap_or_default();
         assert!(allow.unreachable.is_present() && allow.never_rests.is_present());
         assert!(variants[1].renamed_from.is_empty() && variants[1].allow.is_none());
+    }
+
+    #[test]
+    fn parses_commit_keys() {
+        let input = enum_input(quote! {
+            #[fsm(batch_commits)]
+            enum S {
+                #[fsm(commit_on_entry)]
+                A,
+                #[fsm(batch_entry)]
+                B,
+                C,
+            }
+        });
+        let input = match input {
+            Ok(i) => i,
+            Err(e) => panic!("{e}"),
+        };
+        assert!(input.batch_commits.is_present());
+        let variants = input.data.take_enum().unwrap_or_default();
+        assert!(variants[0].commit_on_entry.is_present() && !variants[0].batch_entry.is_present());
+        assert!(variants[1].batch_entry.is_present() && !variants[1].commit_on_entry.is_present());
+        assert!(!variants[2].batch_entry.is_present() && !variants[2].commit_on_entry.is_present());
     }
 
     #[test]

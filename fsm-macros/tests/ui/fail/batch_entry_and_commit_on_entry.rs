@@ -1,0 +1,20 @@
+use fsm_core::prelude::*;
+
+#[derive(OperatorFsm, Clone, Serialize, Deserialize)]
+#[fsm(resource = ())]
+enum Job {
+    #[fsm(initial, handler = run, next(Deploying))]
+    Pending,
+    #[fsm(handler = run, next(Done), batch_entry, commit_on_entry)]
+    Deploying,
+    #[fsm(final)]
+    Done,
+    #[fsm(failed)]
+    Failed,
+}
+
+async fn run(_cx: &mut Step<'_, Job>) -> Result<Transition<Job>, std::convert::Infallible> {
+    Ok(Transition::stay())
+}
+
+fn main() {}
