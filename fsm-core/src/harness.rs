@@ -733,12 +733,7 @@ impl<S: Fsm> Harness<S> {
             inner: self.store.as_ref(),
             crash: &self.crash_at_next_write,
         };
-        let run = engine.reconcile(
-            &store,
-            &observed,
-            &self.resource,
-            &self.context,
-        );
+        let run = engine.reconcile(&store, &observed, &self.resource, &self.context);
         drive(&self.clock, self.idle_after, run)
             .await
             .map_err(|source| HarnessError::Reconcile { reconcile, source })

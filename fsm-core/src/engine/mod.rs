@@ -60,8 +60,10 @@ pub struct EngineOptions {
     pub poll_interval: Duration,
     /// How many history entries a record keeps. Default: 20.
     pub history_limit: usize,
-    /// How many transitions one reconcile may commit; more than 1 lets cheap
-    /// states chain without waiting for the next reconcile. Default: 1.
+    /// How many transitions one reconcile may take; more than 1 lets cheap
+    /// states chain without waiting for the next reconcile (each committed
+    /// on its own, unless the machine batches commits:
+    /// [`Machine::batch_commits`](crate::Machine::batch_commits)). Default: 1.
     pub max_transitions: u32,
 }
 
@@ -178,10 +180,17 @@ pub struct InvalidMachine(pub Vec<MachineError>);
 /// entry, deletion's start, a spec change under `continue`) goes on to
 /// the next plan in the same reconcile and rides along with its commit.
 ///
+/// With [`EngineOptions::max_transitions`] above 1, a transition that
+/// leads straight on to the next state's handler may chain within the
+/// reconcile; under [`Machine::batch_commits`](crate::Machine::batch_commits)
+/// (or [`StateMeta::batch_entry`](crate::StateMeta::batch_entry)) its
+/// commit waits and rides with the write that ends the chain.
+///
 /// # Guarantees
 /// A transition is committed at most once (the save is conditional on the
 /// version it was decided from) and never lost once committed. A handler
-/// runs at least once per attempt.
+/// runs at least once per attempt. Batched transitions not yet committed
+/// when the process stops are decided again, their handlers run again.
 ///
 /// # Errors
 /// See [`ReconcileError`]; a corrupt record is never overwritten.
@@ -333,5 +342,7 @@ impl<S: Fsm> Engine<S> {
     }
 }
 
+#[cfg(test)]
+mod batch_tests;
 #[cfg(test)]
 mod tests;
