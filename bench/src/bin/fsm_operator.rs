@@ -4,7 +4,8 @@
 //! KUBECONFIG=… bench-fsm-operator [--chain K]
 //! ```
 //!
-//! `--chain K` sets `ReconcilerOptions::max_transitions` (default 1).
+//! `--chain K` sets `ReconcilerOptions::max_transitions` (default 1). The
+//! machine batches commits, so with K > 1 a chain is one status write.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,7 +31,7 @@ enum BenchError {
 impl Classify for BenchError {}
 
 #[derive(OperatorFsm, Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[fsm(resource = BenchApp, context = Ctx, error = BenchError)]
+#[fsm(resource = BenchApp, context = Ctx, error = BenchError, batch_commits)]
 enum AppState {
     #[fsm(initial, handler = create_config, next(CreatingDeployment))]
     CreatingConfig,
