@@ -34,6 +34,10 @@ pub(super) struct InFlight<'a, S: Fsm> {
     /// Transitions taken so far (committed or batched), against
     /// `max_transitions`.
     transitions: u32,
+    /// The decision being applied ends a step of unwinding (a compensation,
+    /// the cleanup, the end of the chain): its progress is committed on
+    /// its own, never batched, even when a restart follows.
+    pub(super) unwinding: bool,
     pub(super) report: Report,
 }
 
@@ -87,6 +91,7 @@ impl<'a, S: Fsm> InFlight<'a, S> {
             unsaved: false,
             published: None,
             transitions: 0,
+            unwinding: false,
             report,
         })
     }
@@ -163,7 +168,7 @@ impl<'a, S: Fsm> InFlight<'a, S> {
             && then.requeue() == Some(Duration::ZERO)
             && self.transitions < self.engine.options.max_transitions;
         if changed || self.unsaved || self.published.is_some() {
-            if chain && batches_entry::<S>(&next.state) {
+            if chain && !self.unwinding && batches_entry::<S>(&next.state) {
                 // Rides with the commit that ends the chain (or with a
                 // checkpoint on the way, which saves the whole record).
                 self.unsaved = true;

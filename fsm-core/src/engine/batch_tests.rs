@@ -711,3 +711,136 @@ proptest! {
         })?;
     }
 }
+
+/// A saga that restarts with compensation on a spec change: `Start` makes
+/// something `Made` undoes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+enum Undo {
+    Start,
+    Made,
+    Failed,
+}
+
+static UNDO_STATES: [StateMeta; 3] = [
+    StateMeta::new("Start")
+        .initial()
+        .with_handler()
+        .next(&["Made"]),
+    StateMeta::new("Made")
+        .with_handler()
+        .with_compensation()
+        .next(&["Start"]),
+    StateMeta::new("Failed").failed(),
+];
+static UNDO: Machine = Machine::new("Undo", &UNDO_STATES)
+    .batch_commits()
+    .on_spec_change(crate::SpecChange::CompensateAndRestart);
+
+impl Fsm for Undo {
+    type Resource = ();
+    type Context = Arc<Script>;
+    type Error = ChainError;
+
+    fn machine() -> &'static Machine {
+        &UNDO
+    }
+    fn state_name(&self) -> &'static str {
+        match self {
+            Undo::Start => "Start",
+            Undo::Made => "Made",
+            Undo::Failed => "Failed",
+        }
+    }
+    fn unit_state(name: &str) -> Option<Self> {
+        match name {
+            "Start" => Some(Undo::Start),
+            "Made" => Some(Undo::Made),
+            "Failed" => Some(Undo::Failed),
+            _ => None,
+        }
+    }
+    fn handle<'a>(
+        &'a self,
+        cx: &'a mut Step<'_, Self>,
+    ) -> BoxFuture<'a, Result<Transition<Self>, ChainError>> {
+        Box::pin(async move {
+            cx.context()
+                .log
+                .lock()
+                .unwrap()
+                .push(format!("handle:{}", self.state_name()));
+            Ok(match self {
+                Undo::Start => Transition::next(Undo::Made),
+                _ => Transition::stay(),
+            })
+        })
+    }
+    fn compensate<'a>(
+        &'a self,
+        cx: &'a mut Step<'_, Self>,
+    ) -> BoxFuture<'a, Result<(), ChainError>> {
+        Box::pin(async move {
+            cx.context()
+                .log
+                .lock()
+                .unwrap()
+                .push(format!("undo:{}", self.state_name()));
+            Ok(())
+        })
+    }
+}
+
+#[tokio::test]
+async fn the_last_compensation_step_is_committed_before_a_restart_chains_on() {
+    let clock = ManualClock::at(t0());
+    let script = Script::with([]);
+    let store = BatchStore::new(&script);
+    let engine = Engine::<Undo>::new()
+        .unwrap()
+        .with_clock(Arc::new(clock.clone()))
+        .with_options(EngineOptions {
+            max_transitions: 10,
+            ..EngineOptions::default()
+        });
+    let at = |generation| Observed {
+        generation: Some(generation),
+        ..observed()
+    };
+    engine
+        .reconcile(&store, &at(1), &(), &script)
+        .await
+        .unwrap();
+    // The spec changes: compensation starts, then `Made` is undone and the
+    // machine restarts. The restart chains into Start's handler and on to
+    // Made; the write of Made's entry is lost in a crash.
+    engine
+        .reconcile(&store, &at(2), &(), &script)
+        .await
+        .unwrap();
+    store.then([None, Some(Fault::Crash)]);
+    let crashed = engine.reconcile(&store, &at(2), &(), &script).await;
+    assert!(
+        matches!(crashed, Err(ReconcileError::Store(_))),
+        "{crashed:?}"
+    );
+    // The compensation's progress was committed with the restart, before
+    // anything chained on: Made is not undone a second time.
+    engine
+        .reconcile(&store, &at(2), &(), &script)
+        .await
+        .unwrap();
+    assert_eq!(
+        script.log(),
+        [
+            "handle:Start",
+            "handle:Made",
+            "undo:Made",
+            "handle:Start",
+            "handle:Start",
+            "handle:Made"
+        ]
+    );
+    let last = store.committed().pop().unwrap();
+    assert_eq!(last.state, "Made");
+    assert_eq!(last.observed_generation, Some(2));
+}

@@ -27,6 +27,10 @@ impl<S: Fsm> InFlight<'_, S> {
     ) -> Result<Option<Decision>, ReconcileError> {
         let engine = self.engine;
         let decider = engine.decider(now);
+        self.unwinding = matches!(
+            planned,
+            Plan::Compensate | Plan::Cleanup | Plan::FinishUnwind
+        );
         let Some(mut current) = self.record.take() else {
             // Without a record, the plan is to start or to release.
             return Ok(match planned {
