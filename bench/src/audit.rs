@@ -270,7 +270,10 @@ mod tests {
         let log = status_patch("p1", 200) + "{not json\n";
         let mut reader = AuditReader::new(PathBuf::new(), OP);
         let err = reader.feed(log.as_bytes()).unwrap_err();
-        assert!(matches!(err, AuditError::Malformed { line: 2, .. }), "{err}");
+        assert!(
+            matches!(err, AuditError::Malformed { line: 2, .. }),
+            "{err}"
+        );
         let no_code = event("x", "ResponseComplete", "get", OP, "");
         let err = AuditReader::new(PathBuf::new(), OP)
             .feed(no_code.as_bytes())

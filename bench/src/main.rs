@@ -394,7 +394,12 @@ async fn start(
                 mine: Arc::new(RequestLog::new(usize::MAX)),
             };
             let kubeconfig = server.kubeconfig.clone();
-            (Running::Embedded(server), kubeconfig.clone(), kubeconfig, tally)
+            (
+                Running::Embedded(server),
+                kubeconfig.clone(),
+                kubeconfig,
+                tally,
+            )
         }
         ServerKind::Real => {
             let server = RealServer::start(

@@ -184,7 +184,12 @@ pub fn servers_side_by_side(results: &[RunResult]) -> String {
         };
         let both = |f: &dyn Fn(&RunResult) -> String| format!("{} | {}", f(e), f(r));
         let per_trans = |count: fn(&Counts) -> u64| {
-            move |x: &RunResult| format!("{:.2}", per(count(&x.requests) as f64, x.transitions as f64))
+            move |x: &RunResult| {
+                format!(
+                    "{:.2}",
+                    per(count(&x.requests) as f64, x.transitions as f64)
+                )
+            }
         };
         rows.push(vec![
             e.implementation.clone(),
@@ -363,18 +368,19 @@ mod tests {
         real.server = "real".into();
         real.requests.add("get", "deployments", None, 200);
         real.requests.add("get", "deployments", None, 200);
-        let results = [
-            run("fsm", 10, 1000, 500),
-            run("hand", 10, 2000, 250),
-            real,
-        ];
+        let results = [run("fsm", 10, 1000, 500), run("hand", 10, 2000, 250), real];
         let table = servers_side_by_side(&results);
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(lines.len(), 3, "only fsm ran on both: {table}");
         let cells: Vec<&str> = lines[2].split(" | ").map(str::trim).collect();
         // implementation, N, ready e|r, wall e|r, get/trans e|r, …
         assert_eq!(cells[0], "| fsm");
-        assert_eq!(&cells[1..10], ["10", "10", "10", "1.0", "4.0", "0.00", "0.05", "0.00", "0.00"]);
+        assert_eq!(
+            &cells[1..10],
+            [
+                "10", "10", "10", "1.0", "4.0", "0.00", "0.05", "0.00", "0.00"
+            ]
+        );
         assert!(lines[2].contains("0.50 | 0.60"), "CPU s: {table}");
     }
 
