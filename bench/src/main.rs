@@ -176,7 +176,7 @@ fn print_tables(results: &[RunResult]) {
         }
     }
     if servers.len() > 1 {
-        println!("### the operator on both servers (embedded | real)\n");
+        println!("### the operator on both servers (embedded / real)\n");
         println!("{}", servers_side_by_side(results));
     }
 }

@@ -151,7 +151,8 @@ pub fn table(results: &[RunResult], baseline: &str) -> String {
 
 /// The operator's own columns (requests per transition by verb, CPU, peak
 /// RSS), which do not depend on how fast the server is, for every
-/// workflow run that ran on both servers: `embedded | real` in each cell.
+/// workflow run that ran on both servers: `embedded / real` in each cell
+/// (a `|` would split the Markdown cell).
 #[must_use]
 pub fn servers_side_by_side(results: &[RunResult]) -> String {
     let header = [
@@ -182,7 +183,7 @@ pub fn servers_side_by_side(results: &[RunResult]) -> String {
         }) else {
             continue;
         };
-        let both = |f: &dyn Fn(&RunResult) -> String| format!("{} | {}", f(e), f(r));
+        let both = |f: &dyn Fn(&RunResult) -> String| format!("{} / {}", f(e), f(r));
         let per_trans = |count: fn(&Counts) -> u64| {
             move |x: &RunResult| {
                 format!(
@@ -372,16 +373,22 @@ mod tests {
         let table = servers_side_by_side(&results);
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(lines.len(), 3, "only fsm ran on both: {table}");
-        let cells: Vec<&str> = lines[2].split(" | ").map(str::trim).collect();
-        // implementation, N, ready e|r, wall e|r, get/trans e|r, …
-        assert_eq!(cells[0], "| fsm");
+        let header_cells = lines[0].matches('|').count();
+        assert_eq!(lines[2].matches('|').count(), header_cells, "{table}");
+        let cells: Vec<&str> = lines[2]
+            .split(['|', '/'])
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect();
+        // implementation, N, ready e/r, wall e/r, get/trans e/r, …
+        assert_eq!(cells[0], "fsm");
         assert_eq!(
             &cells[1..10],
             [
                 "10", "10", "10", "1.0", "4.0", "0.00", "0.05", "0.00", "0.00"
             ]
         );
-        assert!(lines[2].contains("0.50 | 0.60"), "CPU s: {table}");
+        assert!(lines[2].contains("0.50 / 0.60"), "CPU s: {table}");
     }
 
     #[test]
