@@ -25,9 +25,9 @@ pub enum RealServerError {
         /// The cause.
         source: std::io::Error,
     },
-    /// `start` failed (its log is on the driver's stderr).
-    #[error("scripts/real-apiserver/start failed ({0})")]
-    Start(std::process::ExitStatus),
+    /// `start` failed: its status and what it said.
+    #[error("scripts/real-apiserver/start failed ({0}): {1}")]
+    Start(std::process::ExitStatus, String),
     /// No kube-apiserver binaries to run.
     #[error("no kube-apiserver build in {0}: run scripts/real-apiserver/build")]
     NoBuild(PathBuf),
@@ -81,13 +81,15 @@ impl RealServer {
         let output = tokio::process::Command::new(script("start"))
             .env("FSM_REAL_APISERVER_DIR", dir)
             .env("FSM_REAL_APISERVER_AUDIT_USER", OPERATOR_USER)
-            .stderr(std::process::Stdio::inherit())
             .output()
             .await
             .map_err(io("running scripts/real-apiserver/start"))?;
+        let said = String::from_utf8_lossy(&output.stderr).trim().to_owned();
         if !output.status.success() {
-            return Err(RealServerError::Start(output.status));
+            return Err(RealServerError::Start(output.status, said));
         }
+        // "[real-apiserver] ready in …s: …"
+        eprintln!("{said}");
         let run = dir.join("run");
         Ok(RealServer {
             dir: dir.to_owned(),
