@@ -8,9 +8,9 @@
 //! `ResponseComplete` event per request, plus one `ResponseStarted` event
 //! for a long-running request (a watch) before its `ResponseComplete`. A
 //! request is counted once, at its first event: a `ResponseComplete` whose
-//! `auditID` was already seen started is skipped. kube-apiserver 1.20 writes
-//! a watch's `ResponseStarted` event late (when the watch ends or sends its
-//! first bytes), so a watch still open is counted when the operator stops.
+//! `auditID` was already seen started is skipped. kube-apiserver 1.20 wrote
+//! a watch's `ResponseStarted` event only when the watch ended, so a watch
+//! still open is counted when the operator stops.
 //!
 //! Verbs are the apiserver's (`get`, `list`, `watch`, `create`, `update`,
 //! `patch`, `delete`, …), the resource is `resource/subresource` for a
