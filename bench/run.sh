@@ -3,6 +3,10 @@
 # operator and kopf, side by side. Arguments go to the driver, e.g.
 #   bench/run.sh --n 100,1000
 #   bench/run.sh --n 100,1000 --impls deps   # the dependents workload
+#   bench/run.sh --n 100,1000 --server embedded,real
+#     # also against a real kube-apiserver 1.20, a fresh one per run
+#     # (scripts/real-apiserver/build first; the driver's instance lives in
+#     # target/bench-real-apiserver unless --real-apiserver-dir says)
 # See docs/benchmarks.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,8 +24,16 @@ cargo build --release -p fsm-testkit --bin fsm-apiserver \
     --bin bench-dependents-operator
 
 # The driver kills its children when a run ends; on an interrupted run the
-# trap ends its whole process group (the driver, the server, the operator).
+# trap ends its whole process group (the driver, the server, the operator)
+# and stops a real kube-apiserver it started in its default directory (the
+# scripts start those daemons in sessions of their own).
 setsid "$CARGO_TARGET_DIR/release/bench" --python "$venv/bin/python" "$@" &
 driver=$!
-trap 'kill -- -"$driver" 2>/dev/null || true' INT TERM EXIT
+stop_all() {
+    kill -- -"$driver" 2>/dev/null || true
+    if [[ -d target/bench-real-apiserver/run ]]; then
+        FSM_REAL_APISERVER_DIR=$PWD/target/bench-real-apiserver scripts/real-apiserver/stop || true
+    fi
+}
+trap stop_all INT TERM EXIT
 wait "$driver"

@@ -4,7 +4,13 @@
 //!
 //! ```text
 //! cargo run -p bench --release -- --n 100,1000 [--impls fsm,fsm-chain,hand,kopf,deps]
+//!     [--server embedded,real]
 //! ```
+//!
+//! `--server real` runs the same against a fresh real kube-apiserver 1.20
+//! per run (`scripts/real-apiserver`), the workload simulated through a
+//! client of the driver's, the operator's requests counted from the
+//! apiserver's audit log of its own user (see `bench::audit`).
 //!
 //! `deps` is another workload: four dependents per object converged by a
 //! `DependentsReconciler`, then one re-sync of every converged object,
@@ -18,12 +24,15 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bench::audit::AuditReader;
 use bench::counting::counted_client;
-use bench::report::{Resync, RunResult, dependents_table, table};
+use bench::real_server::{OPERATOR_USER, RealServer};
+use bench::report::{Resync, RunResult, dependents_table, servers_side_by_side, table};
 use bench::requests::{Counts, LogReader};
 use bench::workload::{self, BenchApp, BenchAppSpec};
 use clap::Parser;
 use fsm_testkit::RequestLog;
+use fsm_testkit::simulation::{Simulation, SimulationConfig};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, PostParams};
@@ -36,6 +45,27 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The implementations, by label.
 const IMPLEMENTATIONS: [&str; 5] = ["fsm", "fsm-chain", "hand", "kopf", "deps"];
+
+/// Which API server the runs go against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum ServerKind {
+    /// A fresh standalone `fsm-apiserver` per run, simulating rollouts
+    /// itself; requests counted from its request log.
+    Embedded,
+    /// A fresh real kube-apiserver 1.20 (and etcd) per run; rollouts
+    /// simulated through the driver's client; requests counted from the
+    /// audit log of the operator's own user.
+    Real,
+}
+
+impl ServerKind {
+    fn label(self) -> &'static str {
+        match self {
+            ServerKind::Embedded => "embedded",
+            ServerKind::Real => "real",
+        }
+    }
+}
 
 #[derive(Parser, Debug)]
 #[command(about = "operator-fsm against a hand-written kube-rs operator and kopf")]
@@ -62,6 +92,18 @@ struct Args {
     /// Where runs keep their kubeconfigs and operator logs.
     #[arg(long, default_value = "target/bench-runs")]
     work_dir: PathBuf,
+    /// The API servers to run against, comma-separated, in order:
+    /// `embedded` (fsm-apiserver), `real` (kube-apiserver 1.20).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "embedded")]
+    server: Vec<ServerKind>,
+    /// The directory of the driver's own real kube-apiserver instance
+    /// (`FSM_REAL_APISERVER_DIR` of `scripts/real-apiserver/start`).
+    #[arg(long, default_value = "target/bench-real-apiserver")]
+    real_apiserver_dir: PathBuf,
+    /// Where `scripts/real-apiserver/build` put kube-apiserver (its
+    /// `bin/`), linked from `--real-apiserver-dir` when that has none.
+    #[arg(long, default_value = "target/real-apiserver")]
+    real_apiserver_build: PathBuf,
 }
 
 #[tokio::main]
@@ -79,47 +121,75 @@ async fn main() -> Result<(), BoxError> {
     }
     std::fs::create_dir_all(&args.work_dir)?;
     let mut results = Vec::new();
-    for &n in &args.n {
-        for implementation in &args.impls {
-            if implementation == "kopf" && n > args.kopf_max {
-                eprintln!("# kopf skipped at N={n} (--kopf-max {})", args.kopf_max);
-                continue;
-            }
-            eprintln!("# running {implementation} at N={n}");
-            match run(&args, implementation, n).await {
-                Ok(result) => {
-                    eprintln!(
-                        "# {implementation} N={n}: {}/{} ready in {:.2}s",
-                        result.ready,
-                        result.n,
-                        result.wall.as_secs_f64()
-                    );
-                    results.push(result);
+    for &kind in &args.server {
+        for &n in &args.n {
+            for implementation in &args.impls {
+                if implementation == "kopf" && n > args.kopf_max {
+                    eprintln!("# kopf skipped at N={n} (--kopf-max {})", args.kopf_max);
+                    continue;
                 }
-                Err(e) => eprintln!("# {implementation} N={n} failed: {e}"),
+                let server = kind.label();
+                eprintln!("# running {implementation} at N={n} on the {server} server");
+                match run(&args, kind, implementation, n).await {
+                    Ok(result) => {
+                        eprintln!(
+                            "# {implementation} N={n} ({server}): {}/{} ready in {:.2}s",
+                            result.ready,
+                            result.n,
+                            result.wall.as_secs_f64()
+                        );
+                        results.push(result);
+                    }
+                    Err(e) => eprintln!("# {implementation} N={n} ({server}) failed: {e}"),
+                }
             }
+            print_tables(&results);
         }
-        print_tables(&results);
     }
     println!("\n## all runs\n");
     print_tables(&results);
     Ok(())
 }
 
-/// The workflow's table, and the dependents workload's when it ran.
+/// The workflow's table, and the dependents workload's when it ran: one
+/// each per server, then the operator's fair columns of both servers side
+/// by side when both ran.
 fn print_tables(results: &[RunResult]) {
-    let (dependents, workflow): (Vec<RunResult>, Vec<RunResult>) =
-        results.iter().cloned().partition(|r| r.resync.is_some());
-    if !workflow.is_empty() {
-        println!("{}", table(&workflow, "fsm"));
+    let servers: Vec<&str> = ["embedded", "real"]
+        .into_iter()
+        .filter(|s| results.iter().any(|r| r.server == *s))
+        .collect();
+    for server in &servers {
+        let (dependents, workflow): (Vec<RunResult>, Vec<RunResult>) = results
+            .iter()
+            .filter(|r| r.server == *server)
+            .cloned()
+            .partition(|r| r.resync.is_some());
+        if servers.len() > 1 || *server != "embedded" {
+            println!("### {}\n", server_title(server));
+        }
+        if !workflow.is_empty() {
+            println!("{}", table(&workflow, "fsm"));
+        }
+        if !dependents.is_empty() {
+            println!("{}", dependents_table(&dependents));
+        }
     }
-    if !dependents.is_empty() {
-        println!("{}", dependents_table(&dependents));
+    if servers.len() > 1 {
+        println!("### the operator on both servers (embedded / real)\n");
+        println!("{}", servers_side_by_side(results));
+    }
+}
+
+fn server_title(server: &str) -> &'static str {
+    match server {
+        "real" => "real kube-apiserver 1.20 (audit-log counts)",
+        _ => "embedded fsm-apiserver",
     }
 }
 
 /// How long a simulated Deployment takes to roll out, in milliseconds.
-const ROLLOUT_MS: &str = "100";
+const ROLLOUT_MS: u64 = 100;
 
 /// The standalone server of one run.
 struct Server {
@@ -141,7 +211,7 @@ async fn start_server(dir: &Path) -> Result<Server, BoxError> {
         // Rollouts are simulated inside the server, driven by its change
         // stream: the simulation costs the same at any N and makes no
         // requests of its own.
-        .args(["--simulate-workloads", ROLLOUT_MS])
+        .args(["--simulate-workloads", &ROLLOUT_MS.to_string()])
         .env("RUST_LOG", "error")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -226,24 +296,194 @@ fn usage(pid: u32) -> Result<(u64, Duration), BoxError> {
     Ok((rss, Duration::from_millis(ticks * 10)))
 }
 
-async fn run(args: &Args, implementation: &str, n: u64) -> Result<RunResult, BoxError> {
-    let dir = std::fs::canonicalize(&args.work_dir)?.join(format!("{implementation}-{n}"));
-    std::fs::create_dir_all(&dir)?;
-    let mut server = start_server(&dir).await?;
-    let mut reader = LogReader::new(server.debug);
+/// Where the operator's requests are counted from.
+enum Tally {
+    /// The embedded server's request log, which has the driver's requests
+    /// too (`mine`, subtracted at the end).
+    Embedded {
+        reader: LogReader,
+        mine: Arc<RequestLog>,
+    },
+    /// The real server's audit log of the operator's user: nothing else.
+    Real(AuditReader),
+}
 
-    // The driver's own requests, to subtract.
-    let mine = Arc::new(RequestLog::new(usize::MAX));
-    let kubeconfig = kube::config::Kubeconfig::read_from(&server.kubeconfig)?;
+impl Tally {
+    async fn poll(&mut self) -> Result<(), BoxError> {
+        match self {
+            Tally::Embedded { reader, .. } => reader.poll().await,
+            Tally::Real(audit) => Ok(audit.poll()?),
+        }
+    }
+
+    /// Every request counted so far (the embedded server's include the
+    /// driver's).
+    fn counts(&self) -> &Counts {
+        match self {
+            Tally::Embedded { reader, .. } => &reader.counts,
+            Tally::Real(audit) => &audit.counts,
+        }
+    }
+
+    /// The operator's requests among `counts`.
+    fn operators(&self, counts: &Counts) -> Counts {
+        match self {
+            Tally::Embedded { mine, .. } => counts.minus(&Counts::of_log(mine)),
+            Tally::Real(_) => counts.clone(),
+        }
+    }
+
+    /// Whether the operator has started following the custom resource: its
+    /// watch on the embedded server; its list or watch on the real one,
+    /// which logs a watch only when it ends or sends its first event.
+    fn operator_follows_apps(&self) -> bool {
+        let counts = self.counts();
+        match self {
+            Tally::Embedded { .. } => counts.sum(|v, r, _| v == "watch" && r == "benchapps") > 0,
+            Tally::Real(_) => {
+                counts.sum(|v, r, _| matches!(v, "list" | "watch") && r == "benchapps") > 0
+            }
+        }
+    }
+
+    fn dropped(&self) -> usize {
+        match self {
+            Tally::Embedded { reader, .. } => reader.dropped,
+            Tally::Real(_) => 0,
+        }
+    }
+}
+
+/// The server of one run, stopped when dropped.
+enum Running {
+    Embedded(Server),
+    Real(RealServer),
+}
+
+impl Running {
+    /// The PIDs whose CPU is the server's.
+    fn pids(&self) -> Result<Vec<u32>, BoxError> {
+        Ok(match self {
+            Running::Embedded(s) => vec![s.child.id().ok_or("the server exited")?],
+            Running::Real(s) => s.server_pids()?,
+        })
+    }
+
+    /// The CPU time of the server's processes so far.
+    fn cpu(&self) -> Result<Duration, BoxError> {
+        let mut total = Duration::ZERO;
+        for pid in self.pids()? {
+            total += usage(pid)?.1;
+        }
+        Ok(total)
+    }
+}
+
+/// Starts the server of one run: its handle, the driver's and the
+/// operator's kubeconfigs, and where the operator's requests are counted.
+async fn start(
+    args: &Args,
+    kind: ServerKind,
+    dir: &Path,
+) -> Result<(Running, PathBuf, PathBuf, Tally), BoxError> {
+    Ok(match kind {
+        ServerKind::Embedded => {
+            let server = start_server(dir).await?;
+            let tally = Tally::Embedded {
+                reader: LogReader::new(server.debug),
+                mine: Arc::new(RequestLog::new(usize::MAX)),
+            };
+            let kubeconfig = server.kubeconfig.clone();
+            (
+                Running::Embedded(server),
+                kubeconfig.clone(),
+                kubeconfig,
+                tally,
+            )
+        }
+        ServerKind::Real => {
+            let server = RealServer::start(
+                &std::path::absolute(&args.real_apiserver_dir)?,
+                &args.real_apiserver_build,
+            )
+            .await?;
+            let tally = Tally::Real(AuditReader::new(server.audit_log.clone(), OPERATOR_USER));
+            let (driver, operator) = (
+                server.admin_kubeconfig.clone(),
+                server.operator_kubeconfig.clone(),
+            );
+            (Running::Real(server), driver, operator, tally)
+        }
+    })
+}
+
+/// Waits (at most 60 s) until the server serves the custom resource.
+async fn wait_established(crds: &Api<CustomResourceDefinition>) -> Result<(), BoxError> {
+    let name = BenchApp::crd_name();
+    let t0 = Instant::now();
+    loop {
+        let crd = crds.get(name).await?;
+        let established = crd
+            .status
+            .and_then(|s| s.conditions)
+            .into_iter()
+            .flatten()
+            .any(|c| c.type_ == "Established" && c.status == "True");
+        if established {
+            return Ok(());
+        }
+        if t0.elapsed() > Duration::from_secs(60) {
+            return Err(format!("{name} not established in 60 s").into());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn run(
+    args: &Args,
+    kind: ServerKind,
+    implementation: &str,
+    n: u64,
+) -> Result<RunResult, BoxError> {
+    let label = match kind {
+        ServerKind::Embedded => format!("{implementation}-{n}"),
+        ServerKind::Real => format!("real-{implementation}-{n}"),
+    };
+    let dir = std::fs::canonicalize(&args.work_dir)?.join(label);
+    std::fs::create_dir_all(&dir)?;
+    let (server, driver_kubeconfig, operator_kubeconfig, mut tally) =
+        start(args, kind, &dir).await?;
+
+    let kubeconfig = kube::config::Kubeconfig::read_from(&driver_kubeconfig)?;
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
-    let client = counted_client(config.clone(), mine.clone())?;
+    // The driver's own requests, to subtract from the embedded server's log
+    // (the real server's audit log has the operator's only).
+    let client = match &tally {
+        Tally::Embedded { mine, .. } => counted_client(config.clone(), mine.clone())?,
+        Tally::Real(_) => kube::Client::try_from(config.clone())?,
+    };
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     crds.create(&PostParams::default(), &BenchApp::crd())
         .await?;
+    wait_established(&crds).await?;
+    // No controllers roll Deployments out on the real server: the
+    // simulation does, through the driver's client, as the embedded server
+    // does inside itself.
+    let simulation = (kind == ServerKind::Real).then(|| {
+        Simulation::through(
+            client.clone(),
+            Some(workload::NAMESPACE),
+            SimulationConfig {
+                rollout_delay: Duration::from_millis(ROLLOUT_MS),
+                ..SimulationConfig::default()
+            },
+        )
+    });
 
+    let server_cpu_before = server.cpu()?;
     let log = std::fs::File::create(dir.join("operator.log"))?;
     let mut operator = operator_command(args, implementation)?
-        .env("KUBECONFIG", &server.kubeconfig)
+        .env("KUBECONFIG", &operator_kubeconfig)
         .env("RUST_LOG", "warn")
         .stdout(log.try_clone()?)
         .stderr(log)
@@ -251,15 +491,11 @@ async fn run(args: &Args, implementation: &str, n: u64) -> Result<RunResult, Box
         .spawn()?;
     let pid = operator.id().ok_or("the operator exited at once")?;
 
-    // Start the clock once the operator watches the custom resource.
+    // Start the clock once the operator follows the custom resource.
     let started = Instant::now();
     loop {
-        reader.poll().await?;
-        if reader
-            .counts
-            .sum(|v, r, _| v == "watch" && r == "benchapps")
-            > 0
-        {
+        tally.poll().await?;
+        if tally.operator_follows_apps() {
             break;
         }
         if let Some(status) = operator.try_wait()? {
@@ -273,34 +509,46 @@ async fn run(args: &Args, implementation: &str, n: u64) -> Result<RunResult, Box
 
     let apps: Api<BenchApp> = Api::namespaced(client.clone(), workload::NAMESPACE);
     let (ready, wall) =
-        create_and_wait(&apps, n, args.timeout, &mut reader, &mut operator, &dir).await?;
+        create_and_wait(&apps, n, args.timeout, &mut tally, &mut operator, &dir).await?;
     // Let trailing requests land (a steady run makes none), then measure.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    reader.poll().await?;
-    let converging = reader.counts.clone();
+    tally.poll().await?;
+    let converging = tally.counts().clone();
     let resync = if implementation == "deps" {
-        Some(resync(&mut reader, pid, n).await?)
+        Some(resync(&mut tally, pid, n).await?)
     } else {
         None
     };
     let (peak_rss_kib, cpu) = usage(pid)?;
-    let (_, server_cpu) = usage(server.child.id().ok_or("the server exited")?)?;
+    let server_cpu = server.cpu()?.saturating_sub(server_cpu_before);
     operator.start_kill()?;
     let _ = operator.wait().await;
-    reader.poll().await?;
-    let _ = server.child.start_kill();
-    let _ = server.child.wait().await;
+    if let Some(simulation) = simulation {
+        simulation.stop();
+        // The real server logs the operator's open watches as they close.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    tally.poll().await?;
+    match server {
+        Running::Embedded(mut s) => {
+            let _ = s.child.start_kill();
+            let _ = s.child.wait().await;
+        }
+        // Stops it and removes its state.
+        Running::Real(s) => drop(s),
+    }
 
     // For the dependents workload, the requests of converging: the
     // re-sync has its own.
     let counted = if resync.is_some() {
         &converging
     } else {
-        &reader.counts
+        tally.counts()
     };
-    let requests = counted.minus(&Counts::of_log(&mine));
+    let requests = tally.operators(counted);
     Ok(RunResult {
         implementation: implementation.to_owned(),
+        server: kind.label().to_owned(),
         n,
         ready,
         wall,
@@ -309,7 +557,7 @@ async fn run(args: &Args, implementation: &str, n: u64) -> Result<RunResult, Box
         peak_rss_kib,
         cpu,
         server_cpu,
-        dropped: reader.dropped,
+        dropped: tally.dropped(),
         resync,
     })
 }
@@ -321,8 +569,8 @@ const DEPENDENT_RESOURCES: [&str; 4] = ["configmaps", "secrets", "deployments", 
 /// apps and measures it: done when every app has read its four dependents
 /// (one GET each), plus one second for trailing requests (writes or
 /// pruning lists, had there been any; an unchanged set lists nothing).
-async fn resync(reader: &mut LogReader, pid: u32, n: u64) -> Result<Resync, BoxError> {
-    let before = reader.counts.clone();
+async fn resync(reader: &mut Tally, pid: u32, n: u64) -> Result<Resync, BoxError> {
+    let before = reader.counts().clone();
     let (_, cpu_before) = usage(pid)?;
     let t0 = Instant::now();
     let signalled = std::process::Command::new("kill")
@@ -337,7 +585,7 @@ async fn resync(reader: &mut LogReader, pid: u32, n: u64) -> Result<Resync, BoxE
     let wall = loop {
         tokio::time::sleep(Duration::from_millis(50)).await;
         reader.poll().await?;
-        let since = reader.counts.minus(&before);
+        let since = reader.counts().minus(&before);
         if reads(&since, "get") >= 4 * n {
             break t0.elapsed();
         }
@@ -349,7 +597,7 @@ async fn resync(reader: &mut LogReader, pid: u32, n: u64) -> Result<Resync, BoxE
     reader.poll().await?;
     let (_, cpu_after) = usage(pid)?;
     Ok(Resync {
-        requests: reader.counts.minus(&before),
+        requests: reader.counts().minus(&before),
         cpu: cpu_after.saturating_sub(cpu_before),
         wall,
     })
@@ -362,7 +610,7 @@ async fn create_and_wait(
     apps: &Api<BenchApp>,
     n: u64,
     timeout: u64,
-    reader: &mut LogReader,
+    reader: &mut Tally,
     operator: &mut Child,
     dir: &Path,
 ) -> Result<(u64, Duration), BoxError> {

@@ -11,6 +11,9 @@ use crate::requests::Counts;
 pub struct RunResult {
     /// The implementation's label.
     pub implementation: String,
+    /// The API server it ran against: `embedded` (fsm-apiserver) or `real`
+    /// (kube-apiserver).
+    pub server: String,
     /// Objects created.
     pub n: u64,
     /// Objects ready by the end of the run (`n` unless it timed out).
@@ -19,8 +22,9 @@ pub struct RunResult {
     pub wall: Duration,
     /// Committed transitions (the workflow's phase changes of ready objects).
     pub transitions: u64,
-    /// The operator's requests (the server's log less the driver's; the
-    /// simulation inside the server makes none).
+    /// The operator's requests (the embedded server's log less the
+    /// driver's, the simulation inside the server making none; on the real
+    /// server, the audit log of the operator's own user).
     pub requests: Counts,
     /// Peak resident set of the operator process, KiB.
     pub peak_rss_kib: u64,
@@ -145,6 +149,68 @@ pub fn table(results: &[RunResult], baseline: &str) -> String {
     markdown(&rows)
 }
 
+/// The operator's own columns (requests per transition by verb, CPU, peak
+/// RSS), which do not depend on how fast the server is, for every
+/// workflow run that ran on both servers: `embedded / real` in each cell
+/// (a `|` would split the Markdown cell).
+#[must_use]
+pub fn servers_side_by_side(results: &[RunResult]) -> String {
+    let header = [
+        "implementation",
+        "N",
+        "ready",
+        "wall s",
+        "get/trans",
+        "list/trans",
+        "watch",
+        "writes/trans",
+        "409 conflict",
+        "409 exists",
+        "CPU s",
+        "peak RSS MiB",
+        "server CPU s",
+    ];
+    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| (*s).to_owned()).collect()];
+    for e in results
+        .iter()
+        .filter(|r| r.server == "embedded" && r.resync.is_none())
+    {
+        let Some(r) = results.iter().find(|r| {
+            r.server == "real"
+                && r.resync.is_none()
+                && r.implementation == e.implementation
+                && r.n == e.n
+        }) else {
+            continue;
+        };
+        let both = |f: &dyn Fn(&RunResult) -> String| format!("{} / {}", f(e), f(r));
+        let per_trans = |count: fn(&Counts) -> u64| {
+            move |x: &RunResult| {
+                format!(
+                    "{:.2}",
+                    per(count(&x.requests) as f64, x.transitions as f64)
+                )
+            }
+        };
+        rows.push(vec![
+            e.implementation.clone(),
+            e.n.to_string(),
+            both(&|x| x.ready.to_string()),
+            both(&|x| format!("{:.1}", x.wall.as_secs_f64())),
+            both(&per_trans(|c| c.verb("get"))),
+            both(&per_trans(|c| c.verb("list"))),
+            both(&|x| x.requests.verb("watch").to_string()),
+            both(&per_trans(Counts::writes)),
+            both(&|x| x.requests.conflicts().to_string()),
+            both(&|x| x.requests.already_exists().to_string()),
+            both(&|x| format!("{:.2}", x.cpu.as_secs_f64())),
+            both(&|x| format!("{:.1}", x.peak_rss_kib as f64 / 1024.0)),
+            both(&|x| format!("{:.1}", x.server_cpu.as_secs_f64())),
+        ]);
+    }
+    markdown(&rows)
+}
+
 /// The dependents workload's table: converging N apps of 4 dependents
 /// each, then re-syncing them all once.
 #[must_use]
@@ -232,6 +298,7 @@ mod tests {
         requests.add("create", "configmaps", None, 409);
         RunResult {
             implementation: name.into(),
+            server: "embedded".into(),
             n,
             ready: n,
             wall: Duration::from_millis(wall_ms),
@@ -294,6 +361,34 @@ mod tests {
         assert_eq!(&cells[1..5], ["100", "100", "3.00", "4.02"]);
         // re-sync: wall, gets, lists, writes, CPU, µs per app.
         assert_eq!(&cells[6..12], ["0.50", "400", "400", "0", "0.25", "2500"]);
+    }
+
+    #[test]
+    fn both_servers_side_by_side_per_implementation_and_n() {
+        let mut real = run("fsm", 10, 4000, 600);
+        real.server = "real".into();
+        real.requests.add("get", "deployments", None, 200);
+        real.requests.add("get", "deployments", None, 200);
+        let results = [run("fsm", 10, 1000, 500), run("hand", 10, 2000, 250), real];
+        let table = servers_side_by_side(&results);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines.len(), 3, "only fsm ran on both: {table}");
+        let header_cells = lines[0].matches('|').count();
+        assert_eq!(lines[2].matches('|').count(), header_cells, "{table}");
+        let cells: Vec<&str> = lines[2]
+            .split(['|', '/'])
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect();
+        // implementation, N, ready e/r, wall e/r, get/trans e/r, …
+        assert_eq!(cells[0], "fsm");
+        assert_eq!(
+            &cells[1..10],
+            [
+                "10", "10", "10", "1.0", "4.0", "0.00", "0.05", "0.00", "0.00"
+            ]
+        );
+        assert!(lines[2].contains("0.50 / 0.60"), "CPU s: {table}");
     }
 
     #[test]
