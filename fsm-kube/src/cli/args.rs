@@ -148,7 +148,7 @@ pub struct RbacArgs {
     /// watch, create, update) and patch on the resource.
     #[arg(long)]
     pub shards: bool,
-    /// The Lease's namespace (default: --namespace, else `default`).
+    /// The Leases' namespace (default: --namespace, else `default`).
     #[arg(long, value_name = "NS")]
     pub lease_namespace: Option<String>,
     /// The Role's name (default: the operator's name).
