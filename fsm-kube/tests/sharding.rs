@@ -2,7 +2,7 @@
 //! Lease, controller and assigner (acting only in the replica holding
 //! `widgets-sharder`), against the embedded API server or the real
 //! kube-apiserver named by `FSM_REAL_APISERVER_KUBECONFIG`: every object
-//! is labelled and completes once; a replica joining takes about a third,
+//! is labelled and completes once (100 widgets); a replica joining takes about a third,
 //! each move drained (the old owner lets go) before the new label appears;
 //! a replica stopped, or left to lapse, has its objects moved.
 
@@ -182,14 +182,18 @@ async fn replicas_share_the_objects_and_moves_are_drained_first() {
     let (history, watching) = record_label_history(&env);
     let a = Replica::start(&env, "widgets-shard-a");
     let b = Replica::start(&env, "widgets-shard-b");
-    const N: usize = 150;
+    const N: usize = 100;
     let names: Vec<String> = (0..N).map(|i| format!("w{i:03}")).collect();
-    for name in &names {
-        create_widget(&env, name, WidgetSpec::colored("blue")).await;
-    }
-    for name in &names {
-        wait_for_status_state(&env, name, "Ready").await;
-    }
+    futures::stream::iter(&names)
+        .for_each_concurrent(8, |name| async {
+            create_widget(&env, name, WidgetSpec::colored("blue")).await;
+        })
+        .await;
+    futures::stream::iter(&names)
+        .for_each_concurrent(8, |name| async {
+            wait_for_status_state(&env, name, "Ready").await;
+        })
+        .await;
     let two = settled_on(&env, &["widgets-shard-a", "widgets-shard-b"]).await;
     let per_shard = |labels: &BTreeMap<String, String>, shard: &str| {
         labels.values().filter(|s| *s == shard).count()
