@@ -15,12 +15,13 @@ use std::time::Duration;
 use common::*;
 use fsm_kube::leader::run_while_leader_until;
 use fsm_kube::shard::{Assigner, AssignerOptions, Ring, ShardGuard, ShardNames, run_shard_until};
-use fsm_kube::{FsmReconciler, ReconcilerOptions, StatusStore};
+use fsm_kube::{FsmMetrics, FsmReconciler, ReconcilerOptions, StatusStore};
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::{Controller, WatchStreamExt, watcher};
+use prometheus_client::registry::Registry;
 
 const OPERATOR: &str = "widgets";
 const LEASE: Duration = Duration::from_secs(2);
@@ -32,6 +33,7 @@ const DRAIN_LABEL: &str = "drain.operator-fsm.io/widgets";
 struct Replica {
     task: tokio::task::JoinHandle<()>,
     stop: tokio::sync::watch::Sender<bool>,
+    registry: Arc<Registry>,
 }
 
 impl Replica {
@@ -39,14 +41,18 @@ impl Replica {
         let client = env.cluster.client();
         let ns = env.ns.clone();
         let names = ShardNames::new(OPERATOR).unwrap();
-        let guard = ShardGuard::new(names.clone(), shard).unwrap();
+        let mut registry = Registry::default();
+        let metrics = FsmMetrics::new(&mut registry);
+        let guard = ShardGuard::new(names.clone(), shard)
+            .unwrap()
+            .with_metrics(metrics.clone());
         let assigner =
-            Assigner::new::<Widget>(client.clone(), Some(&ns), &ns, names.clone(), LEASE).options(
-                AssignerOptions {
+            Assigner::new::<Widget>(client.clone(), Some(&ns), &ns, names.clone(), LEASE)
+                .options(AssignerOptions {
                     tick: Duration::from_millis(200),
                     ..AssignerOptions::default()
-                },
-            );
+                })
+                .metrics(metrics);
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let until = move || {
             let mut stopped = stopped.clone();
@@ -98,7 +104,18 @@ impl Replica {
             assigned.unwrap();
             replicated.unwrap();
         });
-        Replica { task, stop }
+        Replica {
+            task,
+            stop,
+            registry: Arc::new(registry),
+        }
+    }
+
+    /// What this replica's `/metrics` would serve.
+    fn metrics(&self) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry).unwrap();
+        text
     }
 
     /// SIGTERM: stop acting, give the Leases up, return.
@@ -252,6 +269,36 @@ async fn replicas_share_the_objects_and_moves_are_drained_first() {
     create_widget(&env, "late", WidgetSpec::colored("green")).await;
     wait_for_status_state(&env, "late", "Ready").await;
 
+    // a, the only replica left, runs the assigner and says so; it counts
+    // its shard's objects, the moves, and the objects it let go of to c.
+    let line = |name: &str, labels: &str, value: usize| {
+        format!("operator_fsm_{name}{{operator=\"widgets\"{labels}}} {value}")
+    };
+    eventually("a's metrics to count every object in its shard", || {
+        let text = a.metrics();
+        let want = [
+            line("shard_assigner_active", "", 1),
+            line("shard_objects", ",shard=\"widgets-shard-a\"", N + 1),
+        ];
+        async move {
+            want.iter()
+                .all(|l| text.lines().any(|t| t == l))
+                .then_some(())
+        }
+    })
+    .await;
+    let text = a.metrics();
+    assert!(
+        text.contains(
+            "operator_fsm_shard_releases_total{operator=\"widgets\",shard=\"widgets-shard-a\"}"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("operator_fsm_shard_moves_total{operator=\"widgets\"}"),
+        "{text}"
+    );
+
     // Through every move, each transition was committed once.
     let widgets: Api<Widget> = Api::namespaced(env.client.clone(), &env.ns);
     for widget in widgets.list(&Default::default()).await.unwrap() {
@@ -266,4 +313,77 @@ async fn replicas_share_the_objects_and_moves_are_drained_first() {
     }
     a.stop().await;
     watching.abort();
+}
+
+/// `run --shards` of the operator CLI: the replica holds its shard Lease
+/// (labelled for the ring), runs the assigner, and reconciles the objects
+/// labelled for it with the reconciler and watch `RunContext` gives it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_shards_holds_a_shard_lease_and_reconciles_its_objects() {
+    use clap::Parser;
+    use fsm_kube::cli::{Cli, Operator, RunContext, StoreKind};
+
+    let env = env().await;
+    let served;
+    let kubeconfig = match env.cluster.kubeconfig() {
+        Some(path) => path.to_owned(),
+        None => {
+            served = env.embedded().unwrap().serve_http().await.unwrap();
+            served.kubeconfig().to_owned()
+        }
+    };
+    let kubeconfig = kubeconfig.to_str().unwrap().to_owned();
+    let cli = Cli::<()>::try_parse_from([
+        "widgets-operator",
+        "run",
+        "--kubeconfig",
+        &kubeconfig,
+        "--namespace",
+        &env.ns,
+        "--lease-namespace",
+        &env.ns,
+        "--lease-duration",
+        "2",
+        "--shards",
+        "--shard-lease",
+        "widgets-cli",
+    ])
+    .unwrap();
+    let run = |context: RunContext<WidgetState>| async move {
+        assert_eq!(
+            context.shard.as_ref().map(|s| s.shard()),
+            Some("widgets-cli")
+        );
+        let fsm = context.reconciler();
+        Controller::new(context.api::<Widget>(), context.watcher_config())
+            .run(fsm.reconcile(), fsm.error_policy(), ctx(&context.client))
+            .for_each(|_| async {})
+            .await;
+    };
+    let operator = tokio::spawn(async move {
+        let mut out = Vec::new();
+        Operator::<WidgetState>::new(OPERATOR, StoreKind::Status)
+            .execute(cli.command, run, &mut out)
+            .await
+    });
+    create_widget(&env, "cli", WidgetSpec::colored("blue")).await;
+    let widget = wait_for_status_state(&env, "cli", "Ready").await;
+    assert_eq!(
+        widget.labels().get(SHARD_LABEL).map(String::as_str),
+        Some("widgets-cli")
+    );
+    let leases: Api<Lease> = Api::namespaced(env.client.clone(), &env.ns);
+    let lease = leases.get("widgets-cli").await.unwrap();
+    assert_eq!(
+        lease
+            .labels()
+            .get("operator-fsm.io/shard-ring")
+            .map(String::as_str),
+        Some(OPERATOR)
+    );
+    assert_eq!(
+        holder(&env, "widgets-sharder").await.as_deref(),
+        Some("widgets-cli")
+    );
+    operator.abort();
 }
