@@ -128,7 +128,8 @@ impl<F, A> RunContext<F, A> {
     ///
     /// ```no_run
     /// # use fsm_kube::cli::RunContext;
-    /// # fn demo<F: fsm_core::Fsm>(run: RunContext<F>) where F::Resource: fsm_kube::KubeResource + k8s_openapi::Resource<Scope = k8s_openapi::NamespaceResourceScope> {
+    /// # fn demo<F: fsm_kube::fsm_core::Fsm>(run: RunContext<F>)
+    /// # where F::Resource: fsm_kube::KubeResource + kube::Resource<Scope = k8s_openapi::NamespaceResourceScope> {
     /// let controller = kube::runtime::Controller::new(run.api::<F::Resource>(), run.watcher_config());
     /// # drop(controller); }
     /// ```

@@ -44,6 +44,12 @@
 //! - **Stopping.** On SIGTERM a replica stops its controller, then gives
 //!   its shard Lease up: the assigner sees it released and moves its
 //!   objects at its next look. After a crash the Lease lapses.
+//! - **A replica that was paused** past its Lease (a frozen VM) finds its
+//!   hold gone by its own clock and runs nothing; its controller is
+//!   aborted, and started afresh (a new watch, a new cache) only once it
+//!   renews its Lease again. Its objects may have been moved meanwhile: a
+//!   copy of one in a cache not yet updated is the case the next point
+//!   covers.
 //! - **Last line of defence.** Every record write stays conditional on
 //!   the version it was decided from, as without sharding.
 //!
