@@ -387,3 +387,69 @@ async fn run_shards_holds_a_shard_lease_and_reconciles_its_objects() {
     );
     operator.abort();
 }
+
+/// The reconciler's own check, with a controller watching every widget
+/// (`watcher::Config::default()`): a widget of another shard, or of none,
+/// runs nothing; a drained one runs nothing and is let go (both labels
+/// removed); only the widget labelled for this shard is reconciled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reconciler_refuses_other_shards_and_lets_drained_objects_go() {
+    let env = env().await;
+    let names = ShardNames::new(OPERATOR).unwrap();
+    let guard = ShardGuard::new(names, "widgets-shard-me").unwrap();
+    let widgets: Api<Widget> = Api::namespaced(env.client.clone(), &env.ns);
+    let labelled = |name: &str, labels: &[(&str, &str)]| {
+        let mut widget = Widget::new(name, WidgetSpec::colored("blue"));
+        widget.metadata.labels = Some(
+            labels
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        );
+        widget
+    };
+    for widget in [
+        labelled("mine", &[(SHARD_LABEL, "widgets-shard-me")]),
+        labelled("theirs", &[(SHARD_LABEL, "widgets-shard-other")]),
+        labelled("nobodys", &[]),
+        labelled(
+            "drained",
+            &[
+                (SHARD_LABEL, "widgets-shard-me"),
+                (DRAIN_LABEL, "widgets-shard-other"),
+            ],
+        ),
+    ] {
+        widgets.create(&Default::default(), &widget).await.unwrap();
+    }
+    let ctx = ctx(&env.client);
+    let fsm = FsmReconciler::<WidgetState>::builder(env.client.clone(), StatusStore::new())
+        .options(ReconcilerOptions::default().events(false))
+        .shard(guard)
+        .build();
+    let controller = tokio::spawn(
+        Controller::new(widgets.clone(), watcher::Config::default())
+            .run(fsm.reconcile(), fsm.error_policy(), ctx.clone())
+            .for_each(|_| async {}),
+    );
+    wait_for_status_state(&env, "mine", "Ready").await;
+    let drained = eventually("the drained widget let go", || {
+        let widgets = widgets.clone();
+        async move {
+            let widget = widgets.get("drained").await.ok()?;
+            (!widget.labels().contains_key(SHARD_LABEL)).then_some(widget)
+        }
+    })
+    .await;
+    assert!(!drained.labels().contains_key(DRAIN_LABEL));
+    for name in ["theirs", "nobodys", "drained"] {
+        let widget = widgets.get(name).await.unwrap();
+        assert!(widget.status.is_none(), "{name} was reconciled: {widget:?}");
+        assert!(
+            !ctx.log().iter().any(|l| l.ends_with(&format!(":{name}"))),
+            "{name}: {:?}",
+            ctx.log()
+        );
+    }
+    controller.abort();
+}
