@@ -1,7 +1,8 @@
 //! `manifests`: everything a cluster needs to run the operator, as one
 //! multi-document YAML stream for `kubectl apply -f -`: the CRD, a
 //! ServiceAccount, the least RBAC ([`super::rbac`]) bound to it, a
-//! Deployment (leader election on, probes on `/healthz` and `/readyz`, the
+//! Deployment (leader election on, or sharding with `--shards`; probes on
+//! `/healthz` and `/readyz`, the
 //! metrics port, non-root with a read-only root filesystem, resource
 //! requests) and a PodDisruptionBudget.
 //!
