@@ -38,7 +38,15 @@ where
                     .unwrap_or_else(|| "default".to_owned())
             }),
         };
-        let objects = rbac::manifests(&description, &scope)?;
+        let mut objects = rbac::manifests(&description, &scope)?;
+        if args.shards {
+            let lease_namespace = args
+                .lease_namespace
+                .clone()
+                .or_else(|| args.namespace.clone())
+                .unwrap_or_else(|| "default".to_owned());
+            objects.push(rbac::sharding_role(&description, &lease_namespace));
+        }
         let yaml = rbac::to_yaml(&objects).map_err(Error::Yaml)?;
         let watches_all_namespaces = matches!(self.store, StoreKind::ConfigMap | StoreKind::Secret);
         Ok(match &args.namespace {

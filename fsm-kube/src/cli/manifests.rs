@@ -1,7 +1,8 @@
 //! `manifests`: everything a cluster needs to run the operator, as one
 //! multi-document YAML stream for `kubectl apply -f -`: the CRD, a
 //! ServiceAccount, the least RBAC ([`super::rbac`]) bound to it, a
-//! Deployment (leader election on, probes on `/healthz` and `/readyz`, the
+//! Deployment (leader election on, or sharding with `--shards`; probes on
+//! `/healthz` and `/readyz`, the
 //! metrics port, non-root with a read-only root filesystem, resource
 //! requests) and a PodDisruptionBudget.
 //!
@@ -34,7 +35,8 @@ pub struct ManifestsArgs {
     /// PodDisruptionBudget and Lease).
     #[arg(long, short = 'n', value_name = "NS")]
     pub namespace: String,
-    /// Replicas; with leader election one reconciles, the others stand by.
+    /// Replicas; with leader election one reconciles, the others stand
+    /// by; with `--shards` they share the objects.
     #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(i32).range(1..))]
     pub replicas: i32,
     /// The port of `/metrics`, `/healthz` and `/readyz`.
@@ -48,6 +50,10 @@ pub struct ManifestsArgs {
     /// clusters older than Kubernetes 1.21.
     #[arg(long, value_enum, value_name = "VERSION", default_value_t)]
     pub pdb_api_version: PdbApiVersion,
+    /// Run in sharded mode (`run --shards`, each pod's shard Lease named
+    /// after it) instead of leader election, with the RBAC it needs.
+    #[arg(long)]
+    pub shards: bool,
     /// More arguments for `run` (the operator's own flags), repeatable:
     /// `--arg=--cloud-url=http://cloud`.
     #[arg(long = "arg", value_name = "ARG", allow_hyphen_values = true)]
@@ -110,9 +116,12 @@ pub fn deploy_manifests(
     let namespace = args.namespace.as_str();
     let scope = RbacScope {
         namespace: args.watch_namespace.clone(),
-        lease_namespace: Some(namespace.to_owned()),
+        lease_namespace: (!args.shards).then(|| namespace.to_owned()),
     };
-    let roles = rbac::manifests(operator, &scope)?;
+    let mut roles = rbac::manifests(operator, &scope)?;
+    if args.shards {
+        roles.push(rbac::sharding_role(operator, namespace));
+    }
 
     let mut out = crd_yaml(crd)?;
     push(&mut out, &service_account(name, namespace))?;
@@ -182,12 +191,18 @@ fn binding(operator: &str, namespace: &str, role: &rbac::RbacObject) -> Value {
     })
 }
 
-/// The arguments of the container: `run` with leader election and the
-/// HTTP endpoint on every interface, then the operator's own.
+/// The arguments of the container: `run` with leader election (or
+/// `--shards`) and the HTTP endpoint on every interface, then the
+/// operator's own.
 pub fn run_args(args: &ManifestsArgs) -> Vec<String> {
+    let mode = if args.shards {
+        "--shards"
+    } else {
+        "--leader-elect"
+    };
     let mut out = vec![
         "run".to_owned(),
-        "--leader-elect".to_owned(),
+        mode.to_owned(),
         "--http-addr".to_owned(),
         format!("0.0.0.0:{}", args.http_port),
     ];
@@ -286,8 +301,36 @@ mod tests {
             http_port: DEFAULT_HTTP_PORT,
             watch_namespace: None,
             pdb_api_version: PdbApiVersion::V1,
+            shards: false,
             run_args: vec!["--cloud-url=http://cloud".into()],
         }
+    }
+
+    #[test]
+    fn sharded_pods_run_with_shards_and_get_the_sharding_role() {
+        let sharded = ManifestsArgs {
+            shards: true,
+            ..args()
+        };
+        assert_eq!(run_args(&sharded)[..2], ["run", "--shards"]);
+        let operator = OperatorDescription {
+            name: "db-operator".into(),
+            resource: rbac::ResourceInfo {
+                group: "example.io".into(),
+                version: "v1".into(),
+                kind: "Database".into(),
+                plural: "databases".into(),
+                namespaced: true,
+            },
+            store: super::super::StoreKind::Status,
+            needs_finalizer: false,
+            extra_rules: Vec::new(),
+        };
+        let crd = CustomResourceDefinition::default();
+        let yaml = deploy_manifests(&operator, &crd, &sharded).unwrap();
+        assert!(yaml.contains("name: db-operator-sharding"), "{yaml}");
+        assert!(!yaml.contains("db-operator-leader-election"), "{yaml}");
+        assert!(yaml.contains("- list"), "{yaml}");
     }
 
     #[test]

@@ -266,6 +266,41 @@ pub fn leader_election_rules() -> Vec<PolicyRule> {
     out.into_rules()
 }
 
+/// The rules of sharded mode ([`crate::shard`]): each replica creates and
+/// renews its shard Lease (and the assigner's Lease, `<operator>-sharder`)
+/// and the assigner lists the shard Leases. The labels on the objects are
+/// written with `patch` on the resource, which [`rules`] grants.
+pub fn sharding_rules() -> Vec<PolicyRule> {
+    let mut out = RuleSet::default();
+    out.add(
+        "coordination.k8s.io",
+        "leases",
+        &["get", "list", "create", "update"],
+    );
+    out.into_rules()
+}
+
+/// The Role `<name>-sharding` in the Leases' namespace `lease_namespace`,
+/// with [`sharding_rules`].
+#[must_use]
+pub fn sharding_role(operator: &OperatorDescription, lease_namespace: &str) -> RbacObject {
+    RbacObject::Role(Role {
+        metadata: ObjectMeta {
+            name: Some(format!("{}-sharding", operator.name)),
+            namespace: Some(lease_namespace.to_owned()),
+            labels: Some(BTreeMap::from([
+                ("app.kubernetes.io/name".to_owned(), operator.name.clone()),
+                (
+                    "app.kubernetes.io/managed-by".to_owned(),
+                    "operator-fsm".to_owned(),
+                ),
+            ])),
+            ..ObjectMeta::default()
+        },
+        rules: Some(sharding_rules()),
+    })
+}
+
 /// The RBAC objects of `operator` in `scope`: a ClusterRole named after the
 /// operator, or a Role in the watched namespace; and, with leader election,
 /// a Role `<name>-leader-election` in the Lease's namespace (so the operator
