@@ -59,13 +59,14 @@ pub async fn run_owning_workloads<F>(
     F::Resource: operator_fsm::KubeResource + Resource<Scope = k8s_openapi::NamespaceResourceScope>,
 {
     use futures::StreamExt;
-    use kube::runtime::{Controller, watcher};
+    use kube::runtime::watcher;
 
     let fsm =
         operator_fsm::FsmReconciler::<F>::builder(client.clone(), operator_fsm::StatusStore::new())
             .options(options)
             .build();
-    Controller::new(
+    // The cache keeps the objects without their managedFields.
+    operator_fsm::lean::lean_controller(
         scoped_api::<F::Resource>(client.clone(), namespace),
         watcher::Config::default(),
     )

@@ -352,3 +352,22 @@ async fn printed_roles_with_leader_election_are_exactly_what_the_operator_uses()
     let rbac: Vec<&str> = ["-n", NS].into_iter().chain(lease).collect();
     check("namespaced", &run, &rbac, true).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn printed_roles_with_sharding_are_exactly_what_the_operator_uses() {
+    // One replica in sharded mode: it holds its shard Lease, runs the
+    // assigner (it holds the sharder Lease too) and releases nothing.
+    let run = [
+        "-n",
+        NS,
+        "--lease-namespace",
+        NS,
+        "--lease-duration",
+        "2",
+        "--shards",
+        "--shard-lease",
+        "db-shard-0",
+    ];
+    let rbac = ["-n", NS, "--shards", "--lease-namespace", NS];
+    check("sharded", &run, &rbac, true).await;
+}

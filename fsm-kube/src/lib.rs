@@ -40,6 +40,7 @@ mod guide;
 pub mod health;
 pub mod http;
 pub mod leader;
+pub mod lean;
 mod merge_patch;
 pub mod metrics;
 mod newer_record;

@@ -6,6 +6,10 @@
 //!
 //! `--chain K` sets `ReconcilerOptions::max_transitions` (default 1). The
 //! machine batches commits, so with K > 1 a chain is one status write.
+//!
+//! The controller's cache keeps the apps without their `managedFields`
+//! (`fsm_kube::lean::lean_controller`); with `BENCH_KEEP_MANAGED_FIELDS=1`
+//! it keeps them, as `Controller::new` does (to measure what that costs).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -105,7 +109,12 @@ async fn main() -> Result<(), kube::Error> {
         .build();
     let apps: Api<BenchApp> = Api::namespaced(client.clone(), workload::NAMESPACE);
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), workload::NAMESPACE);
-    Controller::new(apps, watcher::Config::default())
+    let controller = if std::env::var_os("BENCH_KEEP_MANAGED_FIELDS").is_some() {
+        Controller::new(apps, watcher::Config::default())
+    } else {
+        fsm_kube::lean::lean_controller(apps, watcher::Config::default())
+    };
+    controller
         .owns(deployments, watcher::Config::default())
         .run(
             fsm.reconcile(),

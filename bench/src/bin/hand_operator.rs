@@ -1,6 +1,11 @@
 //! The benchmark workflow written by hand with a kube-rs `Controller`, the
 //! way most Rust operators are written: a `phase` in the status, one step
 //! per reconcile, one status patch per phase change.
+//!
+//! As most operators are, its controller's cache keeps the apps whole,
+//! `managedFields` included; with `BENCH_STRIP_MANAGED_FIELDS=1` it drops
+//! them as the fsm operator does (the same few lines of kube-rs, here
+//! borrowed from `fsm_kube::lean`), to compare like with like.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -71,7 +76,12 @@ async fn main() -> Result<(), kube::Error> {
     let client = workload::client().await?;
     let apps: Api<BenchApp> = Api::namespaced(client.clone(), workload::NAMESPACE);
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), workload::NAMESPACE);
-    Controller::new(apps, watcher::Config::default())
+    let controller = if std::env::var_os("BENCH_STRIP_MANAGED_FIELDS").is_some() {
+        fsm_kube::lean::lean_controller(apps, watcher::Config::default())
+    } else {
+        Controller::new(apps, watcher::Config::default())
+    };
+    controller
         .owns(deployments, watcher::Config::default())
         .run(reconcile, error_policy, Arc::new(Ctx { client }))
         .for_each(|_| async {})

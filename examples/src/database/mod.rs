@@ -22,7 +22,7 @@ use crate::support::scoped_api;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
-use kube::runtime::{Controller, watcher};
+use kube::runtime::watcher;
 use operator_fsm::core::{AuthorityLost, CheckpointError};
 use operator_fsm::prelude::*;
 
@@ -128,7 +128,8 @@ pub async fn run_with(
     namespace: Option<String>,
     ctx: DbContext,
 ) {
-    Controller::new(
+    // The cache keeps the Databases without their managedFields.
+    operator_fsm::lean::lean_controller(
         scoped_api::<Database>(client.clone(), namespace.as_deref()),
         watcher::Config::default(),
     )

@@ -76,7 +76,9 @@ pub fn runtime(client: Client) -> DependentsRuntime {
 /// A controller of WebPages woken by changes of their dependents (and of
 /// the machine's smoke-test Jobs).
 fn controller(client: &Client, namespace: Option<&str>) -> Controller<WebPage> {
-    let pages = Controller::new(
+    // The cache keeps the WebPages without their managedFields (the
+    // dependents' caches keep theirs: the diff reads them).
+    let pages = operator_fsm::lean::lean_controller(
         scoped_api::<WebPage>(client.clone(), namespace),
         watcher::Config::default(),
     );

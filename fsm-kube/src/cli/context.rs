@@ -140,6 +140,25 @@ impl<F, A> RunContext<F, A> {
         }
     }
 
+    /// A `Controller` of the operator's resource `K` in the watched
+    /// namespace (or all), whose
+    /// cache keeps the objects without their `managedFields`:
+    /// [`crate::lean::lean_controller`] of [`api`](RunContext::api), watching
+    /// what [`watcher_config`](RunContext::watcher_config) selects (under
+    /// `--shards`, this replica's shard).
+    pub fn lean_controller<K>(&self) -> kube::runtime::Controller<K>
+    where
+        K: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug
+            + Send
+            + Sync
+            + 'static,
+    {
+        crate::lean::lean_controller(self.api(), self.watcher_config())
+    }
+
     /// The operator's readiness, which `/readyz` reports (on `--http-addr`).
     /// `run` holds it until the resource has been listed once; hold it
     /// longer with [`Health::hold`].

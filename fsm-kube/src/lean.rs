@@ -1,0 +1,107 @@
+//! Lean watch caches: a `Controller` whose cache holds the watched objects
+//! without their `metadata.managedFields`.
+//!
+//! A `kube::runtime::Controller` keeps every watched object in its
+//! reflector's store for as long as the object exists. The API server adds
+//! `managedFields` to each object: one entry per field manager, with the
+//! set of fields it owns, often the largest part of a small custom
+//! resource's metadata. The runtime never reads them on the objects it
+//! reconciles (the status store patches with a `resourceVersion`
+//! precondition, not server-side apply), so an operator can drop them as
+//! they arrive, with [`lean_controller`] or, for the command line's
+//! operators, [`RunContext::lean_controller`](crate::cli::RunContext::lean_controller).
+//!
+//! # What it changes
+//! - The objects the reconciler receives have `managed_fields: None`.
+//!   A handler that reads them (to find who set a field) must use
+//!   `Controller::new` instead, or read the object from the API.
+//! - The size check before a status commit no longer counts the
+//!   `managedFields` bytes of the object; the server still refuses an
+//!   object over its limit, and that refusal is reported the same way.
+//! - Dependents' watch caches are separate and keep their `managedFields`,
+//!   which the dependents' diff needs.
+
+use std::fmt::Debug;
+
+use kube::Resource;
+use kube::api::Api;
+use kube::runtime::reflector;
+use kube::runtime::{Controller, WatchStreamExt, watcher};
+use serde::de::DeserializeOwned;
+
+/// Drops an object's `metadata.managedFields` (a no-op when it has none).
+///
+/// ```
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+///
+/// let mut map = ConfigMap::default();
+/// map.metadata.managed_fields = Some(vec![ManagedFieldsEntry::default()]);
+/// fsm_kube::lean::strip_managed_fields(&mut map);
+/// assert!(map.metadata.managed_fields.is_none());
+/// ```
+pub fn strip_managed_fields<K: Resource>(object: &mut K) {
+    object.meta_mut().managed_fields = None;
+}
+
+/// A `Controller` for the objects `api` and `config` select, like
+/// `Controller::new(api, config)`, whose cache keeps each object without
+/// its `managedFields` ([`strip_managed_fields`]).
+///
+/// Everything else is `Controller::new`'s: add `.owns(…)`, `.watches(…)`
+/// and the options as usual; `controller.store()` is the lean cache.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use futures::StreamExt;
+/// use fsm_kube::{FsmReconciler, StatusStore};
+/// use kube::runtime::watcher;
+///
+/// # async fn run<F>(client: kube::Client, ctx: F::Context)
+/// # where F: fsm_core::Fsm, F::Resource: fsm_kube::KubeResource {
+/// let fsm = FsmReconciler::<F>::new(client.clone(), StatusStore::new());
+/// let api = kube::Api::<F::Resource>::all(client);
+/// fsm_kube::lean::lean_controller(api, watcher::Config::default())
+///     .run(fsm.reconcile(), fsm.error_policy(), Arc::new(ctx))
+///     .for_each(|_| async {})
+///     .await;
+/// # }
+/// ```
+pub fn lean_controller<K>(api: Api<K>, config: watcher::Config) -> Controller<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let (reader, writer) = reflector::store();
+    let objects = watcher(api, config)
+        .modify(strip_managed_fields::<K>)
+        .reflect(writer)
+        .applied_objects();
+    Controller::for_stream(objects, reader)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+
+    #[test]
+    fn stripping_drops_managed_fields_and_keeps_the_rest() {
+        let mut map = ConfigMap::default();
+        map.metadata.name = Some("a".into());
+        map.metadata.resource_version = Some("7".into());
+        map.metadata.managed_fields = Some(vec![ManagedFieldsEntry {
+            manager: Some("kubectl".into()),
+            ..ManagedFieldsEntry::default()
+        }]);
+        map.data = Some([("k".to_owned(), "v".to_owned())].into());
+        let mut expected = map.clone();
+        expected.metadata.managed_fields = None;
+
+        strip_managed_fields(&mut map);
+        assert_eq!(map, expected);
+        // Twice is once.
+        strip_managed_fields(&mut map);
+        assert_eq!(map, expected);
+    }
+}
