@@ -144,8 +144,9 @@ pub struct RbacArgs {
     /// Add a Role for leader election.
     #[arg(long)]
     pub leader_elect: bool,
-    /// Add what sharded mode (`run --shards`) needs: Leases (get, list,
-    /// watch, create, update) and patch on the resource.
+    /// Add what sharded mode (`run --shards`) needs: a Role on Leases
+    /// (get, list, create, update); the labels are written with the patch
+    /// on the resource the main role grants.
     #[arg(long)]
     pub shards: bool,
     /// The Leases' namespace (default: --namespace, else `default`).
