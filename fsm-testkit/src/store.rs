@@ -77,11 +77,18 @@ pub struct TooOld {
 
 type Objects = BTreeMap<(String, String), Arc<Value>>;
 
+/// Where an object is stored: its resource, namespace and name.
+pub type StoredAt = (GroupResource, String, String);
+
 /// The object store.
 #[derive(Debug)]
 pub struct Store {
     revision: u64,
     objects: HashMap<GroupResource, Objects>,
+    /// `metadata.uid` → where that object is stored: owner references
+    /// name their owner by uid, and the garbage collector looks owners up
+    /// on every write of a dependent.
+    uids: HashMap<String, StoredAt>,
     history: VecDeque<Arc<StoreEvent>>,
     history_limit: usize,
     /// The revision of the newest event dropped from the history.
@@ -98,6 +105,7 @@ impl Store {
         Self {
             revision: 0,
             objects: HashMap::new(),
+            uids: HashMap::new(),
             history: VecDeque::new(),
             history_limit: history_limit.max(1),
             compacted: 0,
@@ -124,6 +132,17 @@ impl Store {
             .get(gr)
             .and_then(|m| m.get(&(namespace.to_string(), name.to_string())))
             .cloned()
+    }
+
+    /// The stored object whose `metadata.uid` is `uid`, with its resource.
+    #[must_use]
+    pub fn by_uid(&self, uid: &str) -> Option<(GroupResource, Arc<Value>)> {
+        let (gr, namespace, name) = self.uids.get(uid)?;
+        let object = self
+            .objects
+            .get(gr)?
+            .get(&(namespace.clone(), name.clone()))?;
+        Some((gr.clone(), object.clone()))
     }
 
     /// The objects of `gr`, in `namespace` when given, ordered by (namespace, name).
@@ -236,6 +255,16 @@ impl Store {
             .entry(gr.clone())
             .or_default()
             .insert((namespace.to_string(), name.to_string()), object.clone());
+        if let Some(previous) = &previous {
+            self.forget_uid(previous, gr, namespace, name);
+        }
+        let uid = uid_of(&object);
+        if !uid.is_empty() {
+            self.uids.insert(
+                uid.to_string(),
+                (gr.clone(), namespace.to_string(), name.to_string()),
+            );
+        }
         let kind = if previous.is_some() {
             EventType::Modified
         } else {
@@ -267,6 +296,7 @@ impl Store {
             .objects
             .get_mut(gr)?
             .remove(&(namespace.to_string(), name.to_string()))?;
+        self.forget_uid(&previous, gr, namespace, name);
         let revision = self.revision + 1;
         self.revision = revision;
         stamp(&mut last, revision);
@@ -281,6 +311,20 @@ impl Store {
             encoded: OnceLock::new(),
         });
         Some(object)
+    }
+
+    /// Drops `object`'s uid from the index if it still points at
+    /// `gr`/`namespace`/`name` (a uid is immutable, but the store keeps
+    /// what it is given).
+    fn forget_uid(&mut self, object: &Value, gr: &GroupResource, namespace: &str, name: &str) {
+        let uid = uid_of(object);
+        if self
+            .uids
+            .get(uid)
+            .is_some_and(|(g, n, m)| g == gr && n == namespace && m == name)
+        {
+            self.uids.remove(uid);
+        }
     }
 
     fn publish(&mut self, event: StoreEvent) {
@@ -321,6 +365,10 @@ impl Store {
     }
 }
 
+fn uid_of(object: &Value) -> &str {
+    object["metadata"]["uid"].as_str().unwrap_or_default()
+}
+
 fn key_of(object: &Value) -> (String, String) {
     let meta = &object["metadata"];
     let s = |k: &str| meta[k].as_str().unwrap_or_default().to_string();
@@ -350,6 +398,41 @@ mod tests {
 
     fn cm(name: &str) -> Value {
         json!({"metadata": {"name": name, "namespace": "ns"}})
+    }
+
+    fn with_uid(name: &str, uid: &str) -> Value {
+        json!({"metadata": {"name": name, "namespace": "ns", "uid": uid}})
+    }
+
+    #[test]
+    fn objects_are_found_by_uid_until_removed() {
+        let mut s = Store::new(10, 16);
+        s.put(&gr(), "ns", "a", with_uid("a", "u-a"));
+        s.put(&gr(), "ns", "b", with_uid("b", "u-b"));
+        let (found_gr, a) = s.by_uid("u-a").unwrap();
+        assert_eq!(
+            (found_gr, a["metadata"]["name"].clone()),
+            (gr(), json!("a"))
+        );
+        // A changed object is found as changed.
+        s.put(&gr(), "ns", "a", json!({"metadata": {"name": "a", "namespace": "ns", "uid": "u-a", "labels": {"x": "1"}}}));
+        assert_eq!(s.by_uid("u-a").unwrap().1["metadata"]["labels"]["x"], "1");
+        s.remove(&gr(), "ns", "a", with_uid("a", "u-a"));
+        assert!(s.by_uid("u-a").is_none());
+        assert!(s.by_uid("u-b").is_some());
+        assert!(
+            s.by_uid("").is_none(),
+            "objects without a uid are not indexed"
+        );
+    }
+
+    #[test]
+    fn a_uid_moved_to_another_object_is_not_forgotten_with_the_first() {
+        let mut s = Store::new(10, 16);
+        s.put(&gr(), "ns", "a", with_uid("a", "u"));
+        s.put(&gr(), "ns", "b", with_uid("b", "u"));
+        s.remove(&gr(), "ns", "a", with_uid("a", "u"));
+        assert_eq!(s.by_uid("u").unwrap().1["metadata"]["name"], "b");
     }
 
     #[test]

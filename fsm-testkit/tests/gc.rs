@@ -212,3 +212,94 @@ async fn an_unknown_policy_is_invalid() {
     assert_eq!(common::status(e).code, 422);
     assert!(cms.get_opt("x").await.unwrap().is_some());
 }
+
+/// A ConfigMap whose one owner reference names `uid` under `name` (a
+/// Widget that may not exist).
+fn cm_owned_by(name: &str, owners: &[(&str, &str)]) -> ConfigMap {
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some(name.into());
+    cm.metadata.owner_references = Some(
+        owners
+            .iter()
+            .map(|(owner, uid)| OwnerReference {
+                api_version: "example.com/v1".into(),
+                kind: "Widget".into(),
+                name: (*owner).into(),
+                uid: (*uid).into(),
+                ..OwnerReference::default()
+            })
+            .collect(),
+    );
+    cm
+}
+
+#[tokio::test]
+async fn a_written_dangling_reference_is_collected() {
+    let (_server, widgets, cms, _) = setup().await;
+    let owner = widgets
+        .create(&PostParams::default(), &widget("w", 1))
+        .await
+        .unwrap();
+    let live = owner.uid().unwrap();
+    let pp = PostParams::default();
+    cms.create(&pp, &cm_owned_by("gone", &[("ghost", "no-such-uid")]))
+        .await
+        .unwrap();
+    cms.create(
+        &pp,
+        &cm_owned_by("kept", &[("w", &live), ("ghost", "no-such-uid")]),
+    )
+    .await
+    .unwrap();
+    // The right uid under another name is not the owner either.
+    cms.create(&pp, &cm_owned_by("misnamed", &[("other", &live)]))
+        .await
+        .unwrap();
+    within(5, async {
+        loop {
+            let kept = cms.get("kept").await.unwrap();
+            if cms.get_opt("gone").await.unwrap().is_none()
+                && cms.get_opt("misnamed").await.unwrap().is_none()
+                && kept.metadata.owner_references.as_ref().map(Vec::len) == Some(1)
+            {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    let refs = cms.get("kept").await.unwrap().metadata.owner_references;
+    assert_eq!(refs.unwrap()[0].uid, live);
+}
+
+#[tokio::test]
+async fn the_collector_looks_at_each_written_object_once_however_many_are_stored() {
+    // Issue 19: the collector swept every stored object after each write
+    // of a dependent, so converging N owners' dependents cost O(N²).
+    let (server, widgets, cms, _) = setup().await;
+    let owner = widgets
+        .create(&PostParams::default(), &widget("w", 1))
+        .await
+        .unwrap();
+    let writes: u64 = 40;
+    let pp = PostParams::default();
+    for i in 0..writes {
+        cms.create(&pp, &owned_cm(&format!("cm-{i}"), &owner, false))
+            .await
+            .unwrap();
+    }
+    // Unowned objects are never looked at.
+    let mut bystander = ConfigMap::default();
+    bystander.metadata.name = Some("unowned".into());
+    cms.create(&pp, &bystander).await.unwrap();
+    within(5, async {
+        while server.cluster().garbage_collector_checks() < writes {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    // One look per write and no more (a sweep of every stored object
+    // after each write would have made 40 × 41 / 2 = 820 and more).
+    assert_eq!(server.cluster().garbage_collector_checks(), writes);
+    assert_eq!(cms.list(&Default::default()).await.unwrap().items.len(), 41);
+}

@@ -228,12 +228,7 @@ impl Cluster {
     /// Whether an object with this uid is stored (owners are looked up by
     /// uid in every resource, as an owner reference names no namespace).
     fn uid_exists(&self, uid: &str) -> bool {
-        self.store.resources().iter().any(|gr| {
-            self.store
-                .list(gr, None)
-                .iter()
-                .any(|o| str_at(o, "uid") == uid)
-        })
+        self.store.by_uid(uid).is_some()
     }
 
     /// Deletes `current` with `policy`. Returns the object as answered and
@@ -383,86 +378,99 @@ impl Cluster {
         }
     }
 
-    /// The collector's sweep for dangling owner references (the real one
-    /// finds them shortly after a write): an object none of whose owners
-    /// exists is deleted (in the background); one with some owners left
-    /// loses its references to the absent ones. Returns how many objects
-    /// it deleted or changed.
+    /// The collector's sweep for dangling owner references over every
+    /// stored object (the real one finds them shortly after a write): an
+    /// object none of whose owners exists is deleted (in the background);
+    /// one with some owners left loses its references to the absent ones.
+    /// Returns how many objects it deleted or changed.
+    ///
+    /// The server itself checks only the object a write stored
+    /// ([`Cluster::collect_dangling_of`]); a full sweep costs a look at
+    /// every stored object.
     pub fn collect_dangling(&mut self, now: jiff::Timestamp) -> usize {
-        // uid → (namespace, name) of every stored object.
-        let mut owners = std::collections::HashMap::new();
         let mut dependents = Vec::new();
         for gr in self.store.resources() {
             for o in self.store.list(&gr, None) {
-                owners.insert(
-                    str_at(&o, "uid").to_string(),
-                    (
+                if !owner_refs(&o).is_empty() {
+                    dependents.push((
+                        gr.clone(),
                         str_at(&o, "namespace").to_string(),
                         str_at(&o, "name").to_string(),
-                    ),
-                );
-                if !owner_refs(&o).is_empty() {
-                    dependents.push((gr.clone(), o));
+                    ));
                 }
             }
         }
-        let mut touched = 0;
-        for (gr, dependent) in dependents {
-            let (ns, name) = (
-                str_at(&dependent, "namespace").to_string(),
-                str_at(&dependent, "name").to_string(),
-            );
-            // As the real collector, which looks an owner up by name (in
-            // the dependent's namespace unless it is cluster-scoped) and
-            // finds it absent when the uid differs.
-            let solid = |r: &Value| {
-                let (uid, owner) = (r["uid"].as_str(), r["name"].as_str());
-                uid.and_then(|u| owners.get(u)).is_some_and(|(ons, oname)| {
-                    Some(oname.as_str()) == owner && (ons.is_empty() || *ons == ns)
+        dependents
+            .into_iter()
+            .filter(|(gr, ns, name)| self.collect_dangling_of(gr, ns, name, now))
+            .count()
+    }
+
+    /// The collector's look at one stored object after a write of it:
+    /// when none of its owners exists it is deleted (in the background);
+    /// when some do, it loses its references to the absent ones. An owner
+    /// exists when an object with the reference's uid is stored under the
+    /// reference's name, in the dependent's namespace unless the owner is
+    /// cluster-scoped, as the real collector looks it up. Returns whether
+    /// it deleted or changed the object (not when it is gone already).
+    pub fn collect_dangling_of(
+        &mut self,
+        gr: &GroupResource,
+        ns: &str,
+        name: &str,
+        now: jiff::Timestamp,
+    ) -> bool {
+        // An earlier deletion may have taken it.
+        let Some(current) = self.store.get(gr, ns, name) else {
+            return false;
+        };
+        self.gc_checks += 1;
+        let refs = current["metadata"]["ownerReferences"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let solid = |r: &Value| {
+            let (uid, owner) = (r["uid"].as_str(), r["name"].as_str());
+            uid.and_then(|u| self.store.by_uid(u))
+                .is_some_and(|(_, o)| {
+                    let ons = str_at(&o, "namespace");
+                    Some(str_at(&o, "name")) == owner && (ons.is_empty() || ons == ns)
                 })
-            };
-            let refs = dependent["metadata"]["ownerReferences"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            let dangling = refs.iter().filter(|r| !solid(r)).count();
-            if dangling == 0 {
-                continue;
-            }
-            // An earlier deletion in this sweep may have taken it.
-            let Some(current) = self.store.get(&gr, &ns, &name) else {
-                continue;
-            };
-            let Some(def) = self.registry.preferred(&gr) else {
-                continue;
-            };
-            touched += 1;
-            if dangling == refs.len() {
-                if current["metadata"].get("deletionTimestamp").is_none() {
-                    self.delete_object(&def, &ns, &name, &current, now);
-                }
-            } else {
-                let mut kept = (*current).clone();
-                if let Some(list) = kept["metadata"]["ownerReferences"].as_array_mut() {
-                    list.retain(solid);
-                }
-                self.store.put(&gr, &ns, &name, kept);
-            }
+        };
+        let kept: Vec<Value> = refs.iter().filter(|r| solid(r)).cloned().collect();
+        if kept.len() == refs.len() {
+            return false;
         }
-        touched
+        let Some(def) = self.registry.preferred(gr) else {
+            return false;
+        };
+        if kept.is_empty() {
+            if current["metadata"].get("deletionTimestamp").is_none() {
+                self.delete_object(&def, ns, name, &current, now);
+            }
+        } else {
+            let mut changed = (*current).clone();
+            changed["metadata"]["ownerReferences"] = Value::Array(kept);
+            self.store.put(gr, ns, name, changed);
+        }
+        true
+    }
+
+    /// How many stored objects the garbage collector has looked at for
+    /// dangling owner references since the cluster started: one per write
+    /// of an object with owner references, however many objects are
+    /// stored (a full [`Cluster::collect_dangling`] sweep adds one per
+    /// object with owner references).
+    #[must_use]
+    pub fn garbage_collector_checks(&self) -> u64 {
+        self.gc_checks
     }
 
     /// Removes the `foregroundDeletion` finalizer of the owner `uid` (and
     /// the owner, when nothing else holds it) once none of its dependents
     /// blocks it.
     fn release_foreground(&mut self, uid: &str) {
-        let Some((gr, owner)) = self.store.resources().into_iter().find_map(|gr| {
-            self.store
-                .list(&gr, None)
-                .into_iter()
-                .find(|o| str_at(o, "uid") == uid)
-                .map(|o| (gr, o))
-        }) else {
+        let Some((gr, owner)) = self.store.by_uid(uid) else {
             return;
         };
         if owner["metadata"].get("deletionTimestamp").is_none()

@@ -108,6 +108,9 @@ pub struct Cluster {
     pub store: Store,
     ids: IdSource,
     sequence: u64,
+    /// How many stored objects the garbage collector has examined for
+    /// dangling owner references ([`Cluster::garbage_collector_checks`]).
+    gc_checks: u64,
 }
 
 const NAMESPACE_GR: (&str, &str) = ("", "namespaces");
@@ -160,6 +163,7 @@ impl Cluster {
             store: Store::new(history_limit, channel_capacity),
             ids: IdSource(seed),
             sequence: 0,
+            gc_checks: 0,
         };
         let now = jiff::Timestamp::now();
         for ns in ["default", "kube-system", "kube-public"] {

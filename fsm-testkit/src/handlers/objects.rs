@@ -482,10 +482,18 @@ fn with_warnings(mut response: Response, warnings: &[String]) -> Response {
 /// collector looks for dangling ones (the real one takes about as long).
 const GARBAGE_COLLECTOR_DELAY: Duration = Duration::from_millis(200);
 
-/// Schedules the garbage collector's sweep for dangling owner references
-/// ([`crate::cluster::Cluster::collect_dangling`]) after a write that
-/// stored `written` with owner references.
-fn run_garbage_collector(shared: &Arc<Shared>, written: &serde_json::Value, dry_run: bool) {
+/// Schedules the garbage collector's look for dangling owner references
+/// at the object a write stored ([`crate::cluster::Cluster::collect_dangling_of`]),
+/// after a write that stored `written` (of `def`) with owner references.
+/// Only that object: one that becomes dangling later, when an owner goes,
+/// is collected by that deletion, so a write costs the same however many
+/// objects are stored.
+fn run_garbage_collector(
+    shared: &Arc<Shared>,
+    def: &ResourceDef,
+    written: &serde_json::Value,
+    dry_run: bool,
+) {
     if dry_run
         || written["metadata"]["ownerReferences"]
             .as_array()
@@ -494,10 +502,20 @@ fn run_garbage_collector(shared: &Arc<Shared>, written: &serde_json::Value, dry_
         return;
     }
     let shared = shared.clone();
+    let gr = def.group_resource();
+    let text = |k: &str| {
+        written["metadata"][k]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let (ns, name) = (text("namespace"), text("name"));
     tokio::spawn(async move {
         tokio::time::sleep(GARBAGE_COLLECTOR_DELAY).await;
-        let touched = shared.cluster().collect_dangling(jiff::Timestamp::now());
-        tracing::debug!(touched, "garbage collector swept dangling owner references");
+        let touched = shared
+            .cluster()
+            .collect_dangling_of(&gr, &ns, &name, jiff::Timestamp::now());
+        tracing::debug!(touched, %name, "garbage collector looked for dangling owner references");
     });
 }
 
@@ -648,7 +666,7 @@ pub async fn handle(
             let created = shared
                 .cluster()
                 .post_as(&def, &ns, obj, dry_run, now, &owner)?;
-            run_garbage_collector(shared, &created, dry_run);
+            run_garbage_collector(shared, &def, &created, dry_run);
             Ok(with_warnings(
                 json(StatusCode::CREATED, &created),
                 &warnings,
@@ -663,7 +681,7 @@ pub async fn handle(
             let (updated, created) = shared
                 .cluster()
                 .replace_as(&def, &ns, &name, obj, part, dry_run, now, &owner)?;
-            run_garbage_collector(shared, &updated, dry_run);
+            run_garbage_collector(shared, &def, &updated, dry_run);
             let code = if created {
                 StatusCode::CREATED
             } else {
@@ -687,7 +705,7 @@ pub async fn handle(
             let (patched, created) = shared
                 .cluster()
                 .patch(&def, &ns, &name, kind, &patch, part, &opts, dry_run, now)?;
-            run_garbage_collector(shared, &patched, dry_run);
+            run_garbage_collector(shared, &def, &patched, dry_run);
             let code = if created {
                 StatusCode::CREATED
             } else {
