@@ -36,7 +36,7 @@
 //! | variable | default | what |
 //! | --- | --- | --- |
 //! | `PROOF_OBJECTS` | 1500 | Orders in all (five waves) |
-//! | `PROOF_LEASE_SECS` | 3 | the Leases' duration |
+//! | `PROOF_LEASE_SECS` | 5 | the Leases' duration |
 //! | `PROOF_WORK_MS` | 10 | how long each handler works (a sleep) |
 //! | `PROOF_WAVE_SECS` | 180 | the bound on each wave |
 //! | `PROOF_ELECTION` | `sharded` | `leader`: `--leader-elect` replicas instead (no share check) |
@@ -69,7 +69,7 @@ struct Steady {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_five_two_replicas_with_kills_complete_everything_once_and_evenly() {
     let objects = knob("PROOF_OBJECTS", 1500) as usize;
-    let lease_secs = knob("PROOF_LEASE_SECS", 3);
+    let lease_secs = knob("PROOF_LEASE_SECS", 5);
     let work_ms = knob("PROOF_WORK_MS", 10);
     let bound = Duration::from_secs(knob("PROOF_WAVE_SECS", 180));
     let election = Election::from_env();
@@ -96,7 +96,9 @@ async fn three_five_two_replicas_with_kills_complete_everything_once_and_evenly(
     for name in ["replica-1", "replica-2", "replica-3"] {
         h.start_replica(name);
     }
-    h.wait_leases(bound).await.expect("the three replicas hold their Leases");
+    h.wait_leases(bound)
+        .await
+        .expect("the three replicas hold their Leases");
     steady.push(steady_wave(&mut h, "A", wave, bound).await);
 
     // B: two replicas join mid-wave.
@@ -110,7 +112,9 @@ async fn three_five_two_replicas_with_kills_complete_everything_once_and_evenly(
         "B: replica-4 and replica-5 joined at {} of the wave's {handlers} handlers ended",
         h.ledger.ends() - ends_before
     ));
-    h.wait_leases(bound).await.expect("the five replicas hold their Leases");
+    h.wait_leases(bound)
+        .await
+        .expect("the five replicas hold their Leases");
     h.wait_done(bound).await.expect("wave B completes");
     h.wait_settled(bound).await.expect("the moves of 3 → 5 end");
 
@@ -125,7 +129,8 @@ async fn three_five_two_replicas_with_kills_complete_everything_once_and_evenly(
         (2, "replica-1", Stop::Terminated),
         (3, "replica-3", Stop::Killed),
     ] {
-        h.wait_ends(ends_before + handlers * quarter / 4, bound).await;
+        h.wait_ends(ends_before + handlers * quarter / 4, bound)
+            .await;
         let in_flight = h.in_flight(name).await.expect("the Orders");
         let stopped = match how {
             Stop::Killed => h.kill(name),
@@ -197,6 +202,7 @@ async fn three_five_two_replicas_with_kills_complete_everything_once_and_evenly(
     let (intervals, unended) = checks::intervals(&records.reports, &stopped_us, now_us());
     let overlapping = checks::overlaps(&intervals);
     let cut = intervals.iter().filter(|i| i.cut).count();
+    let cancelled = intervals.iter().filter(|i| i.cancelled).count();
 
     // The figures, before any assertion.
     println!(
@@ -218,7 +224,12 @@ async fn three_five_two_replicas_with_kills_complete_everything_once_and_evenly(
             s.size as f64 / s.shares.len() as f64,
             s.shares
                 .iter()
-                .map(|sh| format!("{} {} ({:+.1}%)", sh.replica, sh.objects, sh.deviation * 100.0))
+                .map(|sh| format!(
+                    "{} {} ({:+.1}%)",
+                    sh.replica,
+                    sh.objects,
+                    sh.deviation * 100.0
+                ))
                 .collect::<Vec<_>>()
                 .join(", "),
             s.shared,
@@ -238,7 +249,8 @@ async fn three_five_two_replicas_with_kills_complete_everything_once_and_evenly(
         charge_check.repeats
     );
     println!(
-        "  handler intervals: {}, cut by a kill {cut}, never ended {}, overlapping pairs {}",
+        "  handler intervals: {}, cut by a kill {cut}, cancelled (a controller stopped) \
+         {cancelled}, never ended {}, overlapping pairs {}",
         intervals.len(),
         unended.len(),
         overlapping.len()
@@ -256,11 +268,22 @@ async fn three_five_two_replicas_with_kills_complete_everything_once_and_evenly(
         "Orders handled by two replicas at once: {:#?}",
         &overlapping[..overlapping.len().min(5)]
     );
-    assert!(unended.is_empty(), "handlers that never ended: {unended:#?}");
+    assert!(
+        unended.is_empty(),
+        "handlers that never ended: {unended:#?}"
+    );
     if election == Election::Sharded {
         for s in &steady {
-            assert_eq!(s.shared, 0, "wave {}: Orders handled by two replicas", s.wave);
-            assert_eq!(s.strangers, 0, "wave {}: Orders handled by a stopped replica", s.wave);
+            assert_eq!(
+                s.shared, 0,
+                "wave {}: Orders handled by two replicas",
+                s.wave
+            );
+            assert_eq!(
+                s.strangers, 0,
+                "wave {}: Orders handled by a stopped replica",
+                s.wave
+            );
             for share in &s.shares {
                 assert!(
                     share.deviation.abs() <= 0.20,

@@ -15,11 +15,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use fsm_kube::cli::{Operator, RunContext, StoreKind};
 use futures::StreamExt;
 use integration_tests::sharding::ledger::LedgerClient;
 use integration_tests::sharding::machine::{OPERATOR, Order, OrderState, ProofContext};
 use kube::runtime::Controller;
-use fsm_kube::cli::{Operator, RunContext, StoreKind};
 
 /// The proof operator's own flags of `run`.
 #[derive(Clone, Debug, clap::Args)]
@@ -60,10 +60,13 @@ async fn main() -> ExitCode {
                 work: Duration::from_millis(run.args.work_ms),
             });
             let fsm = run.reconciler();
-            Controller::new(run.api::<Order>(), kube::runtime::watcher::Config::default())
-                .run(fsm.reconcile(), fsm.error_policy(), context)
-                .for_each(|_| async {})
-                .await;
+            Controller::new(
+                run.api::<Order>(),
+                kube::runtime::watcher::Config::default(),
+            )
+            .run(fsm.reconcile(), fsm.error_policy(), context)
+            .for_each(|_| async {})
+            .await;
         })
         .await
 }

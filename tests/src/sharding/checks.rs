@@ -25,11 +25,13 @@ pub struct Interval {
     pub end_us: i64,
     /// Whether no end was reported (closed at the replica's stop instead).
     pub cut: bool,
+    /// Whether the handler was cancelled (its controller stopped).
+    pub cancelled: bool,
 }
 
-/// The intervals of `reports` (in arrival order, which is each replica's
-/// order for one object: a replica handles one object in one task at a
-/// time). An interval without an end report closes at its replica's stop
+/// The intervals of `reports`, taken in time order (a stable sort, so
+/// arrival order breaks ties; a `Cancelled` report may arrive late but is
+/// timed at the cancellation). An interval without an end report closes at its replica's stop
 /// time in `stopped_us`; one of a replica that never stopped closes at
 /// `end_of_run_us` and is listed in the second vector (a handler that never
 /// ended: suspicious by itself).
@@ -42,7 +44,9 @@ pub fn intervals(
     let mut open: BTreeMap<(String, String), Interval> = BTreeMap::new();
     let mut closed = Vec::new();
     let mut unended = Vec::new();
-    for report in reports {
+    let mut in_time = reports.iter().collect::<Vec<_>>();
+    in_time.sort_by_key(|r| r.at_us);
+    for report in in_time {
         let key = (report.object.clone(), report.replica.clone());
         match report.event {
             Event::Begin => {
@@ -63,12 +67,14 @@ pub fn intervals(
                         start_us: report.at_us,
                         end_us: report.at_us,
                         cut: false,
+                        cancelled: false,
                     },
                 );
             }
-            Event::End => {
+            Event::End | Event::Cancelled => {
                 if let Some(mut interval) = open.remove(&key) {
                     interval.end_us = report.at_us;
+                    interval.cancelled = report.event == Event::Cancelled;
                     closed.push(interval);
                 }
             }
@@ -307,8 +313,9 @@ mod tests {
         let (intervals, _) = intervals(&reports, &stopped, 100);
         let found = overlaps(&intervals);
         assert_eq!(found.len(), 1);
-        assert_eq!(found[0].0.replica, "a");
-        assert_eq!(found[0].1.replica, "b");
+        let mut pair = [found[0].0.replica.as_str(), found[0].1.replica.as_str()];
+        pair.sort_unstable();
+        assert_eq!(pair, ["a", "b"]);
     }
 
     #[test]
@@ -323,6 +330,22 @@ mod tests {
         assert_eq!(intervals.len(), 3);
         assert!(overlaps(&intervals).is_empty());
         assert_eq!(unended.len(), 2, "{unended:?}");
+    }
+
+    #[test]
+    fn a_late_cancellation_report_closes_its_handler_at_the_drop() {
+        let reports = [
+            report(Event::Begin, "o", "a", 10),
+            report(Event::Begin, "o", "a", 30),
+            report(Event::Cancelled, "o", "a", 20),
+            report(Event::End, "o", "a", 40),
+            report(Event::Begin, "o", "b", 25),
+            report(Event::End, "o", "b", 28),
+        ];
+        let (intervals, unended) = intervals(&reports, &BTreeMap::new(), 100);
+        assert!(unended.is_empty(), "{unended:?}");
+        assert_eq!(intervals.iter().filter(|i| i.cancelled).count(), 1);
+        assert!(overlaps(&intervals).is_empty());
     }
 
     #[test]
@@ -372,16 +395,17 @@ mod tests {
 
     #[test]
     fn status_writes_count_successful_status_patches_per_object() {
-        let record = |verb: &str, sub: Option<&str>, name: &str, code: u16| fsm_testkit::RequestRecord {
-            verb: verb.into(),
-            group: "proof.operator-fsm.io".into(),
-            resource: "orders".into(),
-            subresource: sub.map(String::from),
-            namespace: Some("ns".into()),
-            name: Some(name.into()),
-            path: String::new(),
-            code,
-        };
+        let record =
+            |verb: &str, sub: Option<&str>, name: &str, code: u16| fsm_testkit::RequestRecord {
+                verb: verb.into(),
+                group: "proof.operator-fsm.io".into(),
+                resource: "orders".into(),
+                subresource: sub.map(String::from),
+                namespace: Some("ns".into()),
+                name: Some(name.into()),
+                path: String::new(),
+                code,
+            };
         let log = [
             record("patch", Some("status"), "o", 200),
             record("patch", Some("status"), "o", 409),

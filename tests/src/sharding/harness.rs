@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use futures::{StreamExt, TryStreamExt};
 use fsm_testkit::{ApiServer, HttpServer, ServerConfig};
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, PostParams};
@@ -232,7 +232,14 @@ impl Harness {
         command
             .args(["run", "--kubeconfig"])
             .arg(self.http.kubeconfig())
-            .args(["-n", NS, "--lease-namespace", NS, "--lease-duration", &lease_secs])
+            .args([
+                "-n",
+                NS,
+                "--lease-namespace",
+                NS,
+                "--lease-duration",
+                &lease_secs,
+            ])
             .args(["--ledger-url", &self.ledger_url, "--replica", name])
             .args(["--work-ms", &self.work_ms.to_string()])
             .env("RUST_LOG", "warn")
@@ -347,10 +354,7 @@ impl Harness {
                 })
                 .map(|l| match self.election {
                     Election::Sharded => l.name_any(),
-                    Election::Leader => l
-                        .spec
-                        .and_then(|s| s.holder_identity)
-                        .unwrap_or_default(),
+                    Election::Leader => l.spec.and_then(|s| s.holder_identity).unwrap_or_default(),
                 })
                 .collect();
             let missing: Vec<&String> = match self.election {

@@ -46,6 +46,9 @@ pub enum Event {
     Begin,
     /// The handler finished its work (and returns its transition).
     End,
+    /// The handler's future was dropped before it finished (its
+    /// controller stopped).
+    Cancelled,
 }
 
 /// One handler's start or end.
@@ -233,12 +236,28 @@ impl LedgerClient {
         state: &str,
         replica: &str,
     ) -> Result<(), LedgerError> {
+        self.report_at(event, object, state, replica, now_us())
+            .await
+    }
+
+    /// Reports a handler's start or end, timed `at_us`.
+    ///
+    /// # Errors
+    /// [`LedgerError`].
+    pub async fn report_at(
+        &self,
+        event: Event,
+        object: &str,
+        state: &str,
+        replica: &str,
+        at_us: i64,
+    ) -> Result<(), LedgerError> {
         let report = Report {
             event,
             object: object.to_owned(),
             state: state.to_owned(),
             replica: replica.to_owned(),
-            at_us: now_us(),
+            at_us,
         };
         self.call(http::Method::POST, "/reports", Some(&report))
             .await

@@ -133,7 +133,10 @@ pub enum OrderState {
 type Out = Result<Transition<OrderState>, ProofError>;
 
 /// Runs `body` between a start and an end report. The end is reported
-/// whatever `body` returns (an error too), so that only a killed process
+/// whatever `body` returns (an error too); when the handler's future is
+/// dropped before it finishes (its controller stopped: the replica's hold
+/// on its Lease lapsed, or it is shutting down), a `Cancelled` report is
+/// sent from a task of its own, timed at the drop. Only a killed process
 /// leaves an interval open.
 async fn reported<F>(context: &ProofContext, object: &str, state: &str, body: F) -> Out
 where
@@ -143,7 +146,11 @@ where
         .ledger
         .report(Event::Begin, object, state, &context.replica)
         .await?;
+    let mut guard = CancelGuard {
+        context: Some((context.clone(), object.to_owned(), state.to_owned())),
+    };
     let out = body.await;
+    guard.context = None;
     let ended = context
         .ledger
         .report(Event::End, object, state, &context.replica)
@@ -151,6 +158,29 @@ where
     let next = out?;
     ended?;
     Ok(next)
+}
+
+/// Reports `Cancelled` when dropped armed (the handler's future was dropped
+/// before its body finished).
+struct CancelGuard {
+    context: Option<(ProofContext, String, String)>,
+}
+
+impl Drop for CancelGuard {
+    fn drop(&mut self) {
+        let Some((context, object, state)) = self.context.take() else {
+            return;
+        };
+        let at_us = super::ledger::now_us();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = context
+                    .ledger
+                    .report_at(Event::Cancelled, &object, &state, &context.replica, at_us)
+                    .await;
+            });
+        }
+    }
 }
 
 /// A plain step: work, then move to `next`.
@@ -175,7 +205,13 @@ async fn pending(cx: &mut Step<'_, OrderState>) -> Out {
 
 async fn reserving(cx: &mut Step<'_, OrderState>) -> Out {
     let (context, object, state) = parts(cx);
-    plain(context, object, state, OrderState::Charging { request_id: None }).await
+    plain(
+        context,
+        object,
+        state,
+        OrderState::Charging { request_id: None },
+    )
+    .await
 }
 
 async fn shipping(cx: &mut Step<'_, OrderState>) -> Out {
@@ -193,7 +229,13 @@ async fn notifying(cx: &mut Step<'_, OrderState>) -> Out {
 async fn charging(cx: &mut Step<'_, OrderState>, request_id: &Option<String>) -> Out {
     let context = cx.context();
     let object = cx.resource().name_any();
-    reported(context, &object, "Charging", charge(cx, &object, request_id)).await
+    reported(
+        context,
+        &object,
+        "Charging",
+        charge(cx, &object, request_id),
+    )
+    .await
 }
 
 async fn charge(cx: &mut Step<'_, OrderState>, object: &str, request_id: &Option<String>) -> Out {
