@@ -142,19 +142,23 @@ async fn reported<F>(context: &ProofContext, object: &str, state: &str, body: F)
 where
     F: Future<Output = Out>,
 {
+    // Armed before the start report: a drop while it is on the wire must
+    // report too (the ledger may have recorded it).
+    let mut guard = CancelGuard {
+        context: Some((context.clone(), object.to_owned(), state.to_owned())),
+    };
     context
         .ledger
         .report(Event::Begin, object, state, &context.replica)
         .await?;
-    let mut guard = CancelGuard {
-        context: Some((context.clone(), object.to_owned(), state.to_owned())),
-    };
     let out = body.await;
-    guard.context = None;
     let ended = context
         .ledger
         .report(Event::End, object, state, &context.replica)
         .await;
+    // Disarmed only now: a drop while the end report is on the wire must
+    // report too (a cancellation after an end is ignored by the checks).
+    guard.context = None;
     let next = out?;
     ended?;
     Ok(next)
