@@ -44,6 +44,7 @@ mod merge_patch;
 pub mod metrics;
 mod newer_record;
 mod reconciler;
+pub mod shard;
 pub mod store;
 pub mod view;
 

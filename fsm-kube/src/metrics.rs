@@ -28,7 +28,11 @@ fn histogram() -> Histogram {
 /// `compensations_total{machine, outcome}`, `objects{machine, state}`, and
 /// for dependent resources `dependent_operations_total{kind, outcome}`
 /// (outcome `applied`: created or changed, `unchanged`: found as desired
-/// and not written, `pruned`, `deleted` by a teardown, `failed`).
+/// and not written, `pruned`, `deleted` by a teardown, `failed`); in
+/// sharded mode ([`crate::shard`]) `shard_objects{operator, shard}` (the
+/// active assigner's count per shard label), `shard_moves_total{operator}`,
+/// `shard_drains_total{operator}`, `shard_releases_total{operator, shard}`
+/// and `shard_assigner_active{operator}`.
 /// Labels carry machine, state and kind names only, never state data.
 #[derive(Clone)]
 pub struct FsmMetrics {
@@ -40,6 +44,11 @@ pub struct FsmMetrics {
     compensations: Family<Labels, Counter>,
     objects: Family<Labels, Gauge>,
     dependent_operations: Family<Labels, Counter>,
+    shard_objects: Family<Labels, Gauge>,
+    shard_moves: Family<Labels, Counter>,
+    shard_drains: Family<Labels, Counter>,
+    shard_releases: Family<Labels, Counter>,
+    shard_assigner: Family<Labels, Gauge>,
     states: Arc<Mutex<HashMap<(String, String), String>>>,
 }
 
@@ -61,6 +70,11 @@ impl FsmMetrics {
             compensations: Family::default(),
             objects: Family::default(),
             dependent_operations: Family::default(),
+            shard_objects: Family::default(),
+            shard_moves: Family::default(),
+            shard_drains: Family::default(),
+            shard_releases: Family::default(),
+            shard_assigner: Family::default(),
             states: Arc::default(),
         };
         let registry = registry.sub_registry_with_prefix("operator_fsm");
@@ -92,7 +106,73 @@ impl FsmMetrics {
             "Dependent resource operations by kind and outcome (applied, unchanged, pruned, deleted, failed)",
             metrics.dependent_operations.clone(),
         );
+        registry.register(
+            "shard_objects",
+            "Objects per shard label (shard=\"\": not assigned), as the active assigner sees them",
+            metrics.shard_objects.clone(),
+        );
+        registry.register(
+            "shard_moves",
+            "Objects moved from one shard to another",
+            metrics.shard_moves.clone(),
+        );
+        registry.register(
+            "shard_drains",
+            "Drains requested from a live owner",
+            metrics.shard_drains.clone(),
+        );
+        registry.register(
+            "shard_releases",
+            "Objects this replica let go of when drained",
+            metrics.shard_releases.clone(),
+        );
+        registry.register(
+            "shard_assigner_active",
+            "1 while this replica runs the shard assigner",
+            metrics.shard_assigner.clone(),
+        );
         metrics
+    }
+
+    /// Sets the number of `operator`'s objects labelled for `shard`.
+    pub fn set_shard_objects(&self, operator: &str, shard: &str, count: i64) {
+        self.shard_objects
+            .get_or_create(&vec![
+                ("operator", operator.to_owned()),
+                ("shard", shard.to_owned()),
+            ])
+            .set(count);
+    }
+
+    /// Counts one object of `operator` moved to another shard.
+    pub fn count_shard_move(&self, operator: &str) {
+        self.shard_moves
+            .get_or_create(&vec![("operator", operator.to_owned())])
+            .inc();
+    }
+
+    /// Counts one drain requested from a live owner.
+    pub fn count_shard_drain(&self, operator: &str) {
+        self.shard_drains
+            .get_or_create(&vec![("operator", operator.to_owned())])
+            .inc();
+    }
+
+    /// Counts one object shard `shard` let go of.
+    pub fn count_shard_release(&self, operator: &str, shard: &str) {
+        self.shard_releases
+            .get_or_create(&vec![
+                ("operator", operator.to_owned()),
+                ("shard", shard.to_owned()),
+            ])
+            .inc();
+    }
+
+    /// Marks whether this replica runs `operator`'s shard assigner.
+    pub fn set_shard_assigner_active(&self, operator: &str, active: bool) {
+        self.shard_assigner
+            .get_or_create(&vec![("operator", operator.to_owned())])
+            .set(i64::from(active));
     }
 
     /// Counts one operation on a dependent of `kind` (`Kind` or

@@ -18,6 +18,7 @@ use crate::dependents::DependentsRuntime;
 use crate::leader::Leadership;
 use crate::metrics::FsmMetrics;
 use crate::newer_record::{Newer, NewerRecords};
+use crate::shard::ShardGuard;
 use crate::store::{Bound, KubeStore, Target};
 use crate::{KubeResource, events, finalizer};
 
@@ -44,6 +45,9 @@ pub enum Error {
     /// recorded; the replica that holds it now reconciles the object.
     #[error(transparent)]
     AuthorityLost(AuthorityLost),
+    /// Sharded mode: letting a drained object go failed.
+    #[error("releasing the object to another shard failed")]
+    Shard(#[source] kube::Error),
 }
 
 impl From<ReconcileError> for Error {
@@ -213,6 +217,7 @@ where
     options: ReconcilerOptions,
     metrics: Option<FsmMetrics>,
     leadership: Option<Leadership>,
+    shard: Option<ShardGuard>,
     clock: Option<Arc<dyn Clock>>,
     dependents: Option<DependentsRuntime>,
 }
@@ -261,6 +266,15 @@ where
         self
     }
 
+    /// Sharded mode: reconcile only objects labelled for this replica's
+    /// shard, and let drained ones go ([`crate::shard`]). Give the shard
+    /// Lease's hold to [`leadership`](Self::leadership) too.
+    #[must_use]
+    pub fn shard(mut self, guard: ShardGuard) -> Self {
+        self.shard = Some(guard);
+        self
+    }
+
     /// The runtime of dependent resources handlers reach with
     /// [`StepDependents`](crate::dependents::StepDependents) (to give it
     /// watch caches, another field manager or another requeue). Without
@@ -287,6 +301,7 @@ where
             options,
             metrics,
             leadership,
+            shard,
             clock,
             dependents,
         } = self;
@@ -328,6 +343,7 @@ where
                 engine,
                 options,
                 leadership,
+                shard,
                 recorder,
                 metrics,
                 dependents,
@@ -347,6 +363,7 @@ where
     engine: Result<Engine<F>, Arc<InvalidMachine>>,
     options: ReconcilerOptions,
     leadership: Option<Leadership>,
+    shard: Option<ShardGuard>,
     recorder: Option<Recorder>,
     metrics: Option<FsmMetrics>,
     /// What handlers converge dependents with; the conditions it reports
@@ -431,6 +448,7 @@ where
             options: ReconcilerOptions::default(),
             metrics: None,
             leadership: None,
+            shard: None,
             clock: None,
             dependents: None,
         }
@@ -511,6 +529,11 @@ where
         // Not even the finalizer is written by a replica whose hold lapsed.
         if let Some(leadership) = &inner.leadership {
             leadership.check().map_err(Error::AuthorityLost)?;
+        }
+        if let Some(shard) = &inner.shard
+            && crate::shard::screen(shard, &inner.client, object.as_ref()).await?
+        {
+            return Ok(Action::await_change());
         }
         let machine = F::machine();
         let resource = ApiResource::erase::<F::Resource>(&());

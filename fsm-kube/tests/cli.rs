@@ -105,6 +105,7 @@ fn run_parses_every_flag() {
                 identity: Some("pod-1".into()),
                 lease_duration: 30,
             },
+            shard: fsm_kube::cli::ShardArgs::default(),
             operator: (),
         })
     );
@@ -171,6 +172,7 @@ fn crd_diagram_rbac_and_status_parse() {
         Command::Rbac(RbacArgs {
             namespace: Some("shop".into()),
             leader_elect: true,
+            shards: false,
             lease_namespace: Some("ops".into()),
             name: Some("w".into()),
         })

@@ -79,6 +79,9 @@ pub struct RunArgs<A: Args = ()> {
     /// Leader election.
     #[command(flatten)]
     pub leader: LeaderArgs,
+    /// Sharded mode.
+    #[command(flatten)]
+    pub shard: ShardArgs,
     /// The operator's own flags ([`Operator::with_args`](super::Operator::with_args)).
     #[command(flatten)]
     pub operator: A,
@@ -106,6 +109,22 @@ pub struct LeaderArgs {
     pub lease_duration: u64,
 }
 
+/// Sharding flags of `run`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Args)]
+pub struct ShardArgs {
+    /// Share the objects among the replicas: each holds a shard Lease and
+    /// reconciles only the objects labelled for it; one replica at a time
+    /// (holding the Lease `<operator>-sharder`) labels them. Sharding
+    /// elects that replica itself: not with --leader-elect.
+    /// --lease-namespace and --lease-duration apply to its Leases.
+    #[arg(long, conflicts_with_all = ["leader_elect", "lease_name", "identity"])]
+    pub shards: bool,
+    /// This replica's shard Lease, at most 63 characters (default:
+    /// `<operator>-shard-<$POD_NAME, else $HOSTNAME>`).
+    #[arg(long, value_name = "NAME", requires = "shards")]
+    pub shard_lease: Option<String>,
+}
+
 /// `crd`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Args)]
 pub struct CrdArgs {
@@ -125,6 +144,10 @@ pub struct RbacArgs {
     /// Add a Role for leader election.
     #[arg(long)]
     pub leader_elect: bool,
+    /// Add what sharded mode (`run --shards`) needs: Leases (get, list,
+    /// watch, create, update) and patch on the resource.
+    #[arg(long)]
+    pub shards: bool,
     /// The Lease's namespace (default: --namespace, else `default`).
     #[arg(long, value_name = "NS")]
     pub lease_namespace: Option<String>,
@@ -237,5 +260,37 @@ mod tests {
     fn the_command_line_is_consistent() {
         use clap::CommandFactory;
         Cli::<()>::command().debug_assert();
+    }
+
+    #[test]
+    fn shards_take_a_lease_name_and_refuse_leader_election() {
+        let parse = |args: &[&str]| Cli::<()>::try_parse_from(args.iter().copied());
+        let Command::Run(run) = parse(&["op", "run", "--shards", "--shard-lease", "op-shard-0"])
+            .unwrap()
+            .command
+        else {
+            panic!("not run");
+        };
+        assert_eq!(
+            run.shard,
+            ShardArgs {
+                shards: true,
+                shard_lease: Some("op-shard-0".into())
+            }
+        );
+        assert!(parse(&["op", "run", "--shards", "--leader-elect"]).is_err());
+        assert!(parse(&["op", "run", "--shard-lease", "x"]).is_err());
+        assert!(
+            parse(&[
+                "op",
+                "run",
+                "--shards",
+                "--lease-duration",
+                "6",
+                "--lease-namespace",
+                "ops"
+            ])
+            .is_ok()
+        );
     }
 }

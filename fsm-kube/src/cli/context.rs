@@ -11,6 +11,7 @@ use super::store_kind::store_kind_of;
 use super::{BoxError, Error, StoreKind};
 use crate::health::Health;
 use crate::leader::Leadership;
+use crate::shard::ShardGuard;
 use crate::store::KubeStore;
 use crate::{FsmMetrics, FsmReconciler, KubeResource, ReconcilerBuilder, ReconcilerOptions};
 
@@ -64,6 +65,12 @@ pub struct RunContext<F, A = ()> {
     /// no handler runs once the hold lapses. `None` without leader
     /// election.
     pub leadership: Option<Leadership>,
+    /// With `--shards`: this replica's shard, which
+    /// [`reconciler`](RunContext::reconciler) gives the reconciler (it then
+    /// runs nothing for objects of other shards, and lets drained ones go),
+    /// and whose selector [`watcher_config`](RunContext::watcher_config)
+    /// watches. `leadership` is then the hold on the shard Lease.
+    pub shard: Option<ShardGuard>,
     /// The operator's own flags, parsed ([`Operator::with_args`](super::Operator::with_args)).
     pub args: A,
     pub(super) health: Health,
@@ -79,6 +86,7 @@ impl<F, A: Clone> Clone for RunContext<F, A> {
             namespace: self.namespace.clone(),
             metrics: self.metrics.clone(),
             leadership: self.leadership.clone(),
+            shard: self.shard.clone(),
             args: self.args.clone(),
             health: self.health.clone(),
             store: self.store,
@@ -94,6 +102,7 @@ impl<F, A: std::fmt::Debug> std::fmt::Debug for RunContext<F, A> {
             .field("namespace", &self.namespace)
             .field("store", &self.store)
             .field("leadership", &self.leadership)
+            .field("shard", &self.shard)
             .field("args", &self.args)
             .finish_non_exhaustive()
     }
@@ -108,6 +117,25 @@ impl<F, A> RunContext<F, A> {
         match &self.namespace {
             Some(ns) => Api::namespaced(self.client.clone(), ns),
             None => Api::all(self.client.clone()),
+        }
+    }
+
+    /// The watcher configuration of the operator's resource: under
+    /// `--shards`, the objects labelled for this replica's shard; all
+    /// otherwise. A Controller built with `watcher::Config::default()`
+    /// instead stays safe (the reconciler refuses other shards' objects)
+    /// but caches and queues every object.
+    ///
+    /// ```no_run
+    /// # use fsm_kube::cli::RunContext;
+    /// # fn demo<F: fsm_core::Fsm>(run: RunContext<F>) where F::Resource: fsm_kube::KubeResource + k8s_openapi::Resource<Scope = k8s_openapi::NamespaceResourceScope> {
+    /// let controller = kube::runtime::Controller::new(run.api::<F::Resource>(), run.watcher_config());
+    /// # drop(controller); }
+    /// ```
+    pub fn watcher_config(&self) -> kube::runtime::watcher::Config {
+        match &self.shard {
+            Some(shard) => shard.watcher_config(),
+            None => kube::runtime::watcher::Config::default(),
         }
     }
 
@@ -198,8 +226,12 @@ where
         let builder = FsmReconciler::<F>::builder(self.client.clone(), store)
             .options(self.options.clone())
             .metrics(self.metrics.clone());
-        match &self.leadership {
+        let builder = match &self.leadership {
             Some(leadership) => builder.leadership(leadership.clone()),
+            None => builder,
+        };
+        match &self.shard {
+            Some(shard) => builder.shard(shard.clone()),
             None => builder,
         }
     }

@@ -78,6 +78,9 @@ pub enum Error {
         #[source]
         error: std::io::Error,
     },
+    /// A sharding setting cannot work (a name too long for a label value).
+    #[error(transparent)]
+    Shard(#[from] crate::shard::ShardError),
     /// Leader election failed.
     #[error("leader election failed")]
     LeaderElection(#[source] crate::leader::LeaderError),

@@ -71,12 +71,13 @@ pub mod rbac;
 mod readiness;
 pub mod record_view;
 mod run;
+mod sharded;
 mod store_kind;
 mod view;
 
 pub use args::{
     Cli, Command, ConnectArgs, CrdArgs, DiagramArgs, DiagramFormat, LeaderArgs, OutputFormat,
-    PreflightArgs, RbacArgs, RunArgs, StatusArgs,
+    PreflightArgs, RbacArgs, RunArgs, ShardArgs, StatusArgs,
 };
 pub use commands::{crd_yaml, diagram};
 pub use connect::connect;

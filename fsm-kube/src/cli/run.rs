@@ -42,6 +42,7 @@ where
             namespace: args.namespace.clone(),
             metrics,
             leadership: None,
+            shard: None,
             args: args.operator.clone(),
             health: health.clone(),
             store: self.store,
@@ -65,18 +66,15 @@ where
             None => None,
         };
         let controller = async {
-            if args.leader.leader_elect {
+            if args.shard.shards {
+                self.run_sharded(&args, &client, &context, run).await
+            } else if args.leader.leader_elect {
                 let leader = &args.leader;
                 let lease_name = leader
                     .lease_name
                     .clone()
                     .unwrap_or_else(|| format!("{}-leader", self.name));
-                let lease_namespace = leader
-                    .lease_namespace
-                    .clone()
-                    .or_else(|| std::env::var("POD_NAMESPACE").ok())
-                    .or_else(|| args.namespace.clone())
-                    .unwrap_or_else(|| client.default_namespace().to_owned());
+                let lease_namespace = lease_namespace(&args, &client);
                 let identity = leader.identity.clone().unwrap_or_else(|| {
                     default_identity(
                         &self.name,
@@ -158,7 +156,7 @@ where
 
 /// Completes on SIGTERM (what Kubernetes sends a pod it stops) or Ctrl-C:
 /// `run` then stops, giving the Lease up when it holds one.
-async fn termination() {
+pub(super) async fn termination() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
@@ -182,9 +180,24 @@ async fn termination() {
     }
 }
 
+/// The Leases' namespace: `--lease-namespace`, else `$POD_NAMESPACE`, else
+/// `--namespace`, else the kubeconfig's.
+pub(super) fn lease_namespace<A: Args>(args: &RunArgs<A>, client: &kube::Client) -> String {
+    args.leader
+        .lease_namespace
+        .clone()
+        .or_else(|| std::env::var("POD_NAMESPACE").ok())
+        .or_else(|| args.namespace.clone())
+        .unwrap_or_else(|| client.default_namespace().to_owned())
+}
+
 /// This replica's identity in the Lease: the pod's name, else the host's,
 /// else `<operator>-<pid>`.
-fn default_identity(operator: &str, pod: Option<String>, host: Option<String>) -> String {
+pub(super) fn default_identity(
+    operator: &str,
+    pod: Option<String>,
+    host: Option<String>,
+) -> String {
     pod.filter(|s| !s.is_empty())
         .or_else(|| host.filter(|s| !s.is_empty()))
         .unwrap_or_else(|| format!("{operator}-{}", std::process::id()))

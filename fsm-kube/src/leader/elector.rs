@@ -7,6 +7,7 @@
 //! does), never from the timestamps written in it: clocks of different
 //! machines need not agree, only run at about the same rate.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -29,7 +30,7 @@ enum Attempt {
 
 /// The parts of a Lease whose change shows its holder is alive.
 #[derive(Clone, Debug, PartialEq)]
-struct Fingerprint {
+pub(crate) struct Fingerprint {
     holder: Option<String>,
     renew_time: Option<MicroTime>,
     acquire_time: Option<MicroTime>,
@@ -38,7 +39,7 @@ struct Fingerprint {
 }
 
 impl Fingerprint {
-    fn of(spec: &LeaseSpec) -> Fingerprint {
+    pub(crate) fn of(spec: &LeaseSpec) -> Fingerprint {
         Fingerprint {
             holder: spec.holder_identity.clone(),
             renew_time: spec.renew_time.clone(),
@@ -63,6 +64,9 @@ pub(crate) struct Elector {
     identity: String,
     timing: LeaseTiming,
     seen: Option<Seen>,
+    /// Labels the Lease carries (a shard Lease's ring label); kept on
+    /// every write.
+    labels: BTreeMap<String, String>,
 }
 
 impl Elector {
@@ -73,7 +77,14 @@ impl Elector {
             identity: identity.to_owned(),
             timing,
             seen: None,
+            labels: BTreeMap::new(),
         }
+    }
+
+    /// Writes `labels` on the Lease when creating or renewing it.
+    pub(crate) fn with_labels(mut self, labels: BTreeMap<String, String>) -> Self {
+        self.labels = labels;
+        self
     }
 
     /// Runs until the API server refuses access for good; moves `hold`.
@@ -141,6 +152,7 @@ impl Elector {
             let lease = Lease {
                 metadata: ObjectMeta {
                     name: Some(self.name.clone()),
+                    labels: (!self.labels.is_empty()).then(|| self.labels.clone()),
                     ..ObjectMeta::default()
                 },
                 spec: Some(self.spec_for_me(&LeaseSpec::default())),
@@ -168,6 +180,12 @@ impl Elector {
         // read, so of two replicas taking it over at once one wins.
         let mut next = lease;
         next.spec = Some(self.spec_for_me(&spec));
+        if !self.labels.is_empty() {
+            next.metadata
+                .labels
+                .get_or_insert_with(BTreeMap::new)
+                .extend(self.labels.clone());
+        }
         match self
             .api
             .replace(&self.name, &PostParams::default(), &next)

@@ -23,6 +23,7 @@
 mod elector;
 mod leadership;
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
 
@@ -33,6 +34,7 @@ use tokio::time::Instant;
 pub use leadership::Leadership;
 
 use elector::Elector;
+pub(crate) use elector::Fingerprint;
 
 /// Why leader election stopped.
 #[derive(Debug, thiserror::Error)]
@@ -184,6 +186,37 @@ pub async fn run_while_leader_until<C, Fut, S>(
     lease_name: &str,
     identity: &str,
     lease_duration: Duration,
+    controller: C,
+    shutdown: S,
+) -> Result<(), LeaderError>
+where
+    C: FnMut(Leadership) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+    S: Future<Output = ()>,
+{
+    run_while_holding(
+        client,
+        namespace,
+        lease_name,
+        identity,
+        lease_duration,
+        BTreeMap::new(),
+        controller,
+        shutdown,
+    )
+    .await
+}
+
+/// As [`run_while_leader_until`], with `labels` written on the Lease (a
+/// shard Lease carries its ring's label, for the assigner to list).
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn run_while_holding<C, Fut, S>(
+    client: Client,
+    namespace: &str,
+    lease_name: &str,
+    identity: &str,
+    lease_duration: Duration,
+    labels: BTreeMap<String, String>,
     mut controller: C,
     shutdown: S,
 ) -> Result<(), LeaderError>
@@ -195,7 +228,7 @@ where
     let timing = LeaseTiming::new(lease_duration.max(Duration::from_secs(2)));
     let (hold, mut leadership) = Leadership::channel(identity);
     let api: Api<Lease> = Api::namespaced(client, namespace);
-    let mut elector = Elector::new(api, lease_name, identity, timing);
+    let mut elector = Elector::new(api, lease_name, identity, timing).with_labels(labels);
     let ended = {
         let elect = elector.run(&hold);
         tokio::pin!(elect);
