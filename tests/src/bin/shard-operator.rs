@@ -62,7 +62,8 @@ async fn main() -> ExitCode {
             let fsm = run.reconciler();
             Controller::new(
                 run.api::<Order>(),
-                kube::runtime::watcher::Config::default(),
+                // Under --shards: only the objects labelled for this shard.
+                run.watcher_config(),
             )
             .run(fsm.reconcile(), fsm.error_policy(), context)
             .for_each(|_| async {})
