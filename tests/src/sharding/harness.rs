@@ -520,7 +520,7 @@ impl Harness {
                 Election::Sharded => o.labels().get(&shard).map(String::as_str) == Some(replica),
                 Election::Leader => true,
             })
-            .filter(|o| !o.record().is_some_and(|r| r.state == DONE))
+            .filter(|o| o.record().is_none_or(|r| r.state != DONE))
             .count())
     }
 
