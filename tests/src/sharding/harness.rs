@@ -446,7 +446,9 @@ impl Harness {
                     &waiting[..waiting.len().min(10)]
                 ));
             }
-            tokio::time::sleep(Duration::from_millis(500)).await;
+            // A list of every Order is not cheap for the server (in this
+            // process) at thousands of Orders: look less often then.
+            tokio::time::sleep(poll_interval(self.created)).await;
         }
     }
 
@@ -501,7 +503,7 @@ impl Harness {
                     "not settled on {running:?} after {bound:?}: {owners:?}"
                 ));
             }
-            tokio::time::sleep(Duration::from_millis(200)).await;
+            tokio::time::sleep(poll_interval(self.created)).await;
         }
     }
 
@@ -535,6 +537,12 @@ impl Harness {
         }
         Ok(())
     }
+}
+
+/// How often to list every Order while waiting: every half second, plus
+/// half a second per thousand Orders.
+fn poll_interval(orders: usize) -> Duration {
+    Duration::from_millis(500 + orders as u64 / 2)
 }
 
 /// Installs `crd` and waits (at most 30 s) until its resource lists.
