@@ -483,7 +483,9 @@ impl Harness {
     }
 
     /// Waits (at most `bound`) until every Order is labelled for a running
-    /// replica and none is draining (sharded runs; at once otherwise).
+    /// replica, none is draining, and every running replica owns some
+    /// (the assigner counts it in the ring) — sharded runs; at once
+    /// otherwise.
     ///
     /// # Errors
     /// The owners seen last.
@@ -495,7 +497,11 @@ impl Harness {
         let deadline = Instant::now() + bound;
         loop {
             let owners = self.owners().await.map_err(|e| e.to_string())?;
-            if owners.keys().all(|o| running.contains(o)) {
+            // Every Order with a live owner, and every live replica a
+            // member of the ring (it owns some of the Orders).
+            let all_owned = owners.keys().all(|o| running.contains(o));
+            let all_members = owners.is_empty() || running.iter().all(|r| owners.contains_key(r));
+            if all_owned && all_members {
                 return Ok(());
             }
             if Instant::now() >= deadline {
