@@ -43,9 +43,9 @@
 //! | `PROOF_WAVE_SECS` | 180 | the bound on each wave |
 //! | `PROOF_ELECTION` | `sharded` | `leader`: `--leader-elect` replicas instead (no share check) |
 //!
-//! The 5,000-Order run of `docs/evidence.md` is this test in a release
-//! build: `PROOF_OBJECTS=5000 cargo test --release -p integration-tests
-//! --test sharding_proof -- --nocapture`. It needs the embedded server's
+//! The 5,000-Order run of `docs/evidence.md` is this test with
+//! `PROOF_OBJECTS=5000 PROOF_WAVE_SECS=900` (about 200 s in the debug
+//! build on 2 cores). It needs the embedded server's
 //! request log, so it does not run on a real kube-apiserver.
 
 use std::collections::{BTreeMap, BTreeSet};
