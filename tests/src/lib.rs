@@ -12,11 +12,14 @@
 //! - [`scene`]: one differential scenario's workspace on one server (its
 //!   own namespace and CRD group), the raw-request helpers, and
 //!   [`scene::run_differential`], which runs a scenario on both servers and
-//!   compares what each observed.
+//!   compares what each observed;
+//! - [`sharding`]: the sharding proof's operator, ledger, checks and
+//!   harness (`tests/sharding_proof.rs`, the `shard-bench` binary).
 
 pub mod cluster;
 pub mod observe;
 pub mod scene;
+pub mod sharding;
 
 pub use cluster::{Backend, ClusterError, REAL_APISERVER_ENV, TestCluster};
 pub use observe::{Observations, normalize};
