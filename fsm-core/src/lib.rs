@@ -151,8 +151,8 @@ pub use machine_graph::{GraphEdge, GraphState, MachineGraph};
 pub use memory::EphemeralStore;
 pub use random::{RandomSource, SeededRandom};
 pub use record::{
-    DEFAULT_HISTORY_LIMIT, DecodeError, HistoryEntry, MAX_TRAIL, RawRecord, SCHEMA_VERSION,
-    StateRecord, TrailEntry, Unwind, UnwindFailure,
+    DEFAULT_HISTORY_LIMIT, DecodeError, DecodedRecord, HistoryEntry, MAX_TRAIL, RawRecord,
+    SCHEMA_VERSION, StateRecord, TrailEntry, Unwind, UnwindFailure,
 };
 pub use retry::{InvalidRetryPolicy, Jitter, RetryPolicy};
 pub use step::{

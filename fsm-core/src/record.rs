@@ -1,9 +1,11 @@
 //! The persisted state of one object's machine, and its decoding.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{Fsm, Timestamp};
+use crate::{Fsm, Machine, Timestamp};
 
 /// The record format this version of the engine writes and reads.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -167,6 +169,69 @@ pub enum RawRecord {
     Json(Value),
     /// Text that should hold JSON (ConfigMap and Secret stores).
     Text(String),
+    /// A record this build of a machine committed, kept decoded by a store
+    /// that caches what it wrote (see [`DecodedRecord`]): reading it skips
+    /// parsing and checking the stored JSON.
+    Decoded(DecodedRecord),
+}
+
+/// A record that this build of machine `machine` committed itself, kept
+/// decoded and shared, so that the next load of the same stored version
+/// needs no decoding.
+///
+/// # Guarantees
+/// [`RawRecord::upgrade`] answers it without decoding only for the same
+/// machine (its name) and machine version that wrote it; for any other it
+/// is read as its JSON, like any stored record, so upgrades and
+/// compatibility checks still apply.
+///
+/// # Assumptions
+/// The record is one this build's engine committed (its names current,
+/// its data fitting its variant): a store builds one only from the record
+/// it was asked to save, never from what it read.
+///
+/// ```
+/// use std::sync::Arc;
+/// use fsm_core::{DecodedRecord, Machine, RawRecord, StateMeta, StateRecord, Timestamp};
+/// static STATES: [StateMeta; 1] = [StateMeta::new("Start").initial()];
+/// static MACHINE: Machine = Machine::new("Job", &STATES);
+/// let record = serde_json::from_value::<StateRecord>(serde_json::json!({
+///     "schemaVersion": 1, "state": "Start", "enteredAt": "2024-01-01T00:00:00Z"
+/// })).unwrap();
+/// let raw = RawRecord::Decoded(DecodedRecord::new(&MACHINE, Arc::new(record.clone())));
+/// assert_eq!(raw.as_json()["state"], "Start");
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct DecodedRecord {
+    machine: &'static str,
+    machine_version: u32,
+    record: Arc<StateRecord>,
+}
+
+impl DecodedRecord {
+    /// `record`, which this build of `machine` committed.
+    pub fn new(machine: &Machine, record: Arc<StateRecord>) -> Self {
+        DecodedRecord {
+            machine: machine.name(),
+            machine_version: machine.version(),
+            record,
+        }
+    }
+
+    /// The record.
+    pub fn record(&self) -> &Arc<StateRecord> {
+        &self.record
+    }
+
+    /// Whether machine `S` (this build) wrote it, so that it needs no
+    /// decoding, upgrade or check.
+    pub(crate) fn written_by<S: Fsm>(&self) -> bool {
+        let machine = S::machine();
+        self.machine == machine.name()
+            && self.machine_version == machine.version()
+            && self.record.machine_version == machine.version()
+            && self.record.schema_version == SCHEMA_VERSION
+    }
 }
 
 /// Why a stored record cannot be used. A record that fails to decode is
@@ -244,6 +309,8 @@ impl RawRecord {
             RawRecord::Text(t) => {
                 serde_json::from_str(t).unwrap_or_else(|_| Value::String(t.clone()))
             }
+            // A record that encodes is the only kind a store keeps decoded.
+            RawRecord::Decoded(d) => serde_json::to_value(d.record.as_ref()).unwrap_or_default(),
         }
     }
 }

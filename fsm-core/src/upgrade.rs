@@ -168,6 +168,19 @@ impl RawRecord {
                 serde_json::from_str::<Value>(t)
                     .map_err(|e| DecodeError::Malformed(e.to_string()))?,
             ),
+            // This build's own commit: already current, nothing to check.
+            RawRecord::Decoded(d) if d.written_by::<S>() => {
+                let record = d.record().as_ref().clone();
+                return Ok(Upgraded {
+                    compatibility: RecordCompatibility::Current,
+                    stored_state: record.state.clone(),
+                    stored_version: record.machine_version,
+                    changed: false,
+                    record,
+                });
+            }
+            // Another machine's or build's: read it as stored.
+            RawRecord::Decoded(_) => Cow::Owned(self.as_json()),
         };
         // The versions first: a newer record may not parse as this one.
         let schema = value

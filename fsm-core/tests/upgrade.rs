@@ -633,3 +633,43 @@ async fn an_upgrade_that_conflicts_commits_nothing_and_runs_nothing() {
         BTreeMap::from([("create raced".to_owned(), 1)])
     );
 }
+
+/// A record a store kept decoded after committing it: the build that wrote
+/// it reads it as is; another build reads it as its JSON, through the same
+/// renames, migrations and refusals as any stored record.
+#[test]
+fn a_record_kept_decoded_is_upgraded_like_its_json_by_other_builds() {
+    use fsm_core::DecodedRecord;
+    let at = Timestamp::UNIX_EPOCH;
+    let keep = |machine, record: &StateRecord| {
+        RawRecord::Decoded(DecodedRecord::new(machine, Arc::new(record.clone())))
+    };
+
+    // Build 2's own commit: read without decoding, the same record.
+    let own = StateRecord::new(&v2::Db::Starting { id: "i".into() }, at).unwrap();
+    let upgraded = keep(v2::Db::machine(), &own).upgrade::<v2::Db>().unwrap();
+    assert_eq!(upgraded.record, own);
+    assert_eq!(upgraded.compatibility, RecordCompatibility::Current);
+    assert!(!upgraded.changed);
+    let from_json = own.to_raw().unwrap().upgrade::<v2::Db>().unwrap();
+    assert_eq!(from_json.record, upgraded.record);
+
+    // Build 1's commit, read by build 2: migrated like its JSON.
+    let old = StateRecord::new(&v1::Db::Seeding { id: "i".into() }, at).unwrap();
+    let upgraded = keep(v1::Db::machine(), &old).upgrade::<v2::Db>().unwrap();
+    let from_json = old.to_raw().unwrap().upgrade::<v2::Db>().unwrap();
+    assert_eq!(upgraded.record, from_json.record);
+    assert!(upgraded.changed);
+    assert_eq!(upgraded.record.state, "Loading");
+
+    // Build 2's commit, read by build 1 (a rollback): refused, as newer.
+    assert_eq!(
+        keep(v2::Db::machine(), &own)
+            .upgrade::<v1::Db>()
+            .unwrap_err(),
+        DecodeError::NewerMachine {
+            found: 2,
+            supported: 1
+        }
+    );
+}

@@ -30,6 +30,7 @@ mod cache;
 mod classify;
 pub mod cli;
 pub mod conditions;
+mod decoded;
 pub mod dependents;
 pub mod events;
 mod fields;

@@ -422,3 +422,81 @@ async fn a_commit_is_rebased_over_a_label_but_not_over_a_changed_record_or_spec(
         .unwrap_err();
     assert!(matches!(error, fsm_core::StoreError::Conflict), "{error:?}");
 }
+
+/// The store keeps its own last commit decoded for the version it wrote:
+/// a load of that version needs no decoding; a version someone else wrote
+/// (here a corrupt record) is read from the status, and a deleted object
+/// is forgotten.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_load_of_the_stores_own_commit_is_answered_decoded() {
+    use fsm_core::RawRecord;
+    use fsm_kube::KubeStore;
+    let env = env().await;
+    let widgets: Api<Widget> = Api::namespaced(env.client.clone(), &env.ns);
+    create_annotated_widget(&env, "d", "unused").await;
+    let store = StatusStore::new();
+    let record = fsm_core::StateRecord::new(&WidgetState::Pending, jiff::Timestamp::now()).unwrap();
+
+    // Nothing committed yet: the status as it is.
+    let target = target_of(&env, "d").await;
+    let loaded = store.load(&target).await.unwrap();
+    assert!(!matches!(loaded.record, Some(RawRecord::Decoded(_))));
+
+    let expected = fsm_core::Version(target.resource_version.clone());
+    let version = store
+        .save(&target, &record, None, Some(&expected))
+        .await
+        .unwrap();
+
+    // The watch still shows the old version, or already the new one:
+    // either way the record committed, decoded, at the new version.
+    for target in [target, target_of(&env, "d").await] {
+        let loaded = store.load(&target).await.unwrap();
+        assert_eq!(loaded.version.as_ref(), Some(&version));
+        let Some(RawRecord::Decoded(decoded)) = &loaded.record else {
+            panic!("not kept decoded: {:?}", loaded.record);
+        };
+        assert_eq!(**decoded.record(), record);
+        // What the status holds decodes to the same record.
+        let stored = widgets.get("d").await.unwrap().status.unwrap().fsm.unwrap();
+        let stored = RawRecord::Json(serde_json::to_value(stored).unwrap());
+        assert_eq!(stored.decode::<WidgetState>().unwrap(), record);
+    }
+
+    // Someone else writes a corrupt record: that version is read from the
+    // status (and reported corrupt by the engine), never the cached one.
+    let corrupt = serde_json::json!({"status": {"fsm": {"state": "Nowhere"}}});
+    widgets
+        .patch_status("d", &PatchParams::default(), &Patch::Merge(corrupt))
+        .await
+        .unwrap();
+    let target = target_of(&env, "d").await;
+    let loaded = store.load(&target).await.unwrap();
+    let Some(raw @ RawRecord::Json(_)) = &loaded.record else {
+        panic!(
+            "the corrupt record is not what was read: {:?}",
+            loaded.record
+        );
+    };
+    assert!(raw.decode::<WidgetState>().is_err());
+    // Nor does the old version hit any more.
+    let loaded = store.load(&target).await.unwrap();
+    assert!(matches!(loaded.record, Some(RawRecord::Json(_))));
+
+    // A new commit, then the object's deletion: forgotten.
+    let expected = fsm_core::Version(target.resource_version.clone());
+    store
+        .save(&target, &record, None, Some(&expected))
+        .await
+        .unwrap();
+    let target = target_of(&env, "d").await;
+    assert!(matches!(
+        store.load(&target).await.unwrap().record,
+        Some(RawRecord::Decoded(_))
+    ));
+    store.delete(&target, None).await.unwrap();
+    assert!(matches!(
+        store.load(&target).await.unwrap().record,
+        Some(RawRecord::Json(_))
+    ));
+}

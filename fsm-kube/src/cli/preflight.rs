@@ -363,6 +363,7 @@ impl Preflight {
 fn stored_fields(raw: &RawRecord) -> (Option<String>, Option<u32>) {
     let value = match raw {
         RawRecord::Json(value) => value.clone(),
+        RawRecord::Decoded(_) => raw.as_json(),
         RawRecord::Text(text) => match serde_json::from_str::<Value>(text) {
             Ok(value) => value,
             Err(_) => return (None, None),

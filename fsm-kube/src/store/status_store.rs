@@ -2,9 +2,11 @@
 //! with `.status.conditions` in one status patch per commit.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use fsm_core::{
-    BoxFuture, DecodeError, Loaded, RawRecord, StateRecord, StatusFields, StoreError, Version,
+    BoxFuture, DecodeError, DecodedRecord, Loaded, RawRecord, StateRecord, StatusFields,
+    StoreError, Version,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::ResourceExt;
@@ -15,6 +17,7 @@ use serde_json::{Value, json};
 use super::{KubeStore, Target, report_corrupt_conditions, size};
 use crate::KubeResource;
 use crate::cache::WrittenCache;
+use crate::decoded::DecodedCache;
 use crate::{conditions, merge_patch};
 
 /// Keeps the record at `.status.fsm` of the custom resource (the default).
@@ -29,6 +32,15 @@ use crate::{conditions, merge_patch};
 /// The CRD has the `status` subresource and its status schema declares
 /// `fsm` (use [`FsmStatus`](crate::FsmStatus)) and `conditions`.
 ///
+/// # Caching
+/// The store keeps the last record it committed for each object, decoded
+/// and keyed by the object's UID and the `resourceVersion` the commit
+/// produced (up to 4096 objects): the next load of that version (the
+/// common case, as the next reconcile sees the runtime's own write) hands
+/// the engine that record without decoding the status again. Any other
+/// version (someone else wrote) is decoded from the status as usual; a
+/// deleted object or a record reported corrupt is forgotten.
+///
 /// # Caveats
 /// The version token is the whole object's: a spec edit between the load
 /// and the commit is a conflict too, and the reconcile runs again on the
@@ -36,6 +48,7 @@ use crate::{conditions, merge_patch};
 #[derive(Debug, Default)]
 pub struct StatusStore {
     written: WrittenCache,
+    decoded: DecodedCache,
 }
 
 impl StatusStore {
@@ -47,18 +60,25 @@ impl StatusStore {
 
 impl<K: KubeResource> KubeStore<K> for StatusStore {
     fn load<'a>(&'a self, target: &'a Target<K>) -> BoxFuture<'a, Result<Loaded, StoreError>> {
+        let decoded = |version: &str| {
+            self.decoded
+                .get(&target.uid, version)
+                .map(|record| RawRecord::Decoded(DecodedRecord::new(target.machine, record)))
+        };
         let loaded = match self.written.resolve(&target.uid, &target.resource_version) {
             Some(written) => Loaded {
-                record: Some(written.record.clone()),
+                record: decoded(&written.version.0).or_else(|| Some(written.record.clone())),
                 version: Some(written.version.clone()),
             },
             None => Loaded {
-                record: target
-                    .status
-                    .get("fsm")
-                    .filter(|v| !v.is_null())
-                    .cloned()
-                    .map(RawRecord::Json),
+                record: decoded(&target.resource_version).or_else(|| {
+                    target
+                        .status
+                        .get("fsm")
+                        .filter(|v| !v.is_null())
+                        .cloned()
+                        .map(RawRecord::Json)
+                }),
                 version: Some(Version(target.resource_version.clone())),
             },
         };
@@ -80,7 +100,7 @@ impl<K: KubeResource> KubeStore<K> for StatusStore {
                 Some(written) => (
                     match &written.record {
                         RawRecord::Json(value) => Cow::Borrowed(value),
-                        text @ RawRecord::Text(_) => Cow::Owned(text.as_json()),
+                        other => Cow::Owned(other.as_json()),
                     },
                     written.conditions.clone().unwrap_or_default(),
                 ),
@@ -143,6 +163,8 @@ impl<K: KubeResource> KubeStore<K> for StatusStore {
                     }
                 }
             };
+            self.decoded
+                .remember(&target.uid, version.clone(), Arc::new(record.clone()));
             let written = RawRecord::Json(value.clone());
             self.written.remember(
                 &target.uid,
@@ -162,6 +184,7 @@ impl<K: KubeResource> KubeStore<K> for StatusStore {
     ) -> BoxFuture<'a, Result<(), StoreError>> {
         // The record goes with the object.
         self.written.forget(&target.uid);
+        self.decoded.forget(&target.uid);
         Box::pin(async { Ok(()) })
     }
 
@@ -171,6 +194,7 @@ impl<K: KubeResource> KubeStore<K> for StatusStore {
         error: &'a DecodeError,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         self.written.forget(&target.uid);
+        self.decoded.forget(&target.uid);
         Box::pin(report_corrupt_conditions(target, error))
     }
 }

@@ -22,6 +22,7 @@ use crate::cli::{Error, record_view};
 pub fn decode(raw: &RawRecord, graph: &MachineGraph) -> Result<StateRecord, DecodeError> {
     let value = match raw {
         RawRecord::Json(value) => value.clone(),
+        RawRecord::Decoded(_) => raw.as_json(),
         RawRecord::Text(text) => serde_json::from_str::<Value>(text)
             .map_err(|e| DecodeError::Malformed(e.to_string()))?,
     };
