@@ -184,6 +184,6 @@ async fn the_operators_pass_through_a_kubeconfig() {
     let state = sso
         .status
         .and_then(|s| s.fsm)
-        .map(|f| f.state_name().map(str::to_owned));
+        .map(|f| f.state_name());
     assert_eq!(state, Some(Some("Done".to_owned())));
 }

@@ -1574,7 +1574,7 @@ async fn the_operators_reconciler_options_reach_the_engine() {
         let state = widget
             .status
             .and_then(|s| s.fsm)
-            .and_then(|f| f.state_name().map(str::to_owned));
+            .and_then(|f| f.state_name());
         assert_eq!(state.as_deref(), Some(expected), "{name}");
     }
 }

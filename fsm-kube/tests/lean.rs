@@ -55,6 +55,7 @@ async fn a_machine_runs_on_a_lean_cache_that_holds_no_managed_fields() {
                         .as_ref()
                         .and_then(|s| s.fsm.as_ref())
                         .and_then(|r| r.state_name())
+                        .as_deref()
                         == Some("Ready")
             })
         }

@@ -375,7 +375,7 @@ async fn a_commit_is_rebased_over_a_label_but_not_over_a_changed_record_or_spec(
     );
     assert_eq!(widget.labels().get("l").map(String::as_str), Some("a"));
     let stored = widget.status.unwrap().fsm.unwrap();
-    assert_eq!(stored.state_name(), Some("Pending"));
+    assert_eq!(stored.state_name().as_deref(), Some("Pending"));
 
     // The next commit of this machine (a failed attempt, say).
     let mut record = record;
@@ -392,7 +392,7 @@ async fn a_commit_is_rebased_over_a_label_but_not_over_a_changed_record_or_spec(
         .unwrap();
     let theirs = widgets.get("r").await.unwrap();
     assert_eq!(
-        theirs.status.unwrap().fsm.unwrap().state_name(),
+        theirs.status.unwrap().fsm.unwrap().state_name().as_deref(),
         Some("Failed"),
         "their record is stored"
     );
@@ -403,7 +403,7 @@ async fn a_commit_is_rebased_over_a_label_but_not_over_a_changed_record_or_spec(
     assert!(matches!(error, fsm_core::StoreError::Conflict), "{error:?}");
     let widget = widgets.get("r").await.unwrap();
     assert_eq!(
-        widget.status.unwrap().fsm.unwrap().state_name(),
+        widget.status.unwrap().fsm.unwrap().state_name().as_deref(),
         Some("Failed")
     );
 
@@ -459,7 +459,7 @@ async fn a_load_of_the_stores_own_commit_is_answered_decoded() {
         assert_eq!(**decoded.record(), record);
         // What the status holds decodes to the same record.
         let stored = widgets.get("d").await.unwrap().status.unwrap().fsm.unwrap();
-        let stored = RawRecord::Json(serde_json::to_value(stored).unwrap());
+        let stored = RawRecord::Json(stored.to_value());
         assert_eq!(stored.decode::<WidgetState>().unwrap(), record);
     }
 

@@ -246,7 +246,7 @@ impl Where {
         let widgets: Api<Widget> = Api::namespaced(env.client.clone(), &env.ns);
         let widget = widgets.get_opt(name).await.ok()??;
         let text = match self {
-            Where::Status => return Some(widget.status?.fsm?.0),
+            Where::Status => return Some(widget.status?.fsm?.to_value()),
             Where::ConfigMap => record_text::<ConfigMap>(env, name).await?,
             Where::Secret => record_text::<Secret>(env, name).await?,
             Where::Memory(memory) => {
@@ -492,7 +492,7 @@ async fn an_older_build_adds_no_finalizer_to_an_object_of_a_newer_one() {
     let after = widget(env, "w").await;
     assert!(after.finalizers().is_empty(), "{:?}", after.finalizers());
     assert_eq!(
-        after.status.as_ref().unwrap().fsm.as_ref().unwrap().0,
+        after.status.as_ref().unwrap().fsm.as_ref().unwrap().to_value(),
         record
     );
     assert_eq!(

@@ -124,17 +124,17 @@ pub async fn read_record(
             .get_opt(name)
             .await?
             .and_then(|o| o.status?.fsm)
-            .and_then(|f| decode(f.0)),
+            .and_then(|f| decode(f.to_value())),
         Kind::Integration => Api::<Integration>::namespaced(client.clone(), namespace)
             .get_opt(name)
             .await?
             .and_then(|o| o.status?.fsm)
-            .and_then(|f| decode(f.0)),
+            .and_then(|f| decode(f.to_value())),
         Kind::WebPage => Api::<WebPage>::namespaced(client.clone(), namespace)
             .get_opt(name)
             .await?
             .and_then(|o| o.status?.fsm)
-            .and_then(|f| decode(f.0)),
+            .and_then(|f| decode(f.to_value())),
         Kind::Database => {
             // The record's Secret can outlive a deleted Database until
             // garbage collection: only read it while the Database exists.

@@ -403,7 +403,7 @@ pub async fn wait_for_status_state(env: &impl Scope, name: &str, state: &str) ->
         let api = api.clone();
         async move {
             let w = api.get(name).await.ok()?;
-            let current = w.status.as_ref()?.fsm.as_ref()?.state_name()?.to_owned();
+            let current = w.status.as_ref()?.fsm.as_ref()?.state_name()?;
             (current == state).then_some(w)
         }
     })

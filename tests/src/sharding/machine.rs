@@ -68,7 +68,7 @@ impl Order {
     #[must_use]
     pub fn record(&self) -> Option<fsm_kube::fsm_core::StateRecord> {
         let fsm = self.status.as_ref()?.fsm.as_ref()?;
-        serde_json::from_value(fsm.0.clone()).ok()
+        serde_json::from_value(fsm.to_value()).ok()
     }
 }
 
