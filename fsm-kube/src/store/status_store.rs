@@ -33,12 +33,12 @@ use crate::{conditions, merge_patch};
 /// `fsm` (use [`FsmStatus`](crate::FsmStatus)) and `conditions`.
 ///
 /// # Caching
-/// The store keeps the last record it committed for each object, decoded
-/// and keyed by the object's UID and the `resourceVersion` the commit
-/// produced (up to 4096 objects): the next load of that version (the
-/// common case, as the next reconcile sees the runtime's own write) hands
-/// the engine that record without decoding the status again. Any other
-/// version (someone else wrote) is decoded from the status as usual; a
+/// The store keeps the record it committed, decoded and keyed by the
+/// object's UID and the `resourceVersion` the commit produced, until the
+/// next load of the object (up to 1,024 objects): that load, usually the
+/// reconcile the runtime's own write wakes up, hands the engine the record
+/// without decoding the status again. Any other version (someone else
+/// wrote) and any later load are decoded from the status as usual; a
 /// deleted object or a record reported corrupt is forgotten.
 ///
 /// # Caveats
@@ -62,7 +62,7 @@ impl<K: KubeResource> KubeStore<K> for StatusStore {
     fn load<'a>(&'a self, target: &'a Target<K>) -> BoxFuture<'a, Result<Loaded, StoreError>> {
         let decoded = |version: &str| {
             self.decoded
-                .get(&target.uid, version)
+                .take(&target.uid, version)
                 .map(|record| RawRecord::Decoded(DecodedRecord::new(target.machine, record)))
         };
         let loaded = match self.written.resolve(&target.uid, &target.resource_version) {
