@@ -72,7 +72,12 @@ impl BenchApp {
             return false;
         };
         status.phase.as_deref() == Some("Ready")
-            || status.fsm.as_ref().and_then(FsmStatus::state_name).as_deref() == Some("Ready")
+            || status
+                .fsm
+                .as_ref()
+                .and_then(FsmStatus::state_name)
+                .as_deref()
+                == Some("Ready")
             || status
                 .conditions
                 .iter()

@@ -181,9 +181,6 @@ async fn the_operators_pass_through_a_kubeconfig() {
     let keycloaks: kube::Api<examples::mutable_jar::Keycloak> =
         kube::Api::namespaced(cluster.client(), &namespace);
     let sso = keycloaks.get("sso").await.unwrap();
-    let state = sso
-        .status
-        .and_then(|s| s.fsm)
-        .map(|f| f.state_name());
+    let state = sso.status.and_then(|s| s.fsm).map(|f| f.state_name());
     assert_eq!(state, Some(Some("Done".to_owned())));
 }

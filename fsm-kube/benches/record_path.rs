@@ -34,7 +34,12 @@ use kube::{Client, CustomResource, ResourceExt};
 
 /// The benchmark's resource.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[kube(group = "bench.operator-fsm.io", version = "v1", kind = "Gadget", namespaced)]
+#[kube(
+    group = "bench.operator-fsm.io",
+    version = "v1",
+    kind = "Gadget",
+    namespaced
+)]
 #[kube(status = "GadgetStatus")]
 pub struct GadgetSpec {
     /// How big.
@@ -258,7 +263,12 @@ async fn scenario_commit_transition(client: &Client, iterations: u64) {
     commits(client, &record(40), &record(41), iterations).await;
 }
 
-const SCENARIOS: [&str; 4] = ["load_miss", "load_hit", "commit_attempt", "commit_transition"];
+const SCENARIOS: [&str; 4] = [
+    "load_miss",
+    "load_hit",
+    "commit_attempt",
+    "commit_transition",
+];
 
 /// Runs one scenario to its end. Each is a function of its own (named
 /// `measure_<scenario>`), so that callgrind can count it alone.

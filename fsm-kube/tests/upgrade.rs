@@ -492,7 +492,14 @@ async fn an_older_build_adds_no_finalizer_to_an_object_of_a_newer_one() {
     let after = widget(env, "w").await;
     assert!(after.finalizers().is_empty(), "{:?}", after.finalizers());
     assert_eq!(
-        after.status.as_ref().unwrap().fsm.as_ref().unwrap().to_value(),
+        after
+            .status
+            .as_ref()
+            .unwrap()
+            .fsm
+            .as_ref()
+            .unwrap()
+            .to_value(),
         record
     );
     assert_eq!(
