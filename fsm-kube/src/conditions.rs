@@ -9,6 +9,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 /// The condition types this crate maintains.
 pub const CONDITION_TYPES: [&str; 3] = ["Ready", "Progressing", "Degraded"];
 
+/// The message of a condition about an error that displays as nothing.
+const NO_ERROR_MESSAGE: &str = "the error has no message";
+
 /// The wanted value of one condition, before timestamps.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Wanted {
@@ -37,7 +40,13 @@ pub fn from_record(
     // The chain ran for `on_spec_change = compensate_and_restart`, not
     // because the workflow failed.
     let restarted = record.compensation.as_ref().is_some_and(|u| u.restart);
-    let last_error = record.last_error.clone().unwrap_or_default();
+    // An error may display as nothing; a message never says nothing.
+    let error_text = record
+        .last_error
+        .as_deref()
+        .map(str::trim)
+        .filter(|e| !e.is_empty());
+    let last_error = error_text.unwrap_or(NO_ERROR_MESSAGE).to_owned();
     let in_state = format!("in state {}", record.state);
 
     let ready = Wanted {
@@ -110,7 +119,8 @@ pub fn from_record(
             type_: "Degraded",
             status: true,
             reason: "Failed".into(),
-            message: last_error,
+            // A machine may enter its failed state by a plain transition.
+            message: error_text.map_or_else(|| in_state.clone(), str::to_owned),
         }
     } else if unwinding || record.attempt > 0 || record.failures_without_attempt > 0 {
         Wanted {
@@ -229,11 +239,19 @@ fn merge<const N: usize>(
             .iter()
             .find(|c| c.type_ == w.type_ && c.status == status)
             .map_or(Time(now), |c| c.last_transition_time.clone());
+        // kube-apiserver refuses a condition whose message is empty (as
+        // "must be of type string: null"), and the whole status write with
+        // it: the reason stands in.
+        let message = if w.message.trim().is_empty() {
+            w.reason.clone()
+        } else {
+            w.message
+        };
         out.push(Condition {
             type_: w.type_.to_owned(),
             status: status.to_owned(),
             reason: w.reason,
-            message: w.message,
+            message,
             observed_generation: generation,
             last_transition_time: since,
         });
@@ -406,6 +424,34 @@ mod tests {
         assert_eq!(get(&cs, "Progressing").reason, "Retrying");
         assert_eq!(get(&cs, "Degraded").status, "True");
         assert_eq!(get(&cs, "Degraded").message, "cloud unavailable");
+    }
+
+    /// kube-apiserver refuses a condition with an empty message, and with
+    /// it the whole status write: an error that displays as nothing, or a
+    /// failed state entered without one, still gets a message.
+    #[test]
+    fn no_condition_has_an_empty_message() {
+        let mut failed = record("Failed");
+        failed.last_error = None;
+        let cs = from_record(&MACHINE, &failed, Some(1), &[], t(10));
+        assert_eq!(get(&cs, "Degraded").message, "in state Failed");
+
+        for error in [None, Some(String::new()), Some("  ".to_owned())] {
+            let mut retrying = record("Provisioning");
+            retrying.attempt = 1;
+            retrying.last_error = error.clone();
+            let mut transient = record("Provisioning");
+            transient.failures_without_attempt = 1;
+            transient.last_error = error;
+            for r in [&retrying, &transient] {
+                let cs = from_record(&MACHINE, r, Some(1), &[], t(10));
+                assert_eq!(get(&cs, "Degraded").message, NO_ERROR_MESSAGE);
+                assert!(cs.iter().all(|c| !c.message.trim().is_empty()), "{cs:?}");
+            }
+        }
+
+        let cs = dependents_ready(false, "Pending", String::new(), Some(1), &[], t(10));
+        assert_eq!(get(&cs, DEPENDENTS_READY).message, "Pending");
     }
 
     #[test]

@@ -513,3 +513,37 @@ async fn a_load_of_the_stores_own_commit_is_answered_decoded() {
         Some(RawRecord::Json(_))
     ));
 }
+
+/// A record whose conditions would carry no error text (a failed state
+/// entered by a plain transition, an error that displays as nothing)
+/// commits: kube-apiserver refuses a condition with an empty message,
+/// and with it the whole status write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_without_error_text_commits_with_every_condition_worded() {
+    use fsm_kube::KubeStore;
+    let env = env().await;
+    let widgets: Api<Widget> = Api::namespaced(env.client.clone(), &env.ns);
+    create_annotated_widget(&env, "quiet", "unused").await;
+    let store = StatusStore::new();
+    let now = jiff::Timestamp::now();
+
+    let mut retrying = fsm_core::StateRecord::new(&WidgetState::Pending, now).unwrap();
+    retrying.attempt = 1;
+    retrying.last_error = Some(String::new());
+    let failed = fsm_core::StateRecord::new(&WidgetState::Failed, now).unwrap();
+    for record in [retrying, failed] {
+        let target = target_of(&env, "quiet").await;
+        let expected = fsm_core::Version(target.resource_version.clone());
+        store
+            .save(&target, &record, None, Some(&expected))
+            .await
+            .unwrap_or_else(|e| panic!("{} not committed: {e}", record.state));
+        let status = widgets.get("quiet").await.unwrap().status.unwrap();
+        let conditions = status.conditions.unwrap_or_default();
+        assert_eq!(conditions.len(), 3, "{conditions:?}");
+        assert!(
+            conditions.iter().all(|c| !c.message.is_empty()),
+            "{conditions:?}"
+        );
+    }
+}
