@@ -19,6 +19,9 @@
 //! when the operator creates a record Secret whose owner reference blocks
 //! the Database's deletion; the embedded server does not enforce it, so it
 //! is expected and listed apart.
+//!
+//! With the web view on (`run --view-addr`, `rbac --view`), the test also
+//! reads every kind of page the view serves while the Databases exist.
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
@@ -140,6 +143,35 @@ fn table(pairs: &BTreeSet<Pair>) -> String {
 /// the pairs used with what `database-operator rbac <rbac_args>` prints.
 /// With `namespaced`, the printed objects are Roles in `default`, so every
 /// request must stay in that namespace too.
+/// `GET path` on `addr` over HTTP/1.0 (the server closes after the
+/// answer): the status line and the body.
+async fn http_get(addr: SocketAddr, path: &str) -> (String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("the web view answers");
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: view\r\n\r\n").as_bytes())
+        .await
+        .expect("the request is sent");
+    let mut answer = String::new();
+    stream
+        .read_to_string(&mut answer)
+        .await
+        .expect("the answer is read");
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    (
+        head.lines().next().unwrap_or_default().to_owned(),
+        body.to_owned(),
+    )
+}
+
+/// A loopback address with a port free a moment ago.
+fn free_addr() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    listener.local_addr().expect("its address").to_string()
+}
+
 async fn check(label: &str, run_args: &[&str], rbac_args: &[&str], namespaced: bool) {
     let started = Instant::now();
     let server = ApiServer::new();
@@ -207,6 +239,25 @@ async fn check(label: &str, run_args: &[&str], rbac_args: &[&str], namespaced: b
     wait("every Database to settle", Duration::from_secs(90), || {
         (0..DATABASES).all(|i| state(&server, i).as_deref() == Some(expected(i)))
     });
+    // With the web view on, every kind of page it serves, read the way a
+    // browser would: the index, the rows, and an object's page (the
+    // object, its record Secret, its Events).
+    if let Some(at) = run_args.iter().position(|a| *a == "--view-addr") {
+        let addr: SocketAddr = run_args[at + 1].parse().expect("the view's address");
+        for path in [
+            "/".to_owned(),
+            "/api/objects".to_owned(),
+            format!("/objects/Database/{NS}/{}", name(0)),
+            format!("/objects/Database/{NS}/{}", name(REJECTED)),
+        ] {
+            let (status, body) = http_get(addr, &path).await;
+            assert!(status.contains(" 200 "), "GET {path}: {status}\n{body}");
+            assert!(
+                !body.contains("cannot list the events") && !body.contains("forbidden"),
+                "GET {path} shows a failure:\n{body}"
+            );
+        }
+    }
     // The record Secrets block their Database's deletion, which is what
     // makes `databases/finalizers` `update` necessary on a real server.
     let record = get(
@@ -370,4 +421,14 @@ async fn printed_roles_with_sharding_are_exactly_what_the_operator_uses() {
     ];
     let rbac = ["-n", NS, "--shards", "--lease-namespace", NS];
     check("sharded", &run, &rbac, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn printed_roles_with_the_web_view_are_exactly_what_the_operator_uses() {
+    // The view runs in the operator's process, with its ServiceAccount:
+    // its pages GET the object and its record Secret and list Events.
+    let view = free_addr();
+    let run = ["-n", NS, "--view-addr", view.as_str()];
+    let rbac = ["-n", NS, "--view"];
+    check("view", &run, &rbac, true).await;
 }

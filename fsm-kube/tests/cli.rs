@@ -173,6 +173,7 @@ fn crd_diagram_rbac_and_status_parse() {
             namespace: Some("shop".into()),
             leader_elect: true,
             shards: false,
+            view: false,
             lease_namespace: Some("ops".into()),
             name: Some("w".into()),
         })

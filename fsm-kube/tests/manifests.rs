@@ -80,6 +80,46 @@ fn the_flags_have_defaults_but_the_image_and_namespace() {
     assert_eq!(old.run_args, ["--cloud-url=http://cloud"]);
 }
 
+/// `--view-port` starts the web view in the pods and grants what it
+/// reads: the same roles as `rbac --view`.
+#[test]
+fn a_view_port_gets_the_view_and_the_roles_rbac_view_prints() {
+    let yaml = operator()
+        .manifests(&manifests_args(&[
+            "--image",
+            "example.io/w:1",
+            "-n",
+            "ops",
+            "--view-port",
+            "8090",
+        ]))
+        .unwrap();
+    let documents = documents(&yaml);
+    let rbac = operator()
+        .rbac(&fsm_kube::cli::RbacArgs {
+            leader_elect: true,
+            lease_namespace: Some("ops".into()),
+            view: true,
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(documents[2..4], self::documents(&rbac)[..]);
+    let rules = serde_json::to_string(&documents[2]["rules"]).unwrap();
+    assert!(rules.contains(r#""apiGroups":["events.k8s.io"],"resources":["events"],"verbs":["list","create","patch"]"#), "{rules}");
+    let deployment: Deployment = serde_yaml_ng::from_value(documents[6].clone()).unwrap();
+    let pod = deployment.spec.unwrap().template.spec.unwrap();
+    let container = &pod.containers[0];
+    let args = container.args.clone().unwrap_or_default();
+    let at = args.iter().position(|a| a == "--view-addr").unwrap();
+    assert_eq!(args[at + 1], "0.0.0.0:8090");
+    let ports = container.ports.clone().unwrap_or_default();
+    assert!(
+        ports
+            .iter()
+            .any(|p| p.name.as_deref() == Some("view") && p.container_port == 8090)
+    );
+}
+
 #[test]
 fn the_manifests_are_everything_a_cluster_needs_in_order() {
     let yaml = operator()

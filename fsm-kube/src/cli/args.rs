@@ -149,6 +149,11 @@ pub struct RbacArgs {
     /// on the resource the main role grants.
     #[arg(long)]
     pub shards: bool,
+    /// Add what the web view (`run --view-addr`) reads: `get` on the
+    /// resource (and on the record ConfigMaps or Secrets of those stores)
+    /// and `list` on events.
+    #[arg(long)]
+    pub view: bool,
     /// The Leases' namespace (default: --namespace, else `default`).
     #[arg(long, value_name = "NS")]
     pub lease_namespace: Option<String>,

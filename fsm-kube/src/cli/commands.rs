@@ -39,6 +39,9 @@ where
             }),
         };
         let mut objects = rbac::manifests(&description, &scope)?;
+        if args.view {
+            objects = rbac::with_view_rules(objects, &description);
+        }
         if args.shards {
             let lease_namespace = args
                 .lease_namespace

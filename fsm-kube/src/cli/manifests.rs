@@ -54,6 +54,11 @@ pub struct ManifestsArgs {
     /// after it) instead of leader election, with the RBAC it needs.
     #[arg(long)]
     pub shards: bool,
+    /// Serve the read-only web view on this port (`run --view-addr
+    /// 0.0.0.0:PORT`, container port `view`; reach it with `kubectl
+    /// port-forward`), with the RBAC it reads with.
+    #[arg(long, value_name = "PORT")]
+    pub view_port: Option<u16>,
     /// More arguments for `run` (the operator's own flags), repeatable:
     /// `--arg=--cloud-url=http://cloud`.
     #[arg(long = "arg", value_name = "ARG", allow_hyphen_values = true)]
@@ -119,6 +124,9 @@ pub fn deploy_manifests(
         lease_namespace: (!args.shards).then(|| namespace.to_owned()),
     };
     let mut roles = rbac::manifests(operator, &scope)?;
+    if args.view_port.is_some() {
+        roles = rbac::with_view_rules(roles, operator);
+    }
     if args.shards {
         roles.push(rbac::sharding_role(operator, namespace));
     }
@@ -209,6 +217,9 @@ pub fn run_args(args: &ManifestsArgs) -> Vec<String> {
     if let Some(watched) = &args.watch_namespace {
         out.extend(["--namespace".to_owned(), watched.clone()]);
     }
+    if let Some(port) = args.view_port {
+        out.extend(["--view-addr".to_owned(), format!("0.0.0.0:{port}")]);
+    }
     out.extend(args.run_args.iter().cloned());
     out
 }
@@ -252,11 +263,7 @@ fn deployment(name: &str, args: &ManifestsArgs) -> Value {
                             pod_namespace,
                             { "name": "RUST_LOG", "value": "info" },
                         ],
-                        "ports": [{
-                            "name": "http",
-                            "containerPort": args.http_port,
-                            "protocol": "TCP",
-                        }],
+                        "ports": ports(args),
                         "livenessProbe": probe("/healthz", 10),
                         "readinessProbe": probe("/readyz", 5),
                         "resources": {
@@ -273,6 +280,16 @@ fn deployment(name: &str, args: &ManifestsArgs) -> Value {
             },
         },
     })
+}
+
+/// The container's ports: `http`, and `view` when it serves the web view.
+fn ports(args: &ManifestsArgs) -> Value {
+    let port = |name: &str, number: u16| json!({ "name": name, "containerPort": number, "protocol": "TCP" });
+    let mut out = vec![port("http", args.http_port)];
+    if let Some(view) = args.view_port {
+        out.push(port("view", view));
+    }
+    Value::Array(out)
 }
 
 /// At most one replica evicted at a time (a node drain waits for the
@@ -302,8 +319,26 @@ mod tests {
             watch_namespace: None,
             pdb_api_version: PdbApiVersion::V1,
             shards: false,
+            view_port: None,
             run_args: vec!["--cloud-url=http://cloud".into()],
         }
+    }
+
+    #[test]
+    fn a_view_port_serves_the_view_and_grants_what_it_reads() {
+        let viewed = ManifestsArgs {
+            view_port: Some(8090),
+            ..args()
+        };
+        let run = run_args(&viewed);
+        let at = run.iter().position(|a| a == "--view-addr").unwrap();
+        assert_eq!(run[at + 1], "0.0.0.0:8090");
+        let viewed_ports = ports(&viewed);
+        assert_eq!(viewed_ports[1]["name"], "view");
+        assert_eq!(viewed_ports[1]["containerPort"], 8090);
+        assert_eq!(viewed_ports.as_array().map(Vec::len), Some(2));
+        assert_eq!(ports(&args()).as_array().map(Vec::len), Some(1));
+        assert!(!run_args(&args()).contains(&"--view-addr".to_owned()));
     }
 
     #[test]

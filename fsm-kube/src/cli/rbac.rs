@@ -254,6 +254,54 @@ pub fn rules(operator: &OperatorDescription) -> Result<Vec<PolicyRule>, InvalidR
     Ok(out.into_rules())
 }
 
+/// The rules of the web view (`run --view-addr`, [`crate::view::web`]),
+/// which runs in the operator's process with its ServiceAccount and reads
+/// more than the controller: each object's page GETs the object and, for
+/// the ConfigMap and Secret stores, its record object (the controller reads
+/// both from watches only), and lists the `events.k8s.io` Events about it.
+/// Its list of objects comes from watches the main rules already allow.
+pub fn view_rules(operator: &OperatorDescription) -> Vec<PolicyRule> {
+    let mut out = RuleSet::default();
+    out.add(
+        &operator.resource.group,
+        &operator.resource.plural,
+        &["get"],
+    );
+    match operator.store {
+        StoreKind::ConfigMap => out.add("", "configmaps", &["get"]),
+        StoreKind::Secret => out.add("", "secrets", &["get"]),
+        StoreKind::Status | StoreKind::Ephemeral => {}
+    }
+    out.add("events.k8s.io", "events", &["list"]);
+    out.into_rules()
+}
+
+/// `objects` with [`view_rules`] merged into the operator's main role (the
+/// ClusterRole or Role named after it, which [`manifests`] puts first).
+#[must_use]
+pub fn with_view_rules(
+    mut objects: Vec<RbacObject>,
+    operator: &OperatorDescription,
+) -> Vec<RbacObject> {
+    let main = objects.iter_mut().find(|o| o.name() == operator.name);
+    let rules = match main {
+        Some(RbacObject::ClusterRole(role)) => &mut role.rules,
+        Some(RbacObject::Role(role)) => &mut role.rules,
+        None => return objects,
+    };
+    let mut merged = RuleSet::default();
+    for rule in rules.iter().flatten().chain(&view_rules(operator)) {
+        let verbs: Vec<&str> = rule.verbs.iter().map(String::as_str).collect();
+        for group in rule.api_groups.iter().flatten() {
+            for resource in rule.resources.iter().flatten() {
+                merged.add(group, resource, &verbs);
+            }
+        }
+    }
+    *rules = Some(merged.into_rules());
+    objects
+}
+
 /// The rules of leader election with a Lease ([`crate::leader`] reads it,
 /// creates it, and renews or takes it over with a conditional update).
 pub fn leader_election_rules() -> Vec<PolicyRule> {
@@ -455,6 +503,63 @@ mod tests {
             needs_finalizer: false,
             extra_rules: Vec::new(),
         }
+    }
+
+    /// The (group, resource, verbs) of `rules`, in order.
+    fn triples(rules: &[PolicyRule]) -> Vec<(String, String, Vec<String>)> {
+        rules
+            .iter()
+            .map(|r| {
+                (
+                    r.api_groups.as_ref().unwrap()[0].clone(),
+                    r.resources.as_ref().unwrap()[0].clone(),
+                    r.verbs.clone(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_view_adds_gets_and_the_events_list_to_the_main_role_only() {
+        let op = operator(StoreKind::Secret);
+        let scope = RbacScope {
+            namespace: Some("ops".into()),
+            lease_namespace: Some("ops".into()),
+        };
+        let plain = manifests(&op, &scope).unwrap();
+        let viewed = with_view_rules(plain.clone(), &op);
+        assert_eq!(viewed.len(), 2);
+        assert_eq!(viewed[1], plain[1], "the leader election Role is untouched");
+        let rules = triples(viewed[0].rules());
+        let verbs = |group: &str, resource: &str| {
+            rules
+                .iter()
+                .find(|(g, r, _)| g == group && r == resource)
+                .map(|(_, _, v)| v.join(","))
+        };
+        assert_eq!(
+            verbs("example.io", "databases").as_deref(),
+            Some("get,list,watch,patch")
+        );
+        assert_eq!(
+            verbs("", "secrets").as_deref(),
+            Some("get,list,watch,create,update,delete")
+        );
+        assert_eq!(
+            verbs("events.k8s.io", "events").as_deref(),
+            Some("list,create,patch")
+        );
+        // Nothing else changed, and each (group, resource) has one rule.
+        assert_eq!(rules.len(), triples(plain[0].rules()).len());
+
+        let status = view_rules(&operator(StoreKind::Status));
+        assert_eq!(
+            triples(&status),
+            [
+                ("example.io".into(), "databases".into(), vec!["get".into()]),
+                ("events.k8s.io".into(), "events".into(), vec!["list".into()]),
+            ]
+        );
     }
 
     #[test]
