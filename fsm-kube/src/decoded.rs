@@ -5,9 +5,10 @@
 //!
 //! An entry lives from a commit until the next load of the object, so the
 //! cache holds about as many records as there are commits not yet followed
-//! by a reconcile, not one per object: a record held for every object would
-//! cost more memory (about 1.5 KB each) than the decoding it saves costs
-//! CPU (a few microseconds per reconcile).
+//! by a reconcile, not one per object: held for every object (up to 4,096)
+//! the records cost 3–6 MiB of peak RSS at 10,000 objects in the benchmark,
+//! more than the decoding they save was worth (a few microseconds per
+//! reconcile, invisible end to end).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
