@@ -239,9 +239,10 @@ fn merge<const N: usize>(
             .iter()
             .find(|c| c.type_ == w.type_ && c.status == status)
             .map_or(Time(now), |c| c.last_transition_time.clone());
-        // kube-apiserver refuses a condition whose message is empty (as
-        // "must be of type string: null"), and the whole status write with
-        // it: the reason stands in.
+        // An empty message says nothing, and some API servers refuse an
+        // empty string in a custom resource (the kube-apiserver 1.20 our
+        // CI builds answers "must be of type string: null") and with it
+        // the whole status write: the reason stands in.
         let message = if w.message.trim().is_empty() {
             w.reason.clone()
         } else {
@@ -426,9 +427,9 @@ mod tests {
         assert_eq!(get(&cs, "Degraded").message, "cloud unavailable");
     }
 
-    /// kube-apiserver refuses a condition with an empty message, and with
-    /// it the whole status write: an error that displays as nothing, or a
-    /// failed state entered without one, still gets a message.
+    /// An empty message says nothing, and some API servers refuse it and
+    /// with it the whole status write: an error that displays as nothing,
+    /// or a failed state entered without one, still gets a message.
     #[test]
     fn no_condition_has_an_empty_message() {
         let mut failed = record("Failed");
