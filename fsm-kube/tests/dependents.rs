@@ -928,6 +928,39 @@ async fn a_dependents_reconciler_converges_reports_and_repairs_on_a_dependent_ch
         condition(&widgets.get("plain").await.unwrap(), "Ready").is_none(),
         "no machine, no record conditions"
     );
+    // Converged: looked at again after the resync interval even without
+    // an event.
+    let (action, _) = reconciler
+        .reconcile_object(Arc::new(widgets.get("plain").await.unwrap()), Arc::new(()))
+        .await
+        .unwrap();
+    assert_eq!(
+        action,
+        kube::runtime::controller::Action::requeue(fsm_kube::dependents::DEFAULT_RESYNC)
+    );
+
+    // Someone edits the dependent: repaired. The controller's watch of
+    // ConfigMaps may have listed only now (it starts with the owners'),
+    // and the edit is repaired either way: through that list or an event.
+    // Once repaired, that watch is up, so the deletion below is an event.
+    configmaps(&env)
+        .patch(
+            "plain-config",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"color": "edited"}})),
+        )
+        .await
+        .unwrap();
+    eventually("the edited dependent repaired", || {
+        let env = &env;
+        async move {
+            data_of(env, "plain-config")
+                .await
+                .filter(|d| d["color"] == "owner")
+                .map(|_| ())
+        }
+    })
+    .await;
 
     // Someone deletes the dependent: its watch wakes the owner, which
     // recreates it.

@@ -75,7 +75,7 @@ pub use error::{DependentsError, SetError};
 pub use kind::DependentKind;
 pub use object::{DEPENDENT_LABEL, Owner};
 pub use readiness::{Readiness, builtin_readiness};
-pub use reconciler::DependentsReconciler;
+pub use reconciler::{DEFAULT_RESYNC, DependentsReconciler};
 pub use report::{Convergence, DependentState, Teardown, TeardownState};
 pub use runtime::{DEFAULT_PENDING_REQUEUE, DependentsRuntime};
 pub use set::{Dependent, DesiredSet, DesiredSetBuilder};

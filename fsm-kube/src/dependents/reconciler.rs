@@ -59,7 +59,11 @@ type DesiredFn<K, C> = dyn Fn(&K, &C) -> Result<DesiredSet, SetError> + Send + S
 /// merge patch of `conditions` when it changes, and requeue after the
 /// runtime's [`pending_requeue`](DependentsRuntime::pending_requeue) while
 /// something is pending or failed (a change of a watched dependent wakes it
-/// sooner).
+/// sooner). A converged object is looked at again after
+/// [`resync`](DependentsReconciler::resync) (default
+/// [`DEFAULT_RESYNC`]), so that a change no event reported (a dependent
+/// deleted before the controller's watch of its kind had listed, or
+/// during a re-list) is repaired all the same.
 ///
 /// # Caveats
 /// No finalizer is added: when the owner is deleted, its dependents go
@@ -72,13 +76,19 @@ type DesiredFn<K, C> = dyn Fn(&K, &C) -> Result<DesiredSet, SetError> + Send + S
 pub struct DependentsReconciler<K, C> {
     runtime: DependentsRuntime,
     desired: Arc<DesiredFn<K, C>>,
+    resync: Duration,
 }
+
+/// How long a converged object waits, without events, before
+/// [`DependentsReconciler`] looks at its dependents again.
+pub const DEFAULT_RESYNC: Duration = Duration::from_secs(300);
 
 impl<K, C> Clone for DependentsReconciler<K, C> {
     fn clone(&self) -> Self {
         DependentsReconciler {
             runtime: self.runtime.clone(),
             desired: self.desired.clone(),
+            resync: self.resync,
         }
     }
 }
@@ -87,6 +97,7 @@ impl<K, C> std::fmt::Debug for DependentsReconciler<K, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DependentsReconciler")
             .field("runtime", &self.runtime)
+            .field("resync", &self.resync)
             .finish_non_exhaustive()
     }
 }
@@ -114,7 +125,17 @@ where
         DependentsReconciler {
             runtime,
             desired: Arc::new(desired),
+            resync: DEFAULT_RESYNC,
         }
+    }
+
+    /// How long a converged object waits before its dependents are looked
+    /// at again when no event wakes it sooner (at least 1 ms). Default
+    /// [`DEFAULT_RESYNC`].
+    #[must_use]
+    pub fn resync(mut self, every: Duration) -> Self {
+        self.resync = every.max(Duration::from_millis(1));
+        self
     }
 
     /// The runtime.
@@ -166,7 +187,7 @@ where
         self.write_condition(object.as_ref(), &owner, &convergence)
             .await?;
         let action = if convergence.is_ready() {
-            Action::await_change()
+            Action::requeue(self.resync)
         } else {
             Action::requeue(self.runtime.pending_requeue.max(Duration::from_millis(1)))
         };
