@@ -54,7 +54,10 @@ pub use classify::{HandlerError, classify_kube_error};
 pub use fsm_core;
 pub use fsm_status::FsmStatus;
 pub use metrics::FsmMetrics;
-pub use reconciler::{Error, FsmReconciler, ReconcileFuture, ReconcilerBuilder, ReconcilerOptions};
+pub use reconciler::{
+    DEFAULT_OWN_WRITE_WAIT, Error, FsmReconciler, ReconcileFuture, ReconcilerBuilder,
+    ReconcilerOptions,
+};
 pub use store::{
     ConfigMapStore, DerivingStore, KubeStore, ObjectStore, SecretStore, StatusStore, Target,
 };

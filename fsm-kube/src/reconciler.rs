@@ -106,6 +106,18 @@ pub struct ReconcilerOptions {
     pub conditions: bool,
     /// The requeue delay after an error other than a conflict. Default 5 s.
     pub error_requeue: Duration,
+    /// After a transition committed to the object itself
+    /// ([`StatusStore`](crate::StatusStore)), how long the next step waits
+    /// for the controller's watch to deliver that write before it runs
+    /// anyway. The event normally comes within milliseconds and runs the
+    /// next step on the fresh object, so the object is reconciled once per
+    /// transition rather than twice (once at once, once for the event).
+    /// Default 1 s. Zero runs the next step at once, as after commits to
+    /// the other stores, whose writes wake nothing: set it to zero when the
+    /// controller's watch of the object drops status changes (a
+    /// `predicate_filter` on the generation), or the machine takes this
+    /// long per transition.
+    pub own_write_wait: Duration,
 }
 
 impl Default for ReconcilerOptions {
@@ -118,9 +130,13 @@ impl Default for ReconcilerOptions {
             reporter: "operator-fsm".to_owned(),
             conditions: true,
             error_requeue: Duration::from_secs(5),
+            own_write_wait: DEFAULT_OWN_WRITE_WAIT,
         }
     }
 }
+
+/// The default of [`ReconcilerOptions::own_write_wait`].
+pub const DEFAULT_OWN_WRITE_WAIT: Duration = Duration::from_secs(1);
 
 impl ReconcilerOptions {
     /// Sets [`EngineOptions::poll_interval`].
@@ -190,6 +206,13 @@ impl ReconcilerOptions {
     #[must_use]
     pub fn error_requeue(mut self, delay: Duration) -> Self {
         self.error_requeue = delay;
+        self
+    }
+
+    /// Sets [`own_write_wait`](ReconcilerOptions::own_write_wait).
+    #[must_use]
+    pub fn own_write_wait(mut self, wait: Duration) -> Self {
+        self.own_write_wait = wait;
         self
     }
 }
@@ -628,10 +651,29 @@ where
                 })?;
             return Ok(Action::await_change());
         }
-        Ok(match report.requeue {
+        Ok(match self.requeue_after(&target, &report) {
             Some(delay) => Action::requeue(delay),
             None => Action::await_change(),
         })
+    }
+
+    /// When to reconcile again after `report`. The engine asks for the next
+    /// step at once after a transition; when that commit wrote the object
+    /// itself (a version newer than the one this reconcile saw), the watch
+    /// event of the write wakes the object, so the requeue only stands in
+    /// for an event that does not come. The controller's scheduler keeps
+    /// the earlier of the two, so it costs nothing when the event comes.
+    fn requeue_after(&self, target: &Target<F::Resource>, report: &Report) -> Option<Duration> {
+        let wrote_the_object = report.commits > 0
+            && self.inner.store.commits_write_the_object()
+            && report
+                .version
+                .as_ref()
+                .is_some_and(|v| v.0 != target.resource_version);
+        match report.requeue {
+            Some(Duration::ZERO) if wrote_the_object => Some(self.inner.options.own_write_wait),
+            other => other,
+        }
     }
 
     /// A record too large to commit: retrying at once cannot help, so the

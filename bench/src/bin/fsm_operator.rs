@@ -10,6 +10,10 @@
 //! The controller's cache keeps the apps without their `managedFields`
 //! (`fsm_kube::lean::lean_controller`); with `BENCH_KEEP_MANAGED_FIELDS=1`
 //! it keeps them, as `Controller::new` does (to measure what that costs).
+//!
+//! `BENCH_OWN_WRITE_WAIT_MS=N` sets `ReconcilerOptions::own_write_wait`
+//! (0: the next step runs at once after a commit instead of on the watch
+//! event of the commit, as before that option existed).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -81,6 +85,14 @@ async fn rest(_: &mut Step<'_, AppState>) -> Out {
     Ok(Transition::stay())
 }
 
+/// `BENCH_OWN_WRITE_WAIT_MS`, else the library's default.
+fn own_write_wait() -> Duration {
+    std::env::var("BENCH_OWN_WRITE_WAIT_MS")
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .map_or(fsm_kube::DEFAULT_OWN_WRITE_WAIT, Duration::from_millis)
+}
+
 fn chain() -> u32 {
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -104,7 +116,8 @@ async fn main() -> Result<(), kube::Error> {
                 .events(false)
                 .poll_interval(Duration::from_secs(3600))
                 .error_requeue(Duration::from_millis(500))
-                .max_transitions(chain()),
+                .max_transitions(chain())
+                .own_write_wait(own_write_wait()),
         )
         .build();
     let apps: Api<BenchApp> = Api::namespaced(client.clone(), workload::NAMESPACE);

@@ -218,6 +218,18 @@ pub trait KubeStore<K: KubeResource>: Send + Sync + 'static {
         target: &'a Target<K>,
         error: &'a DecodeError,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
+
+    /// Whether every commit writes the reconciled object itself and the
+    /// versions [`save`](KubeStore::save) returns are the object's
+    /// `resourceVersion`s, as with [`StatusStore`]. The controller's watch
+    /// of the object then delivers each commit, and that event wakes the
+    /// next step; other stores' writes wake nothing, so the reconciler
+    /// requeues at once after their commits (see
+    /// [`ReconcilerOptions::own_write_wait`](crate::ReconcilerOptions::own_write_wait)).
+    /// Default `false`.
+    fn commits_write_the_object(&self) -> bool {
+        false
+    }
 }
 
 /// A store shared by several reconcilers: memory that two builds of a
@@ -252,6 +264,10 @@ impl<K: KubeResource, S: KubeStore<K> + ?Sized> KubeStore<K> for Arc<S> {
         error: &'a DecodeError,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         S::report_corrupt(self, target, error)
+    }
+
+    fn commits_write_the_object(&self) -> bool {
+        S::commits_write_the_object(self)
     }
 }
 

@@ -197,6 +197,11 @@ impl<K: KubeResource> KubeStore<K> for StatusStore {
         self.decoded.forget(&target.uid);
         Box::pin(report_corrupt_conditions(target, error))
     }
+
+    /// A commit is a status patch of the object: the watch sees it.
+    fn commits_write_the_object(&self) -> bool {
+        true
+    }
 }
 
 /// How many times one commit is rebased over writes outside the record
