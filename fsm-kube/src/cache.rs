@@ -7,6 +7,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use tokio::time::Instant;
+
 use fsm_core::{RawRecord, Version};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
@@ -27,6 +29,8 @@ pub(crate) struct Written {
     pub record: RawRecord,
     /// The conditions committed with it (status store).
     pub conditions: Option<Vec<Condition>>,
+    /// When the commit was made (the runtime's clock, paused in tests).
+    pub at: Instant,
     superseded: Vec<String>,
 }
 
@@ -71,6 +75,7 @@ impl WrittenCache {
                 version,
                 record,
                 conditions,
+                at: Instant::now(),
                 superseded,
             }),
         );
@@ -90,6 +95,16 @@ impl WrittenCache {
             entries.remove(uid);
             None
         }
+    }
+
+    /// When the runtime made the commit that the watched copy (at
+    /// `observed_version`) is older than; `None` when the copy is current,
+    /// newer, or the object unknown. Looks only: the entry stays.
+    pub(crate) fn superseded_at(&self, uid: &str, observed_version: &str) -> Option<Instant> {
+        self.lock()
+            .get(uid)
+            .filter(|w| w.superseded.iter().any(|s| s == observed_version))
+            .map(|w| w.at)
     }
 
     /// Forgets an object (deleted, or its record was found wanting).
@@ -127,6 +142,24 @@ mod tests {
         assert_eq!(hit.version, Version("12".into()));
         assert_eq!(hit.record, raw(2));
         assert!(cache.resolve("u", "11").is_some());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stale_copy_says_when_the_commit_it_predates_was_made() {
+        let cache = WrittenCache::default();
+        commit(&cache, "u", "10", "11", 1);
+        let made = Instant::now();
+        tokio::time::advance(std::time::Duration::from_millis(40)).await;
+        commit(&cache, "u", "11", "12", 2);
+        assert_eq!(
+            cache.superseded_at("u", "10"),
+            Some(made + std::time::Duration::from_millis(40)),
+            "the last commit's time"
+        );
+        assert_eq!(cache.superseded_at("u", "12"), None, "current");
+        assert_eq!(cache.superseded_at("u", "15"), None, "newer");
+        assert_eq!(cache.superseded_at("v", "10"), None, "unknown");
+        assert!(cache.resolve("u", "11").is_some(), "looking kept the entry");
     }
 
     #[test]

@@ -8,9 +8,10 @@ use fsm_core::{DecodeError, Fsm, RawRecord, StateRecord};
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use std::fmt;
 
+use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::Value;
 use serde_json::value::RawValue;
+use serde_json::{Map, Value};
 
 /// The machine's record in `.status.fsm`.
 ///
@@ -38,7 +39,7 @@ use serde_json::value::RawValue;
 /// as it is. Decode it with [`FsmStatus::record`].
 ///
 /// # Memory
-/// It holds the record as compact JSON text, not as a
+/// It holds the record as JSON text (compact, as API servers send it), not as a
 /// [`serde_json::Value`] tree: every object in a controller's watch cache
 /// carries one, and a record with a few history entries takes about 600
 /// bytes as text against 4.5 KB as a `Value` (a map node and an allocated
@@ -69,11 +70,13 @@ impl FsmStatus {
     /// The record as JSON (parsed from the text it holds).
     #[must_use]
     pub fn to_value(&self) -> Value {
-        // The text is always JSON: it was written from a `Value`.
+        // The text is always JSON: written from a `Value`, or checked by
+        // serde_json when it was read.
         serde_json::from_str(self.0.get()).unwrap_or(Value::Null)
     }
 
-    /// The record as compact JSON text, exactly as held.
+    /// The record as JSON text, exactly as held: as the server sent it
+    /// (compact), or compact when it was given as a `Value`.
     #[must_use]
     pub fn as_json_text(&self) -> &str {
         self.0.get()
@@ -137,17 +140,68 @@ impl PartialEq for FsmStatus {
 impl Serialize for FsmStatus {
     /// The JSON object it holds, through any serializer (YAML included).
     fn serialize<Ser: Serializer>(&self, serializer: Ser) -> Result<Ser::Ok, Ser::Error> {
-        self.to_value().serialize(serializer)
+        // Straight from the text: no `Value` built on the way (the status
+        // is picked into JSON on every reconcile).
+        let mut text = serde_json::Deserializer::from_str(self.0.get());
+        serde_transcode::transcode(&mut text, serializer)
     }
 }
 
 impl<'de> Deserialize<'de> for FsmStatus {
-    /// Any JSON value, kept as compact text.
+    /// Any JSON value. From `serde_json` (a watch event, an API answer)
+    /// the text is kept as it came, without building a `Value` tree on the
+    /// way; from any other format the value is read and kept as compact
+    /// text.
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let value = Value::deserialize(deserializer)?;
-        serde_json::value::to_raw_value(&value)
-            .map(FsmStatus)
-            .map_err(serde::de::Error::custom)
+        // The name under which serde_json hands a value's raw text (what
+        // its own `RawValue` asks for); other formats read a newtype
+        // struct as its content.
+        deserializer.deserialize_newtype_struct(RAW_TEXT_TOKEN, TextVisitor)
+    }
+}
+
+/// The newtype-struct name by which `serde_json` deserializers hand over a
+/// value's text as a one-entry map (`serde_json::value::RawValue`'s
+/// protocol, stable since serde_json 1.0.29).
+const RAW_TEXT_TOKEN: &str = "$serde_json::private::RawValue";
+
+/// Reads an [`FsmStatus`]: the raw text `serde_json` hands over, or any
+/// value another format reads.
+struct TextVisitor;
+
+impl<'de> Visitor<'de> for TextVisitor {
+    type Value = FsmStatus;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<FsmStatus, D::Error> {
+        let value = Value::deserialize(d)?;
+        Ok(FsmStatus::from_value(&value))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FsmStatus, A::Error> {
+        let Some(key) = map.next_key::<String>()? else {
+            return Ok(FsmStatus::from_value(&Value::Object(Map::new())));
+        };
+        if key == RAW_TEXT_TOKEN {
+            let text: String = map.next_value()?;
+            return RawValue::from_string(text)
+                .map(FsmStatus)
+                .map_err(serde::de::Error::custom);
+        }
+        // A format that reads a newtype struct as a map of its own.
+        let mut object = Map::new();
+        object.insert(key, map.next_value()?);
+        while let Some((key, value)) = map.next_entry::<String, Value>()? {
+            object.insert(key, value);
+        }
+        Ok(FsmStatus::from_value(&Value::Object(object)))
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<FsmStatus, E> {
+        Ok(FsmStatus::default())
     }
 }
 
@@ -186,19 +240,38 @@ mod tests {
     }
 
     #[test]
-    fn it_holds_compact_text_and_writes_the_same_object() {
-        let text = r#"{ "state" : "Re\"ady",  "history": [{"seq": 1}], "n": 1.5 }"#;
+    fn it_holds_the_text_it_was_read_from_and_writes_the_same_object() {
+        let text = r#"{"state":"Re\"ady","history":[{"seq":1}],"n":1.5}"#;
         let status: FsmStatus = serde_json::from_str(text).unwrap();
+        assert_eq!(status.as_json_text(), text);
+        let spaced: FsmStatus = serde_json::from_slice(
+            br#"{ "state" : "Re\"ady", "history": [{"seq": 1}], "n": 1.5 }"#,
+        )
+        .unwrap();
+        assert_eq!(spaced, status, "the same JSON");
+        // Given as a value: compact.
         assert_eq!(
-            status.as_json_text(),
+            FsmStatus::from(status.to_value()).as_json_text(),
             r#"{"history":[{"seq":1}],"n":1.5,"state":"Re\"ady"}"#
         );
         assert_eq!(status.state_name().as_deref(), Some("Re\"ady"));
-        assert_eq!(
-            serde_json::to_string(&status).unwrap(),
-            status.as_json_text()
-        );
+        // Written: the same object.
+        let written = serde_json::to_string(&status).unwrap();
+        assert_eq!(serde_json::from_str::<FsmStatus>(&written).unwrap(), status);
         assert_eq!(status, FsmStatus::from(status.to_value()));
+    }
+
+    #[test]
+    fn what_is_not_json_text_is_refused_and_null_is_kept() {
+        assert!(serde_json::from_str::<FsmStatus>(r#"{"a": }"#).is_err());
+        let null: FsmStatus = serde_json::from_str("null").unwrap();
+        assert_eq!(null.to_value(), Value::Null);
+        #[derive(Deserialize)]
+        struct Holder {
+            fsm: Option<FsmStatus>,
+        }
+        let held: Holder = serde_json::from_str(r#"{"fsm":{"state":"A"}}"#).unwrap();
+        assert_eq!(held.fsm.unwrap().as_json_text(), r#"{"state":"A"}"#);
     }
 
     #[test]

@@ -558,6 +558,9 @@ where
         {
             return Ok(Action::await_change());
         }
+        if let Some(wait) = self.awaiting_own_write(object.as_ref()) {
+            return Ok(Action::requeue(wait));
+        }
         let machine = F::machine();
         let resource = ApiResource::erase::<F::Resource>(&());
         let api: Api<DynamicObject> = match object.namespace() {
@@ -655,6 +658,32 @@ where
             Some(delay) => Action::requeue(delay),
             None => Action::await_change(),
         })
+    }
+
+    /// How much longer to wait for the watch to deliver the runtime's own
+    /// last commit to `object`, when this copy is from before it and the
+    /// commit is younger than `own_write_wait`: something else woke the
+    /// object (an owned object's event, a requeue) while the commit's own
+    /// event is on its way, and that event will run the step on the fresh
+    /// object. Running it on this copy too would run the handler twice.
+    fn awaiting_own_write(&self, object: &F::Resource) -> Option<Duration> {
+        let inner = &self.inner;
+        let wait = inner.options.own_write_wait;
+        if wait.is_zero() || !inner.store.commits_write_the_object() {
+            return None;
+        }
+        let meta = object.meta();
+        let (uid, version) = (meta.uid.as_deref()?, meta.resource_version.as_deref()?);
+        let made = inner.store.own_commit_in_flight(uid, version)?;
+        let left = wait.saturating_sub(made.elapsed());
+        if left.is_zero() {
+            return None;
+        }
+        tracing::debug!(
+            waited = ?made.elapsed(),
+            "a copy from before the runtime's own commit; its watch event runs the step"
+        );
+        Some(left)
     }
 
     /// When to reconcile again after `report`. The engine asks for the next

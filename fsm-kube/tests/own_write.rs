@@ -37,6 +37,24 @@ async fn fetch(env: &Env, name: &str) -> Arc<Widget> {
     Arc::new(widgets.get(name).await.unwrap())
 }
 
+/// Creates widget `name` with the reconciler's finalizer already on it, so
+/// that one copy of it serves several reconciles.
+async fn create_finalized_widget(env: &Env, name: &str) -> Arc<Widget> {
+    create_widget(env, name, WidgetSpec::colored("blue")).await;
+    let widgets: Api<Widget> = Api::namespaced(env.client.clone(), &env.ns);
+    let finalizer = ReconcilerOptions::default().finalizer;
+    let patch = serde_json::json!({"metadata": {"finalizers": [finalizer]}});
+    widgets
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    fetch(env, name).await
+}
+
+fn runs(ctx: &Ctx, line: &str) -> usize {
+    ctx.log().iter().filter(|l| *l == line).count()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_status_store_transition_waits_for_its_watch_event_and_other_stores_requeue_at_once() {
     let env = env().await;
@@ -44,40 +62,25 @@ async fn a_status_store_transition_waits_for_its_watch_event_and_other_stores_re
 
     // The status store: the transition's write is the object's, so the
     // next step waits for the watch (at most `own_write_wait`).
-    create_widget(&env, "status", WidgetSpec::colored("blue")).await;
-    // With its finalizer already, so that one copy serves two reconciles.
-    let widgets: Api<Widget> = Api::namespaced(env.client.clone(), &env.ns);
-    let finalizer = ReconcilerOptions::default().finalizer;
-    let patch = serde_json::json!({"metadata": {"finalizers": [finalizer]}});
-    widgets
-        .patch("status", &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .unwrap();
+    let widget = create_finalized_widget(&env, "status").await;
     let fsm = reconciler(&env, StatusStore::new(), ReconcilerOptions::default());
-    let stale = fetch(&env, "status").await;
+    let action = fsm.reconcile_object(widget, ctx.clone()).await.unwrap();
+    assert_eq!(action, Action::requeue(DEFAULT_OWN_WRITE_WAIT));
+    let widget = wait_for_status_state(&env, "status", "Configuring").await;
+    // The copy with the commit runs the next step; resting in `Ready`
+    // then waits the poll interval, as before.
     let action = fsm
-        .reconcile_object(stale.clone(), ctx.clone())
+        .reconcile_object(Arc::new(widget), ctx.clone())
         .await
         .unwrap();
-    assert_eq!(action, Action::requeue(DEFAULT_OWN_WRITE_WAIT));
-    // When the event does not come, the requeue runs the next step on the
-    // copy the reconciler last saw: it still commits, once, and waits again.
-    let action = fsm.reconcile_object(stale, ctx.clone()).await.unwrap();
     assert_eq!(action, Action::requeue(DEFAULT_OWN_WRITE_WAIT));
     let widget = wait_for_status_state(&env, "status", "Ready").await;
-    assert_eq!(
-        ctx.log()
-            .iter()
-            .filter(|l| *l == "configure:status")
-            .count(),
-        1
-    );
-    // Resting in `Ready`: the poll interval, as before.
     let action = fsm
         .reconcile_object(Arc::new(widget), ctx.clone())
         .await
         .unwrap();
     assert_eq!(action, Action::requeue(Duration::from_secs(3600)));
+    assert_eq!(runs(&ctx, "configure:status"), 1);
 
     // Zero: at once, as a controller that filters status changes wants.
     create_widget(&env, "zero", WidgetSpec::colored("blue")).await;
@@ -104,6 +107,44 @@ async fn a_status_store_transition_waits_for_its_watch_event_and_other_stores_re
         .await
         .unwrap();
     assert_eq!(action, Action::requeue(Duration::ZERO));
+}
+
+/// Something else wakes the object (an owned object's event) before the
+/// watch has delivered the runtime's own commit: that copy runs nothing and
+/// waits for the event, for the rest of `own_write_wait`; past it, the step
+/// runs on that copy (the store answers with the record it committed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_from_before_the_runtimes_own_commit_waits_for_its_event() {
+    let env = env().await;
+    let ctx = ctx(&env.client);
+    let wait = Duration::from_millis(300);
+    let stale = create_finalized_widget(&env, "w").await;
+    let fsm = reconciler(
+        &env,
+        StatusStore::new(),
+        ReconcilerOptions::default().own_write_wait(wait),
+    );
+    let action = fsm
+        .reconcile_object(stale.clone(), ctx.clone())
+        .await
+        .unwrap();
+    assert_eq!(action, Action::requeue(wait));
+
+    let action = fsm
+        .reconcile_object(stale.clone(), ctx.clone())
+        .await
+        .unwrap();
+    // The rest of the wait: neither at once, nor the whole wait again.
+    assert_ne!(action, Action::requeue(Duration::ZERO));
+    assert_ne!(action, Action::requeue(wait));
+    assert_ne!(action, Action::await_change());
+    assert_eq!(runs(&ctx, "configure:w"), 0, "the stale copy ran the step");
+
+    tokio::time::sleep(wait).await;
+    let action = fsm.reconcile_object(stale, ctx.clone()).await.unwrap();
+    assert_eq!(action, Action::requeue(wait));
+    assert_eq!(runs(&ctx, "configure:w"), 1);
+    wait_for_status_state(&env, "w", "Ready").await;
 }
 
 /// With a wait far longer than the test, the workflow still completes:

@@ -18,6 +18,7 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tokio::time::Instant;
 
 pub use ephemeral::DerivingStore;
 pub use object::{
@@ -230,6 +231,17 @@ pub trait KubeStore<K: KubeResource>: Send + Sync + 'static {
     fn commits_write_the_object(&self) -> bool {
         false
     }
+
+    /// When this store's own last commit to the object of UID `uid` was
+    /// made, if the copy at `resource_version` is from before it (the watch
+    /// has not delivered that commit yet); `None` otherwise. Only stores whose
+    /// [commits write the object](KubeStore::commits_write_the_object)
+    /// answer: the reconciler then lets the commit's event run the next
+    /// step rather than run it twice. Default `None`.
+    fn own_commit_in_flight(&self, uid: &str, resource_version: &str) -> Option<Instant> {
+        let _ = (uid, resource_version);
+        None
+    }
 }
 
 /// A store shared by several reconcilers: memory that two builds of a
@@ -268,6 +280,10 @@ impl<K: KubeResource, S: KubeStore<K> + ?Sized> KubeStore<K> for Arc<S> {
 
     fn commits_write_the_object(&self) -> bool {
         S::commits_write_the_object(self)
+    }
+
+    fn own_commit_in_flight(&self, uid: &str, resource_version: &str) -> Option<Instant> {
+        S::own_commit_in_flight(self, uid, resource_version)
     }
 }
 

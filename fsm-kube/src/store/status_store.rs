@@ -12,7 +12,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::ResourceExt;
 use kube::api::Patch;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
+use tokio::time::Instant;
 
 use super::{KubeStore, Target, report_corrupt_conditions, size};
 use crate::KubeResource;
@@ -165,7 +166,7 @@ impl<K: KubeResource> KubeStore<K> for StatusStore {
             };
             self.decoded
                 .remember(&target.uid, version.clone(), Arc::new(record.clone()));
-            let written = RawRecord::Json(value.clone());
+            let written = RawRecord::Json(value);
             self.written.remember(
                 &target.uid,
                 superseded.as_ref(),
@@ -201,6 +202,10 @@ impl<K: KubeResource> KubeStore<K> for StatusStore {
     /// A commit is a status patch of the object: the watch sees it.
     fn commits_write_the_object(&self) -> bool {
         true
+    }
+
+    fn own_commit_in_flight(&self, uid: &str, resource_version: &str) -> Option<Instant> {
+        self.written.superseded_at(uid, resource_version)
     }
 }
 
@@ -280,19 +285,19 @@ impl<K: KubeResource> Commit<'_, K> {
         conditions: Option<Vec<Condition>>,
         version: Option<&str>,
     ) -> (Value, Option<Vec<Condition>>) {
-        let mut status = match self.status {
-            Some(fields) => Value::Object(fields.clone()),
-            None => json!({}),
-        };
-        status["fsm"] = record_diff;
+        // Built by moving values in: `json!` would copy each through
+        // serialisation, the whole record diff included.
+        let mut status = self.status.cloned().unwrap_or_default();
+        status.insert("fsm".to_owned(), record_diff);
         if let Some(conditions) = &conditions {
-            status["conditions"] = json!(conditions);
+            status.insert("conditions".to_owned(), json!(conditions));
         }
-        let mut patch = json!({ "status": status });
+        let mut patch = Map::new();
+        patch.insert("status".to_owned(), Value::Object(status));
         if let Some(version) = version {
-            patch["metadata"] = json!({ "resourceVersion": version });
+            patch.insert("metadata".to_owned(), json!({ "resourceVersion": version }));
         }
-        (patch, conditions)
+        (Value::Object(patch), conditions)
     }
 
     /// Reads the object again after a conflict. `Some` when the write can
