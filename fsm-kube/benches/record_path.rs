@@ -1,8 +1,11 @@
 //! The status store's record path on the operator's side, without a
-//! server: loading a record and decoding it as the engine does (from the
-//! status, or from the store's own last commit kept decoded), and
+//! server: loading a record and decoding it as the engine does, and
 //! committing one (encoding, diffing, the patch request and its answer),
 //! on a realistic record: 20 history entries, state data, a trail entry.
+//! A commit is measured over the watched copy (the usual case: the watch
+//! delivered the last commit before the next step ran) and over a copy
+//! from before the store's own last commit (the later commits of a chain
+//! under `max_transitions`, or a watch lagging past `own_write_wait`).
 //!
 //! The API is answered in-process (a `tower` service that returns a new
 //! `resourceVersion`), so what is measured is this crate's and the
@@ -12,7 +15,7 @@
 //! ```text
 //! cargo bench -p fsm-kube --bench record_path --no-run
 //! valgrind --tool=callgrind --collect-atstart=no \
-//!     --toggle-collect='record_path::measure_*' target/release/deps/record_path-* load_hit 1000
+//!     --toggle-collect='record_path::measure_*' target/release/deps/record_path-* commit_transition 1000
 //! ```
 //!
 //! Run plainly (`cargo bench -p fsm-kube --bench record_path`), it prints
@@ -212,27 +215,35 @@ async fn scenario_load_miss(client: &Client, iterations: u64) {
     }
 }
 
-/// Loads of the store's own last commit.
-#[inline(never)]
-async fn scenario_load_hit(client: &Client, iterations: u64) {
-    let stored = record(40);
-    let before = target(client, &stored, "500");
+/// Commits alternating between `b` over the watched copy holding `a`, and
+/// `a` over the one holding `b`: each over the copy the watch delivered.
+async fn watched_commits(client: &Client, a: &StateRecord, b: &StateRecord, iterations: u64) {
+    let holding_a = target(client, a, "500");
+    let holding_b = target(client, b, "501");
     let store = StatusStore::new();
-    let mut committed = stored.clone();
-    committed.attempt = 1;
-    let version = store
-        .save(&before, &committed, None, Some(&Version("500".into())))
-        .await
-        .expect("commits");
-    // The watch caught up with the commit.
-    let after = target(client, &committed, &version.0);
-    for _ in 0..iterations {
-        black_box(scenario_load(&store, &after).await);
+    for n in 0..iterations {
+        let (over, record) = if n % 2 == 0 {
+            (&holding_a, b)
+        } else {
+            (&holding_b, a)
+        };
+        let expected = Version(over.resource_version.clone());
+        black_box(
+            store
+                .save(over, record, None, Some(&expected))
+                .await
+                .expect("commits"),
+        );
+        // What the store keeps of its commit is for a copy from before it;
+        // the next copy is the watched one.
+        store.delete(over, None).await.expect("forgets");
     }
 }
 
-/// Commits alternating between `a` and `b` over an object holding `a`.
-async fn commits(client: &Client, a: &StateRecord, b: &StateRecord, iterations: u64) {
+/// Commits alternating between `a` and `b`, all over one copy holding `a`
+/// from before the first: the store's own last commit is what the server
+/// holds each time (a chain's later commits).
+async fn chained_commits(client: &Client, a: &StateRecord, b: &StateRecord, iterations: u64) {
     let target = target(client, a, "500");
     let store = StatusStore::new();
     let expected = Version("500".into());
@@ -247,27 +258,47 @@ async fn commits(client: &Client, a: &StateRecord, b: &StateRecord, iterations: 
     }
 }
 
-/// Commits of a failed attempt: the history stays as it is.
-#[inline(never)]
-async fn scenario_commit_attempt(client: &Client, iterations: u64) {
-    let a = record(40);
+/// A failed attempt's record: the history stays as it is.
+fn failed_attempt(a: &StateRecord) -> StateRecord {
     let mut b = a.clone();
     b.attempt = 1;
     b.last_error = Some("the cloud is busy".into());
-    commits(client, &a, &b, iterations).await;
+    b
 }
 
-/// Commits of a transition: a history entry in, the oldest out.
+/// Commits of a failed attempt over the watched copy.
+#[inline(never)]
+async fn scenario_commit_attempt(client: &Client, iterations: u64) {
+    let a = record(40);
+    watched_commits(client, &a, &failed_attempt(&a), iterations).await;
+}
+
+/// Commits of a transition (a history entry in, the oldest out) over the
+/// watched copy.
 #[inline(never)]
 async fn scenario_commit_transition(client: &Client, iterations: u64) {
-    commits(client, &record(40), &record(41), iterations).await;
+    watched_commits(client, &record(40), &record(41), iterations).await;
 }
 
-const SCENARIOS: [&str; 4] = [
+/// Commits of a failed attempt over a copy from before the last commit.
+#[inline(never)]
+async fn scenario_commit_attempt_chained(client: &Client, iterations: u64) {
+    let a = record(40);
+    chained_commits(client, &a, &failed_attempt(&a), iterations).await;
+}
+
+/// Commits of a transition over a copy from before the last commit.
+#[inline(never)]
+async fn scenario_commit_transition_chained(client: &Client, iterations: u64) {
+    chained_commits(client, &record(40), &record(41), iterations).await;
+}
+
+const SCENARIOS: [&str; 5] = [
     "load_miss",
-    "load_hit",
     "commit_attempt",
     "commit_transition",
+    "commit_attempt_chained",
+    "commit_transition_chained",
 ];
 
 /// Runs one scenario to its end. Each is a function of its own (named
@@ -275,9 +306,12 @@ const SCENARIOS: [&str; 4] = [
 fn run(runtime: &Runtime, client: &Client, scenario: &str, iterations: u64) {
     match scenario {
         "load_miss" => measure_load_miss(runtime, client, iterations),
-        "load_hit" => measure_load_hit(runtime, client, iterations),
         "commit_attempt" => measure_commit_attempt(runtime, client, iterations),
         "commit_transition" => measure_commit_transition(runtime, client, iterations),
+        "commit_attempt_chained" => measure_commit_attempt_chained(runtime, client, iterations),
+        "commit_transition_chained" => {
+            measure_commit_transition_chained(runtime, client, iterations);
+        }
         other => panic!("unknown scenario {other}; one of {SCENARIOS:?}"),
     }
 }
@@ -288,11 +322,6 @@ fn measure_load_miss(runtime: &Runtime, client: &Client, iterations: u64) {
 }
 
 #[inline(never)]
-fn measure_load_hit(runtime: &Runtime, client: &Client, iterations: u64) {
-    runtime.block_on(scenario_load_hit(client, iterations));
-}
-
-#[inline(never)]
 fn measure_commit_attempt(runtime: &Runtime, client: &Client, iterations: u64) {
     runtime.block_on(scenario_commit_attempt(client, iterations));
 }
@@ -300,6 +329,16 @@ fn measure_commit_attempt(runtime: &Runtime, client: &Client, iterations: u64) {
 #[inline(never)]
 fn measure_commit_transition(runtime: &Runtime, client: &Client, iterations: u64) {
     runtime.block_on(scenario_commit_transition(client, iterations));
+}
+
+#[inline(never)]
+fn measure_commit_attempt_chained(runtime: &Runtime, client: &Client, iterations: u64) {
+    runtime.block_on(scenario_commit_attempt_chained(client, iterations));
+}
+
+#[inline(never)]
+fn measure_commit_transition_chained(runtime: &Runtime, client: &Client, iterations: u64) {
+    runtime.block_on(scenario_commit_transition_chained(client, iterations));
 }
 
 fn main() {
@@ -326,7 +365,7 @@ fn main() {
                 let start = Instant::now();
                 run(&runtime, &client, scenario, iterations);
                 let each = start.elapsed() / u32::try_from(iterations).unwrap_or(1);
-                println!("{scenario:<18} {each:>10.2?} per operation ({iterations} operations)");
+                println!("{scenario:<26} {each:>10.2?} per operation ({iterations} operations)");
             }
         }
     }

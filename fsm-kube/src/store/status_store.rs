@@ -166,7 +166,11 @@ impl<K: KubeResource> KubeStore<K> for StatusStore {
             };
             self.decoded
                 .remember(&target.uid, version.clone(), Arc::new(record.clone()));
-            let written = RawRecord::Json(value);
+            // As compact text: the entry lives until the watch delivers
+            // the commit (seconds on a loaded server), a record as a
+            // `Value` is several times its text, and it is read back only
+            // by a copy the watch has not caught up with.
+            let written = RawRecord::Text(value.to_string());
             self.written.remember(
                 &target.uid,
                 superseded.as_ref(),
