@@ -112,12 +112,14 @@ async fn a_status_store_transition_waits_for_its_watch_event_and_other_stores_re
 /// Something else wakes the object (an owned object's event) before the
 /// watch has delivered the runtime's own commit: that copy runs nothing and
 /// waits for the event, for the rest of `own_write_wait`; past it, the step
-/// runs on that copy (the store answers with the record it committed).
+/// runs on that copy (the store answers with the record it committed). The
+/// wait is long enough that a loaded machine still reconciles the copy
+/// again within it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_copy_from_before_the_runtimes_own_commit_waits_for_its_event() {
     let env = env().await;
     let ctx = ctx(&env.client);
-    let wait = Duration::from_millis(300);
+    let wait = Duration::from_secs(2);
     let stale = create_finalized_widget(&env, "w").await;
     let fsm = reconciler(
         &env,
