@@ -674,13 +674,13 @@ where
         }
         let meta = object.meta();
         let (uid, version) = (meta.uid.as_deref()?, meta.resource_version.as_deref()?);
-        let made = inner.store.own_commit_in_flight(uid, version)?;
-        let left = wait.saturating_sub(made.elapsed());
+        let waited = inner.store.own_commit_in_flight(uid, version)?.elapsed();
+        let left = wait.saturating_sub(waited);
         if left.is_zero() {
             return None;
         }
         tracing::debug!(
-            waited = ?made.elapsed(),
+            ?waited,
             "a copy from before the runtime's own commit; its watch event runs the step"
         );
         Some(left)

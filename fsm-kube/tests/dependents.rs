@@ -68,6 +68,17 @@ async fn data_of(env: &Env, name: &str) -> Option<BTreeMap<String, String>> {
     Some(cm.data.unwrap_or_default())
 }
 
+/// Waits until `plain-config` holds the color its owner wants.
+async fn plain_config_holds_the_owners_color(env: &Env, what: &str) {
+    eventually(what, || async move {
+        data_of(env, "plain-config")
+            .await
+            .filter(|d| d["color"] == "owner")
+            .map(|_| ())
+    })
+    .await;
+}
+
 fn runtime(env: &Env) -> DependentsRuntime {
     DependentsRuntime::new(env.client.clone()).field_manager("dependents-test")
 }
@@ -951,16 +962,7 @@ async fn a_dependents_reconciler_converges_reports_and_repairs_on_a_dependent_ch
         )
         .await
         .unwrap();
-    eventually("the edited dependent repaired", || {
-        let env = &env;
-        async move {
-            data_of(env, "plain-config")
-                .await
-                .filter(|d| d["color"] == "owner")
-                .map(|_| ())
-        }
-    })
-    .await;
+    plain_config_holds_the_owners_color(&env, "the edited dependent repaired").await;
 
     // Someone deletes the dependent: its watch wakes the owner, which
     // recreates it.
@@ -968,16 +970,7 @@ async fn a_dependents_reconciler_converges_reports_and_repairs_on_a_dependent_ch
         .delete("plain-config", &Default::default())
         .await
         .unwrap();
-    eventually("the dependent recreated", || {
-        let env = &env;
-        async move {
-            data_of(env, "plain-config")
-                .await
-                .filter(|d| d["color"] == "owner")
-                .map(|_| ())
-        }
-    })
-    .await;
+    plain_config_holds_the_owners_color(&env, "the dependent recreated").await;
     controller.abort();
 }
 
