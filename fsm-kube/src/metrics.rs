@@ -30,9 +30,12 @@ fn histogram() -> Histogram {
 /// (outcome `applied`: created or changed, `unchanged`: found as desired
 /// and not written, `pruned`, `deleted` by a teardown, `failed`); in
 /// sharded mode ([`crate::shard`]) `shard_objects{operator, shard}` (the
-/// active assigner's count per shard label), `shard_moves_total{operator}`,
-/// `shard_drains_total{operator}`, `shard_releases_total{operator, shard}`
-/// and `shard_assigner_active{operator}`.
+/// active assigner's count per shard label), `shard_ring_member{operator,
+/// shard}` (the active assigner's view of each shard Lease: 1 while the
+/// shard is given new objects, 0 while it is not yet confirmed alive or is
+/// dead), `shard_moves_total{operator}`, `shard_drains_total{operator}`,
+/// `shard_releases_total{operator, shard}` and
+/// `shard_assigner_active{operator}`.
 /// Labels carry machine, state and kind names only, never state data.
 #[derive(Clone)]
 pub struct FsmMetrics {
@@ -45,6 +48,7 @@ pub struct FsmMetrics {
     objects: Family<Labels, Gauge>,
     dependent_operations: Family<Labels, Counter>,
     shard_objects: Family<Labels, Gauge>,
+    shard_ring: Family<Labels, Gauge>,
     shard_moves: Family<Labels, Counter>,
     shard_drains: Family<Labels, Counter>,
     shard_releases: Family<Labels, Counter>,
@@ -71,6 +75,7 @@ impl FsmMetrics {
             objects: Family::default(),
             dependent_operations: Family::default(),
             shard_objects: Family::default(),
+            shard_ring: Family::default(),
             shard_moves: Family::default(),
             shard_drains: Family::default(),
             shard_releases: Family::default(),
@@ -112,6 +117,11 @@ impl FsmMetrics {
             metrics.shard_objects.clone(),
         );
         registry.register(
+            "shard_ring_member",
+            "1 while the active assigner gives a shard new objects; 0 while its Lease is not yet seen renewed, or is dead",
+            metrics.shard_ring.clone(),
+        );
+        registry.register(
             "shard_moves",
             "Objects moved from one shard to another",
             metrics.shard_moves.clone(),
@@ -142,6 +152,25 @@ impl FsmMetrics {
                 ("shard", shard.to_owned()),
             ])
             .set(count);
+    }
+
+    /// Sets whether `operator`'s shard `shard` is a member of the active
+    /// assigner's ring (given new objects).
+    pub fn set_shard_ring_member(&self, operator: &str, shard: &str, member: bool) {
+        self.shard_ring
+            .get_or_create(&vec![
+                ("operator", operator.to_owned()),
+                ("shard", shard.to_owned()),
+            ])
+            .set(i64::from(member));
+    }
+
+    /// Forgets shard `shard` of `operator` (its Lease is gone).
+    pub fn forget_shard(&self, operator: &str, shard: &str) {
+        self.shard_ring.remove(&vec![
+            ("operator", operator.to_owned()),
+            ("shard", shard.to_owned()),
+        ]);
     }
 
     /// Counts one object of `operator` moved to another shard.

@@ -4,7 +4,8 @@
 //! kube-apiserver named by `FSM_REAL_APISERVER_KUBECONFIG`: every object
 //! is labelled and completes once (100 widgets); a replica joining takes about a third,
 //! each move drained (the old owner lets go) before the new label appears;
-//! a replica stopped, or left to lapse, has its objects moved.
+//! a replica stopped, or left to lapse, has its objects moved; a new
+//! assigner moves none of the running replicas' objects.
 
 mod common;
 
@@ -270,7 +271,8 @@ async fn replicas_share_the_objects_and_moves_are_drained_first() {
     wait_for_status_state(&env, "late", "Ready").await;
 
     // a, the only replica left, runs the assigner and says so; it counts
-    // its shard's objects, the moves, and the objects it let go of to c.
+    // its shard's objects, the moves, and the objects it let go of to c;
+    // its ring has a alone (b's Lease lapsed, c's was given up).
     let line = |name: &str, labels: &str, value: usize| {
         format!("operator_fsm_{name}{{operator=\"widgets\"{labels}}} {value}")
     };
@@ -279,6 +281,9 @@ async fn replicas_share_the_objects_and_moves_are_drained_first() {
         let want = [
             line("shard_assigner_active", "", 1),
             line("shard_objects", ",shard=\"widgets-shard-a\"", N + 1),
+            line("shard_ring_member", ",shard=\"widgets-shard-a\"", 1),
+            line("shard_ring_member", ",shard=\"widgets-shard-b\"", 0),
+            line("shard_ring_member", ",shard=\"widgets-shard-c\"", 0),
         ];
         async move {
             want.iter()
@@ -313,6 +318,78 @@ async fn replicas_share_the_objects_and_moves_are_drained_first() {
     }
     a.stop().await;
     watching.abort();
+}
+
+/// The assigner moves to another replica (its holder stopped): the new one
+/// starts knowing no shard Lease, and sees each renewed one after another.
+/// Until then it moves none of their objects; only the stopped replica's
+/// objects move (at once: its Lease was given up).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_assigner_moves_only_the_stopped_replicas_objects() {
+    let env = env().await;
+    let shards = ["widgets-shard-a", "widgets-shard-b", "widgets-shard-c"];
+    // Started a third of a renewal apart, so that the new assigner sees
+    // the survivors' Leases renewed at different looks.
+    let mut replicas: Vec<(&str, Replica)> = Vec::new();
+    for shard in shards {
+        replicas.push((shard, Replica::start(&env, shard)));
+        tokio::time::sleep(LEASE / 9).await;
+    }
+    const N: usize = 60;
+    let names: Vec<String> = (0..N).map(|i| format!("f{i:02}")).collect();
+    futures::stream::iter(&names)
+        .for_each_concurrent(8, |name| async {
+            create_widget(&env, name, WidgetSpec::colored("blue")).await;
+        })
+        .await;
+    let before = settled_on(&env, &shards).await;
+    let (history, watching) = record_label_history(&env);
+    // The history starts with each widget's labels now.
+    eventually("the label history to hold every widget", || {
+        let seen = history.lock().unwrap().len();
+        async move { (seen == N).then_some(()) }
+    })
+    .await;
+
+    let assigner = holder(&env, "widgets-sharder")
+        .await
+        .expect("a replica runs the assigner");
+    let at = replicas
+        .iter()
+        .position(|(shard, _)| *shard == assigner)
+        .expect("the assigner is one of the replicas");
+    let (stopped, replica) = replicas.remove(at);
+    replica.stop().await;
+    let survivors: Vec<&str> = replicas.iter().map(|(shard, _)| *shard).collect();
+    let after = settled_on(&env, &survivors).await;
+    let new_assigner = holder(&env, "widgets-sharder").await;
+    assert!(
+        new_assigner
+            .as_deref()
+            .is_some_and(|h| survivors.contains(&h)),
+        "{new_assigner:?} runs the assigner"
+    );
+
+    let history = history.lock().unwrap();
+    for (name, shard) in &before {
+        let entries = &history[name];
+        if shard == stopped {
+            assert_ne!(after[name], stopped, "{name}: {entries:?}");
+        } else {
+            // A survivor's widget: never drained, never relabelled.
+            assert_eq!(
+                entries,
+                &vec![(Some(shard.clone()), None)],
+                "{name} of {shard}, a replica that kept running"
+            );
+        }
+    }
+    assert!(before.values().any(|s| s == stopped) && before.values().any(|s| s != stopped));
+    drop(history);
+    watching.abort();
+    for (_, replica) in replicas {
+        replica.stop().await;
+    }
 }
 
 /// `run --shards` of the operator CLI: the replica holds its shard Lease

@@ -14,7 +14,10 @@
 //!
 //! Each wave runs until every Order exists and rests in `Done`; before a
 //! steady wave the harness waits until every Order is labelled for a live
-//! replica (the moves of the scaling are over).
+//! replica (the moves of the scaling are over) and the assigner gives new
+//! Orders to every running replica and no other (its
+//! `operator_fsm_shard_ring_member` metric: a shard joins the ring once
+//! the assigner has seen its Lease renewed).
 //!
 //! At the end:
 //! - every Order rests in `Done` along the exact path of the workflow,
@@ -322,6 +325,9 @@ fn share_tolerance(size: usize, replicas: usize) -> f64 {
 /// every Order is done; the wave's shares.
 async fn steady_wave(h: &mut Harness, wave: &'static str, size: usize, bound: Duration) -> Steady {
     h.wait_settled(bound)
+        .await
+        .unwrap_or_else(|e| panic!("before wave {wave}: {e}"));
+    h.wait_ring(bound)
         .await
         .unwrap_or_else(|e| panic!("before wave {wave}: {e}"));
     let names = h.create_orders(size).await;

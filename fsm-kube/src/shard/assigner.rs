@@ -17,7 +17,7 @@ use serde_json::json;
 use tokio::time::Instant;
 
 use super::ShardNames;
-use super::live::LeaseObserver;
+use super::live::{LeaseObserver, ShardHealth};
 use super::plan::{Move, ObjectView, decide, ring_of};
 use super::ring::DEFAULT_VIRTUAL_NODES;
 use crate::FsmMetrics;
@@ -164,7 +164,7 @@ impl Assigner {
             "sharding: assigning objects to shards"
         );
         let mut observer = LeaseObserver::default();
-        let mut reported = BTreeSet::new();
+        let mut reported = Reported::default();
         loop {
             if leadership.is_held() {
                 self.pass(&reader, &mut observer, &mut reported, &leadership)
@@ -179,7 +179,7 @@ impl Assigner {
         &self,
         reader: &Store<PartialObjectMeta<DynamicObject>>,
         observer: &mut LeaseObserver,
-        reported: &mut BTreeSet<String>,
+        reported: &mut Reported,
         leadership: &Leadership,
     ) {
         let params = ListParams::default().labels(&self.names.ring_selector());
@@ -192,8 +192,9 @@ impl Assigner {
         };
         let health = observer.observe(&leases, Instant::now(), self.lease_duration);
         let ring = ring_of(&health, self.options.virtual_nodes);
+        self.report_ring(&health, &mut reported.ring);
         let objects = reader.state();
-        self.report_counts(&objects, reported);
+        self.report_counts(&objects, &mut reported.counts);
         if ring.is_empty() {
             return;
         }
@@ -299,6 +300,22 @@ impl Assigner {
         }
     }
 
+    /// Reports which shards are members of the ring (given new objects),
+    /// and forgets those whose Lease is gone.
+    fn report_ring(&self, health: &BTreeMap<String, ShardHealth>, reported: &mut BTreeSet<String>) {
+        let Some(metrics) = &self.metrics else {
+            return;
+        };
+        let operator = self.names.operator();
+        for gone in reported.iter().filter(|s| !health.contains_key(*s)) {
+            metrics.forget_shard(operator, gone);
+        }
+        for (shard, state) in health {
+            metrics.set_shard_ring_member(operator, shard, *state == ShardHealth::Member);
+        }
+        *reported = health.keys().cloned().collect();
+    }
+
     /// Reports the objects per shard label (`""`: unassigned).
     fn report_counts(
         &self,
@@ -330,6 +347,16 @@ impl Assigner {
 }
 
 /// Marks this replica's assigner active in the metrics while it lives.
+/// The metric labels the assigner has reported, so that it can zero or
+/// drop those that went away.
+#[derive(Default)]
+struct Reported {
+    /// Shard labels of `shard_objects`.
+    counts: BTreeSet<String>,
+    /// Shards of `shard_ring_member`.
+    ring: BTreeSet<String>,
+}
+
 struct Active {
     metrics: FsmMetrics,
     operator: String,

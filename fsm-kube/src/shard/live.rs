@@ -15,9 +15,10 @@ use crate::leader::Fingerprint;
 pub enum ShardHealth {
     /// Held, and seen renewed within its duration: a member of the ring.
     Member,
-    /// Held, but not yet seen renewed by this observer (it has just
-    /// started watching): counted as alive, so its objects are drained,
-    /// not taken; not yet given new objects.
+    /// Held, but not yet seen renewed by this observer (it, or the
+    /// replica, has just started): it may be acting, so its objects stay
+    /// where they are until it is a member or dead; not yet given new
+    /// objects.
     Unconfirmed,
     /// Released (no holder), deleted, or unchanged for its whole duration:
     /// its holder stopped acting a third of the duration ago at the

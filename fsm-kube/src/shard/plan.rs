@@ -81,8 +81,14 @@ pub fn decide(
         None => Some(assign(None)),
         Some(owner) if owner == target => object.drain.is_some().then_some(Move::CancelDrain),
         Some(owner) => {
-            let alive = health.get(owner).is_some_and(|h| h.may_act());
-            if !alive {
+            let owner_health = health.get(owner).copied().unwrap_or(ShardHealth::Dead);
+            if owner_health == ShardHealth::Unconfirmed {
+                // Not yet seen renewed (this assigner has just started, or
+                // the replica has): within a renewal it is a member again,
+                // and its objects would only be moved there and back; or
+                // dead, and they move at once then.
+                None
+            } else if !owner_health.may_act() {
                 Some(assign(Some(owner.to_owned())))
             } else if object.drain.as_deref() == Some(target) {
                 // Asked already; waiting for the owner to let go.
@@ -156,8 +162,8 @@ mod tests {
     #[test]
     fn a_live_owner_is_drained_once_and_a_dead_one_bypassed() {
         let ring = Ring::new(["t"]);
-        for alive in [Member, Unconfirmed] {
-            let h = health(&[("t", Member), ("o", alive)]);
+        {
+            let h = health(&[("t", Member), ("o", Member)]);
             assert_eq!(
                 decide(&view(Some("o"), None), &ring, &h),
                 Some(Move::Drain {
@@ -185,6 +191,21 @@ mod tests {
         // A shard with no Lease at all is dead too.
         let h = health(&[("t", Member)]);
         assert_eq!(decide(&view(Some("o"), None), &ring, &h), Some(dead));
+    }
+
+    #[test]
+    fn an_unconfirmed_owner_keeps_its_objects_until_it_is_a_member_or_dead() {
+        // A new assigner's first looks: "t" seen renewed, "o" not yet.
+        let ring = Ring::new(["t"]);
+        let h = health(&[("t", Member), ("o", Unconfirmed)]);
+        for drain in [None, Some("t"), Some("x")] {
+            assert_eq!(decide(&view(Some("o"), drain), &ring, &h), None);
+        }
+        // Unlabelled objects still go to the members.
+        assert!(matches!(
+            decide(&view(None, None), &ring, &h),
+            Some(Move::Assign { .. })
+        ));
     }
 
     #[test]

@@ -88,6 +88,7 @@ async fn run(args: &Args, election: Election, replicas: usize) -> Result<Row, St
         h.start_replica(name);
     }
     h.wait_leases(bound).await?;
+    h.wait_ring(bound).await?;
     let driver_before = figures(std::process::id()).unwrap_or_default().cpu_s;
     let started = Instant::now();
     h.create_orders(args.objects).await;

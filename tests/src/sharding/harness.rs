@@ -5,12 +5,17 @@
 //! and peak RSS from `/proc`).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use fsm_testkit::{ApiServer, HttpServer, ServerConfig};
 use futures::{StreamExt, TryStreamExt};
+use http_body_util::{BodyExt, Empty};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, PostParams};
@@ -124,6 +129,8 @@ pub struct Stopped {
 struct Replica {
     name: String,
     child: Child,
+    /// Where it serves `/metrics`.
+    http: SocketAddr,
 }
 
 impl Drop for Replica {
@@ -228,6 +235,10 @@ impl Harness {
             .open(&self.log)
             .expect("the operators' log file");
         let lease_secs = self.lease_secs.to_string();
+        // A port free now (the operator binds it a moment later).
+        let http = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free local port");
         let mut command = Command::new(&self.operator);
         command
             .args(["run", "--kubeconfig"])
@@ -242,6 +253,7 @@ impl Harness {
             ])
             .args(["--ledger-url", &self.ledger_url, "--replica", name])
             .args(["--work-ms", &self.work_ms.to_string()])
+            .args(["--http-addr", &http.to_string()])
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -256,6 +268,7 @@ impl Harness {
         self.running.push(Replica {
             name: name.to_owned(),
             child,
+            http,
         });
     }
 
@@ -369,6 +382,64 @@ impl Harness {
                 return Err(format!("no Lease held for {missing:?} (held: {held:?})"));
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The active assigner's ring, from the `/metrics` of the running
+    /// replica that runs it: each shard Lease it sees and whether it gives
+    /// that shard new objects. `None` while no running replica says it
+    /// runs the assigner.
+    pub async fn ring(&self) -> Option<BTreeMap<String, bool>> {
+        let client = Client::builder(TokioExecutor::new()).build_http::<Empty<Bytes>>();
+        for replica in &self.running {
+            let Ok(uri) = format!("http://{}/metrics", replica.http).parse::<http::Uri>() else {
+                continue;
+            };
+            let Ok(response) = client.get(uri).await else {
+                continue;
+            };
+            let Ok(body) = response.into_body().collect().await else {
+                continue;
+            };
+            let text = String::from_utf8_lossy(&body.to_bytes()).into_owned();
+            if let Some(ring) = parse_ring(&text) {
+                return Some(ring);
+            }
+        }
+        None
+    }
+
+    /// Waits (at most `bound`) until the active assigner gives new objects
+    /// to every running replica and to no other (sharded runs; at once
+    /// otherwise). A shard Lease joins the ring once the assigner has seen
+    /// it renewed, so a steady wave created before that would be shared
+    /// by fewer replicas than are running.
+    ///
+    /// # Errors
+    /// The ring seen last.
+    pub async fn wait_ring(&self, bound: Duration) -> Result<(), String> {
+        if self.election == Election::Leader {
+            return Ok(());
+        }
+        let running: BTreeSet<String> = self.running().into_iter().collect();
+        let deadline = Instant::now() + bound;
+        loop {
+            let ring = self.ring().await;
+            let members: Option<BTreeSet<String>> = ring.as_ref().map(|r| {
+                r.iter()
+                    .filter(|(_, member)| **member)
+                    .map(|(shard, _)| shard.clone())
+                    .collect()
+            });
+            if members.as_ref() == Some(&running) {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "the assigner's ring is not {running:?} after {bound:?}: {ring:?}"
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
 
@@ -565,5 +636,55 @@ pub async fn install_crd(client: &kube::Client, crd: &CustomResourceDefinition) 
     while orders.list(&ListParams::default().limit(1)).await.is_err() {
         assert!(Instant::now() < deadline, "the Order CRD is not served");
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The ring in a replica's `/metrics` text, if it runs the assigner:
+/// `operator_fsm_shard_ring_member{operator, shard}` by shard, `true` for
+/// 1.
+fn parse_ring(text: &str) -> Option<BTreeMap<String, bool>> {
+    let operator = format!("operator=\"{OPERATOR}\"");
+    let active = format!("operator_fsm_shard_assigner_active{{{operator}}} 1");
+    if !text.lines().any(|l| l == active) {
+        return None;
+    }
+    let prefix = format!("operator_fsm_shard_ring_member{{{operator},shard=\"");
+    Some(
+        text.lines()
+            .filter_map(|l| l.strip_prefix(&prefix))
+            .filter_map(|rest| {
+                let (shard, value) = rest.split_once("\"} ")?;
+                Some((shard.to_owned(), value.trim() == "1"))
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ring_is_read_from_the_active_assigner_only() {
+        let active = format!(
+            "# HELP x\n\
+             operator_fsm_shard_assigner_active{{operator=\"{OPERATOR}\"}} 1\n\
+             operator_fsm_shard_ring_member{{operator=\"{OPERATOR}\",shard=\"replica-1\"}} 1\n\
+             operator_fsm_shard_ring_member{{operator=\"{OPERATOR}\",shard=\"replica-2\"}} 0\n"
+        );
+        let ring = parse_ring(&active).expect("the active assigner's ring");
+        assert_eq!(
+            ring,
+            BTreeMap::from([
+                ("replica-1".to_owned(), true),
+                ("replica-2".to_owned(), false)
+            ])
+        );
+        let idle = active.replace(
+            "_active{operator=\"shard-proof\"} 1",
+            "_active{operator=\"shard-proof\"} 0",
+        );
+        assert_ne!(idle, active);
+        assert_eq!(parse_ring(&idle), None);
     }
 }
