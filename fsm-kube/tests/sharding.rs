@@ -370,7 +370,8 @@ async fn a_new_assigner_moves_only_the_stopped_replicas_objects() {
         "{new_assigner:?} runs the assigner"
     );
 
-    let history = history.lock().unwrap();
+    watching.abort();
+    let history = history.lock().unwrap().clone();
     for (name, shard) in &before {
         let entries = &history[name];
         if shard == stopped {
@@ -385,8 +386,6 @@ async fn a_new_assigner_moves_only_the_stopped_replicas_objects() {
         }
     }
     assert!(before.values().any(|s| s == stopped) && before.values().any(|s| s != stopped));
-    drop(history);
-    watching.abort();
     for (_, replica) in replicas {
         replica.stop().await;
     }
