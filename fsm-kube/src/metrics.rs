@@ -165,8 +165,9 @@ impl FsmMetrics {
             .set(i64::from(member));
     }
 
-    /// Forgets shard `shard` of `operator` (its Lease is gone).
-    pub fn forget_shard(&self, operator: &str, shard: &str) {
+    /// Drops shard `shard` of `operator` from the ring metric (its Lease
+    /// is gone).
+    pub fn remove_shard_ring_member(&self, operator: &str, shard: &str) {
         self.shard_ring.remove(&vec![
             ("operator", operator.to_owned()),
             ("shard", shard.to_owned()),

@@ -308,7 +308,7 @@ impl Assigner {
         };
         let operator = self.names.operator();
         for gone in reported.iter().filter(|s| !health.contains_key(*s)) {
-            metrics.forget_shard(operator, gone);
+            metrics.remove_shard_ring_member(operator, gone);
         }
         for (shard, state) in health {
             metrics.set_shard_ring_member(operator, shard, *state == ShardHealth::Member);
@@ -346,7 +346,6 @@ impl Assigner {
     }
 }
 
-/// Marks this replica's assigner active in the metrics while it lives.
 /// The metric labels the assigner has reported, so that it can zero or
 /// drop those that went away.
 #[derive(Default)]
@@ -357,6 +356,7 @@ struct Reported {
     ring: BTreeSet<String>,
 }
 
+/// Marks this replica's assigner active in the metrics while it lives.
 struct Active {
     metrics: FsmMetrics,
     operator: String,

@@ -80,26 +80,20 @@ pub fn decide(
     match object.shard.as_deref() {
         None => Some(assign(None)),
         Some(owner) if owner == target => object.drain.is_some().then_some(Move::CancelDrain),
-        Some(owner) => {
-            let owner_health = health.get(owner).copied().unwrap_or(ShardHealth::Dead);
-            if owner_health == ShardHealth::Unconfirmed {
-                // Not yet seen renewed (this assigner has just started, or
-                // the replica has): within a renewal it is a member again,
-                // and its objects would only be moved there and back; or
-                // dead, and they move at once then.
-                None
-            } else if !owner_health.may_act() {
-                Some(assign(Some(owner.to_owned())))
-            } else if object.drain.as_deref() == Some(target) {
-                // Asked already; waiting for the owner to let go.
-                None
-            } else {
-                Some(Move::Drain {
-                    from: owner.to_owned(),
-                    to: target.to_owned(),
-                })
-            }
-        }
+        Some(owner) => match health.get(owner).copied().unwrap_or(ShardHealth::Dead) {
+            // Not yet seen renewed (this assigner has just started, or the
+            // replica has): within a renewal it is a member, and its
+            // objects would only be moved there and back; or dead, and they
+            // move at once then.
+            ShardHealth::Unconfirmed => None,
+            ShardHealth::Dead => Some(assign(Some(owner.to_owned()))),
+            // Asked already; waiting for the owner to let go.
+            ShardHealth::Member if object.drain.as_deref() == Some(target) => None,
+            ShardHealth::Member => Some(Move::Drain {
+                from: owner.to_owned(),
+                to: target.to_owned(),
+            }),
+        },
     }
 }
 
@@ -162,22 +156,20 @@ mod tests {
     #[test]
     fn a_live_owner_is_drained_once_and_a_dead_one_bypassed() {
         let ring = Ring::new(["t"]);
-        {
-            let h = health(&[("t", Member), ("o", Member)]);
-            assert_eq!(
-                decide(&view(Some("o"), None), &ring, &h),
-                Some(Move::Drain {
-                    from: "o".into(),
-                    to: "t".into()
-                })
-            );
-            // Drained towards another shard before: asked again.
-            assert!(matches!(
-                decide(&view(Some("o"), Some("x")), &ring, &h),
-                Some(Move::Drain { .. })
-            ));
-            assert_eq!(decide(&view(Some("o"), Some("t")), &ring, &h), None);
-        }
+        let h = health(&[("t", Member), ("o", Member)]);
+        assert_eq!(
+            decide(&view(Some("o"), None), &ring, &h),
+            Some(Move::Drain {
+                from: "o".into(),
+                to: "t".into()
+            })
+        );
+        // Drained towards another shard before: asked again.
+        assert!(matches!(
+            decide(&view(Some("o"), Some("x")), &ring, &h),
+            Some(Move::Drain { .. })
+        ));
+        assert_eq!(decide(&view(Some("o"), Some("t")), &ring, &h), None);
         let dead = Move::Assign {
             from: Some("o".into()),
             to: "t".into(),
