@@ -1,0 +1,20 @@
+//! examples's integration tests, one binary for the whole crate.
+//!
+//! Each file beside this one was a test binary of its own; as modules of one
+//! binary they link the crate's dependencies once instead of once per file
+//! (docs/testing.md, "How the tests are built"). A test's name is its file's
+//! module and its function: `cargo test -p examples --test it -- FILE::` runs
+//! one file's tests.
+
+mod common;
+mod crash_soak;
+mod database;
+mod demo;
+mod failover;
+mod fault_soak;
+mod integration;
+mod mutable_jar;
+mod rbac;
+mod soak;
+mod web_view;
+mod webpage;
