@@ -94,6 +94,32 @@
 //! # });
 //! ```
 //!
+//! # With the derive
+//! `#[derive(OperatorFsm)]` writes the `Fsm` impl and the `Machine` table
+//! from attributes on the variants (fsm-macros' documentation lists them):
+//!
+//! ```
+//! use fsm_core::prelude::*;
+//!
+//! #[derive(OperatorFsm, Clone, Debug, PartialEq, Serialize, Deserialize)]
+//! #[fsm(resource = String)]
+//! enum Job {
+//!     #[fsm(initial, handler = start, next(Done))]
+//!     Pending,
+//!     #[fsm(final, ready)]
+//!     Done,
+//!     #[fsm(failed)]
+//!     Failed,
+//! }
+//!
+//! async fn start(_cx: &mut Step<'_, Job>) -> Result<Transition<Job>, std::convert::Infallible> {
+//!     Ok(Transition::next(Job::Done))
+//! }
+//!
+//! assert_eq!(Job::machine().validate(), Ok(()));
+//! assert_eq!(Job::mermaid(), Job::MERMAID);
+//! ```
+//!
 //! The full contract (what runs in which order, what is committed when,
 //! at-least-once handlers and at-most-once transitions) is in
 //! `docs/semantics.md` and on [`Engine`].

@@ -113,7 +113,10 @@ mod suggest;
 /// say) and an enum without `Serialize` and `Deserialize` are reported as
 /// such, once.
 ///
-/// ```
+/// This example runs as a doctest of `fsm_core` (its crate documentation,
+/// "With the derive"), which re-exports the derive:
+///
+/// ```ignore
 /// use fsm_core::prelude::*;
 ///
 /// #[derive(OperatorFsm, Clone, Debug, PartialEq, Serialize, Deserialize)]
