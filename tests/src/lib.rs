@@ -14,7 +14,7 @@
 //!   [`scene::run_differential`], which runs a scenario on both servers and
 //!   compares what each observed;
 //! - [`sharding`]: the sharding proof's operator, ledger, checks and
-//!   harness (`tests/it/sharding_proof.rs`, the `shard-bench` binary).
+//!   harness (`tests/sharding_proof.rs`, the `shard-bench` binary).
 
 pub mod cluster;
 pub mod observe;

@@ -10,7 +10,7 @@
 //! `$DATABASE_CLOUD_URL` (the `fake-cloud` binary prints it); `run` refuses
 //! to start without it (a usage error, exit status 2). Logs go to stderr,
 //! filtered by `RUST_LOG` (default: warnings). The crash soak
-//! (`examples/tests/it/crash_soak.rs`) kills this process with SIGKILL again
+//! (`examples/tests/processes/crash_soak.rs`) kills this process with SIGKILL again
 //! and again.
 
 use std::process::ExitCode;

@@ -1,4 +1,4 @@
-//! examples's integration tests, one binary for the whole crate.
+//! The examples' integration tests, one binary for the whole crate.
 //!
 //! Each file beside this one was a test binary of its own; as modules of one
 //! binary they link the crate's dependencies once instead of once per file
@@ -7,14 +7,9 @@
 //! one file's tests.
 
 mod common;
-mod crash_soak;
 mod database;
 mod demo;
-mod failover;
-mod fault_soak;
 mod integration;
 mod mutable_jar;
-mod rbac;
-mod soak;
 mod web_view;
 mod webpage;

@@ -213,7 +213,7 @@ impl RbacObject {
 ///    name the same group and resource.
 ///
 /// Verbs come in Kubernetes' documented order; there are no wildcards.
-/// `examples/tests/it/rbac.rs` checks these rules against the requests an
+/// `examples/tests/processes/rbac.rs` checks these rules against the requests an
 /// operator makes through a whole workflow.
 ///
 /// # Errors

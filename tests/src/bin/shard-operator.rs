@@ -1,6 +1,6 @@
 //! The sharding proof's operator: the five-step `Order` machine of
 //! `integration_tests::sharding::machine`, with the framework's command
-//! line (`run`, `crd`, `rbac`, ...). The proof (`tests/tests/it/sharding_proof.rs`)
+//! line (`run`, `crd`, `rbac`, ...). The proof (`tests/tests/sharding_proof.rs`)
 //! and the benchmark (`shard-bench`) start several of these:
 //!
 //! ```text

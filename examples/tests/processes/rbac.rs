@@ -388,11 +388,13 @@ async fn check(label: &str, run_args: &[&str], rbac_args: &[&str], namespaced: b
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn printed_cluster_role_is_exactly_what_the_operator_uses() {
+    let _turn = soak::ONE_AT_A_TIME.lock().await;
     check("cluster", &[], &[], false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn printed_roles_with_leader_election_are_exactly_what_the_operator_uses() {
+    let _turn = soak::ONE_AT_A_TIME.lock().await;
     let lease = ["--leader-elect", "--lease-namespace", NS];
     // A short Lease, renewed every ~0.7 s: the run renews it (an `update`)
     // many times over, as a long-lived operator does.
@@ -406,6 +408,7 @@ async fn printed_roles_with_leader_election_are_exactly_what_the_operator_uses()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn printed_roles_with_sharding_are_exactly_what_the_operator_uses() {
+    let _turn = soak::ONE_AT_A_TIME.lock().await;
     // One replica in sharded mode: it holds its shard Lease, runs the
     // assigner (it holds the sharder Lease too) and releases nothing.
     let run = [
@@ -425,6 +428,7 @@ async fn printed_roles_with_sharding_are_exactly_what_the_operator_uses() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn printed_roles_with_the_web_view_are_exactly_what_the_operator_uses() {
+    let _turn = soak::ONE_AT_A_TIME.lock().await;
     // The view runs in the operator's process, with its ServiceAccount:
     // its pages GET the object and its record Secret and list Events.
     let view = free_addr();

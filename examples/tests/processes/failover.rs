@@ -56,10 +56,6 @@ use soak::{
 const LEASE: &str = "database-operator-leader";
 const REPLICAS: usize = 3;
 
-/// The tests take turns: each runs six processes and measures handovers,
-/// which the others' load would skew on a small machine.
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 /// What happens to the leader, again and again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
@@ -282,7 +278,7 @@ fn signal(pid: u32, signal: &str) {
 /// Kills (or, with `pause`, pauses and later resumes) the leader again and
 /// again; the end checks; the figures.
 async fn run(mode: Mode) {
-    let _turn = ONE_AT_A_TIME.lock().await;
+    let _turn = soak::ONE_AT_A_TIME.lock().await;
     let knobs = Knobs::from_env(mode);
     let started = Instant::now();
     let mut stack = Stack::start_with(

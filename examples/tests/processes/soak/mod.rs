@@ -26,6 +26,12 @@ use operator_fsm::core::StateRecord;
 use operator_fsm::store::RecordObject;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+/// The tests of this binary take turns: each runs the API server, the
+/// cloud and operator processes, kills them and measures what follows,
+/// which another test's processes running at the same time would skew on
+/// a small machine. Every test holds it for its whole run.
+pub static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 pub const NS: &str = "default";
 const GOOD: &str = "CREATE TABLE t (id int); INSERT INTO t VALUES (1);";
 const BAD: &str = "CREATE TABLE t (id int); INSRT INTO t VALUES (1);";

@@ -149,6 +149,7 @@ fn mib(kib: u64) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_faults_lose_nothing_and_memory_stays_bounded() {
+    let _turn = soak::ONE_AT_A_TIME.lock().await;
     let knobs = Knobs::from_env();
     let started = Instant::now();
     let mut stack = Stack::start("fault-soak", knobs.seed, knobs.failure_percent).await;

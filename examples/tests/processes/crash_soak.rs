@@ -62,6 +62,7 @@ impl Knobs {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_operators_lose_nothing_and_pay_once() {
+    let _turn = soak::ONE_AT_A_TIME.lock().await;
     let knobs = Knobs::from_env();
     let started = Instant::now();
     let mut stack = Stack::start("crash-soak", knobs.seed, knobs.failure_percent).await;
