@@ -562,7 +562,14 @@ impl<S: Fsm> Harness<S> {
                 state: record.state.clone(),
                 data: record.data.clone(),
                 entered_at,
+                closed: false,
             });
+        }
+        if S::machine()
+            .state(&record.state)
+            .is_some_and(|s| s.is_ready() || s.is_final())
+        {
+            record.close_scope();
         }
         self.store
             .save(&observed.key, &record, None)

@@ -71,6 +71,7 @@ pub struct StateMeta {
     renamed_from: &'static [&'static str],
     batch_entry: bool,
     commit_on_entry: bool,
+    commits: bool,
 }
 
 impl StateMeta {
@@ -96,6 +97,7 @@ impl StateMeta {
             renamed_from: &[],
             batch_entry: false,
             commit_on_entry: false,
+            commits: false,
         }
     }
 
@@ -205,6 +207,17 @@ impl StateMeta {
         self
     }
 
+    /// Entering this state closes the saga's scope: the compensable states
+    /// entered before it are done for good, and a later failure no longer
+    /// undoes them (a `ready` or `final` state closes it as well; see
+    /// [`StateMeta::closes_scope`]). For a step whose success makes the
+    /// earlier ones final, such as a cut-over after which rolling the
+    /// earlier steps back would do harm.
+    pub const fn commits(mut self) -> Self {
+        self.commits = true;
+        self
+    }
+
     /// The variant's name, as stored in records.
     pub const fn name(&self) -> &'static str {
         self.name
@@ -292,6 +305,18 @@ impl StateMeta {
     /// ([`StateMeta::commit_on_entry`]).
     pub const fn is_commit_on_entry(&self) -> bool {
         self.commit_on_entry
+    }
+    /// Whether the state was marked [`StateMeta::commits`].
+    pub const fn is_commits(&self) -> bool {
+        self.commits
+    }
+    /// Whether entering this state closes the saga's scope: a `ready` or
+    /// `final` state, or one marked [`StateMeta::commits`]. The compensable
+    /// states entered until then stay on the trail for deletion
+    /// (`on_delete = compensate`) and `compensate_and_restart`, the latest
+    /// entry of each, but a failure no longer undoes them.
+    pub const fn closes_scope(&self) -> bool {
+        self.ready || self.is_final || self.commits
     }
 }
 

@@ -50,6 +50,13 @@ pub struct TrailEntry {
     pub data: Option<Value>,
     /// When the state was entered.
     pub entered_at: Timestamp,
+    /// Whether the saga's scope it was entered in has closed (the workflow
+    /// reached a `ready`, `final` or `commits` state since): a failure
+    /// no longer undoes it; deletion (`on_delete = compensate`) and
+    /// `compensate_and_restart` still do. Left out when false, as in
+    /// records written before scopes.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub closed: bool,
 }
 
 /// An unwinding action (a state's compensation, or the cleanup) that
@@ -357,6 +364,50 @@ impl StateRecord {
         })
     }
 
+    /// The trail of the open saga scope: the compensable states entered
+    /// since the workflow last reached a `ready`, `final` or `commits`
+    /// state, in order of entry. A failure undoes these and no others.
+    pub fn open_trail(&self) -> &[TrailEntry] {
+        let closed = self.trail.iter().take_while(|e| e.closed).count();
+        &self.trail[closed..]
+    }
+
+    /// Closes the saga's scope: the open entries become closed, and of all
+    /// closed entries only the latest of each state is kept (what deletion
+    /// and `compensate_and_restart` undo), so the trail stays bounded by
+    /// the number of compensable states however often the object goes
+    /// through them.
+    pub fn close_scope(&mut self) {
+        if self.open_trail().is_empty() {
+            return;
+        }
+        let mut seen = std::collections::HashSet::new();
+        let mut keep: Vec<bool> = self
+            .trail
+            .iter()
+            .rev()
+            .map(|e| seen.insert(e.state.as_str()))
+            .collect();
+        keep.reverse();
+        let mut keep = keep.into_iter();
+        self.trail.retain(|_| keep.next().unwrap_or(true));
+        for entry in &mut self.trail {
+            entry.closed = true;
+        }
+    }
+
+    /// The trail entry whose compensation runs next while the record
+    /// unwinds: the latest entry of the open scope after a failure; the
+    /// latest entry of the whole trail on deletion or before a
+    /// `compensate_and_restart`. `None` when that part of the trail is
+    /// done, or when nothing unwinds.
+    pub fn next_compensation(&self) -> Option<&TrailEntry> {
+        let unwind = self.compensation.as_ref().filter(|u| u.is_active())?;
+        let last = self.trail.last()?;
+        let everything = unwind.target.is_none() || unwind.restart;
+        (everything || !last.closed).then_some(last)
+    }
+
     /// The current state, rebuilt from its name and data.
     ///
     /// # Errors
@@ -407,4 +458,116 @@ fn is_false(b: &bool) -> bool {
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde passes a reference
 fn is_zero(n: &u32) -> bool {
     *n == 0
+}
+
+#[cfg(test)]
+mod scope_tests {
+    //! The saga scope's bookkeeping on the trail, for any sequence of
+    //! entries and closes.
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// One step of a workflow's life: enter compensable state `n` (with
+    /// data `d`), or close the scope.
+    #[derive(Clone, Debug)]
+    enum Step {
+        Enter(u8, u8),
+        Close,
+    }
+
+    fn any_step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            3 => (0u8..4, 0u8..3).prop_map(|(n, d)| Step::Enter(n, d)),
+            1 => Just(Step::Close),
+        ]
+    }
+
+    fn record() -> StateRecord {
+        serde_json::from_value(serde_json::json!({
+            "schemaVersion": 1, "state": "S0", "enteredAt": "2026-01-01T00:00:00Z"
+        }))
+        .expect("a record")
+    }
+
+    proptest! {
+        #[test]
+        fn closed_entries_precede_open_ones_and_are_one_per_state(
+            steps in proptest::collection::vec(any_step(), 0..60)
+        ) {
+            let mut r = record();
+            let mut since_close: Vec<(String, u8)> = Vec::new();
+            for step in &steps {
+                match step {
+                    Step::Enter(n, d) => {
+                        r.trail.push(TrailEntry {
+                            state: format!("S{n}"),
+                            data: Some(Value::from(*d)),
+                            entered_at: Timestamp::UNIX_EPOCH,
+                            closed: false,
+                        });
+                        since_close.push((format!("S{n}"), *d));
+                    }
+                    Step::Close => {
+                        r.close_scope();
+                        since_close.clear();
+                    }
+                }
+                // Closed entries first, then the open scope, which is
+                // exactly what was entered since the last close.
+                let open = r.open_trail();
+                prop_assert!(open.iter().all(|e| !e.closed));
+                let open: Vec<(String, u8)> = open
+                    .iter()
+                    .map(|e| (e.state.clone(), e.data.as_ref().and_then(Value::as_u64).unwrap_or(9) as u8))
+                    .collect();
+                prop_assert_eq!(&open, &since_close);
+                // At most one closed entry per state: bounded by the states.
+                let closed: Vec<&str> = r
+                    .trail
+                    .iter()
+                    .take_while(|e| e.closed)
+                    .map(|e| e.state.as_str())
+                    .collect();
+                let mut unique = closed.clone();
+                unique.sort_unstable();
+                unique.dedup();
+                prop_assert_eq!(unique.len(), closed.len());
+                prop_assert!(closed.len() <= 4);
+            }
+        }
+
+        #[test]
+        fn closing_keeps_the_latest_entry_of_each_state_in_order_of_entry(
+            entries in proptest::collection::vec((0u8..4, 0u8..50), 0..30)
+        ) {
+            let mut r = record();
+            for (n, d) in &entries {
+                r.trail.push(TrailEntry {
+                    state: format!("S{n}"),
+                    data: Some(Value::from(*d)),
+                    entered_at: Timestamp::UNIX_EPOCH,
+                    closed: false,
+                });
+            }
+            r.close_scope();
+            // The expected: for each state its last entry, ordered by
+            // where that last entry stood.
+            let mut expected: Vec<(usize, String, u8)> = Vec::new();
+            for (i, (n, d)) in entries.iter().enumerate() {
+                expected.retain(|(_, s, _)| *s != format!("S{n}"));
+                expected.push((i, format!("S{n}"), *d));
+            }
+            let got: Vec<(String, u8)> = r
+                .trail
+                .iter()
+                .map(|e| (e.state.clone(), e.data.as_ref().and_then(Value::as_u64).unwrap_or(99) as u8))
+                .collect();
+            let expected: Vec<(String, u8)> = expected.into_iter().map(|(_, s, d)| (s, d)).collect();
+            prop_assert_eq!(got, expected);
+            prop_assert!(r.trail.iter().all(|e| e.closed));
+            prop_assert!(r.open_trail().is_empty());
+        }
+    }
 }

@@ -157,6 +157,10 @@ impl RawRecord {
     ///    history keeps the names as written.
     /// 4. The current state's data must fit its variant (fields added
     ///    with `#[serde(default)]` take their default).
+    /// 5. A record in a `ready` or `final` state with open entries on its
+    ///    trail (written before saga scopes) has its scope closed
+    ///    ([`StateRecord::close_scope`]), in memory only: the next commit
+    ///    stores it.
     ///
     /// # Errors
     /// [`DecodeError`], naming what is wrong.
@@ -217,6 +221,11 @@ impl RawRecord {
         }
         record.current::<S>()?;
         let changed = record != stored;
+        // Written before saga scopes: a record at rest in a state that
+        // closes the scope has every entry of its trail open. Closing the
+        // scope in memory gives the rule of this build without a write:
+        // the next commit stores it.
+        close_scope_of_resting::<S>(&mut record);
         Ok(Upgraded {
             record,
             compatibility,
@@ -382,4 +391,18 @@ fn resolve(machine: &Machine, name: &str) -> Result<&'static StateMeta, DecodeEr
             state: name.to_owned(),
             machine: machine.name(),
         })
+}
+
+/// Rule 5 of [`RawRecord::upgrade`]: closes the scope of a record written
+/// before scopes that rests in a `ready` or `final` state, unless it is
+/// unwinding. (A `commits` state closes the scope before its own entry,
+/// which stays open: being in one says nothing about the entries after.)
+fn close_scope_of_resting<S: Fsm>(record: &mut StateRecord) {
+    let closes = S::machine()
+        .state(&record.state)
+        .is_some_and(|s| s.is_ready() || s.is_final());
+    let unwinding = record.compensation.as_ref().is_some_and(|u| u.is_active());
+    if closes && !unwinding {
+        record.close_scope();
+    }
 }

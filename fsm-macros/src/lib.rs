@@ -63,8 +63,11 @@ mod suggest;
 /// earlier builds), `allow(unreachable, never_rests)`, `batch_entry` (this
 /// state's entry may be batched, without the enum's `batch_commits`),
 /// `commit_on_entry` (under `batch_commits`, this state's entry is committed
-/// before its handler runs). The `initial` state may carry data: it is entered with
-/// every field's `Default` (a field type without one is an error on the
+/// before its handler runs), `commits` (entering this state closes the
+/// saga's scope: a later failure no longer undoes the compensable states
+/// entered before it; `ready` and `final` states close it too). The
+/// `initial` state may carry data: it is entered with every field's
+/// `Default` (a field type without one is an error on the
 /// field), so its handler can checkpoint before a non-idempotent call.
 ///
 /// `converge = path` replaces `handler` in a state that only converges

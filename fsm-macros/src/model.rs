@@ -85,6 +85,8 @@ pub struct State {
     pub batch_entry: bool,
     /// `commit_on_entry`, in a machine with `batch_commits`.
     pub commit_on_entry: bool,
+    /// `commits`: entering the state closes the saga's scope.
+    pub commits: bool,
 }
 
 impl State {

@@ -204,9 +204,15 @@ impl Decider<'_> {
         record.attempt = 0;
         record.failures_without_attempt = 0;
         record.next_attempt_at = None;
-        if self.meta(to).is_some_and(StateMeta::has_compensation) {
+        let meta = self.meta(to);
+        // A `commits` state makes what came before it final; a `ready` or
+        // `final` state (below) makes its own entry final as well.
+        if meta.is_some_and(StateMeta::is_commits) {
+            record.close_scope();
+        }
+        if meta.is_some_and(StateMeta::has_compensation) {
             let known = record
-                .trail
+                .open_trail()
                 .iter()
                 .any(|e| e.state == record.state && e.data == record.data);
             if !known {
@@ -214,6 +220,7 @@ impl Decider<'_> {
                     state: record.state.clone(),
                     data: record.data.clone(),
                     entered_at: self.now,
+                    closed: false,
                 });
                 if record.trail.len() > MAX_TRAIL {
                     tracing::warn!(
@@ -224,6 +231,9 @@ impl Decider<'_> {
                     record.trail.remove(0);
                 }
             }
+        }
+        if meta.is_some_and(|m| m.is_ready() || m.is_final()) {
+            record.close_scope();
         }
         Effect::Entered {
             from,

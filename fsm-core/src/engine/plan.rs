@@ -66,7 +66,7 @@ pub fn plan(
             return Plan::Backoff(until(now, at));
         }
         return if matches!(machine.delete_policy(), OnDelete::Compensate)
-            && !record.trail.is_empty()
+            && record.next_compensation().is_some()
         {
             Plan::Compensate
         } else if machine.has_cleanup() {
@@ -79,7 +79,7 @@ pub fn plan(
         if let Some(at) = unwind.next_attempt_at.filter(|at| *at > now) {
             return Plan::Backoff(until(now, at));
         }
-        return if record.trail.is_empty() {
+        return if record.next_compensation().is_none() {
             Plan::FinishUnwind
         } else {
             Plan::Compensate
@@ -184,6 +184,7 @@ mod tests {
             state: "Work".to_owned(),
             data: None,
             entered_at: t0(),
+            closed: false,
         });
         record
     }

@@ -200,10 +200,11 @@ impl<S: Fsm> InFlight<'_, S> {
         })
     }
 
-    /// Runs the compensation of the last state on the trail.
+    /// Runs the compensation of the next state on the trail
+    /// ([`StateRecord::next_compensation`]).
     async fn compensate(&mut self, record: &StateRecord) -> Result<UnwindResult, ReconcileError> {
         self.ensure_authority()?;
-        let Some(entry) = record.trail.last() else {
+        let Some(entry) = record.next_compensation() else {
             return Ok(UnwindResult::Done);
         };
         let state = match S::from_parts(&entry.state, entry.data.as_ref()) {

@@ -49,7 +49,7 @@ impl Decider<'_> {
             started_at: self.now,
             finished_at: None,
         });
-        if record.trail.is_empty() {
+        if record.next_compensation().is_none() {
             return self.finish_unwind(record, effects, false);
         }
         effects.push(Effect::CompensationStarted { reason });
@@ -105,7 +105,8 @@ impl Decider<'_> {
                 failures: unwind.failures.len(),
             });
         }
-        record.trail.clear();
+        // The open scope is undone; closed scopes stay for deletion.
+        record.trail.retain(|e| e.closed);
         let reason = unwind.reason.clone();
         let target = unwind.target.clone();
         record.compensation = Some(unwind);
@@ -158,7 +159,7 @@ impl Decider<'_> {
         result: UnwindResult,
         observed: &Observed,
     ) -> Result<Decision, DecideError> {
-        let Some(entry) = record.trail.last().cloned() else {
+        let Some(entry) = record.next_compensation().cloned() else {
             return self.end_unwind::<S>(record, Vec::new(), true, observed);
         };
         let policy = self
@@ -177,7 +178,7 @@ impl Decider<'_> {
             .compensation
             .as_ref()
             .is_some_and(|u| u.target.is_none());
-        if record.trail.is_empty() && !deleting {
+        if record.next_compensation().is_none() && !deleting {
             return self.end_unwind::<S>(record, effects, true, observed);
         }
         Ok(Decision::commit(record, Some(Duration::ZERO), effects))

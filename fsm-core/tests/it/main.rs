@@ -11,4 +11,5 @@ mod decode_fuzz;
 mod derive;
 mod harness;
 mod published_status;
+mod saga_scopes;
 mod upgrade;

@@ -338,11 +338,15 @@ pub fn object(
                 }
             }
             if !record.trail.is_empty() {
-                out.push_str("<p>Trail (compensated in reverse order):</p><ol>");
+                out.push_str(
+                    "<p>Trail (compensated in reverse order; a failure undoes the open \
+                     scope, deletion everything):</p><ol>",
+                );
                 for entry in &record.trail {
+                    let scope = if entry.closed { "closed" } else { "open" };
                     let _ = write!(
                         out,
-                        "<li>{} entered {}</li>",
+                        "<li>{} entered {} ({scope})</li>",
                         escape(&entry.state),
                         entry.entered_at
                     );

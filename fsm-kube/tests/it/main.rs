@@ -22,6 +22,7 @@ mod leader;
 mod lean;
 mod manifests;
 mod own_write;
+mod saga_scopes;
 mod sharding;
 mod status_store;
 mod stores;

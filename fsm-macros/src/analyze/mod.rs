@@ -14,6 +14,7 @@ mod commit;
 mod graph;
 mod machine;
 mod retry;
+mod scope;
 mod serde;
 mod state;
 mod upgrade;
@@ -521,6 +522,51 @@ mod tests {
             "`batch_entry` on `B` has no effect: `S` has `batch_commits`",
             "`commit_on_entry` on `C` has no effect: a state with a compensation",
             "`commit_on_entry` on `F` has no effect: the machine rests in a `failed` state",
+        ];
+        assert_eq!(errors.len(), expect.len(), "{errors:#?}");
+        for (message, e) in errors.iter().zip(expect) {
+            assert!(message.contains(e), "no {e:?} in {message:?}");
+        }
+    }
+
+    #[test]
+    fn commits_resolves_into_the_model_and_is_refused_where_it_changes_nothing() {
+        let model = analyze_tokens(quote! {
+            #[fsm(resource = u8)]
+            enum S {
+                #[fsm(initial, handler = h, compensate = u, next(B))]
+                A,
+                #[fsm(handler = h, commits, next(Done))]
+                B,
+                #[fsm(final)]
+                Done,
+                #[fsm(failed)]
+                F,
+            }
+        });
+        let model = match model {
+            Ok(m) => m,
+            Err(e) => panic!("{e}"),
+        };
+        assert!(!model.states[0].commits && model.states[1].commits);
+
+        let errors = messages(quote! {
+            #[fsm(resource = u8)]
+            enum S {
+                #[fsm(initial, handler = h, next(R, Done))]
+                A,
+                #[fsm(ready, commits, handler = h, next(A))]
+                R,
+                #[fsm(final, commits)]
+                Done,
+                #[fsm(failed, commits)]
+                F,
+            }
+        });
+        let expect = [
+            "`commits` on `R` has no effect: entering a `ready` state closes the saga's scope",
+            "`commits` on `Done` has no effect: entering a `final` state closes the saga's scope",
+            "`commits` on `F` makes no sense: a `failed` state",
         ];
         assert_eq!(errors.len(), expect.len(), "{errors:#?}");
         for (message, e) in errors.iter().zip(expect) {

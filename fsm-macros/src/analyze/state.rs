@@ -23,6 +23,7 @@ impl Checker<'_> {
         self.engine_targets(v);
         self.timeouts(v);
         self.entry_commit(v, batch_commits);
+        self.commits_flag(v);
         let retry = v
             .retry
             .as_ref()
@@ -48,6 +49,7 @@ impl Checker<'_> {
             renamed_from: v.renamed_from.iter().map(syn::LitStr::value).collect(),
             batch_entry: v.batch_entry.is_present(),
             commit_on_entry: v.commit_on_entry.is_present(),
+            commits: v.commits.is_present(),
         }
     }
 

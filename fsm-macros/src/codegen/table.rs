@@ -76,6 +76,7 @@ fn state_meta(s: &State, core: &TokenStream) -> TokenStream {
         (s.sensitive, quote!(.sensitive())),
         (s.batch_entry, quote!(.batch_entry())),
         (s.commit_on_entry, quote!(.commit_on_entry())),
+        (s.commits, quote!(.commits())),
     ];
     calls.extend(
         flags

@@ -128,6 +128,8 @@ pub struct VariantInput {
     /// `commit_on_entry`: a transition into the state is committed before
     /// its handler runs (in a machine with `batch_commits`).
     pub commit_on_entry: Flag,
+    /// `commits`: entering the state closes the saga's scope.
+    pub commits: Flag,
 }
 
 /// `allow(unreachable, never_rests)`: the graph checks a state is exempt

@@ -40,7 +40,7 @@ pub enum DbState {
     )]
     WaitingReady { instance_id: String, password: String },
     /// Tuple variant.
-    #[fsm(handler = seed, retry(initial = "2s", factor = 3), next(Ready))]
+    #[fsm(handler = seed, retry(initial = "2s", factor = 3), commits, next(Ready))]
     Seeding(String, u32),
     #[fsm(ready, handler = check_drift, next(Provisioning))]
     Ready { instance_id: String },
@@ -143,8 +143,10 @@ fn main() {
     let seeding = RetryPolicy::new(7, ms(2_000), 3.0, ms(5_400_000)).unwrap().with_jitter(Jitter::Full);
     assert_eq!(s.own_retry(), Some(seeding));
     assert!(s.has_data());
+    assert!(s.is_commits() && s.closes_scope());
+    assert!(!w.closes_scope());
 
-    assert!(m.state("Ready").unwrap().is_ready());
+    assert!(m.state("Ready").unwrap().is_ready() && m.state("Ready").unwrap().closes_scope());
     assert!(m.state("TimedOut").unwrap().is_final());
     assert!(m.state("Cancelled").unwrap().is_failed());
 
