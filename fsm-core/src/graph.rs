@@ -3,7 +3,7 @@
 //! both unless allowed; the diagrams mark them.
 
 use crate::diagram::engine_edges;
-use crate::{Machine, SpecChange, StateMeta};
+use crate::{FailedSpecChange, Machine, SpecChange, StateMeta};
 
 impl Machine {
     /// The states no workflow can enter, in declaration order: not the
@@ -31,6 +31,10 @@ impl Machine {
             .into_iter()
             .collect();
         if let SpecChange::Goto(target) = self.spec_change() {
+            queue.push(target);
+        }
+        // Entered from a failed state, which is always reachable.
+        if let FailedSpecChange::Goto(target) = self.failed_spec_change() {
             queue.push(target);
         }
         // Every machine must have it, even one whose states cannot fail.

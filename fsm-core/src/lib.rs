@@ -172,7 +172,7 @@ pub use fsm_macros::OperatorFsm;
 pub use harness::{
     DEFAULT_IDLE_AFTER, HARNESS_EPOCH, Harness, HarnessError, RunHandlerError, Settled,
 };
-pub use machine::{Machine, MachineError, OnDelete, SpecChange, StateMeta};
+pub use machine::{FailedSpecChange, Machine, MachineError, OnDelete, SpecChange, StateMeta};
 pub use machine_graph::{GraphEdge, GraphState, MachineGraph};
 pub use memory::EphemeralStore;
 pub use random::{RandomSource, SeededRandom};

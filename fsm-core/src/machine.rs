@@ -25,6 +25,25 @@ pub enum SpecChange {
     CompensateAndRestart,
 }
 
+/// What a spec change does to an object that rests in a `failed` state
+/// (its failure compensated): how a failed object recovers without being
+/// deleted. [`SpecChange`] applies to every other state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FailedSpecChange {
+    /// Start the workflow again from the initial state, for the new spec.
+    /// The trail's closed scopes (what finished work made) are kept, so
+    /// deletion still undoes them; the new run's handlers adopt what
+    /// exists (create-or-adopt by deterministic name).
+    #[default]
+    Restart,
+    /// Stay failed: the new generation is recorded and nothing runs until
+    /// the object is deleted (or a person retries it).
+    Stay,
+    /// Move to the named (unit, not failed) state, as a
+    /// [`Transition::next`](crate::Transition::next) would.
+    Goto(&'static str),
+}
+
 /// What happens when the object is deleted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum OnDelete {
@@ -352,6 +371,13 @@ pub enum MachineError {
         /// Why the engine builds it.
         role: &'static str,
     },
+    /// `on_failed_spec_change = goto(S)` names a failed state: a failed
+    /// object would move from one failure to another.
+    #[error(
+        "on_failed_spec_change moves a failed object to {0}, itself a failed state: \
+         name a state the workflow can go on from"
+    )]
+    RecoveryIntoFailed(&'static str),
     /// A state that is neither `final` nor `failed` needs a handler.
     #[error("state {0} has no handler but is neither final nor failed")]
     MissingHandler(&'static str),
@@ -413,6 +439,7 @@ pub struct Machine {
     retry: RetryPolicy,
     on_failure: Option<&'static str>,
     on_spec_change: SpecChange,
+    on_failed_spec_change: FailedSpecChange,
     snapshot_spec: bool,
     has_cleanup: bool,
     on_delete: OnDelete,
@@ -430,6 +457,7 @@ impl Machine {
             retry: RetryPolicy::DEFAULT,
             on_failure: None,
             on_spec_change: SpecChange::Restart,
+            on_failed_spec_change: FailedSpecChange::Restart,
             snapshot_spec: false,
             has_cleanup: false,
             on_delete: OnDelete::Nothing,
@@ -460,6 +488,12 @@ impl Machine {
     /// The reaction to spec changes.
     pub const fn on_spec_change(mut self, policy: SpecChange) -> Self {
         self.on_spec_change = policy;
+        self
+    }
+    /// The reaction to spec changes of an object resting in a `failed`
+    /// state (default [`FailedSpecChange::Restart`]).
+    pub const fn on_failed_spec_change(mut self, policy: FailedSpecChange) -> Self {
+        self.on_failed_spec_change = policy;
         self
     }
     /// Store the spec the workflow started from in the record.
@@ -509,6 +543,10 @@ impl Machine {
     /// The spec-change policy.
     pub const fn spec_change(&self) -> SpecChange {
         self.on_spec_change
+    }
+    /// The reaction to spec changes of a failed object.
+    pub const fn failed_spec_change(&self) -> FailedSpecChange {
+        self.on_failed_spec_change
     }
     /// Whether the spec is snapshotted when the workflow starts.
     pub const fn snapshots_spec(&self) -> bool {
@@ -651,6 +689,18 @@ impl Machine {
             }
             require_unit(target, "on_spec_change", &mut errors);
         }
+        if let FailedSpecChange::Goto(target) = self.on_failed_spec_change {
+            match self.state(target) {
+                None => errors.push(MachineError::UnknownTarget {
+                    state: self.name,
+                    role: "on_failed_spec_change",
+                    target,
+                }),
+                Some(s) if s.failed => errors.push(MachineError::RecoveryIntoFailed(target)),
+                Some(_) => {}
+            }
+            require_unit(target, "on_failed_spec_change", &mut errors);
+        }
         if let Some(target) = self.on_failure {
             match self.state(target) {
                 Some(s) if s.failed => {}
@@ -764,6 +814,36 @@ mod tests {
         assert!(errors.contains(&MachineError::MissingHandler("B")));
         assert!(errors.contains(&MachineError::RestingWithHandler("D")));
         assert!(errors.contains(&MachineError::AmbiguousFailedState("Bad")));
+    }
+
+    #[test]
+    fn a_failed_object_recovers_into_a_known_state_that_is_not_failed() {
+        let good = Machine::new("Good", &GOOD);
+        assert_eq!(good.failed_spec_change(), FailedSpecChange::Restart);
+        let into_start = good.on_failed_spec_change(FailedSpecChange::Goto("Start"));
+        assert_eq!(into_start.validate(), Ok(()));
+        assert_eq!(
+            good.on_failed_spec_change(FailedSpecChange::Goto("Failed"))
+                .validate(),
+            Err(vec![MachineError::RecoveryIntoFailed("Failed")])
+        );
+        assert_eq!(
+            good.on_failed_spec_change(FailedSpecChange::Goto("Work"))
+                .validate(),
+            Err(vec![MachineError::DataCarryingTarget {
+                target: "Work",
+                role: "on_failed_spec_change"
+            }])
+        );
+        let unknown = good
+            .on_failed_spec_change(FailedSpecChange::Goto("Nope"))
+            .validate()
+            .unwrap_err();
+        assert!(unknown.contains(&MachineError::UnknownTarget {
+            state: "Good",
+            role: "on_failed_spec_change",
+            target: "Nope"
+        }));
     }
 
     #[test]

@@ -372,28 +372,26 @@ impl StateRecord {
         &self.trail[closed..]
     }
 
-    /// Closes the saga's scope: the open entries become closed, and of all
-    /// closed entries only the latest of each state is kept (what deletion
-    /// and `compensate_and_restart` undo), so the trail stays bounded by
-    /// the number of compensable states however often the object goes
-    /// through them.
+    /// Closes the saga's scope: the open entries become closed, and the
+    /// closed entries keep one entry per state (what deletion and
+    /// `compensate_and_restart` undo), so the trail stays bounded by the
+    /// number of compensable states however often the object goes through
+    /// them. A state entered again takes its latest data and entry time
+    /// but keeps its place, that of its first entry: the order in which
+    /// the object was built up, which deletion undoes backwards.
     pub fn close_scope(&mut self) {
         if self.open_trail().is_empty() {
             return;
         }
-        let mut seen = std::collections::HashSet::new();
-        let mut keep: Vec<bool> = self
-            .trail
-            .iter()
-            .rev()
-            .map(|e| seen.insert(e.state.as_str()))
-            .collect();
-        keep.reverse();
-        let mut keep = keep.into_iter();
-        self.trail.retain(|_| keep.next().unwrap_or(true));
-        for entry in &mut self.trail {
+        let mut kept: Vec<TrailEntry> = Vec::with_capacity(self.trail.len());
+        for mut entry in self.trail.drain(..) {
             entry.closed = true;
+            match kept.iter_mut().find(|k| k.state == entry.state) {
+                Some(first) => *first = entry,
+                None => kept.push(entry),
+            }
         }
+        self.trail = kept;
     }
 
     /// The trail entry whose compensation runs next while the record
@@ -539,7 +537,7 @@ mod scope_tests {
         }
 
         #[test]
-        fn closing_keeps_the_latest_entry_of_each_state_in_order_of_entry(
+        fn closing_keeps_each_states_latest_entry_at_its_first_place(
             entries in proptest::collection::vec((0u8..4, 0u8..50), 0..30)
         ) {
             let mut r = record();
@@ -552,12 +550,14 @@ mod scope_tests {
                 });
             }
             r.close_scope();
-            // The expected: for each state its last entry, ordered by
-            // where that last entry stood.
+            // The expected: for each state its last data, ordered by
+            // where the state was first entered.
             let mut expected: Vec<(usize, String, u8)> = Vec::new();
             for (i, (n, d)) in entries.iter().enumerate() {
-                expected.retain(|(_, s, _)| *s != format!("S{n}"));
-                expected.push((i, format!("S{n}"), *d));
+                match expected.iter_mut().find(|(_, s, _)| *s == format!("S{n}")) {
+                    Some(first) => first.2 = *d,
+                    None => expected.push((i, format!("S{n}"), *d)),
+                }
             }
             let got: Vec<(String, u8)> = r
                 .trail

@@ -148,6 +148,7 @@ fn record(transitions: u64) -> StateRecord {
         state: "Provisioning".into(),
         data: record.data.clone(),
         entered_at: at(transitions),
+        closed: true,
     }];
     record
 }

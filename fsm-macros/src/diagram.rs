@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use crate::graph;
-use crate::model::Model;
+use crate::model::{Model, spec_change_entries};
 
 /// A function's path as written, without generic arguments
 /// (`handlers::undo`), as the generated table names it.
@@ -40,11 +40,8 @@ pub fn mermaid(model: &Model) -> String {
             let _ = writeln!(out, "    note right of {} : compensate {short}", s.ident);
         }
     }
-    for s in graph::unreachable(
-        &model.states,
-        model.on_failure.as_ref(),
-        &model.on_spec_change,
-    ) {
+    let entries = spec_change_entries(&model.on_spec_change, &model.on_failed_spec_change);
+    for s in graph::unreachable(&model.states, model.on_failure.as_ref(), &entries) {
         let _ = writeln!(out, "    note left of {} : unreachable", s.ident);
     }
     for s in graph::never_rests(&model.states) {

@@ -6,7 +6,7 @@
 
 use syn::Ident;
 
-use crate::model::{SpecChange, State};
+use crate::model::State;
 
 /// The failed state the engine enters when a workflow fails: `on_failure`,
 /// else the only `failed` state.
@@ -57,13 +57,14 @@ pub fn engine_edges<'m>(
 }
 
 /// The states no workflow enters, in declaration order: not the initial
-/// state, not the `goto` of `on_spec_change`, not the default failed state
+/// state, not the `entries` (the `goto` targets of `on_spec_change` and
+/// `on_failed_spec_change`), not the default failed state
 /// (every machine must have one), and no target of a `next` or
 /// engine edge out of a state that is entered.
 pub fn unreachable<'m>(
     states: &'m [State],
     on_failure: Option<&'m Ident>,
-    spec_change: &'m SpecChange,
+    entries: &[&'m Ident],
 ) -> Vec<&'m State> {
     let mut seen: Vec<&Ident> = Vec::new();
     let mut queue: Vec<&Ident> = states
@@ -71,9 +72,7 @@ pub fn unreachable<'m>(
         .filter(|s| s.initial)
         .map(|s| &s.ident)
         .collect();
-    if let SpecChange::Goto(target) = spec_change {
-        queue.push(target);
-    }
+    queue.extend(entries);
     // Every machine must have it, even one whose states cannot fail.
     queue.extend(default_failed(states, on_failure));
     while let Some(name) = queue.pop() {

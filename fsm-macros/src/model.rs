@@ -26,6 +26,8 @@ pub struct Model {
     pub on_failure: Option<Ident>,
     /// `on_spec_change`.
     pub on_spec_change: SpecChange,
+    /// `on_failed_spec_change`.
+    pub on_failed_spec_change: FailedSpecChange,
     /// `snapshot_spec`.
     pub snapshot_spec: bool,
     /// `cleanup = path`.
@@ -167,6 +169,34 @@ pub enum SpecChange {
     Goto(Ident),
     /// Compensate, then start again.
     CompensateAndRestart,
+}
+
+/// `on_failed_spec_change`: how a failed object recovers.
+#[derive(Debug, Clone)]
+pub enum FailedSpecChange {
+    /// Start again (the default).
+    Restart,
+    /// Stay failed.
+    Stay,
+    /// Move to this unit, not failed, state.
+    Goto(Ident),
+}
+
+/// The states the engine enters by a spec change's policies, whatever the
+/// graph's arrows: the `goto` targets of `on_spec_change` and
+/// `on_failed_spec_change`.
+pub fn spec_change_entries<'m>(
+    spec_change: &'m SpecChange,
+    failed_spec_change: &'m FailedSpecChange,
+) -> Vec<&'m Ident> {
+    let mut entries = Vec::new();
+    if let SpecChange::Goto(target) = spec_change {
+        entries.push(target);
+    }
+    if let FailedSpecChange::Goto(target) = failed_spec_change {
+        entries.push(target);
+    }
+    entries
 }
 
 /// What the `Fsm` impl emitted next to the errors of a refused enum needs:

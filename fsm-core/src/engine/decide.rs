@@ -9,7 +9,20 @@ use crate::clock::{add, until};
 use crate::engine::describe::humanize;
 use crate::engine::{Effect, Observed};
 use crate::record::{HistoryEntry, MAX_TRAIL, StateRecord, TrailEntry, Unwind};
-use crate::{ErrorClass, Fsm, Machine, RandomSource, SpecChange, StateMeta, Timestamp, Transition};
+use crate::{
+    ErrorClass, FailedSpecChange, Fsm, Machine, RandomSource, SpecChange, StateMeta, Timestamp,
+    Transition,
+};
+
+/// What a fresh start forgets of the compensation trail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Forget {
+    /// Everything: `on_spec_change = restart`.
+    WholeTrail,
+    /// The open scope only; closed scopes stay for deletion: a failed
+    /// object recovering (`on_failed_spec_change = restart`).
+    OpenScope,
+}
 
 /// What came of running a state's handler.
 #[derive(Clone, Debug, PartialEq)]
@@ -292,6 +305,9 @@ impl Decider<'_> {
         record.observed_generation = Some(generation);
         let mut effects = vec![Effect::SpecChanged { generation }];
         let reason = format!("spec changed (generation {generation})");
+        if self.meta(&record.state).is_some_and(StateMeta::is_failed) {
+            return self.failed_spec_changed::<S>(record, reason, observed, effects);
+        }
         match self.machine.spec_change() {
             SpecChange::Continue => {
                 return Ok(Decision::proceed(record, effects));
@@ -325,17 +341,57 @@ impl Decider<'_> {
         Ok(Decision::commit(record, Some(Duration::ZERO), effects))
     }
 
-    /// Starts the workflow again in the initial state (with its starting
-    /// data) for the spec observed now, forgetting the trail.
-    pub(super) fn restart<S: Fsm>(
+    /// The spec of an object resting in a failed state changed: the
+    /// machine's recovery policy ([`FailedSpecChange`]) decides.
+    fn failed_spec_changed<S: Fsm>(
         &self,
         mut record: StateRecord,
         reason: String,
         observed: &Observed,
         mut effects: Vec<Effect>,
     ) -> Result<Decision, DecideError> {
+        match self.machine.failed_spec_change() {
+            // Only the new generation is committed.
+            FailedSpecChange::Stay => Ok(Decision::commit(record, None, effects)),
+            FailedSpecChange::Restart => {
+                record.compensation = None;
+                self.start_again::<S>(record, reason, observed, effects, Forget::OpenScope)
+            }
+            FailedSpecChange::Goto(target) => {
+                record.compensation = None;
+                record.last_error = None;
+                effects.push(self.enter(&mut record, target, None, Some(reason)));
+                Ok(Decision::commit(record, Some(Duration::ZERO), effects))
+            }
+        }
+    }
+
+    /// Starts the workflow again in the initial state (with its starting
+    /// data) for the spec observed now, forgetting the trail.
+    pub(super) fn restart<S: Fsm>(
+        &self,
+        record: StateRecord,
+        reason: String,
+        observed: &Observed,
+        effects: Vec<Effect>,
+    ) -> Result<Decision, DecideError> {
+        self.start_again::<S>(record, reason, observed, effects, Forget::WholeTrail)
+    }
+
+    /// [`Decider::restart`], forgetting what `forget` says of the trail.
+    fn start_again<S: Fsm>(
+        &self,
+        mut record: StateRecord,
+        reason: String,
+        observed: &Observed,
+        mut effects: Vec<Effect>,
+        forget: Forget,
+    ) -> Result<Decision, DecideError> {
         let (_, initial, data) = self.initial::<S>()?;
-        record.trail.clear();
+        match forget {
+            Forget::WholeTrail => record.trail.clear(),
+            Forget::OpenScope => record.trail.retain(|e| e.closed),
+        }
         record.last_error = None;
         if observed.generation.is_some() {
             record.observed_generation = observed.generation;

@@ -11,5 +11,6 @@ mod decode_fuzz;
 mod derive;
 mod harness;
 mod published_status;
+mod recovery;
 mod saga_scopes;
 mod upgrade;

@@ -384,3 +384,32 @@ async fn a_commits_state_makes_the_steps_before_it_final() {
     let record = stored(&store, &ObjectKey::cluster("move"));
     assert_eq!(trail(&record), [("Copying".into(), true)]);
 }
+
+#[tokio::test]
+async fn a_failed_shop_recovers_when_its_spec_changes() {
+    // `on_failed_spec_change` is not given: `restart`, the default.
+    let mut shop = Fixture::new();
+    shop.settle(false).await;
+    assert_eq!(shop.upgrade_to(2).await, "Serving");
+    shop.world.broken.lock().unwrap().push(3);
+    assert_eq!(shop.upgrade_to(3).await, "Failed");
+    shop.world.take_log();
+
+    // The person reverts the spec: the workflow starts again from the
+    // initial state, for the new generation, and rests where it should.
+    assert_eq!(shop.upgrade_to(2).await, "Serving");
+    assert_eq!(shop.world.take_log(), ["provision v2"]);
+    let record = shop.record();
+    assert_eq!(record.data, Some(serde_json::json!({"version": 2})));
+    assert_eq!(record.last_error, None);
+    assert_eq!(record.observed_generation, Some(shop.generation));
+    assert_eq!(
+        trail(&record),
+        [("Provisioning".into(), true), ("Migrating".into(), true)],
+        "the finished upgrade stays for deletion, the provisioning in its first place"
+    );
+
+    // And deleting it undoes each state once, the last built first.
+    shop.settle(true).await;
+    assert_eq!(shop.world.take_log(), ["roll back v2->v1", "deprovision"]);
+}

@@ -3,8 +3,8 @@
 //! `Shop` whose deployment (a ConfigMap holding the version it runs) is
 //! upgraded version after version under `on_spec_change = continue`. A
 //! failed upgrade after finished ones rolls back only itself, the record's
-//! trail stays bounded, and deleting the shop undoes the latest upgrade and
-//! the provisioning, once each.
+//! trail stays bounded, reverting the spec recovers the failed shop, and
+//! deleting it undoes the latest upgrade and the provisioning, once each.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -202,7 +202,7 @@ async fn ask_for(shops: &Api<Shop>, name: &str, version: u32, broken: &[u32]) ->
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_long_lived_object_undoes_only_the_upgrade_that_failed() {
+async fn a_long_lived_object_undoes_only_the_upgrade_that_failed_and_recovers() {
     crate::common::init_tracing();
     let cluster = TestCluster::from_env().await.unwrap();
     cluster.install_crd(&Shop::crd()).await.unwrap();
@@ -271,8 +271,18 @@ async fn a_long_lived_object_undoes_only_the_upgrade_that_failed() {
     assert_eq!(take_log(), ["roll back v7->v6"]);
     assert_eq!(deployed(&client, &ns, "corner").await.as_deref(), Some("6"));
 
-    // Deleting the failed shop undoes the latest finished upgrade and the
-    // provisioning, once each, newest first.
+    // A person reverts the spec: the failed shop recovers
+    // (`on_failed_spec_change = restart`, the default): the workflow
+    // starts again for the new spec and adopts the deployment.
+    let generation = ask_for(&shops, "corner", 6, &[]).await;
+    let recovered = wait_for(&shops, "corner", "Serving", generation).await;
+    assert_eq!(recovered.data, Some(serde_json::json!({"version": 6})));
+    assert_eq!(recovered.last_error, None);
+    assert_eq!(take_log(), ["provision v6"]);
+    assert_eq!(deployed(&client, &ns, "corner").await.as_deref(), Some("6"));
+
+    // Deleting the shop undoes the latest finished upgrade and the
+    // provisioning, once each, the last built first.
     shops
         .delete("corner", &DeleteParams::default())
         .await

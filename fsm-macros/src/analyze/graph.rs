@@ -4,7 +4,7 @@
 
 use super::checker::Checker;
 use crate::graph;
-use crate::model::{SpecChange, State};
+use crate::model::State;
 use crate::parse::AllowArgs;
 
 impl Checker<'_> {
@@ -15,7 +15,7 @@ impl Checker<'_> {
         &mut self,
         states: &[State],
         on_failure: Option<&syn::Ident>,
-        spec_change: &SpecChange,
+        entries: &[&syn::Ident],
     ) {
         let allows = |state: &State| -> AllowArgs {
             self.variants
@@ -24,7 +24,7 @@ impl Checker<'_> {
                 .and_then(|v| v.allow.clone())
                 .unwrap_or_default()
         };
-        let unreachable = graph::unreachable(states, on_failure, spec_change);
+        let unreachable = graph::unreachable(states, on_failure, entries);
         let mut errors = Vec::new();
         for state in &unreachable {
             if !allows(state).unreachable.is_present() {

@@ -6,8 +6,8 @@ use syn::Ident;
 use syn::spanned::Spanned;
 
 use super::checker::Checker;
-use crate::model::SpecChange;
-use crate::parse::SpecChangeArg;
+use crate::model::{FailedSpecChange, SpecChange};
+use crate::parse::{FailedSpecChangeArg, SpecChangeArg};
 
 impl Checker<'_> {
     /// The enum has no generics: states are stored and rebuilt by name.
@@ -113,6 +113,37 @@ impl Checker<'_> {
                     "the target of `on_spec_change`",
                 );
                 SpecChange::Goto(target)
+            }
+        }
+    }
+
+    /// `on_failed_spec_change`, its `goto` target a unit state that is not
+    /// failed; `restart` when absent.
+    pub fn failed_spec_change(&mut self, arg: Option<FailedSpecChangeArg>) -> FailedSpecChange {
+        match arg {
+            None | Some(FailedSpecChangeArg::Restart) => FailedSpecChange::Restart,
+            Some(FailedSpecChangeArg::Stay) => FailedSpecChange::Stay,
+            Some(FailedSpecChangeArg::Goto(target)) => {
+                self.engine_target(
+                    &target,
+                    "`on_failed_spec_change = goto(..)`",
+                    "the target of `on_failed_spec_change`",
+                );
+                let failed = self
+                    .variants
+                    .iter()
+                    .any(|v| v.ident == target && v.failed.is_present());
+                if failed {
+                    self.error(
+                        target.span(),
+                        format!(
+                            "`on_failed_spec_change = goto({target})` moves a failed object to \
+                             another failed state: name a state the workflow can go on from, \
+                             or use `stay`"
+                        ),
+                    );
+                }
+                FailedSpecChange::Goto(target)
             }
         }
     }

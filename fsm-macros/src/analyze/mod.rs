@@ -21,7 +21,7 @@ mod upgrade;
 
 use checker::Checker;
 
-use crate::model::{Model, State};
+use crate::model::{Model, State, spec_change_entries};
 use crate::parse::{EnumInput, OnDeleteArg, TypeArg};
 
 /// Checks the parsed input and resolves it into the model.
@@ -42,6 +42,7 @@ pub fn analyze(input: EnumInput) -> syn::Result<Model> {
         retry,
         on_failure,
         on_spec_change,
+        on_failed_spec_change,
         snapshot_spec,
         cleanup,
         on_delete,
@@ -67,11 +68,13 @@ pub fn analyze(input: EnumInput) -> syn::Result<Model> {
     check.initial_state();
     check.failed_states(on_failure.as_ref());
     let on_spec_change = check.spec_change(on_spec_change);
+    let on_failed_spec_change = check.failed_spec_change(on_failed_spec_change);
     let version = check.version(version.as_ref());
     check.migrate(migrate.as_ref(), version);
     check.former_names();
     if check.is_clean() {
-        check.graph(&states, on_failure.as_ref(), &on_spec_change);
+        let entries = spec_change_entries(&on_spec_change, &on_failed_spec_change);
+        check.graph(&states, on_failure.as_ref(), &entries);
     }
     check.finish()?;
 
@@ -88,6 +91,7 @@ pub fn analyze(input: EnumInput) -> syn::Result<Model> {
         retry: enum_retry,
         on_failure,
         on_spec_change,
+        on_failed_spec_change,
         snapshot_spec: snapshot_spec.is_present(),
         cleanup,
         compensate_on_delete: on_delete == Some(OnDeleteArg::Compensate),

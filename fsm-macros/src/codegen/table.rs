@@ -5,7 +5,7 @@ use proc_macro2::{Literal, TokenStream};
 use quote::quote;
 
 use crate::diagram;
-use crate::model::{Model, Policy, SpecChange, State};
+use crate::model::{FailedSpecChange, Model, Policy, SpecChange, State};
 
 /// `fn machine()`: the static table built with the `const` builders.
 pub fn machine(model: &Model, core: &TokenStream) -> TokenStream {
@@ -33,6 +33,16 @@ pub fn machine(model: &Model, core: &TokenStream) -> TokenStream {
         }
         SpecChange::CompensateAndRestart => {
             options.push(quote!(.on_spec_change(#core::SpecChange::CompensateAndRestart)));
+        }
+    }
+    match &model.on_failed_spec_change {
+        FailedSpecChange::Restart => {}
+        FailedSpecChange::Stay => {
+            options.push(quote!(.on_failed_spec_change(#core::FailedSpecChange::Stay)));
+        }
+        FailedSpecChange::Goto(target) => {
+            let target = target.to_string();
+            options.push(quote!(.on_failed_spec_change(#core::FailedSpecChange::Goto(#target))));
         }
     }
     if model.snapshot_spec {

@@ -46,6 +46,9 @@ pub struct EnumInput {
     /// compensate_and_restart`.
     #[darling(default)]
     pub on_spec_change: Option<SpecChangeArg>,
+    /// `on_failed_spec_change = restart | stay | goto(State)`.
+    #[darling(default)]
+    pub on_failed_spec_change: Option<FailedSpecChangeArg>,
     /// `snapshot_spec`.
     pub snapshot_spec: Flag,
     /// `cleanup = path`.
@@ -324,6 +327,55 @@ impl FromMeta for SpecChangeArg {
                 Some(other) => Err(darling::Error::unknown_value_with_alts(
                     other,
                     &["restart", "continue", "goto", "compensate_and_restart"],
+                )
+                .with_span(expr)),
+                None => Err(darling::Error::custom(EXPECTED).with_span(expr)),
+            },
+        }
+    }
+}
+
+/// `on_failed_spec_change = restart | stay | goto(State)`.
+#[derive(Debug, Clone)]
+pub enum FailedSpecChangeArg {
+    /// Start again from the initial state.
+    Restart,
+    /// Stay failed.
+    Stay,
+    /// Move to the named state.
+    Goto(Ident),
+}
+
+impl FromMeta for FailedSpecChangeArg {
+    fn from_expr(expr: &Expr) -> darling::Result<Self> {
+        const EXPECTED: &str = "expected `restart`, `stay` or `goto(State)`";
+        match expr {
+            Expr::Call(call) => {
+                let is_goto = word(&call.func).as_deref() == Some("goto");
+                let target = match (call.args.len(), call.args.first()) {
+                    (1, Some(arg)) => word_ident(arg),
+                    _ => None,
+                };
+                match (is_goto, target) {
+                    (true, Some(target)) => Ok(FailedSpecChangeArg::Goto(target)),
+                    (true, None) => Err(darling::Error::custom(
+                        "`goto` takes one state name, e.g. `goto(Provisioning)`",
+                    )
+                    .with_span(&call.args)),
+                    (false, _) => Err(darling::Error::custom(EXPECTED).with_span(&call.func)),
+                }
+            }
+            Expr::Group(group) => Self::from_expr(&group.expr),
+            _ => match word(expr).as_deref() {
+                Some("restart") => Ok(FailedSpecChangeArg::Restart),
+                Some("stay") => Ok(FailedSpecChangeArg::Stay),
+                Some("goto") => Err(darling::Error::custom(
+                    "`goto` takes a state name, e.g. `goto(Provisioning)`",
+                )
+                .with_span(expr)),
+                Some(other) => Err(darling::Error::unknown_value_with_alts(
+                    other,
+                    &["restart", "stay", "goto"],
                 )
                 .with_span(expr)),
                 None => Err(darling::Error::custom(EXPECTED).with_span(expr)),
