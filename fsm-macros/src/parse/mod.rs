@@ -301,21 +301,7 @@ impl FromMeta for SpecChangeArg {
         match expr {
             // `continue` is a keyword and parses as a `continue` expression.
             Expr::Continue(c) if c.label.is_none() => Ok(SpecChangeArg::Continue),
-            Expr::Call(call) => {
-                let is_goto = word(&call.func).as_deref() == Some("goto");
-                let target = match (call.args.len(), call.args.first()) {
-                    (1, Some(arg)) => word_ident(arg),
-                    _ => None,
-                };
-                match (is_goto, target) {
-                    (true, Some(target)) => Ok(SpecChangeArg::Goto(target)),
-                    (true, None) => Err(darling::Error::custom(
-                        "`goto` takes one state name, e.g. `goto(Provisioning)`",
-                    )
-                    .with_span(&call.args)),
-                    (false, _) => Err(darling::Error::custom(EXPECTED).with_span(&call.func)),
-                }
-            }
+            Expr::Call(call) => goto_target(call, EXPECTED).map(SpecChangeArg::Goto),
             Expr::Group(group) => Self::from_expr(&group.expr),
             _ => match word(expr).as_deref() {
                 Some("restart") => Ok(SpecChangeArg::Restart),
@@ -350,21 +336,7 @@ impl FromMeta for FailedSpecChangeArg {
     fn from_expr(expr: &Expr) -> darling::Result<Self> {
         const EXPECTED: &str = "expected `restart`, `stay` or `goto(State)`";
         match expr {
-            Expr::Call(call) => {
-                let is_goto = word(&call.func).as_deref() == Some("goto");
-                let target = match (call.args.len(), call.args.first()) {
-                    (1, Some(arg)) => word_ident(arg),
-                    _ => None,
-                };
-                match (is_goto, target) {
-                    (true, Some(target)) => Ok(FailedSpecChangeArg::Goto(target)),
-                    (true, None) => Err(darling::Error::custom(
-                        "`goto` takes one state name, e.g. `goto(Provisioning)`",
-                    )
-                    .with_span(&call.args)),
-                    (false, _) => Err(darling::Error::custom(EXPECTED).with_span(&call.func)),
-                }
-            }
+            Expr::Call(call) => goto_target(call, EXPECTED).map(FailedSpecChangeArg::Goto),
             Expr::Group(group) => Self::from_expr(&group.expr),
             _ => match word(expr).as_deref() {
                 Some("restart") => Ok(FailedSpecChangeArg::Restart),
@@ -382,6 +354,22 @@ impl FromMeta for FailedSpecChangeArg {
             },
         }
     }
+}
+
+/// The state of a `goto(State)` call; `expected` names the values the key
+/// takes when the call is not `goto`.
+fn goto_target(call: &syn::ExprCall, expected: &str) -> darling::Result<Ident> {
+    if word(&call.func).as_deref() != Some("goto") {
+        return Err(darling::Error::custom(expected).with_span(&call.func));
+    }
+    let target = match (call.args.len(), call.args.first()) {
+        (1, Some(arg)) => word_ident(arg),
+        _ => None,
+    };
+    target.ok_or_else(|| {
+        darling::Error::custom("`goto` takes one state name, e.g. `goto(Provisioning)`")
+            .with_span(&call.args)
+    })
 }
 
 /// `next(A, B, ...)`: state names.
