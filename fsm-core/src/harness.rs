@@ -567,7 +567,7 @@ impl<S: Fsm> Harness<S> {
         }
         if S::machine()
             .state(&record.state)
-            .is_some_and(|s| s.is_ready() || s.is_final())
+            .is_some_and(StateMeta::closes_scope_with_itself)
         {
             record.close_scope();
         }

@@ -332,10 +332,16 @@ impl StateMeta {
     /// Whether entering this state closes the saga's scope: a `ready` or
     /// `final` state, or one marked [`StateMeta::commits`]. The compensable
     /// states entered until then stay on the trail for deletion
-    /// (`on_delete = compensate`) and `compensate_and_restart`, the latest
-    /// entry of each, but a failure no longer undoes them.
+    /// (`on_delete = compensate`) and `compensate_and_restart`, one entry
+    /// each, but a failure no longer undoes them.
     pub const fn closes_scope(&self) -> bool {
-        self.ready || self.is_final || self.commits
+        self.closes_scope_with_itself() || self.commits
+    }
+    /// Whether entering this state closes the scope with its own entry in
+    /// it: a `ready` or `final` state is done work. (A `commits` state
+    /// closes the scope before its entry, which opens the next one.)
+    pub const fn closes_scope_with_itself(&self) -> bool {
+        self.ready || self.is_final
     }
 }
 

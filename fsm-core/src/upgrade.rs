@@ -398,9 +398,13 @@ fn resolve(machine: &Machine, name: &str) -> Result<&'static StateMeta, DecodeEr
 /// unwinding. (A `commits` state closes the scope before its own entry,
 /// which stays open: being in one says nothing about the entries after.)
 fn close_scope_of_resting<S: Fsm>(record: &mut StateRecord) {
+    // Most records have no open entry: nothing to look up.
+    if record.open_trail().is_empty() {
+        return;
+    }
     let closes = S::machine()
         .state(&record.state)
-        .is_some_and(|s| s.is_ready() || s.is_final());
+        .is_some_and(StateMeta::closes_scope_with_itself);
     let unwinding = record.compensation.as_ref().is_some_and(|u| u.is_active());
     if closes && !unwinding {
         record.close_scope();

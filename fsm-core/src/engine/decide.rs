@@ -245,7 +245,7 @@ impl Decider<'_> {
                 }
             }
         }
-        if meta.is_some_and(|m| m.is_ready() || m.is_final()) {
+        if meta.is_some_and(StateMeta::closes_scope_with_itself) {
             record.close_scope();
         }
         Effect::Entered {
