@@ -501,6 +501,7 @@ impl<S: Fsm> Harness<S> {
 
     fn observed(&self) -> Observed {
         Observed {
+            commands: Vec::new(),
             key: Self::key(),
             generation: self.generation,
             deleting: self.deleting,

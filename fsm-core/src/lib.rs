@@ -131,6 +131,7 @@ extern crate self as fsm_core;
 mod authority;
 mod classify;
 mod clock;
+mod command;
 mod converge;
 mod diagram;
 mod engine;
@@ -161,6 +162,10 @@ pub mod __derive;
 pub use authority::{Authority, AuthorityLost};
 pub use classify::{Classify, ErrorClass};
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
+pub use command::{
+    COMMAND_LOG_LIMIT, Command, CommandAction, CommandEntry, CommandListError, Degraded,
+    MAX_PENDING_COMMANDS, Pause,
+};
 pub use converge::Converge;
 pub use engine::{
     DecideError, Effect, Engine, EngineOptions, InvalidMachine, Observed, ReconcileError, Report,

@@ -91,6 +91,7 @@ pub struct StateMeta {
     batch_entry: bool,
     commit_on_entry: bool,
     commits: bool,
+    signals: &'static [(&'static str, &'static str)],
 }
 
 impl StateMeta {
@@ -117,6 +118,7 @@ impl StateMeta {
             batch_entry: false,
             commit_on_entry: false,
             commits: false,
+            signals: &[],
         }
     }
 
@@ -325,6 +327,26 @@ impl StateMeta {
     pub const fn is_commit_on_entry(&self) -> bool {
         self.commit_on_entry
     }
+    /// The signals the state takes, as `(signal, target state)` pairs
+    /// (`#[fsm(on_signal(approve) = Serving)]`): a person's
+    /// `kubectl fsm signal NAME approve` moves the object to the target,
+    /// a unit state. A failed target fails the workflow (its open scope is
+    /// compensated), as a handler moving there would.
+    pub const fn on_signals(mut self, signals: &'static [(&'static str, &'static str)]) -> Self {
+        self.signals = signals;
+        self
+    }
+    /// The signals the state takes, as `(signal, target state)` pairs.
+    pub const fn signals(&self) -> &'static [(&'static str, &'static str)] {
+        self.signals
+    }
+    /// The state a signal moves to, when the state takes it.
+    pub fn signal_target(&self, signal: &str) -> Option<&'static str> {
+        self.signals
+            .iter()
+            .find(|(name, _)| *name == signal)
+            .map(|(_, target)| *target)
+    }
     /// Whether the state was marked [`StateMeta::commits`].
     pub const fn is_commits(&self) -> bool {
         self.commits
@@ -411,6 +433,23 @@ pub enum MachineError {
         state: &'static str,
         /// The other state that is, or was, called so.
         other: &'static str,
+    },
+    /// A signal declared by a state that never waits for one: a `final`
+    /// or `failed` state runs nothing and takes no signal.
+    #[error("state {state} is final or failed and takes no signal, but declares {signal}")]
+    SignalOnRestingState {
+        /// The state.
+        state: &'static str,
+        /// The signal.
+        signal: &'static str,
+    },
+    /// One signal declared twice by one state.
+    #[error("state {state} declares signal {signal} twice")]
+    DuplicateSignal {
+        /// The state.
+        state: &'static str,
+        /// The signal.
+        signal: &'static str,
     },
     /// Machine versions start at 1.
     #[error("machine {0} has version 0; versions start at 1")]
@@ -669,11 +708,31 @@ impl Machine {
             if let Some(t) = s.on_exhausted {
                 check("on_exhausted", t);
             }
+            for &(_, target) in s.signals {
+                check("on_signal", target);
+            }
             if let Some(t) = s.on_timeout {
                 require_unit(t, "on_timeout", &mut errors);
             }
             if let Some(t) = s.on_exhausted {
                 require_unit(t, "on_exhausted", &mut errors);
+            }
+            for (i, &(signal, _)) in s.signals.iter().enumerate() {
+                if s.signals[..i].iter().any(|(other, _)| *other == signal) {
+                    errors.push(MachineError::DuplicateSignal {
+                        state: s.name,
+                        signal,
+                    });
+                }
+                if s.is_resting() {
+                    errors.push(MachineError::SignalOnRestingState {
+                        state: s.name,
+                        signal,
+                    });
+                }
+            }
+            for &(_, target) in s.signals {
+                require_unit(target, "on_signal", &mut errors);
             }
             if s.failed {
                 require_unit(s.name, "failed", &mut errors);

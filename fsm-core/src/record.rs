@@ -5,6 +5,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::command::{CommandEntry, Degraded, Pause};
 use crate::{Fsm, Machine, Timestamp};
 
 /// The record format this version of the engine writes and reads.
@@ -167,6 +168,20 @@ pub struct StateRecord {
     /// The spec the workflow started from, when the machine snapshots it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_snapshot: Option<Value>,
+    /// The sequence number of the last command taken (applied or
+    /// refused); commands numbered at or below it are never taken again.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub command_seq: u64,
+    /// The pause in force, if any: nothing runs but deletion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused: Option<Pause>,
+    /// The most recent commands taken, oldest first, at most
+    /// [`COMMAND_LOG_LIMIT`](crate::COMMAND_LOG_LIMIT).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<CommandEntry>,
+    /// The current state stays but reports it cannot converge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<Degraded>,
 }
 
 /// A record as a store holds it, before decoding.
@@ -361,6 +376,10 @@ impl StateRecord {
             trail: Vec::new(),
             compensation: None,
             spec_snapshot: None,
+            command_seq: 0,
+            paused: None,
+            commands: Vec::new(),
+            degraded: None,
         })
     }
 
@@ -455,6 +474,12 @@ fn is_false(b: &bool) -> bool {
 /// For `skip_serializing_if`: counters at zero are left out of the record.
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde passes a reference
 fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// For `skip_serializing_if`: a command number never used is left out.
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde passes a reference
+fn is_zero_u64(n: &u64) -> bool {
     *n == 0
 }
 

@@ -31,6 +31,19 @@ pub enum Transition<S> {
     /// Give up: the workflow has failed for the given reason. The
     /// compensation chain runs, then the machine rests in its `failed` state.
     Fail(String),
+    /// Stay in the current state, but report that it cannot reach what it
+    /// keeps converged (a conflict on a dependent, a dependent that does
+    /// not become ready): the object shows `Degraded` with the reason, no
+    /// attempt is spent, and the handler runs again after the state's
+    /// retry backoff for the reports in a row (or `retry_after`). Meant for
+    /// `ready` states, which must not fail over what a person or another
+    /// controller does to their dependents; any other `Ok` result ends it.
+    Degraded {
+        /// What is wrong, for the object's condition.
+        reason: String,
+        /// When to try again; `None` for the state's backoff.
+        retry_after: Option<Duration>,
+    },
 }
 
 impl<S> Transition<S> {
@@ -52,6 +65,31 @@ impl<S> Transition<S> {
     /// Fail the workflow with `reason`, running its compensation chain.
     pub fn fail(reason: impl Into<String>) -> Self {
         Transition::Fail(reason.into())
+    }
+
+    /// Stay, reporting that the state cannot converge: `reason` goes into
+    /// the object's `Degraded` condition; the handler runs again after the
+    /// state's retry backoff (see [`Transition::Degraded`]).
+    ///
+    /// ```
+    /// use fsm_core::Transition;
+    ///
+    /// let t: Transition<&str> = Transition::degraded("Deployment web: field conflict");
+    /// assert!(matches!(t, Transition::Degraded { retry_after: None, .. }));
+    /// ```
+    pub fn degraded(reason: impl Into<String>) -> Self {
+        Transition::Degraded {
+            reason: reason.into(),
+            retry_after: None,
+        }
+    }
+
+    /// [`Transition::degraded`], trying again after `delay`.
+    pub fn degraded_for(reason: impl Into<String>, delay: Duration) -> Self {
+        Transition::Degraded {
+            reason: reason.into(),
+            retry_after: Some(delay),
+        }
     }
 }
 

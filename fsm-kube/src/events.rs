@@ -109,6 +109,48 @@ pub fn for_effect(effect: &Effect) -> Option<Event> {
                  {to_version} reads it: {from} → {to}"
             ),
         ),
+        Effect::Degraded {
+            state,
+            reason,
+            count,
+            delay,
+        } => (
+            EventType::Warning,
+            "Degraded",
+            format!("Converge {state}"),
+            format!(
+                "{state} stays but cannot converge ({reason}), {count} in a row; trying again in {delay:?}"
+            ),
+        ),
+        Effect::Recovered { state } => (
+            EventType::Normal,
+            "Recovered",
+            format!("Converge {state}"),
+            format!("{state} converged again"),
+        ),
+        Effect::CommandApplied { seq, command, by } => (
+            EventType::Normal,
+            "CommandApplied",
+            format!("Command {seq}"),
+            format!(
+                "command {seq} ({command}){} applied",
+                by_whom(by.as_deref())
+            ),
+        ),
+        Effect::CommandRefused {
+            seq,
+            command,
+            by,
+            reason,
+        } => (
+            EventType::Warning,
+            "CommandRefused",
+            format!("Command {seq}"),
+            format!(
+                "command {seq} ({command}){} refused: {reason}",
+                by_whom(by.as_deref())
+            ),
+        ),
         Effect::SpecChanged { .. } | Effect::Checkpointed { .. } | Effect::Released => return None,
     };
     Some(Event {
@@ -118,6 +160,25 @@ pub fn for_effect(effect: &Effect) -> Option<Event> {
         action,
         secondary: None,
     })
+}
+
+/// ` by alice`, or nothing when the command does not say who asked.
+fn by_whom(by: Option<&str>) -> String {
+    by.map(|who| format!(" by {who}")).unwrap_or_default()
+}
+
+/// The event for an object whose command list cannot be read.
+pub fn for_unreadable_commands(error: &fsm_core::CommandListError) -> Event {
+    Event {
+        type_: EventType::Warning,
+        reason: "CommandsUnreadable".to_owned(),
+        note: Some(truncate(format!(
+            "{error}; no command in annotation {} is applied until it is fixed",
+            crate::commands::COMMANDS_ANNOTATION
+        ))),
+        action: "Command".to_owned(),
+        secondary: None,
+    }
 }
 
 /// The event for a record that cannot be decoded.

@@ -29,6 +29,7 @@
 mod cache;
 mod classify;
 pub mod cli;
+pub mod commands;
 pub mod conditions;
 mod decoded;
 pub mod dependents;

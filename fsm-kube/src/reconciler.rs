@@ -599,7 +599,17 @@ where
         let (status, spec) =
             crate::fields::status_and_spec(object.as_ref(), machine.snapshots_spec());
         let target = self.target(api.clone(), object.clone(), status);
+        let commands = match crate::commands::read(object.meta()) {
+            Ok(commands) => commands,
+            Err(error) => {
+                tracing::warn!(%error, "the object's command list cannot be read; none of it is applied");
+                self.publish(object.as_ref(), events::for_unreadable_commands(&error))
+                    .await;
+                Vec::new()
+            }
+        };
         let observed = Observed {
+            commands,
             key: target.key.clone(),
             generation: target.generation,
             deleting,

@@ -280,6 +280,7 @@ fn t0() -> Timestamp {
 
 fn observed() -> Observed {
     Observed {
+        commands: Vec::new(),
         key: ObjectKey::namespaced("ns", "chain"),
         generation: Some(1),
         deleting: false,
@@ -803,6 +804,7 @@ async fn the_last_compensation_step_is_committed_before_a_restart_chains_on() {
             ..EngineOptions::default()
         });
     let at = |generation| Observed {
+        commands: Vec::new(),
         generation: Some(generation),
         ..observed()
     };

@@ -16,7 +16,7 @@ use crate::{
 
 /// What a fresh start forgets of the compensation trail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Forget {
+pub(super) enum Forget {
     /// Everything: `on_spec_change = restart`.
     WholeTrail,
     /// The open scope only; closed scopes stay for deletion: a failed
@@ -217,6 +217,7 @@ impl Decider<'_> {
         record.attempt = 0;
         record.failures_without_attempt = 0;
         record.next_attempt_at = None;
+        record.degraded = None;
         let meta = self.meta(to);
         // A `commits` state makes what came before it final; a `ready` or
         // `final` state (below) makes its own entry final as well.
@@ -379,7 +380,7 @@ impl Decider<'_> {
     }
 
     /// [`Decider::restart`], forgetting what `forget` says of the trail.
-    fn start_again<S: Fsm>(
+    pub(super) fn start_again<S: Fsm>(
         &self,
         mut record: StateRecord,
         reason: String,
@@ -487,6 +488,10 @@ impl Decider<'_> {
                 Ok(self.resting_attempt(record, self.poll_interval))
             }
             Outcome::Transition(Transition::Wait(delay)) => Ok(self.resting_attempt(record, delay)),
+            Outcome::Transition(Transition::Degraded {
+                reason,
+                retry_after,
+            }) => Ok(self.degraded(record, meta, reason, retry_after)),
             Outcome::Transition(Transition::Fail(reason)) => {
                 let effects = vec![Effect::Failed {
                     state: record.state.clone(),
@@ -527,17 +532,60 @@ impl Decider<'_> {
         let dirty = record.attempt != 0
             || record.failures_without_attempt != 0
             || record.next_attempt_at.is_some()
-            || record.last_error.is_some();
+            || record.last_error.is_some()
+            || record.degraded.is_some();
         record.attempt = 0;
         record.failures_without_attempt = 0;
         record.next_attempt_at = None;
         record.last_error = None;
+        let effects = match record.degraded.take() {
+            Some(_) => vec![Effect::Recovered {
+                state: record.state.clone(),
+            }],
+            None => Vec::new(),
+        };
         let requeue = self.until_deadline(&record, Some(delay));
         if dirty {
-            Decision::commit(record, requeue, Vec::new())
+            Decision::commit(record, requeue, effects)
         } else {
-            Decision::unchanged(record, requeue, Vec::new())
+            Decision::unchanged(record, requeue, effects)
         }
+    }
+
+    /// The handler stays but cannot converge: mark the record degraded and
+    /// try again after the backoff of the reports in a row (or
+    /// `retry_after`), spending no attempt.
+    fn degraded(
+        &self,
+        mut record: StateRecord,
+        meta: &StateMeta,
+        reason: String,
+        retry_after: Option<Duration>,
+    ) -> Decision {
+        let count = record
+            .degraded
+            .as_ref()
+            .map_or(1, |d| d.count.saturating_add(1));
+        let since = record.degraded.as_ref().map_or(self.now, |d| d.since);
+        let delay = retry_after
+            .unwrap_or_else(|| self.machine.retry_policy(meta).delay(count, self.random));
+        record.attempt = 0;
+        record.failures_without_attempt = 0;
+        record.last_error = None;
+        record.next_attempt_at = Some(add(self.now, delay));
+        record.degraded = Some(crate::Degraded {
+            reason: reason.clone(),
+            since,
+            count,
+        });
+        let effects = vec![Effect::Degraded {
+            state: record.state.clone(),
+            reason,
+            count,
+            delay,
+        }];
+        let requeue = self.until_deadline(&record, Some(delay));
+        Decision::commit(record, requeue, effects)
     }
 
     /// A retryable failure: schedule the next attempt, or take the

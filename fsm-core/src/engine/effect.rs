@@ -115,4 +115,41 @@ pub enum Effect {
         /// This build's machine version.
         to_version: u32,
     },
+    /// A state that stays reported it cannot converge
+    /// ([`Transition::Degraded`](crate::Transition::Degraded)).
+    Degraded {
+        /// The state.
+        state: String,
+        /// What the handler said.
+        reason: String,
+        /// Such reports in a row.
+        count: u32,
+        /// The wait before the handler runs again.
+        delay: Duration,
+    },
+    /// A degraded state converged again.
+    Recovered {
+        /// The state.
+        state: String,
+    },
+    /// A person's command was applied.
+    CommandApplied {
+        /// Its sequence number.
+        seq: u64,
+        /// What it asked for (`goto Serving`).
+        command: String,
+        /// Who asked, as the command says.
+        by: Option<String>,
+    },
+    /// A person's command was refused; only its number was recorded.
+    CommandRefused {
+        /// Its sequence number.
+        seq: u64,
+        /// What it asked for.
+        command: String,
+        /// Who asked, as the command says.
+        by: Option<String>,
+        /// Why it was refused.
+        reason: String,
+    },
 }

@@ -8,6 +8,7 @@
 //! concurrency, and either go on or stop.
 
 mod apply;
+mod command;
 mod decide;
 mod describe;
 mod effect;
@@ -45,6 +46,10 @@ pub struct Observed {
     pub deleting: bool,
     /// The object's spec, for `snapshot_spec`.
     pub spec: Option<serde_json::Value>,
+    /// The commands the object carries, in order of sequence number
+    /// ([`Command::parse_list`](crate::Command::parse_list)); those numbered
+    /// at or below the record's `command_seq` were taken before.
+    pub commands: Vec<crate::Command>,
 }
 
 impl Default for ObjectKey {

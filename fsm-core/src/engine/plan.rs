@@ -27,6 +27,12 @@ pub enum Plan {
     Cleanup,
     /// Unwinding has nothing left: rest in the failed state (or release).
     FinishUnwind,
+    /// Take a person's command: the first the object carries that is
+    /// numbered above the record's `command_seq`.
+    Command(crate::Command),
+    /// The object is paused: nothing runs, no timeout fires, no spec change
+    /// is taken, until a `resume` command.
+    Paused,
     /// The spec changed since the machine last acted.
     SpecChanged(i64),
     /// The state's total time ran out.
@@ -74,6 +80,16 @@ pub fn plan(
         } else {
             Plan::Release
         };
+    }
+    if let Some(command) = observed
+        .commands
+        .iter()
+        .find(|c| c.seq > record.command_seq)
+    {
+        return Plan::Command(command.clone());
+    }
+    if record.paused.is_some() {
+        return Plan::Paused;
     }
     if let Some(unwind) = unwinding {
         if let Some(at) = unwind.next_attempt_at.filter(|at| *at > now) {
@@ -175,6 +191,10 @@ mod tests {
             trail: Vec::new(),
             compensation: None,
             spec_snapshot: None,
+            command_seq: 0,
+            paused: None,
+            commands: Vec::new(),
+            degraded: None,
         }
     }
 
@@ -477,6 +497,7 @@ mod tests {
     fn each_record_and_observation_plans_what_the_rules_say() {
         for case in cases() {
             let observed = Observed {
+                commands: Vec::new(),
                 key: ObjectKey::namespaced("ns", "o"),
                 generation: case.generation,
                 deleting: case.deleting,

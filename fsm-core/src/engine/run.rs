@@ -66,7 +66,8 @@ impl<S: Fsm> InFlight<'_, S> {
             }
             Plan::TimedOut => decider.timed_out(current)?,
             Plan::Backoff(wait) => Decision::unchanged(current, Some(wait), Vec::new()),
-            Plan::Rest => Decision::unchanged(current, None, Vec::new()),
+            Plan::Rest | Plan::Paused => Decision::unchanged(current, None, Vec::new()),
+            Plan::Command(command) => decider.command::<S>(current, &command, self.observed)?,
             Plan::RunHandler => {
                 let outcome = self.handle(&mut current).await?;
                 self.after_user_code(decider)

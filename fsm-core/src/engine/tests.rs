@@ -280,6 +280,7 @@ fn engine(clock: &ManualClock) -> Engine<Flow> {
 
 fn observed() -> Observed {
     Observed {
+        commands: Vec::new(),
         key: ObjectKey::namespaced("ns", "db"),
         generation: Some(1),
         deleting: false,
@@ -769,6 +770,7 @@ async fn spec_change_restarts_without_compensation() {
             .unwrap();
     }
     let changed = Observed {
+        commands: Vec::new(),
         generation: Some(2),
         ..observed()
     };
@@ -805,6 +807,7 @@ async fn deletion_compensates_cleans_up_and_releases() {
             .unwrap();
     }
     let deleting = Observed {
+        commands: Vec::new(),
         deleting: true,
         ..observed()
     };
@@ -1539,6 +1542,7 @@ fn saga_engine(clock: &ManualClock) -> Engine<Saga> {
 
 fn saga_observed(generation: i64) -> Observed {
     Observed {
+        commands: Vec::new(),
         generation: Some(generation),
         spec: Some(serde_json::json!({ "size": generation })),
         ..observed()
@@ -1778,6 +1782,7 @@ async fn cleanup_sees_the_current_state_and_its_data() {
         .unwrap();
     assert_eq!(saga_record(&store).state, "Build");
     let deleting = Observed {
+        commands: Vec::new(),
         deleting: true,
         ..saga_observed(1)
     };
@@ -1796,6 +1801,7 @@ async fn without_a_record_cleanup_runs_with_the_initial_state() {
     let store = EphemeralStore::new();
     let world = Arc::new(SagaWorld::default());
     let deleting = Observed {
+        commands: Vec::new(),
         deleting: true,
         ..saga_observed(1)
     };
@@ -1864,6 +1870,7 @@ async fn delete_until_released(
     script: &Arc<Script>,
 ) -> (bool, Vec<Effect>) {
     let deleting = Observed {
+        commands: Vec::new(),
         deleting: true,
         ..observed()
     };
@@ -1960,6 +1967,7 @@ async fn a_spec_change_waits_while_compensation_runs() {
 
     // Generation 2 arrives mid-chain.
     let changed = Observed {
+        commands: Vec::new(),
         generation: Some(2),
         ..observed()
     };

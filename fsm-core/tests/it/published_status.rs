@@ -46,6 +46,7 @@ async fn wait(cx: &mut Step<'_, SiteState>) -> Result<Transition<SiteState>, App
 
 fn observed() -> Observed {
     Observed {
+        commands: Vec::new(),
         key: ObjectKey::namespaced("ns", "site"),
         generation: Some(1),
         ..Observed::default()

@@ -84,6 +84,7 @@ async fn repair(cx: &mut Step<'_, Mendable>) -> Result<Transition<Mendable>, Bro
 
 fn observed(generation: i64) -> Observed {
     Observed {
+        commands: Vec::new(),
         key: ObjectKey::cluster("thing"),
         generation: Some(generation),
         ..Observed::default()

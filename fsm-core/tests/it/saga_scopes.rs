@@ -137,6 +137,7 @@ impl Fixture {
 
     fn observed(&self, deleting: bool) -> Observed {
         Observed {
+            commands: Vec::new(),
             key: Self::key(),
             generation: Some(self.generation),
             deleting,
@@ -360,6 +361,7 @@ async fn a_commits_state_makes_the_steps_before_it_final() {
     let world = Arc::new(World::default());
     let engine = Engine::<Move>::new().unwrap();
     let observed = Observed {
+        commands: Vec::new(),
         key: ObjectKey::cluster("move"),
         ..Observed::default()
     };

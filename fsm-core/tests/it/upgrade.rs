@@ -171,6 +171,7 @@ mod v2 {
 
 fn observed(name: &str) -> Observed {
     Observed {
+        commands: Vec::new(),
         key: ObjectKey::cluster(name),
         ..Observed::default()
     }

@@ -476,6 +476,10 @@ mod tests {
             trail: vec![],
             compensation: None,
             spec_snapshot: None,
+            command_seq: 0,
+            paused: None,
+            commands: Vec::new(),
+            degraded: None,
         };
         let object = DynamicObject {
             types: None,

@@ -283,6 +283,7 @@ fn the_reconcile_future_is_send_and_runs_on_a_multi_threaded_runtime() {
             let (engine, store, cloud) = (engine.clone(), store.clone(), cloud.clone());
             tasks.push(tokio::spawn(async move {
                 let observed = Observed {
+                    commands: Vec::new(),
                     key: ObjectKey::namespaced("default", format!("db-{n}")),
                     ..Observed::default()
                 };
