@@ -18,9 +18,10 @@ pub(crate) const NEVER_RESTS: &str = "never rests";
 pub(crate) struct Edge {
     pub(crate) from: &'static str,
     pub(crate) to: &'static str,
-    /// `None` for a handler's declared `next` target; else what makes the
-    /// engine take it by itself (`timeout`, `exhausted`, `fail`, joined by
-    /// `, ` when several lead to the same state).
+    /// `None` for a handler's declared `next` target; `signal NAME` for a
+    /// person's signal; else what makes the engine take it by itself
+    /// (`timeout`, `exhausted`, `fail`, joined by `, ` when several lead to
+    /// the same state).
     pub(crate) engine: Option<String>,
 }
 
@@ -68,6 +69,11 @@ pub(crate) fn edges(machine: &Machine) -> Vec<Edge> {
             from,
             to,
             engine: None,
+        }));
+        out.extend(s.signals().iter().map(|&(signal, to)| Edge {
+            from,
+            to,
+            engine: Some(format!("signal {signal}")),
         }));
         out.extend(
             engine_edges(machine, s)

@@ -9,8 +9,8 @@ impl Machine {
     /// The states no workflow can enter, in declaration order: not the
     /// initial state, not the `goto` target of `on_spec_change`, not the
     /// default failed state (which every machine must have), and not a
-    /// target of any edge the diagram draws (`next`, `timeout`, retries
-    /// `exhausted`, `fail`) out of a state that can be entered.
+    /// target of any edge the diagram draws (`next`, signals, `timeout`,
+    /// retries `exhausted`, `fail`) out of a state that can be entered.
     ///
     /// ```
     /// use fsm_core::{Machine, StateMeta};
@@ -48,6 +48,7 @@ impl Machine {
                 continue;
             };
             queue.extend(state.targets());
+            queue.extend(state.signals().iter().map(|(_, target)| *target));
             queue.extend(engine_edges(self, state).into_iter().map(|(to, _)| to));
         }
         self.states()
@@ -58,7 +59,7 @@ impl Machine {
     }
 
     /// The states from which no path of declared transitions (`next`,
-    /// `on_timeout`, `on_exhausted`) reaches a state where the machine
+    /// signals, `on_timeout`, `on_exhausted`) reaches a state where the machine
     /// rests (`ready`, `final` or `failed`), in declaration order: a
     /// workflow there can only loop, or end by failing.
     ///
@@ -78,6 +79,7 @@ impl Machine {
             let mut out = s.targets().to_vec();
             out.extend(s.timeout_target());
             out.extend(s.exhausted_target());
+            out.extend(s.signals().iter().map(|(_, target)| *target));
             out
         };
         let mut rests: Vec<&'static str> = self

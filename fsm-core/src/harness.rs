@@ -13,7 +13,8 @@ use crate::record::{HistoryEntry, StateRecord, TrailEntry};
 use crate::step::{CheckpointError, Checkpointer};
 use crate::store::{Loaded, ObjectKey, StateStore, StoreError, Version};
 use crate::{
-    Authority, Classify, Effect, Engine, ErrorClass, Extensions, InvalidMachine, Report, StateMeta,
+    Authority, Classify, Command, CommandAction, Effect, Engine, ErrorClass, Extensions,
+    InvalidMachine, Report, StateMeta,
 };
 use crate::{
     BoxFuture, Clock, EngineOptions, EphemeralStore, Fsm, ManualClock, Observed, ReconcileError,
@@ -226,6 +227,7 @@ pub struct Harness<S: Fsm> {
     authority: Option<Arc<dyn Authority>>,
     extensions: Extensions,
     crash_at_next_write: AtomicBool,
+    commands: Vec<Command>,
 }
 
 /// The time harness clocks start at unless told otherwise.
@@ -261,6 +263,7 @@ impl<S: Fsm> Harness<S> {
             authority: None,
             extensions: Extensions::default(),
             crash_at_next_write: AtomicBool::new(false),
+            commands: Vec::new(),
         }
     }
 
@@ -453,6 +456,54 @@ impl<S: Fsm> Harness<S> {
         next
     }
 
+    /// Sends a person's command, as `kubectl fsm` does: the reconciles that
+    /// follow see it (with every command sent before) and the engine takes
+    /// it once. Returns its sequence number; the record's `commands` log
+    /// says whether it was applied or refused.
+    ///
+    /// ```
+    /// # use fsm_core::prelude::*;
+    /// # use fsm_core::{CommandAction, Harness};
+    /// # #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    /// # enum Gate { Waiting, Open, Shut }
+    /// # #[derive(Debug, thiserror::Error)] #[error("x")] struct E;
+    /// # impl Classify for E {}
+    /// # static STATES: [StateMeta; 3] = [
+    /// #     StateMeta::new("Waiting").initial().with_handler().on_signals(&[("approve", "Open")]),
+    /// #     StateMeta::new("Open").final_state(),
+    /// #     StateMeta::new("Shut").failed(),
+    /// # ];
+    /// # static MACHINE: Machine = Machine::new("Gate", &STATES);
+    /// # impl Fsm for Gate {
+    /// #     type Resource = (); type Context = (); type Error = E;
+    /// #     fn machine() -> &'static Machine { &MACHINE }
+    /// #     fn state_name(&self) -> &'static str { match self { Gate::Waiting => "Waiting", Gate::Open => "Open", Gate::Shut => "Shut" } }
+    /// #     fn unit_state(n: &str) -> Option<Self> { match n { "Waiting" => Some(Gate::Waiting), "Open" => Some(Gate::Open), "Shut" => Some(Gate::Shut), _ => None } }
+    /// #     fn handle<'a>(&'a self, _: &'a mut Step<'_, Self>) -> BoxFuture<'a, Result<Transition<Self>, E>> {
+    /// #         Box::pin(async move { Ok(Transition::stay()) })
+    /// #     }
+    /// # }
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let mut harness = Harness::<Gate>::new((), ());
+    /// harness.reconcile().await.unwrap();
+    /// assert_eq!(harness.state(), Some(Gate::Waiting));
+    /// harness.send(CommandAction::Signal("approve".into()));
+    /// harness.run_until_settled().await.unwrap();
+    /// assert_eq!(harness.state(), Some(Gate::Open));
+    /// assert!(harness.record().unwrap().commands[0].applied());
+    /// # });
+    /// ```
+    pub fn send(&mut self, action: CommandAction) -> u64 {
+        let seq = self.commands.last().map_or(0, |c| c.seq).saturating_add(1);
+        self.commands.push(Command::new(seq, action).by("harness"));
+        seq
+    }
+
+    /// Sends signal `name` ([`Harness::send`]).
+    pub fn signal(&mut self, name: &str) -> u64 {
+        self.send(CommandAction::Signal(name.to_owned()))
+    }
+
     /// Marks the object as being deleted (`deletionTimestamp` set) for the
     /// reconciles that follow: they run the compensation (`on_delete =
     /// compensate`) and `cleanup`, then release the object.
@@ -501,11 +552,11 @@ impl<S: Fsm> Harness<S> {
 
     fn observed(&self) -> Observed {
         Observed {
-            commands: Vec::new(),
             key: Self::key(),
             generation: self.generation,
             deleting: self.deleting,
             spec: None,
+            commands: self.commands.clone(),
         }
     }
 

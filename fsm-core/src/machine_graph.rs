@@ -75,8 +75,9 @@ pub struct GraphEdge {
     pub from: String,
     /// The target state.
     pub to: String,
-    /// `None` for a handler's declared target; else why the engine takes
-    /// it by itself (`timeout`, `exhausted`, `fail`, joined by `, `).
+    /// `None` for a handler's declared target; `signal NAME` for a
+    /// person's signal (`on_signal`); else why the engine takes it by
+    /// itself (`timeout`, `exhausted`, `fail`, joined by `, `).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<String>,
 }

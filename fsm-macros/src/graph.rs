@@ -59,7 +59,7 @@ pub fn engine_edges<'m>(
 /// The states no workflow enters, in declaration order: not the initial
 /// state, not the `entries` (the `goto` targets of `on_spec_change` and
 /// `on_failed_spec_change`), not the default failed state
-/// (every machine must have one), and no target of a `next` or
+/// (every machine must have one), and no target of a `next`, signal or
 /// engine edge out of a state that is entered.
 pub fn unreachable<'m>(
     states: &'m [State],
@@ -84,6 +84,7 @@ pub fn unreachable<'m>(
             continue;
         };
         queue.extend(&state.next);
+        queue.extend(state.signals.iter().map(|(_, target)| target));
         queue.extend(
             engine_edges(states, on_failure, state)
                 .into_iter()
@@ -96,8 +97,8 @@ pub fn unreachable<'m>(
         .collect()
 }
 
-/// The states from which no path of `next`, `on_timeout` and
-/// `on_exhausted` reaches a `ready`, `final` or `failed` state, in
+/// The states from which no path of `next`, `on_timeout`, `on_exhausted`
+/// and signals reaches a `ready`, `final` or `failed` state, in
 /// declaration order.
 pub fn never_rests(states: &[State]) -> Vec<&State> {
     let mut rests: Vec<&Ident> = states
@@ -108,7 +109,12 @@ pub fn never_rests(states: &[State]) -> Vec<&State> {
     loop {
         let before = rests.len();
         for s in states {
-            let declared = s.next.iter().chain(&s.on_timeout).chain(&s.on_exhausted);
+            let declared = s
+                .next
+                .iter()
+                .chain(&s.on_timeout)
+                .chain(&s.on_exhausted)
+                .chain(s.signals.iter().map(|(_, target)| target));
             if !rests.contains(&&s.ident) && declared.into_iter().any(|t| rests.contains(&t)) {
                 rests.push(&s.ident);
             }

@@ -89,6 +89,9 @@ pub struct State {
     pub commit_on_entry: bool,
     /// `commits`: entering the state closes the saga's scope.
     pub commits: bool,
+    /// `on_signal(name = Target, ...)`: each signal once, each target a
+    /// known unit state, on a state that is not resting.
+    pub signals: Vec<(Ident, Ident)>,
 }
 
 impl State {

@@ -6,6 +6,7 @@
 //! module and its function: `cargo test -p fsm-core --test it -- FILE::` runs
 //! one file's tests.
 
+mod commands;
 mod converge;
 mod decode_fuzz;
 mod derive;

@@ -76,8 +76,8 @@ impl<'a> Checker<'a> {
                 span,
                 format!(
                     "`{target}` carries data, but as {as_what} it is built by the engine, which \
-                     has no data to give it: make it a unit variant (the failure's reason lives \
-                     in the record and the conditions)"
+                     has no data to give it: make it a unit variant (what led there is kept in \
+                     the record's history and the object's conditions)"
                 ),
             );
         }

@@ -16,6 +16,7 @@ mod machine;
 mod retry;
 mod scope;
 mod serde;
+mod signal;
 mod state;
 mod upgrade;
 

@@ -24,6 +24,7 @@ impl Checker<'_> {
         self.timeouts(v);
         self.entry_commit(v, batch_commits);
         self.commits_flag(v);
+        let signals = self.signals(v, resting);
         let retry = v
             .retry
             .as_ref()
@@ -50,6 +51,7 @@ impl Checker<'_> {
             batch_entry: v.batch_entry.is_present(),
             commit_on_entry: v.commit_on_entry.is_present(),
             commits: v.commits.is_present(),
+            signals,
         }
     }
 

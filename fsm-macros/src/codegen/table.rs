@@ -118,6 +118,13 @@ fn state_meta(s: &State, core: &TokenStream) -> TokenStream {
         let target = target.to_string();
         calls.push(quote!(.on_exhausted(#target)));
     }
+    if !s.signals.is_empty() {
+        let pairs = s.signals.iter().map(|(signal, target)| {
+            let (signal, target) = (signal.to_string(), target.to_string());
+            quote!((#signal, #target))
+        });
+        calls.push(quote!(.on_signals(&[#(#pairs),*])));
+    }
     if !s.renamed_from.is_empty() {
         let names = &s.renamed_from;
         calls.push(quote!(.renamed_from(&[#(#names),*])));

@@ -133,6 +133,10 @@ pub struct VariantInput {
     pub commit_on_entry: Flag,
     /// `commits`: entering the state closes the saga's scope.
     pub commits: Flag,
+    /// `on_signal(approve = Serving, reject = Rejected)`: the signals the
+    /// state takes from a person, and the states they move to.
+    #[darling(default)]
+    pub on_signal: Option<Signals>,
 }
 
 /// `allow(unreachable, never_rests)`: the graph checks a state is exempt
@@ -394,6 +398,36 @@ impl FromMeta for Targets {
             }
         }
         errors.finish_with(Targets(targets))
+    }
+}
+
+/// `on_signal(approve = Serving, ...)`: signal names and their target
+/// states, in declaration order.
+#[derive(Debug, Clone, Default)]
+pub struct Signals(pub Vec<(Ident, Ident)>);
+
+impl FromMeta for Signals {
+    fn from_list(items: &[NestedMeta]) -> darling::Result<Self> {
+        const EXPECTED: &str =
+            "expected `signal = State`, e.g. `on_signal(approve = Serving, reject = Rejected)`";
+        let mut errors = darling::Error::accumulator();
+        let mut signals = Vec::new();
+        for item in items {
+            let pair = match item {
+                NestedMeta::Meta(Meta::NameValue(nv)) => {
+                    nv.path.get_ident().cloned().zip(word_ident(&nv.value))
+                }
+                _ => None,
+            };
+            match pair {
+                Some(pair) => signals.push(pair),
+                None => errors.push(darling::Error::custom(EXPECTED).with_span(item)),
+            }
+        }
+        if items.is_empty() {
+            errors.push(darling::Error::custom(EXPECTED));
+        }
+        errors.finish_with(Signals(signals))
     }
 }
 

@@ -42,7 +42,12 @@ pub enum DbState {
     /// Tuple variant.
     #[fsm(handler = seed, retry(initial = "2s", factor = 3), commits, next(Ready))]
     Seeding(String, u32),
-    #[fsm(ready, handler = check_drift, next(Provisioning))]
+    #[fsm(
+        ready,
+        handler = check_drift,
+        next(Provisioning),
+        on_signal(decommission = TimedOut, abort = Cancelled)
+    )]
     Ready { instance_id: String },
     #[fsm(final)]
     TimedOut,
@@ -147,6 +152,11 @@ fn main() {
     assert!(!w.closes_scope());
 
     assert!(m.state("Ready").unwrap().is_ready() && m.state("Ready").unwrap().closes_scope());
+    let ready = m.state("Ready").unwrap();
+    assert_eq!(ready.signals(), &[("decommission", "TimedOut"), ("abort", "Cancelled")]);
+    assert_eq!(ready.signal_target("abort"), Some("Cancelled"));
+    assert_eq!(ready.signal_target("approve"), None);
+    assert!(DbState::mermaid().contains("Ready --> Cancelled: signal abort"));
     assert!(m.state("TimedOut").unwrap().is_final());
     assert!(m.state("Cancelled").unwrap().is_failed());
 
