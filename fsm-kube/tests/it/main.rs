@@ -14,6 +14,7 @@
 mod bad_input;
 mod batched_commits;
 mod cli;
+mod commands;
 mod common;
 mod converge_attr;
 mod dependents;
