@@ -53,8 +53,8 @@ use soak::{
     rejected_count, settle,
 };
 
-const LEASE: &str = "database-operator-leader";
-const REPLICAS: usize = 3;
+pub(crate) const LEASE: &str = "database-operator-leader";
+pub(crate) const REPLICAS: usize = 3;
 
 /// What happens to the leader, again and again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,14 +123,14 @@ impl Knobs {
 }
 
 /// The replicas, by identity.
-struct Replicas {
-    running: Vec<(String, Proc)>,
-    started: usize,
-    lease_secs: String,
+pub(crate) struct Replicas {
+    pub(crate) running: Vec<(String, Proc)>,
+    pub(crate) started: usize,
+    pub(crate) lease_secs: String,
 }
 
 impl Replicas {
-    fn start_one(&mut self, stack: &Stack) {
+    pub(crate) fn start_one(&mut self, stack: &Stack) {
         self.started += 1;
         let identity = format!("replica-{}", self.started);
         let process = stack.operator(&[
@@ -146,7 +146,7 @@ impl Replicas {
     }
 
     /// SIGKILLs the replica `identity`; `false` if it is not running.
-    fn kill(&mut self, identity: &str) -> bool {
+    pub(crate) fn kill(&mut self, identity: &str) -> bool {
         let Some(at) = self.running.iter().position(|(id, _)| id == identity) else {
             return false;
         };
@@ -185,7 +185,7 @@ impl Replicas {
 }
 
 /// The Lease's holder, if any.
-async fn holder(leases: &Api<Lease>) -> Option<String> {
+pub(crate) async fn holder(leases: &Api<Lease>) -> Option<String> {
     leases
         .get_opt(LEASE)
         .await
@@ -196,7 +196,7 @@ async fn holder(leases: &Api<Lease>) -> Option<String> {
 
 /// Waits (bounded) until a running replica other than `not` holds the
 /// Lease; its identity.
-async fn wait_for_leader(
+pub(crate) async fn wait_for_leader(
     leases: &Api<Lease>,
     replicas: &Replicas,
     not: Option<&str>,
