@@ -22,7 +22,7 @@ enum Applied {
     InPlace,
     /// The command led to a decision of its own (a move, a restart, a
     /// failure); commit that.
-    Decided(Decision),
+    Decided(Box<Decision>),
 }
 
 impl Decider<'_> {
@@ -45,7 +45,7 @@ impl Decider<'_> {
         };
         let mut decision = match applied {
             Applied::InPlace => Decision::commit(record, Some(Duration::ZERO), Vec::new()),
-            Applied::Decided(decision) => decision,
+            Applied::Decided(decision) => *decision,
         };
         log(&mut decision.record, self.entry(command, None));
         decision.effects.insert(
@@ -182,11 +182,11 @@ impl Decider<'_> {
                 record.compensation = None;
                 record.last_error = None;
                 let entered = self.enter(record, name, data, Some(reason));
-                Applied::Decided(Decision::commit(
+                Applied::Decided(Box::new(Decision::commit(
                     record.clone(),
                     Some(Duration::ZERO),
                     vec![entered],
-                ))
+                )))
             }
             CommandAction::Signal(signal) => {
                 let Some(target) = self
@@ -197,15 +197,15 @@ impl Decider<'_> {
                 };
                 if self.meta(target).is_some_and(StateMeta::is_failed) {
                     let decision = self.begin_unwind(record.clone(), reason, target, Vec::new());
-                    Applied::Decided(decision)
+                    Applied::Decided(Box::new(decision))
                 } else {
                     record.last_error = None;
                     let entered = self.enter(record, target, None, Some(reason));
-                    Applied::Decided(Decision::commit(
+                    Applied::Decided(Box::new(Decision::commit(
                         record.clone(),
                         Some(Duration::ZERO),
                         vec![entered],
-                    ))
+                    )))
                 }
             }
             CommandAction::Unknown(_) => Applied::InPlace,
@@ -261,7 +261,7 @@ impl Decider<'_> {
                 Vec::new(),
                 Forget::OpenScope,
             )?;
-            return Ok(Applied::Decided(decision));
+            return Ok(Applied::Decided(Box::new(decision)));
         }
         record.attempt = 0;
         record.failures_without_attempt = 0;

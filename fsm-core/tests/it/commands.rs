@@ -451,3 +451,129 @@ async fn a_degraded_ready_state_stays_backs_off_and_recovers() {
     harness.advance(Duration::from_secs(60));
     assert_eq!(harness.reconcile().await.unwrap().commits, 0);
 }
+
+mod properties {
+    //! Whatever commands arrive, in whatever order, whatever crashes the
+    //! writes suffer: every command is taken once, in order, and a paused
+    //! object runs nothing.
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[derive(Clone, Debug)]
+    enum Act {
+        Send(CommandAction),
+        Reconcile,
+        CrashedReconcile,
+        Advance(u64),
+    }
+
+    fn any_action() -> impl Strategy<Value = CommandAction> {
+        const STATES: [&str; 5] = [
+            "Building",
+            "AwaitingApproval",
+            "Serving",
+            "Rejected",
+            "Nowhere",
+        ];
+        const SIGNALS: [&str; 3] = ["approve", "reject", "ship"];
+        prop_oneof![
+            3 => Just(CommandAction::Pause),
+            3 => Just(CommandAction::Resume),
+            2 => Just(CommandAction::Retry),
+            2 => proptest::sample::select(&STATES[..]).prop_map(|s| CommandAction::Goto(s.into())),
+            3 => proptest::sample::select(&SIGNALS[..]).prop_map(|s| CommandAction::Signal(s.into())),
+            1 => Just(CommandAction::Unknown("explode".into())),
+        ]
+    }
+
+    fn any_act() -> impl Strategy<Value = Act> {
+        prop_oneof![
+            3 => any_action().prop_map(Act::Send),
+            5 => Just(Act::Reconcile),
+            1 => Just(Act::CrashedReconcile),
+            1 => (1u64..4000).prop_map(Act::Advance),
+        ]
+    }
+
+    /// A reconcile, which may meet the crash a reconcile that wrote nothing
+    /// left armed.
+    async fn survive(harness: &Harness<Release>) {
+        if let Err(e) = harness.reconcile().await {
+            let text = format!("{e:?}");
+            assert!(text.contains("crashed the operator"), "{text}");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        #[test]
+        fn commands_are_taken_once_in_order_and_pauses_hold(
+            acts in proptest::collection::vec(any_act(), 0..60),
+            fails in any::<bool>(),
+        ) {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                let (mut harness, world) = harness();
+                if fails {
+                    world.fail_builds(Some(ErrorClass::Retryable { retry_after: None }));
+                }
+                let mut sent = 0u64;
+                let mut seen = 0u64;
+                for act in acts {
+                    let before = harness.record();
+                    let paused_with_nothing_pending = before
+                        .as_ref()
+                        .is_some_and(|r| r.paused.is_some() && r.command_seq == sent);
+                    world.take_log();
+                    match act {
+                        Act::Send(action) => {
+                            sent = harness.send(action);
+                            continue;
+                        }
+                        Act::Advance(secs) => {
+                            harness.advance(Duration::from_secs(secs));
+                            continue;
+                        }
+                        Act::Reconcile => survive(&harness).await,
+                        Act::CrashedReconcile => {
+                            harness.crash_at_next_write();
+                            let _ = harness.reconcile().await;
+                        }
+                    }
+                    let Some(after) = harness.record() else { continue };
+                    prop_assert!(after.command_seq >= seen, "the number went back");
+                    prop_assert!(after.command_seq <= sent);
+                    seen = after.command_seq;
+                    let seqs: Vec<u64> = after.commands.iter().map(|c| c.seq).collect();
+                    let first = seqs.first().copied().unwrap_or(1);
+                    let contiguous: Vec<u64> = (first..first + seqs.len() as u64).collect();
+                    prop_assert_eq!(&seqs, &contiguous, "each taken once, in order");
+                    prop_assert_eq!(seqs.last().copied().unwrap_or(0), after.command_seq);
+                    prop_assert!(after.commands.iter().all(|c| c.refused.as_ref().is_none_or(|r| !r.is_empty())));
+                    if paused_with_nothing_pending {
+                        prop_assert!(world.take_log().is_empty(), "a handler ran while paused");
+                        prop_assert_eq!(
+                            before.map(|b| b.history),
+                            Some(after.history),
+                            "a transition while paused"
+                        );
+                    }
+                }
+                // Given the chance, every command is taken.
+                for _ in 0..(sent + 5) {
+                    survive(&harness).await;
+                }
+                if sent > 0 {
+                    prop_assert_eq!(harness.record().map(|r| r.command_seq), Some(sent));
+                }
+                Ok(())
+            })?;
+        }
+    }
+}
