@@ -5,12 +5,12 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use fsm_kube::cli::ConnectArgs;
 
 /// `kubectl fsm`: the objects of an operator-fsm operator, their states,
-/// histories and machine.
+/// histories and machine, and the commands people send them.
 #[derive(Clone, Debug, PartialEq, Eq, Parser)]
 #[command(
     name = "kubectl-fsm",
     bin_name = "kubectl fsm",
-    about = "The state machines of operator-fsm operators: objects, histories, diagrams"
+    about = "The state machines of operator-fsm operators: objects, histories, diagrams, and commands to them"
 )]
 pub struct Cli {
     /// The subcommand.
@@ -206,9 +206,9 @@ pub struct ObjectCommandArgs {
 /// `goto` and `signal`: an object and a name (the state, the signal).
 #[derive(Clone, Debug, PartialEq, Eq, Args)]
 pub struct ArgCommandArgs {
-    /// The object, as `RESOURCE/NAME` or `RESOURCE NAME`, then the state or
-    /// the signal.
-    #[arg(value_name = "OBJECT", required = true, num_args = 2..=3)]
+    /// `RESOURCE/NAME STATE` or `RESOURCE NAME STATE` (for `signal`, the
+    /// signal's name instead of the state).
+    #[arg(value_name = "ARG", required = true, num_args = 2..=3)]
     pub words: Vec<String>,
     /// The rest.
     #[command(flatten)]
