@@ -1,18 +1,22 @@
 //! `describe NAME`: an object's record (through the operator CLI's
-//! [`record_view::render_text`]), its conditions and its recent events.
+//! [`record_view::render_text`]: with a pause in force and the commands
+//! taken), the commands not taken yet, its conditions and its recent
+//! events.
 //!
-//! [`render_conditions`] and [`render_events`] are pure; [`describe`]
-//! reads.
+//! [`render_pending`], [`render_conditions`] and [`render_events`] are
+//! pure; [`describe`] reads.
 
 use std::fmt::Write as _;
 
 use fsm_core::Timestamp;
 use fsm_core::text::human_duration;
 use fsm_kube::cli::{Error as CliError, record_view};
+use fsm_kube::commands::COMMANDS_ANNOTATION;
 use k8s_openapi::api::events::v1::Event;
-use kube::Client;
+use kube::{Client, ResourceExt};
 
 use crate::Error;
+use crate::send;
 use crate::target::Target;
 use fsm_kube::view::object::{self, Condition, conditions, last_seen};
 use fsm_kube::view::records;
@@ -32,6 +36,41 @@ pub fn render_conditions(conditions: &[Condition]) -> String {
             "  {:<12} {:<7} {:<20} {}",
             c.type_, c.status, c.reason, c.message
         );
+    }
+    out
+}
+
+/// The `Pending commands:` section: the commands of the annotation's text
+/// `annotation` numbered above `taken` (the record's `commandSeq`), which
+/// the operator has not taken yet, with who sent them and how long ago (as
+/// of `now`); nothing when there are none.
+pub fn render_pending(annotation: Option<&str>, taken: u64, now: Timestamp) -> String {
+    let pending = match send::pending(annotation, taken) {
+        Ok(pending) if pending.is_empty() => return String::new(),
+        Ok(pending) => pending,
+        Err(error) => {
+            return format!(
+                "Pending commands:\n  <unreadable, the operator takes none of them: {error}>\n"
+            );
+        }
+    };
+    let mut out = String::from("Pending commands:\n");
+    for command in pending {
+        let by = command
+            .by
+            .as_deref()
+            .map(|by| format!(" by {by}"))
+            .unwrap_or_default();
+        let sent = command
+            .at
+            .map(|at| {
+                format!(
+                    ", sent {at} ({} ago)",
+                    human_duration(now.duration_since(at).unsigned_abs())
+                )
+            })
+            .unwrap_or_default();
+        let _ = writeln!(out, "  #{:<3} {command}{by}{sent}", command.seq);
     }
     out
 }
@@ -90,8 +129,12 @@ pub async fn describe(
         .resource
         .namespaced
         .then(|| namespace.map_or_else(|| client.default_namespace().to_owned(), str::to_owned));
+    let mut taken = 0;
     let mut out = match records::record(client, target, namespace.as_deref(), name).await {
-        Ok((record, location)) => record_view::render_text(&location, &record, now),
+        Ok((record, location)) => {
+            taken = record.command_seq;
+            record_view::render_text(&location, &record, now)
+        }
         Err(CliError::NotFound(location)) => return Err(CliError::NotFound(location).into()),
         Err(
             error @ (CliError::NoRecord(_)
@@ -106,6 +149,14 @@ pub async fn describe(
         .get(name)
         .await
         .map_err(Error::Kube)?;
+    out.push_str(&render_pending(
+        object
+            .annotations()
+            .get(COMMANDS_ANNOTATION)
+            .map(String::as_str),
+        taken,
+        now,
+    ));
     out.push_str(&render_conditions(&conditions(&object)));
     // Listing events needs a permission of its own: without it, say so.
     match object::events(client, &object, EVENTS_SHOWN).await {
@@ -165,5 +216,22 @@ mod tests {
             text,
             "Events:\n  Warning  Earlier              2m00s ago: Earlier note\n  Warning  Later                1m00s ago (x3): Later note\n"
         );
+    }
+
+    #[test]
+    fn pending_commands_show_with_who_and_when_and_taken_ones_do_not() {
+        let annotation = r#"[{"seq":3,"command":"pause","by":"alice","at":"2026-01-01T00:00:00Z"},
+            {"seq":4,"command":"goto","arg":"Done"}]"#;
+        assert_eq!(
+            render_pending(Some(annotation), 2, t("2026-01-01T00:00:30Z")),
+            "Pending commands:\n  #3   pause by alice, sent 2026-01-01T00:00:00Z (30s ago)\n  #4   goto Done\n"
+        );
+        assert_eq!(
+            render_pending(Some(annotation), 4, t("2026-01-01T00:00:30Z")),
+            ""
+        );
+        assert_eq!(render_pending(None, 0, t("2026-01-01T00:00:30Z")), "");
+        let unreadable = render_pending(Some("pause"), 0, t("2026-01-01T00:00:30Z"));
+        assert!(unreadable.contains("<unreadable"), "{unreadable}");
     }
 }

@@ -45,4 +45,100 @@ pub enum Error {
     /// Writing the output failed.
     #[error("writing the output failed")]
     Output(#[source] std::io::Error),
+    /// The API server refused a request with 403: the person may not do it.
+    #[error(
+        "forbidden: you may not {verb} {resource}{}: {message} \
+         (`kubectl auth can-i {verb} {resource}{}` checks; sending commands needs get and patch on the custom resource)",
+        namespace.as_ref().map(|ns| format!(" in namespace {ns}")).unwrap_or_default(),
+        namespace.as_ref().map(|ns| format!(" -n {ns}")).unwrap_or_default()
+    )]
+    Forbidden {
+        /// The verb refused (`patch`, `get`, `list`).
+        verb: &'static str,
+        /// The resource, as `plural.group` (`chores.example.io`).
+        resource: String,
+        /// The namespace of the request, if any.
+        namespace: Option<String>,
+        /// What the server said.
+        message: String,
+    },
+    /// The words given do not name an object.
+    #[error("{0:?} names no object: give RESOURCE/NAME or RESOURCE NAME")]
+    NoObject(String),
+    /// The object does not exist.
+    #[error("{0}: not found")]
+    ObjectNotFound(String),
+    /// A command was not sent: it cannot be valid, or cannot be added.
+    #[error("nothing was sent to {object}")]
+    NotSent {
+        /// The object, as `namespace/name`.
+        object: String,
+        /// Why.
+        #[source]
+        why: crate::send::SendRefusal,
+    },
+    /// The object changed between each read and write, more times than the
+    /// plugin tries.
+    #[error(
+        "nothing was sent to {object}: it changed between read and write {attempts} times in a row (409 Conflict); try again"
+    )]
+    KeptChanging {
+        /// The object, as `namespace/name`.
+        object: String,
+        /// How many times the plugin tried.
+        attempts: u32,
+    },
+    /// `--wait` with records the plugin cannot read.
+    #[error("--wait cannot tell when the command is taken: {0}")]
+    CannotWait(#[source] fsm_kube::cli::Error),
+    /// The operator took the command and refused it.
+    #[error("command {seq} ({command}) to {object} was refused: {reason}")]
+    Refused {
+        /// The command's number.
+        seq: u64,
+        /// The command, as text.
+        command: String,
+        /// The object, as `namespace/name`.
+        object: String,
+        /// The operator's reason.
+        reason: String,
+    },
+    /// `--wait` ran out before the operator took the command.
+    #[error(
+        "command {seq} ({command}) to {object} was not taken within {waited}: the record has taken commands up to #{taken}. \
+         Is the operator running? The command stays in the object's annotation and is taken on the operator's next reconcile"
+    )]
+    WaitTimedOut {
+        /// The command's number.
+        seq: u64,
+        /// The command, as text.
+        command: String,
+        /// The object, as `namespace/name`.
+        object: String,
+        /// How long the plugin waited, for people (`5s`).
+        waited: String,
+        /// The record's `commandSeq` when the wait ended.
+        taken: u64,
+    },
+}
+
+impl Error {
+    /// `error` from a `verb` request on `resource` (`plural.group`) in
+    /// `namespace`: [`Error::Forbidden`] for a 403, else [`Error::Kube`].
+    pub fn from_request(
+        error: kube::Error,
+        verb: &'static str,
+        resource: &str,
+        namespace: Option<&str>,
+    ) -> Self {
+        match error {
+            kube::Error::Api(status) if status.is_forbidden() => Error::Forbidden {
+                verb,
+                resource: resource.to_owned(),
+                namespace: namespace.map(str::to_owned),
+                message: status.message.clone(),
+            },
+            other => Error::Kube(other),
+        }
+    }
 }

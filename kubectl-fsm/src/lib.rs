@@ -17,7 +17,13 @@
 //! $ kubectl fsm describe databases orders -n shop
 //! $ kubectl fsm diagram databases -o svg > databases.svg
 //! $ kubectl fsm watch databases -A
+//! $ kubectl fsm pause databases/orders -n shop
+//! command 4 (pause) sent to shop/orders; the operator applies it on its next reconcile
+//! $ kubectl fsm goto databases/orders Provisioning -n shop --wait=30s
 //! ```
+//!
+//! `pause`, `resume`, `retry`, `goto` and `signal` write commands into the
+//! object's `operator-fsm.io/commands` annotation ([`send`]).
 //!
 //! kubectl runs any executable named `kubectl-fsm` on `PATH` for
 //! `kubectl fsm`; the binary of this crate is that executable.
@@ -25,6 +31,7 @@
 mod args;
 pub mod describe;
 mod error;
+pub mod send;
 pub mod table;
 pub mod target;
 pub mod watch;
@@ -32,8 +39,12 @@ pub mod watch;
 use std::collections::BTreeMap;
 use std::io::Write;
 
-pub use args::{Cli, Command, DescribeArgs, DiagramArgs, DiagramFormat, GetArgs, GetFormat, Scope};
+pub use args::{
+    ArgCommandArgs, Cli, Command, DescribeArgs, DiagramArgs, DiagramFormat, GetArgs, GetFormat,
+    ObjectCommandArgs, ObjectName, Scope, SendArgs, SendFormat,
+};
 pub use error::Error;
+use fsm_core::CommandAction;
 use fsm_kube::cli::connect;
 use fsm_kube::view::records;
 use kube::Client;
@@ -122,5 +133,128 @@ pub async fn run(command: Command, out: &mut (dyn Write + Send)) -> Result<(), E
             let namespace = namespace_of(&args.scope, &client);
             watch::watch(&client, &target, namespace.as_deref(), out).await
         }
+        Command::Pause(args) => {
+            send_command(&args.object, CommandAction::Pause, args.send, out).await
+        }
+        Command::Resume(args) => {
+            send_command(&args.object, CommandAction::Resume, args.send, out).await
+        }
+        Command::Retry(args) => {
+            send_command(&args.object, CommandAction::Retry, args.send, out).await
+        }
+        Command::Goto(args) => {
+            let (object, state) = object_and_arg(&args)?;
+            send_to(object, CommandAction::Goto(state), args.send, out).await
+        }
+        Command::Signal(args) => {
+            let (object, signal) = object_and_arg(&args)?;
+            send_to(object, CommandAction::Signal(signal), args.send, out).await
+        }
     }
+}
+
+/// The object and the name `goto` and `signal` were given.
+fn object_and_arg(args: &ArgCommandArgs) -> Result<(ObjectName, String), Error> {
+    args.object_and_arg().ok_or_else(|| {
+        let (_, object) = args.words.split_last().unwrap_or((&String::new(), &[]));
+        Error::NoObject(object.join(" "))
+    })
+}
+
+/// `pause`, `resume`, `retry`: the object `words` name.
+async fn send_command(
+    words: &[String],
+    action: CommandAction,
+    args: SendArgs,
+    out: &mut (dyn Write + Send),
+) -> Result<(), Error> {
+    let object = ObjectName::parse(words).ok_or_else(|| Error::NoObject(words.join(" ")))?;
+    send_to(object, action, args, out).await
+}
+
+/// Sends `action` to `object`, prints what was sent and, with `--wait`,
+/// what became of it.
+async fn send_to(
+    object: ObjectName,
+    action: CommandAction,
+    args: SendArgs,
+    out: &mut (dyn Write + Send),
+) -> Result<(), Error> {
+    let client = connect(&args.connect).await?;
+    let target = target::resolve(&client, &object.resource).await?;
+    if args.wait.is_some() {
+        send::can_wait(&target)?;
+    }
+    let namespace = target.resource.namespaced.then(|| {
+        args.namespace
+            .clone()
+            .unwrap_or_else(|| client.default_namespace().to_owned())
+    });
+    let by = args
+        .by
+        .clone()
+        .filter(|by| !by.is_empty())
+        .or_else(|| send::kubeconfig_user(&args.connect));
+    let name = &object.name;
+    let sent = send::send(&client, &target, namespace.as_deref(), name, action, by).await?;
+    let shown = send::object_text(namespace.as_deref(), name);
+    let outcome = match args.wait {
+        None => None,
+        Some(timeout) => {
+            if args.output == SendFormat::Text {
+                write_text(out, &send::sent_line(&sent.command, &shown))?;
+            }
+            Some(
+                send::wait(
+                    &client,
+                    &target,
+                    namespace.as_deref(),
+                    name,
+                    &sent.command,
+                    timeout,
+                )
+                .await?,
+            )
+        }
+    };
+    match args.output {
+        SendFormat::Text => {
+            let text = match &outcome {
+                None => send::sent_line(&sent.command, &shown),
+                Some(outcome) => send::outcome_line(&sent.command, &shown, outcome),
+            };
+            // A refusal is said on stderr, as an error, with exit 1.
+            if !matches!(outcome, Some(send::Outcome::Refused(_))) {
+                write_text(out, &text)?;
+            }
+        }
+        SendFormat::Json => {
+            let report = send::Report::new(
+                &target,
+                namespace.as_deref(),
+                name,
+                &sent.command,
+                outcome.as_ref(),
+            );
+            let mut json = serde_json::to_string_pretty(&report).map_err(Error::Json)?;
+            json.push('\n');
+            write_text(out, &json)?;
+        }
+    }
+    match outcome {
+        Some(send::Outcome::Refused(reason)) => Err(Error::Refused {
+            seq: sent.command.seq,
+            command: sent.command.to_string(),
+            object: shown,
+            reason,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Writes `text` to `out` and flushes.
+fn write_text(out: &mut (dyn Write + Send), text: &str) -> Result<(), Error> {
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(Error::Output)
 }

@@ -79,10 +79,18 @@ pub fn from_crd(crd: &CustomResourceDefinition) -> Result<Target, Error> {
 ///
 /// # Errors
 /// [`Error::UnknownResource`], [`Error::AmbiguousResource`], those of
-/// [`from_crd`], and [`Error::Kube`].
+/// [`from_crd`], [`Error::Forbidden`] when the CRDs may not be listed, and
+/// [`Error::Kube`].
 pub async fn resolve(client: &Client, name: &str) -> Result<Target, Error> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let list = crds.list(&Default::default()).await.map_err(Error::Kube)?;
+    let list = crds.list(&Default::default()).await.map_err(|e| {
+        Error::from_request(
+            e,
+            "list",
+            "customresourcedefinitions.apiextensions.k8s.io",
+            None,
+        )
+    })?;
     let found: Vec<&CustomResourceDefinition> =
         list.items.iter().filter(|crd| matches(crd, name)).collect();
     match found.as_slice() {

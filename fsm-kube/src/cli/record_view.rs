@@ -222,6 +222,10 @@ pub fn redact_where(record: &mut StateRecord, sensitive: impl Fn(&str) -> bool) 
 /// Last error:   connection refused
 /// Generation:   3
 /// Transitions:  2
+/// Paused:       since 2026-01-01T00:01:00Z (30s ago) by alice, command #4; nothing runs until resume
+/// Commands:     taken up to #4
+///   #3   2026-01-01T00:00:50Z  goto Nowhere by bob: refused: machine Widget has no state Nowhere
+///   #4   2026-01-01T00:01:00Z  pause by alice: applied
 /// History:
 ///   #1  2026-01-01T00:00:00Z  → Pending
 ///   #2  2026-01-01T00:00:00Z  Pending → Configuring
@@ -259,6 +263,39 @@ pub fn render_text(location: &Location, record: &StateRecord, now: Timestamp) ->
         let _ = writeln!(out, "Generation:   {generation}");
     }
     let _ = writeln!(out, "Transitions:  {}", record.transitions);
+    if let Some(pause) = &record.paused {
+        let by = pause
+            .by
+            .as_deref()
+            .map(|by| format!(" by {by}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "Paused:       since {} ({} ago){by}, command #{}; nothing runs until resume",
+            pause.at,
+            human(now.duration_since(pause.at)),
+            pause.seq
+        );
+    }
+    if record.command_seq > 0 {
+        let _ = writeln!(out, "Commands:     taken up to #{}", record.command_seq);
+        for entry in &record.commands {
+            let by = entry
+                .by
+                .as_deref()
+                .map(|by| format!(" by {by}"))
+                .unwrap_or_default();
+            let outcome = match &entry.refused {
+                None => "applied".to_owned(),
+                Some(reason) => format!("refused: {reason}"),
+            };
+            let _ = writeln!(
+                out,
+                "  #{:<3} {}  {}{by}: {outcome}",
+                entry.seq, entry.at, entry.command
+            );
+        }
+    }
     if let Some(unwind) = &record.compensation {
         let progress = match unwind.finished_at {
             Some(at) => format!("finished at {at}"),
@@ -313,6 +350,57 @@ fn human(span: jiff::SignedDuration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pause_and_the_commands_taken_show_with_who_when_and_outcome() {
+        use fsm_core::{CommandEntry, Pause};
+        let t = |s: &str| -> Timestamp { s.parse().unwrap() };
+        let mut record: StateRecord = serde_json::from_value(serde_json::json!({
+            "schemaVersion": fsm_core::SCHEMA_VERSION,
+            "state": "Ready",
+            "enteredAt": "2026-01-01T00:00:00Z",
+        }))
+        .unwrap();
+        record.command_seq = 4;
+        record.paused = Some(Pause {
+            seq: 4,
+            by: Some("alice".into()),
+            at: t("2026-01-01T00:01:00Z"),
+        });
+        record.commands = vec![
+            CommandEntry {
+                seq: 3,
+                command: "goto Nowhere".into(),
+                by: Some("bob".into()),
+                at: t("2026-01-01T00:00:50Z"),
+                refused: Some("machine Widget has no state Nowhere".into()),
+            },
+            CommandEntry {
+                seq: 4,
+                command: "pause".into(),
+                by: Some("alice".into()),
+                at: t("2026-01-01T00:01:00Z"),
+                refused: None,
+            },
+        ];
+        let location = Location {
+            kind: "Widget".into(),
+            namespace: None,
+            name: "w1".into(),
+            record: ".status.fsm".into(),
+        };
+        let text = render_text(&location, &record, t("2026-01-01T00:01:30Z"));
+        assert!(
+            text.contains(
+                "Paused:       since 2026-01-01T00:01:00Z (30s ago) by alice, command #4; \
+                 nothing runs until resume\n\
+                 Commands:     taken up to #4\n  \
+                 #3   2026-01-01T00:00:50Z  goto Nowhere by bob: refused: machine Widget has no state Nowhere\n  \
+                 #4   2026-01-01T00:01:00Z  pause by alice: applied\n"
+            ),
+            "{text}"
+        );
+    }
 
     #[test]
     fn spans_read_as_durations_with_their_sign() {

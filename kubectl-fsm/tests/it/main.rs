@@ -7,3 +7,4 @@
 //! runs one file's tests.
 
 mod plugin;
+mod plugin_commands;

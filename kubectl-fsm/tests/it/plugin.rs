@@ -37,12 +37,12 @@ use tokio::io::{AsyncBufReadExt, BufReader};
     namespaced,
     status = "ChoreStatus"
 )]
-struct ChoreSpec {
-    task: String,
+pub(crate) struct ChoreSpec {
+    pub(crate) task: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-struct ChoreStatus {
+pub(crate) struct ChoreStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     fsm: Option<FsmStatus>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -50,7 +50,7 @@ struct ChoreStatus {
 }
 
 #[derive(Debug, thiserror::Error)]
-enum ChoreError {
+pub(crate) enum ChoreError {
     #[error("the chore refused")]
     Refused,
 }
@@ -61,7 +61,7 @@ impl Classify for ChoreError {}
 /// `hold` annotation.
 #[derive(OperatorFsm, Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[fsm(resource = Chore, error = ChoreError)]
-enum ChoreState {
+pub(crate) enum ChoreState {
     #[fsm(initial, handler = start, next(Running), retry(max_attempts = 3, initial = "1h", max = "1h"))]
     Pending,
     #[fsm(sensitive, handler = work, next(Done))]
@@ -139,11 +139,11 @@ async fn go(cx: &mut Step<'_, ErrandState>) -> Result<Transition<ErrandState>, C
 /// A server (with an HTTP endpoint and a kubeconfig kubectl can use), a
 /// client and the test's namespace, with both CRDs installed as the
 /// operators' `crd` command prints them.
-struct Env {
-    client: Client,
-    ns: String,
-    kubeconfig: PathBuf,
-    dir: PathBuf,
+pub(crate) struct Env {
+    pub(crate) client: Client,
+    pub(crate) ns: String,
+    pub(crate) kubeconfig: PathBuf,
+    pub(crate) dir: PathBuf,
     _http: Option<HttpServer>,
     _cluster: TestCluster,
 }
@@ -188,8 +188,12 @@ async fn install(cluster: &TestCluster, crd: &CustomResourceDefinition) {
     .unwrap();
 }
 
-async fn env() -> Env {
-    let cluster = TestCluster::from_env().await.unwrap();
+pub(crate) async fn env() -> Env {
+    env_on(TestCluster::from_env().await.unwrap()).await
+}
+
+/// The set-up of [`env`] on `cluster`.
+pub(crate) async fn env_on(cluster: TestCluster) -> Env {
     let (http, kubeconfig) = match cluster.embedded_server() {
         Some(server) => {
             let http = server.serve_http().await.unwrap();
@@ -221,6 +225,13 @@ async fn env() -> Env {
     }
 }
 
+impl Env {
+    /// The server the test runs against.
+    pub(crate) fn cluster(&self) -> &TestCluster {
+        &self._cluster
+    }
+}
+
 /// Runs the controller of `F` in the test's namespace until dropped.
 struct Running(tokio::task::JoinHandle<()>);
 
@@ -249,7 +260,7 @@ where
     Running(tokio::spawn(controller))
 }
 
-async fn create_chore(env: &Env, name: &str, annotations: &[&str]) {
+pub(crate) async fn create_chore(env: &Env, name: &str, annotations: &[&str]) {
     let api: Api<Chore> = Api::namespaced(env.client.clone(), &env.ns);
     let mut chore = Chore::new(
         name,
@@ -275,7 +286,7 @@ async fn stored_record(env: &Env, name: &str) -> Option<Value> {
 
 /// Waits (bounded) until `probe` answers `Some`; generous, for a real
 /// kube-apiserver on a busy machine.
-async fn eventually<T, Fut>(what: &str, mut probe: impl FnMut() -> Fut) -> T
+pub(crate) async fn eventually<T, Fut>(what: &str, mut probe: impl FnMut() -> Fut) -> T
 where
     Fut: std::future::Future<Output = Option<T>>,
 {
@@ -319,7 +330,7 @@ fn kubectl_binary() -> PathBuf {
 
 /// `kubectl ARGS` with the built plugin first on `PATH` and the test's
 /// kubeconfig.
-fn kubectl(env: &Env, args: &[&str]) -> tokio::process::Command {
+pub(crate) fn kubectl(env: &Env, args: &[&str]) -> tokio::process::Command {
     let plugin = Path::new(env!("CARGO_BIN_EXE_kubectl-fsm"));
     let mut paths = vec![plugin.parent().unwrap().to_path_buf()];
     paths.extend(std::env::split_paths(
@@ -336,7 +347,7 @@ fn kubectl(env: &Env, args: &[&str]) -> tokio::process::Command {
 }
 
 /// Runs `kubectl ARGS`; its stdout, after checking that it succeeded.
-async fn ok(env: &Env, args: &[&str]) -> String {
+pub(crate) async fn ok(env: &Env, args: &[&str]) -> String {
     let output = kubectl(env, args).output().await.unwrap();
     let stdout = String::from_utf8(output.stdout).unwrap();
     let stderr = String::from_utf8(output.stderr).unwrap();
