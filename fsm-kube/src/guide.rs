@@ -28,6 +28,9 @@ pub mod testing {}
 #[doc = include_str!("../../docs/semantics.md")]
 pub mod semantics {}
 
+#[doc = include_str!("../../docs/lifecycle.md")]
+pub mod lifecycle {}
+
 #[doc = include_str!("../../docs/upgrading.md")]
 pub mod upgrading {}
 

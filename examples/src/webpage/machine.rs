@@ -21,7 +21,8 @@ use crate::support::digest;
 /// step, not something the page keeps, so it is a state of the workflow
 /// rather than a dependent of the page. `Serving` keeps the dependents
 /// converged (drift, `exposed` flipping) and starts over when the HTML
-/// changes. Deleting the page tears the dependents down in reverse
+/// changes; a dependent it cannot converge there (another field manager's
+/// conflict) leaves it serving and `Degraded`, not failed. Deleting the page tears the dependents down in reverse
 /// order.
 #[derive(OperatorFsm, Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[fsm(resource = WebPage, context = (), error = PageError, cleanup = take_down)]
@@ -107,7 +108,12 @@ async fn serve(cx: &mut Step<'_, PageState>, digest: &str) -> Result<Transition<
     }
     let convergence = cx.converge(&desired(cx.resource())?).await?;
     if convergence.is_failed() {
-        return Err(DependentsError::Failed(Box::new(convergence)).into());
+        // A served page does not fail over what a person or another
+        // controller does to its dependents (a field taken with
+        // `kubectl apply --server-side --force-conflicts`): it stays,
+        // shows `Degraded` with what is wrong, and tries again on its
+        // backoff until the dependents converge.
+        return Ok(Transition::degraded(convergence.summary()));
     }
     Ok(Transition::stay())
 }

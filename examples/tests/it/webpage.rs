@@ -275,3 +275,71 @@ async fn a_failed_smoke_test_fails_the_page() {
             .is_some()
     );
 }
+
+/// A person takes a field of the served page's Service with
+/// `kubectl apply --server-side --force-conflicts`: the page stays
+/// `Serving`, degraded with the conflict named, instead of spending its
+/// attempts and failing; once the person gives the field up, the page
+/// converges and is no longer degraded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_served_page_survives_a_persons_force_apply_degraded_not_failed() {
+    let mut env = Env::new(quick_simulation()).await;
+    let client = env.client.clone();
+    env.spawn(webpage::run_machine_in(
+        client.clone(),
+        env.scope(),
+        webpage::runtime(client.clone()).pending_requeue(std::time::Duration::from_millis(300)),
+        options(),
+    ));
+    create(&env, "kiosk", page("<h1>hi</h1>", false)).await;
+    let serving = wait_for(&env, Kind::WebPage, "kiosk", "Serving", |_| true).await;
+
+    let persons = |target_port: Option<i32>| {
+        let mut service = json!({
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "kiosk"},
+        });
+        if let Some(port) = target_port {
+            service["spec"] = json!({"ports": [{"port": 80, "protocol": "TCP", "targetPort": port}]});
+        }
+        service
+    };
+    api::<Service>(&env)
+        .patch(
+            "kiosk",
+            &PatchParams::apply("person").force(),
+            &Patch::Apply(&persons(Some(8080))),
+        )
+        .await
+        .unwrap();
+    let degraded = wait_for(&env, Kind::WebPage, "kiosk", "Serving", |r| {
+        r.degraded.is_some()
+    })
+    .await;
+    let reason = degraded.degraded.as_ref().unwrap().reason.clone();
+    assert!(reason.contains("person"), "{reason}");
+    assert_eq!(degraded.attempt, 0, "no attempt spent");
+    assert_eq!(degraded.transitions, serving.transitions, "it never left");
+
+    // Given up, the field is the page's again.
+    api::<Service>(&env)
+        .patch(
+            "kiosk",
+            &PatchParams::apply("person").force(),
+            &Patch::Apply(&persons(None)),
+        )
+        .await
+        .unwrap();
+    let recovered = wait_for(&env, Kind::WebPage, "kiosk", "Serving", |r| {
+        r.degraded.is_none() && r.transitions == serving.transitions
+    })
+    .await;
+    assert_eq!(recovered.state, "Serving");
+    let service = api::<Service>(&env).get("kiosk").await.unwrap();
+    let port = service.spec.unwrap().ports.unwrap()[0].target_port.clone();
+    assert_eq!(
+        port,
+        Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(80))
+    );
+}

@@ -170,16 +170,19 @@ pub struct InvalidMachine(pub Vec<MachineError>);
 /// 2. object being deleted: unwind (compensation when `on_delete =
 ///    compensate`, then `cleanup` with the current state, or the initial
 ///    state when there was no record), then report `released`;
-/// 3. spec changed: apply `on_spec_change` (with `compensate_and_restart`,
+/// 3. a command numbered above the record's `command_seq`
+///    ([`Observed::commands`]): apply or refuse it, committed with its
+///    number; while the record is paused nothing of steps 4 to 7 runs;
+/// 4. spec changed: apply `on_spec_change` (with `compensate_and_restart`,
 ///    the compensation chain runs first, one step per reconcile);
-/// 4. the state's `timeout` passed: take `on_timeout` (or fail);
-/// 5. a retry is scheduled later: requeue for the rest of the wait;
-/// 6. run the handler under its `attempt_timeout` (measured on the
+/// 5. the state's `timeout` passed: take `on_timeout` (or fail);
+/// 6. a retry is scheduled later: requeue for the rest of the wait;
+/// 7. run the handler under its `attempt_timeout` (measured on the
 ///    engine's [`Clock`]: real time on the system clock, virtual time on a
 ///    [`ManualClock`](crate::ManualClock)) and decide;
-/// 7. commit with the loaded version; a conflict commits nothing.
+/// 8. commit with the loaded version; a conflict commits nothing.
 ///
-/// Steps 2 to 6 are one plan (which of them applies, decided from the
+/// Steps 2 to 7 are one plan (which of them applies, decided from the
 /// record, the object and the clock alone), then the user code it calls
 /// for, then a decision of what happens next; bookkeeping (the initial
 /// entry, deletion's start, a spec change under `continue`) goes on to
@@ -193,7 +196,9 @@ pub struct InvalidMachine(pub Vec<MachineError>);
 ///
 /// # Guarantees
 /// A transition is committed at most once (the save is conditional on the
-/// version it was decided from) and never lost once committed. A handler
+/// version it was decided from) and never lost once committed; so is a
+/// command's number, with what the command did: each command is applied
+/// once. A handler
 /// runs at least once per attempt. Batched transitions not yet committed
 /// when the process stops are decided again, their handlers run again.
 ///

@@ -32,8 +32,8 @@ impl Checker<'_> {
                     state.ident.span(),
                     format!(
                         "state `{}` is unreachable: it is not the initial state or the default failed \
-                         state, and no `next`, `on_timeout` or `on_exhausted` of a state that can be \
-                         entered, no failure and no `on_spec_change = goto(..)` leads to it. Lead a state to it, remove \
+                         state, and no `next`, `on_signal`, `on_timeout` or `on_exhausted` of a state \
+                         that can be entered, no failure and no `on_spec_change = goto(..)` leads to it. Lead a state to it, remove \
                          it (a `migrate` hook maps records an older build left in it), or keep it \
                          deliberately with #[fsm(allow(unreachable))]",
                         state.ident
@@ -48,8 +48,8 @@ impl Checker<'_> {
                 errors.push((
                     state.ident.span(),
                     format!(
-                        "state `{}` never rests: no path of `next`, `on_timeout` or `on_exhausted` \
-                         leads from it to a `ready`, `final` or `failed` state, so a workflow there \
+                        "state `{}` never rests: no path of `next`, `on_signal`, `on_timeout` or \
+                         `on_exhausted` leads from it to a `ready`, `final` or `failed` state, so a workflow there \
                          can only loop, or end by failing. Add a way out, or mark a polling loop \
                          that is meant to run until it fails with #[fsm(allow(never_rests))]",
                         state.ident
