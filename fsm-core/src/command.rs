@@ -260,10 +260,9 @@ impl CommandEntry {
 pub struct Degraded {
     /// What the handler said.
     pub reason: String,
-    /// When the state first reported it, since it last succeeded.
+    /// When the state first reported it, since it last succeeded; the
+    /// wait before the next try grows with the time since.
     pub since: Timestamp,
-    /// How many times in a row; it lengthens the wait before the next try.
-    pub count: u32,
 }
 
 #[cfg(test)]

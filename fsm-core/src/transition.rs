@@ -34,8 +34,10 @@ pub enum Transition<S> {
     /// Stay in the current state, but report that it cannot reach what it
     /// keeps converged (a conflict on a dependent, a dependent that does
     /// not become ready): the object shows `Degraded` with the reason, no
-    /// attempt is spent, and the handler runs again after the state's
-    /// retry backoff for the reports in a row (or `retry_after`). Meant for
+    /// attempt is spent, and the handler runs again after a backoff that
+    /// grows with the time degraded, within the state's retry policy's
+    /// `initial` and `max` (or after `retry_after`). Only the first report
+    /// and a change of reason are written. Meant for
     /// `ready` states, which must not fail over what a person or another
     /// controller does to their dependents; any other `Ok` result ends it.
     Degraded {

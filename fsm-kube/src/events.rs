@@ -109,18 +109,11 @@ pub fn for_effect(effect: &Effect) -> Option<Event> {
                  {to_version} reads it: {from} → {to}"
             ),
         ),
-        Effect::Degraded {
-            state,
-            reason,
-            count,
-            delay,
-        } => (
+        Effect::Degraded { state, reason } => (
             EventType::Warning,
             "Degraded",
             format!("Converge {state}"),
-            format!(
-                "{state} stays but cannot converge ({reason}), {count} in a row; trying again in {delay:?}"
-            ),
+            format!("{state} stays but cannot converge: {reason}; trying again on its backoff"),
         ),
         Effect::Recovered { state } => (
             EventType::Normal,

@@ -301,7 +301,8 @@ async fn a_served_page_survives_a_persons_force_apply_degraded_not_failed() {
             "metadata": {"name": "kiosk"},
         });
         if let Some(port) = target_port {
-            service["spec"] = json!({"ports": [{"port": 80, "protocol": "TCP", "targetPort": port}]});
+            service["spec"] =
+                json!({"ports": [{"port": 80, "protocol": "TCP", "targetPort": port}]});
         }
         service
     };

@@ -266,9 +266,6 @@ impl Decider<'_> {
         record.attempt = 0;
         record.failures_without_attempt = 0;
         record.next_attempt_at = None;
-        if let Some(degraded) = record.degraded.as_mut() {
-            degraded.count = 0;
-        }
         Ok(Applied::InPlace)
     }
 

@@ -553,8 +553,11 @@ impl Decider<'_> {
     }
 
     /// The handler stays but cannot converge: mark the record degraded and
-    /// try again after the backoff of the reports in a row (or
-    /// `retry_after`), spending no attempt.
+    /// run the handler again after a backoff that grows with the time
+    /// degraded (or after `retry_after`), spending no attempt. The record
+    /// is written when the state becomes degraded or its reason changes,
+    /// not for every report of the same reason: a conflict that lasts for
+    /// hours costs no write per try.
     fn degraded(
         &self,
         mut record: StateRecord,
@@ -562,29 +565,37 @@ impl Decider<'_> {
         reason: String,
         retry_after: Option<Duration>,
     ) -> Decision {
-        let count = record
-            .degraded
-            .as_ref()
-            .map_or(1, |d| d.count.saturating_add(1));
         let since = record.degraded.as_ref().map_or(self.now, |d| d.since);
-        let delay = retry_after
-            .unwrap_or_else(|| self.machine.retry_policy(meta).delay(count, self.random));
+        let policy = self.machine.retry_policy(meta);
+        let delay = retry_after.unwrap_or_else(|| {
+            let tries = tries_for(&policy, until(since, self.now));
+            policy.delay(tries, self.random)
+        });
+        let requeue = self.until_deadline(&record, Some(delay));
+        let same = record.degraded.as_ref().is_some_and(|d| d.reason == reason);
+        let clean = record.attempt == 0
+            && record.failures_without_attempt == 0
+            && record.next_attempt_at.is_none()
+            && record.last_error.is_none();
+        if same && clean {
+            return Decision::unchanged(record, requeue, Vec::new());
+        }
         record.attempt = 0;
         record.failures_without_attempt = 0;
+        record.next_attempt_at = None;
         record.last_error = None;
-        record.next_attempt_at = Some(add(self.now, delay));
         record.degraded = Some(crate::Degraded {
             reason: reason.clone(),
             since,
-            count,
         });
-        let effects = vec![Effect::Degraded {
-            state: record.state.clone(),
-            reason,
-            count,
-            delay,
-        }];
-        let requeue = self.until_deadline(&record, Some(delay));
+        let effects = if same {
+            Vec::new()
+        } else {
+            vec![Effect::Degraded {
+                state: record.state.clone(),
+                reason,
+            }]
+        };
         Decision::commit(record, requeue, effects)
     }
 
@@ -648,4 +659,16 @@ impl Decider<'_> {
         let requeue = self.until_deadline(&record, Some(delay));
         Decision::commit(record, requeue, effects)
     }
+}
+
+/// The try whose backoff (before jitter) first covers `elapsed`: a
+/// degraded state's waits grow with the time it has been degraded (each
+/// about as long as the time so far, within the policy's `initial` and
+/// `max`), so that no count needs to be written.
+fn tries_for(policy: &crate::RetryPolicy, elapsed: Duration) -> u32 {
+    let mut tries = 1;
+    while tries < 64 && policy.backoff(tries) < elapsed && policy.backoff(tries) < policy.max() {
+        tries += 1;
+    }
+    tries
 }

@@ -116,16 +116,14 @@ pub enum Effect {
         to_version: u32,
     },
     /// A state that stays reported it cannot converge
-    /// ([`Transition::Degraded`](crate::Transition::Degraded)).
+    /// ([`Transition::Degraded`](crate::Transition::Degraded)), for the
+    /// first time since it last succeeded or for another reason than
+    /// before.
     Degraded {
         /// The state.
         state: String,
         /// What the handler said.
         reason: String,
-        /// Such reports in a row.
-        count: u32,
-        /// The wait before the handler runs again.
-        delay: Duration,
     },
     /// A degraded state converged again.
     Recovered {

@@ -423,23 +423,28 @@ async fn a_degraded_ready_state_stays_backs_off_and_recovers() {
 
     *world.conflict.lock().unwrap() = true;
     let mut delays = Vec::new();
-    for _ in 0..3 {
+    let mut commits = Vec::new();
+    for _ in 0..5 {
         let report = harness.reconcile().await.unwrap();
         let delay = report.requeue.expect("a retry");
         delays.push(delay);
+        commits.push(report.commits);
         harness.advance(delay);
     }
     let record = harness.record().unwrap();
     assert_eq!(record.state, "Serving", "it never left");
     let degraded = record.degraded.expect("degraded");
     assert_eq!(degraded.reason, "Deployment web: field conflict");
-    assert_eq!(degraded.count, 3);
     assert_eq!(record.attempt, 0, "no attempt spent");
+    assert_eq!(record.next_attempt_at, None, "at rest, in its ready state");
+    // Each wait about as long as the time degraded so far, within the
+    // policy (30 s initial, factor 2, no jitter).
     assert_eq!(
         delays,
-        [30, 60, 120].map(Duration::from_secs),
-        "the state's backoff"
+        [30, 30, 60, 120, 240].map(Duration::from_secs),
+        "the backoff grows with the time degraded"
     );
+    assert_eq!(commits, [1, 0, 0, 0, 0], "written once, when it began");
 
     *world.conflict.lock().unwrap() = false;
     let report = harness.reconcile().await.unwrap();
