@@ -294,6 +294,7 @@ fn settled(views: &[ObjectView]) -> bool {
             observe::Kind::Integration => IntegrationPhase::machine(),
             observe::Kind::Database => DbState::machine(),
             observe::Kind::WebPage => PageState::machine(),
+            observe::Kind::Shop => crate::shop::ShopState::machine(),
         };
         let resting = machine
             .state(&record.state)
