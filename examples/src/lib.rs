@@ -11,7 +11,11 @@
 //! - [`webpage`]: java-operator-sdk's WebPage sample with dependent
 //!   resources, without a machine and with one that smoke-tests each
 //!   version of the page.
-//! - [`demo`]: runs all four against the embedded API server
+//! - [`shop`]: an object that lives for months: upgraded version after
+//!   version, each upgrade a small saga whose failure undoes only itself;
+//!   approvals by signal, pause, resume and retry by command, and a ready
+//!   state that reports `degraded` instead of failing.
+//! - [`demo`]: runs all five against the embedded API server
 //!   (`cargo run -p examples --bin demo`).
 //!
 //! The embedded server runs no controllers: `operator_fsm::testkit::simulation`
@@ -23,6 +27,7 @@ pub mod database;
 pub mod demo;
 pub mod integration;
 pub mod mutable_jar;
+pub mod shop;
 pub mod support;
 #[cfg(test)]
 mod testing;

@@ -12,16 +12,22 @@ use serde::de::DeserializeOwned;
 use crate::database::Database;
 use crate::integration::Integration;
 use crate::mutable_jar::Keycloak;
+use crate::shop::Shop;
 use crate::support::install_crd;
 
 /// The namespace of test objects.
 pub const NS: &str = "default";
 
-/// A server with the three CRDs installed.
+/// A server with the examples' CRDs installed.
 pub async fn server() -> (ApiServer, Client) {
     let server = ApiServer::new();
     let client = server.client();
-    for crd in [Keycloak::crd(), Integration::crd(), Database::crd()] {
+    for crd in [
+        Keycloak::crd(),
+        Integration::crd(),
+        Database::crd(),
+        Shop::crd(),
+    ] {
         install_crd(&client, &crd).await.unwrap();
     }
     (server, client)

@@ -1,16 +1,19 @@
-//! The main demo: the four example operators at work, on the embedded API
+//! The main demo: the five example operators at work, on the embedded API
 //! server (or a real cluster), with live progress and a summary.
 //!
 //! `cargo run -p examples --bin demo` starts the embedded API server, a
 //! simulated kube-controller-manager ([`operator_fsm::testkit::simulation`]) and the cloud
-//! API of the `database` example, installs the CRDs, creates six objects
-//! ([`scenario`]), runs the four operators, follows every object until it
-//! rests, and prints each object's history and the machines' diagrams. It
-//! succeeds when every object rests in the state it is expected to.
+//! API of the `database` example, installs the CRDs, creates seven objects
+//! ([`scenario`]), runs the five operators, follows every object until it
+//! rests, changes some of them (the second act, with the shop's long life:
+//! [`shop_story`]), follows them again, and prints each object's history
+//! and the machines' diagrams. It succeeds when every object rests in the
+//! state it is expected to.
 
 pub mod observe;
 pub mod render;
 pub mod scenario;
+pub mod shop_story;
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -29,10 +32,12 @@ use crate::database::cloud::{CloudConfig, CloudService, Ledger};
 use crate::database::{self, Database, DbContext, DbState};
 use crate::integration::{self, Integration, IntegrationContext, IntegrationPhase};
 use crate::mutable_jar::{self, JarContext, JarState, Keycloak};
+use crate::shop::{self, Shop, ShopContext, ShopState};
 use crate::support::{human, install_crd};
 use crate::webpage::{self, PageState, WebPage};
 use observe::{ObjectView, observe};
 use render::Progress;
+use shop_story::{ShopStory, StoryError};
 
 /// How the demo runs.
 #[derive(Clone, Debug)]
@@ -102,12 +107,15 @@ pub struct DemoReport {
     pub ledger: Ledger,
     /// How long it ran.
     pub elapsed: Duration,
+    /// Whether the shop's story ([`shop_story`]) was told to its end.
+    pub story_told: bool,
 }
 
 impl DemoReport {
-    /// Whether every object rests in its expected state.
+    /// Whether every object rests in its expected state, and the shop got
+    /// there through its whole story.
     pub fn success(&self) -> bool {
-        self.views.iter().all(ObjectView::at_rest_as_expected)
+        self.story_told && self.views.iter().all(ObjectView::at_rest_as_expected)
     }
 }
 
@@ -251,9 +259,14 @@ fn reconciler_options() -> ReconcilerOptions {
         .error_requeue(Duration::from_millis(300))
 }
 
-/// Starts the four operators, for the demo's namespace only: on a shared
+/// Starts the five operators, for the demo's namespace only: on a shared
 /// cluster, objects elsewhere are none of the demo's business.
-fn start_operators(client: &Client, namespace: &str, cloud_url: &str) -> Vec<JoinHandle<()>> {
+fn start_operators(
+    client: &Client,
+    namespace: &str,
+    cloud_url: &str,
+    shops: ShopContext,
+) -> Vec<JoinHandle<()>> {
     let scope = || Some(namespace.to_owned());
     vec![
         tokio::spawn(mutable_jar::run_in(
@@ -280,6 +293,12 @@ fn start_operators(client: &Client, namespace: &str, cloud_url: &str) -> Vec<Joi
             webpage::runtime(client.clone()).pending_requeue(Duration::from_secs(2)),
             reconciler_options(),
         )),
+        tokio::spawn(shop::run_in(
+            client.clone(),
+            scope(),
+            shops,
+            reconciler_options(),
+        )),
     ]
 }
 
@@ -294,6 +313,7 @@ fn settled(views: &[ObjectView]) -> bool {
             observe::Kind::Integration => IntegrationPhase::machine(),
             observe::Kind::Database => DbState::machine(),
             observe::Kind::WebPage => PageState::machine(),
+            observe::Kind::Shop => ShopState::machine(),
         };
         let resting = machine
             .state(&record.state)
@@ -304,6 +324,69 @@ fn settled(views: &[ObjectView]) -> bool {
 
 fn report_success(views: &[ObjectView]) -> bool {
     views.iter().all(ObjectView::at_rest_as_expected)
+}
+
+/// The shop's story while it is told: its lines, and its task.
+struct StoryRun {
+    lines: tokio::sync::mpsc::UnboundedReceiver<String>,
+    task: Option<JoinHandle<Result<(), StoryError>>>,
+    /// How it ended, once it did.
+    outcome: Option<Result<(), String>>,
+}
+
+impl StoryRun {
+    /// Starts telling `story`.
+    fn start(story: impl FnOnce(tokio::sync::mpsc::UnboundedSender<String>) -> ShopStory) -> Self {
+        let (tx, lines) = tokio::sync::mpsc::unbounded_channel();
+        let story = story(tx);
+        StoryRun {
+            lines,
+            task: Some(tokio::spawn(story.tell())),
+            outcome: None,
+        }
+    }
+
+    /// Writes the lines told since the last call; whether the story is
+    /// over.
+    async fn drain(
+        &mut self,
+        out: &mut impl Write,
+        progress: &mut Progress,
+    ) -> Result<bool, DemoError> {
+        let mut lines = Vec::new();
+        while let Ok(line) = self.lines.try_recv() {
+            lines.push(line);
+        }
+        if !lines.is_empty() {
+            progress.detach();
+            for line in lines {
+                writeln!(out, "Shop: {line}")?;
+            }
+        }
+        if self.task.as_ref().is_some_and(JoinHandle::is_finished)
+            && let Some(task) = self.task.take()
+        {
+            self.outcome = Some(match task.await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => Err(operator_fsm::core::text::display_chain(&e, ": ")),
+                Err(e) => Err(e.to_string()),
+            });
+            // The last lines came before the task ended.
+            while let Ok(line) = self.lines.try_recv() {
+                progress.detach();
+                writeln!(out, "Shop: {line}")?;
+            }
+        }
+        Ok(self.outcome.is_some())
+    }
+}
+
+impl Drop for StoryRun {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
 }
 
 /// What following the objects needs.
@@ -317,15 +400,21 @@ struct FollowArgs<'a> {
 }
 
 impl FollowArgs<'_> {
-    /// Shows progress until every object rests, and each object of
-    /// `baseline` (index, transitions) has moved since, or the deadline.
+    /// Shows progress until every object rests, each object of
+    /// `baseline` (index, transitions) has moved since, and `story` (the
+    /// shop's, in the second act) is over, or the deadline.
     async fn until_settled(
         &self,
         out: &mut impl Write,
         progress: &mut Progress,
         baseline: &[(usize, u64)],
+        mut story: Option<&mut StoryRun>,
     ) -> Result<Vec<ObjectView>, DemoError> {
         loop {
+            let told = match story.as_deref_mut() {
+                Some(story) => story.drain(out, progress).await?,
+                None => true,
+            };
             let views = observe(self.client, self.namespace, self.tracked).await?;
             progress.update(out, &views, self.started.elapsed(), jiff::Timestamp::now())?;
             let moved = baseline.iter().all(|&(i, transitions)| {
@@ -334,7 +423,7 @@ impl FollowArgs<'_> {
                     .as_ref()
                     .is_some_and(|r| r.transitions > transitions)
             });
-            if (moved && settled(&views)) || Instant::now() >= self.deadline {
+            if (told && moved && settled(&views)) || Instant::now() >= self.deadline {
                 return Ok(views);
             }
             tokio::time::sleep(self.refresh).await;
@@ -357,6 +446,7 @@ pub async fn run(options: &DemoOptions, out: &mut impl Write) -> Result<DemoRepo
         Integration::crd(),
         Database::crd(),
         WebPage::crd(),
+        Shop::crd(),
     ] {
         install_crd(&client, &crd).await?;
     }
@@ -366,7 +456,15 @@ pub async fn run(options: &DemoOptions, out: &mut impl Write) -> Result<DemoRepo
         "Cloud database API (non-idempotent, fails ~20% of calls) on {}.",
         cloud.url()
     )?;
-    let tasks = Tasks(start_operators(&client, &options.namespace, &cloud.url()));
+    let shops = ShopContext::new(client.clone());
+    shops.migrations.break_version(shop_story::BROKEN_VERSION);
+    let migrations = shops.migrations.clone();
+    let tasks = Tasks(start_operators(
+        &client,
+        &options.namespace,
+        &cloud.url(),
+        shops,
+    ));
     let _view = match options.view {
         Some(addr) => Some(serve_view(&client, addr, &options.namespace, out).await?),
         None => None,
@@ -390,7 +488,8 @@ pub async fn run(options: &DemoOptions, out: &mut impl Write) -> Result<DemoRepo
         started,
         deadline,
     };
-    let mut views = follow.until_settled(out, &mut progress, &[]).await?;
+    let mut views = follow.until_settled(out, &mut progress, &[], None).await?;
+    let mut story_told = false;
 
     // Act two: someone edits things behind the operators' backs.
     if report_success(&views) {
@@ -409,7 +508,23 @@ pub async fn run(options: &DemoOptions, out: &mut impl Write) -> Result<DemoRepo
             writeln!(out, "Change: {line}")?;
         }
         writeln!(out)?;
-        views = follow.until_settled(out, &mut progress, &baseline).await?;
+        let mut story = StoryRun::start(|lines| {
+            ShopStory::new(
+                client.clone(),
+                &options.namespace,
+                migrations.clone(),
+                lines,
+                deadline,
+            )
+        });
+        views = follow
+            .until_settled(out, &mut progress, &baseline, Some(&mut story))
+            .await?;
+        match &story.outcome {
+            Some(Ok(())) => story_told = true,
+            Some(Err(error)) => writeln!(out, "\nThe shop's story stopped: {error}")?,
+            None => {}
+        }
     }
     let elapsed = started.elapsed();
     if Instant::now() >= deadline {
@@ -445,6 +560,7 @@ pub async fn run(options: &DemoOptions, out: &mut impl Write) -> Result<DemoRepo
         ("integration::IntegrationPhase", IntegrationPhase::mermaid()),
         ("database::DbState", DbState::mermaid()),
         ("webpage::PageState", PageState::mermaid()),
+        ("shop::ShopState", ShopState::mermaid()),
     ] {
         writeln!(out, "{title}:\n```mermaid\n{}```\n", diagram)?;
     }
@@ -452,6 +568,7 @@ pub async fn run(options: &DemoOptions, out: &mut impl Write) -> Result<DemoRepo
         views,
         ledger,
         elapsed,
+        story_told,
     };
     writeln!(
         out,

@@ -12,6 +12,7 @@ use operator_fsm::store::{OWNER_UID_LABEL, RecordObject, record_object_name_for}
 use crate::database::{Database, DbState};
 use crate::integration::Integration;
 use crate::mutable_jar::Keycloak;
+use crate::shop::Shop;
 use crate::webpage::WebPage;
 
 /// The kinds the demo runs.
@@ -26,6 +27,8 @@ pub enum Kind {
     Database,
     /// [`WebPage`] run by its machine, record in its status.
     WebPage,
+    /// [`Shop`], record in its status.
+    Shop,
 }
 
 impl Kind {
@@ -36,6 +39,7 @@ impl Kind {
             Kind::Integration => "integration",
             Kind::Database => "database",
             Kind::WebPage => "webpage",
+            Kind::Shop => "shop",
         }
     }
 }
@@ -131,6 +135,11 @@ pub async fn read_record(
             .and_then(|o| o.status?.fsm)
             .and_then(|f| decode(f.to_value())),
         Kind::WebPage => Api::<WebPage>::namespaced(client.clone(), namespace)
+            .get_opt(name)
+            .await?
+            .and_then(|o| o.status?.fsm)
+            .and_then(|f| decode(f.to_value())),
+        Kind::Shop => Api::<Shop>::namespaced(client.clone(), namespace)
             .get_opt(name)
             .await?
             .and_then(|o| o.status?.fsm)

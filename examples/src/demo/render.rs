@@ -216,6 +216,26 @@ pub fn summary(out: &mut impl Write, views: &[ObjectView], elapsed: Duration) ->
                 entry.to
             )?;
         }
+        for command in view
+            .record
+            .as_ref()
+            .map_or(&[][..], |r| r.commands.as_slice())
+        {
+            let by = command
+                .by
+                .as_deref()
+                .map(|b| format!(" by {b}"))
+                .unwrap_or_default();
+            let outcome = match &command.refused {
+                None => "applied".to_owned(),
+                Some(reason) => format!("refused: {reason}"),
+            };
+            writeln!(
+                out,
+                "    command {}: {}{by}, {outcome}",
+                command.seq, command.command
+            )?;
+        }
         if let Some(unwind) = view.record.as_ref().and_then(|r| r.compensation.as_ref()) {
             let failures = if unwind.failures.is_empty() {
                 "every compensation succeeded".to_owned()

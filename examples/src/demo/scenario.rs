@@ -11,6 +11,7 @@ use super::observe::{Kind, Tracked};
 use crate::database::{Database, DatabaseSpec};
 use crate::integration::{Integration, IntegrationSpec};
 use crate::mutable_jar::{Keycloak, KeycloakSpec};
+use crate::shop::{Shop, ShopSpec};
 use crate::support::create_or_get;
 use crate::webpage::{WebPage, WebPageSpec};
 use operator_fsm::testkit::simulation::{JobOutcome, JobRule, SimulationConfig};
@@ -59,6 +60,12 @@ pub fn tracked() -> Vec<Tracked> {
             "analytics",
             "Failed",
             "seed SQL rejected: the instance is deleted (compensation)",
+        ),
+        t(
+            Kind::Shop,
+            super::shop_story::SHOP,
+            "Serving",
+            "months in seconds: upgraded v1→v2, paused while v3 was asked for, resumed; v4's broken migration undone alone, retried once fixed; v5 approved by signal",
         ),
     ]
 }
@@ -151,6 +158,19 @@ pub async fn create_objects(client: &Client, namespace: &str) -> Result<(), kube
     )
     .await?;
 
+    let shops: Api<Shop> = Api::namespaced(client.clone(), namespace);
+    create_or_get(
+        &shops,
+        &Shop::new(
+            super::shop_story::SHOP,
+            ShopSpec {
+                version: 1,
+                require_approval: false,
+            },
+        ),
+    )
+    .await?;
+
     let databases: Api<Database> = Api::namespaced(client.clone(), namespace);
     let database = |name: &str, engine: &str, seed: &str| {
         Database::new(
@@ -183,11 +203,13 @@ pub async fn create_objects(client: &Client, namespace: &str) -> Result<(), kube
     Ok(())
 }
 
-/// The objects the second act changes: they must move again.
-pub const CHANGED: [(Kind, &str); 3] = [
+/// The objects the second act changes: they must move again. (The shop's
+/// changes are its story: [`super::shop_story`].)
+pub const CHANGED: [(Kind, &str); 4] = [
     (Kind::Keycloak, "sso"),
     (Kind::Integration, "billing"),
     (Kind::WebPage, "home"),
+    (Kind::Shop, super::shop_story::SHOP),
 ];
 
 /// The second act: someone sets the stock image on the Keycloak Deployment

@@ -63,6 +63,49 @@ async fn every_object_rests_in_its_expected_state() {
         ),
         "{text}"
     );
+    // The shop's story: upgraded, paused, resumed, a broken upgrade undone
+    // and retried, a stray signal refused, an upgrade approved.
+    assert!(report.story_told, "{text}");
+    let corner = report
+        .views
+        .iter()
+        .find(|v| v.tracked.kind == Kind::Shop)
+        .unwrap();
+    let record = corner.record.as_ref().unwrap();
+    assert_eq!(
+        record.data,
+        Some(serde_json::json!({"version": 5})),
+        "{text}"
+    );
+    assert!(moved("corner", "Rolling", "Serving"), "{text}");
+    assert!(moved("corner", "Migrating", "Failed"), "{text}");
+    assert!(moved("corner", "Failed", "Provisioning"), "{text}");
+    assert!(moved("corner", "AwaitingApproval", "Approved"), "{text}");
+    let commands: Vec<(&str, Option<&str>, bool)> = record
+        .commands
+        .iter()
+        .map(|c| (c.command.as_str(), c.by.as_deref(), c.applied()))
+        .collect();
+    assert_eq!(
+        commands,
+        [
+            ("pause", Some("on-call"), true),
+            ("resume", Some("on-call"), true),
+            ("retry", Some("on-call"), true),
+            ("signal approve", Some("intern"), false),
+            ("signal approve", Some("release-manager"), true),
+        ],
+        "{text}"
+    );
+    for line in [
+        "Shop: shop/corner: paused by on-call (command 1)",
+        "nothing ran",
+        "Shop: shop/corner: Failed (the schema migration v3→v4 failed: its script is broken); only that upgrade was rolled back",
+        "refused: Serving takes no signals (asked for 'approve')",
+        "Shop: shop/corner: serves v5",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in\n{text}");
+    }
     assert!(report.elapsed < Duration::from_secs(60));
 }
 
@@ -85,7 +128,7 @@ fn the_binary_exits_zero_with_a_readable_log() {
     // Not a terminal: plain lines, no cursor movement.
     assert!(!stdout.contains('\x1b'), "{stdout}");
     assert!(
-        stdout.contains("Summary: 6 of 6 objects rest in their expected state"),
+        stdout.contains("Summary: 7 of 7 objects rest in their expected state"),
         "{stdout}"
     );
     for line in [
@@ -95,6 +138,8 @@ fn the_binary_exits_zero_with_a_readable_log() {
         "✔ database/inventory: Ready (expected Ready)",
         "✔ database/analytics: Failed (expected Failed)",
         "✔ webpage/home: Serving (expected Serving)",
+        "✔ shop/corner: Serving (expected Serving)",
+        "    command 4: signal approve by intern, refused: Serving takes no signals (asked for 'approve')",
         "stateDiagram-v2",
         "Demo succeeded",
     ] {
@@ -171,8 +216,9 @@ async fn the_operators_pass_through_a_kubeconfig() {
     let using = format!("Using the cluster of {}", kubeconfig.display());
     for line in [
         using.as_str(),
-        "Summary: 6 of 6 objects rest in their expected state",
+        "Summary: 7 of 7 objects rest in their expected state",
         "Change: deployment/sso",
+        "Shop: shop/corner: serves v5",
         "Demo succeeded",
     ] {
         assert!(stdout.contains(line), "missing {line:?} in\n{stdout}");

@@ -11,5 +11,6 @@ mod database;
 mod demo;
 mod integration;
 mod mutable_jar;
+mod shop;
 mod web_view;
 mod webpage;
