@@ -448,6 +448,13 @@ impl<S: Fsm> Harness<S> {
         self.generation = Some(generation);
     }
 
+    /// Replaces the object the handlers see in the reconciles that follow,
+    /// as an edit of the object does; with [`Harness::bump_generation`] it
+    /// is a spec change the machine's `on_spec_change` applies to.
+    pub fn set_resource(&mut self, resource: S::Resource) {
+        self.resource = resource;
+    }
+
     /// Increments the object's `metadata.generation`, as an edit of the
     /// spec does, and returns the new one.
     pub fn bump_generation(&mut self) -> i64 {
