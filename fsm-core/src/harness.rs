@@ -810,7 +810,8 @@ impl<S: Fsm> Harness<S> {
     /// full history.
     ///
     /// It rests in a `final` or `failed` state once unwinding is over, or in
-    /// a `ready` state whose handler commits nothing, or — after
+    /// a `ready` state whose handler commits nothing — in either, once every
+    /// command sent ([`Harness::send`]) was taken — or while paused, or — after
     /// [`Harness::mark_deleting`] — once the object is released. It goes on
     /// from wherever earlier calls of [`Harness::reconcile`] left it.
     ///
@@ -866,9 +867,17 @@ impl<S: Fsm> Harness<S> {
                 break;
             };
             let meta = S::machine().state(&record.state);
-            let resting = meta.is_some_and(|m| m.is_resting()) && !record.is_unwinding();
-            let idle_ready =
-                meta.is_some_and(|m| m.is_ready()) && report.commits == 0 && !transitioned;
+            // Commands sent and not yet taken keep it from resting.
+            let pending = self
+                .commands
+                .last()
+                .is_some_and(|c| c.seq > record.command_seq);
+            let resting =
+                meta.is_some_and(|m| m.is_resting()) && !record.is_unwinding() && !pending;
+            let idle_ready = meta.is_some_and(|m| m.is_ready())
+                && report.commits == 0
+                && !transitioned
+                && !pending;
             if resting || idle_ready || report.requeue.is_none() {
                 return Ok(Settled {
                     state: record.current::<S>().map_err(corrupt)?,

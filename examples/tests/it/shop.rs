@@ -384,7 +384,10 @@ async fn a_person_force_applying_the_app_leaves_the_shop_serving_degraded_until_
     assert_eq!((tried.state.as_str(), tried.attempt), ("Serving", 0));
     assert_eq!(tried.transitions, first.transitions, "no transition");
     assert_eq!(tried.last_error, None, "not an error");
-    assert_eq!(tried.degraded, first.degraded, "the same report, not rewritten");
+    assert_eq!(
+        tried.degraded, first.degraded,
+        "the same report, not rewritten"
+    );
 
     // The person hands the field back: the shop converges, degraded clears.
     apps.patch("corner", &force, &Patch::Apply(person(&image(1))))
