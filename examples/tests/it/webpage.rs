@@ -54,6 +54,16 @@ where
     Api::namespaced(env.client.clone(), &env.ns)
 }
 
+/// Runs the WebPage machine for `env`'s namespace, with quick requeues.
+fn run_machine(env: &mut Env, client: &Client) {
+    env.spawn(webpage::run_machine_in(
+        client.clone(),
+        env.scope(),
+        webpage::runtime(client.clone()).pending_requeue(std::time::Duration::from_millis(300)),
+        options(),
+    ));
+}
+
 /// The page's `DependentsReady` condition, once it has `status`.
 async fn dependents_ready(
     client: &Client,
@@ -197,12 +207,7 @@ async fn a_converged_page_is_resynced_without_a_write() {
 async fn the_machine_deploys_smoke_tests_and_serves_each_version_of_the_page() {
     let mut env = Env::new(quick_simulation()).await;
     let client = env.client.clone();
-    env.spawn(webpage::run_machine_in(
-        client.clone(),
-        env.scope(),
-        webpage::runtime(client.clone()).pending_requeue(std::time::Duration::from_millis(300)),
-        options(),
-    ));
+    run_machine(&mut env, &client);
     let first = create(&env, "shop", page("<h1>open</h1>", true)).await;
 
     let serving = wait_for(&env, Kind::WebPage, "shop", "Serving", |_| true).await;
@@ -255,12 +260,7 @@ async fn a_failed_smoke_test_fails_the_page() {
         .push(JobRule::new("broken-smoke-", JobOutcome::Fail));
     let mut env = Env::new(simulation).await;
     let client = env.client.clone();
-    env.spawn(webpage::run_machine_in(
-        client.clone(),
-        env.scope(),
-        webpage::runtime(client.clone()).pending_requeue(std::time::Duration::from_millis(300)),
-        options(),
-    ));
+    run_machine(&mut env, &client);
     create(&env, "broken", page("<h1>?</h1>", false)).await;
 
     let failed = wait_for(&env, Kind::WebPage, "broken", "Failed", |_| true).await;
@@ -285,12 +285,7 @@ async fn a_failed_smoke_test_fails_the_page() {
 async fn a_served_page_survives_a_persons_force_apply_degraded_not_failed() {
     let mut env = Env::new(quick_simulation()).await;
     let client = env.client.clone();
-    env.spawn(webpage::run_machine_in(
-        client.clone(),
-        env.scope(),
-        webpage::runtime(client.clone()).pending_requeue(std::time::Duration::from_millis(300)),
-        options(),
-    ));
+    run_machine(&mut env, &client);
     create(&env, "kiosk", page("<h1>hi</h1>", false)).await;
     let serving = wait_for(&env, Kind::WebPage, "kiosk", "Serving", |_| true).await;
 

@@ -15,7 +15,7 @@ use fsm_kube::{FsmReconciler, FsmStatus, StatusStore};
 use fsm_testkit::TestCluster;
 use futures::StreamExt;
 use k8s_openapi::api::events::v1::Event;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::{Controller, watcher};
 use kube::{Client, CustomResource, CustomResourceExt};
 
@@ -178,16 +178,7 @@ impl Env {
     }
 
     async fn events(&self, name: &str, reason: &str) -> Vec<Event> {
-        let events: Api<Event> = Api::namespaced(self.client.clone(), &self.ns);
-        events
-            .list(&ListParams::default())
-            .await
-            .unwrap()
-            .items
-            .into_iter()
-            .filter(|e| e.reason.as_deref() == Some(reason))
-            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
-            .collect()
+        crate::common::events_about(&self.client, &self.ns, name, reason).await
     }
 }
 

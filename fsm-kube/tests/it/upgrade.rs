@@ -328,16 +328,7 @@ where
 
 /// The events of `reason` about widget `name`.
 async fn events(env: &Env, name: &str, reason: &str) -> Vec<Event> {
-    let events: Api<Event> = Api::namespaced(env.client.clone(), &env.ns);
-    events
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .filter(|e| e.reason.as_deref() == Some(reason))
-        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
-        .collect()
+    common::events_about(&env.client, &env.ns, name, reason).await
 }
 
 /// The `Degraded` condition of widget `name`.

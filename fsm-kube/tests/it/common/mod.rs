@@ -420,3 +420,22 @@ pub fn condition<'a>(widget: &'a Widget, type_: &str) -> Option<&'a Condition> {
         .iter()
         .find(|c| c.type_ == type_)
 }
+
+/// The events of `reason` about the object `name` in namespace `ns`.
+pub async fn events_about(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    reason: &str,
+) -> Vec<k8s_openapi::api::events::v1::Event> {
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), ns);
+    events
+        .list(&kube::api::ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some(reason))
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+        .collect()
+}
