@@ -647,11 +647,8 @@ where
             Err(other) => return Err(other.into()),
         };
         self.forget_too_large(&target.uid);
-        inner
-            .newer
-            .clear(&target, &report)
-            .await
-            .map_err(Error::Store)?;
+        inner.newer.clear(&target);
+        self.refresh_status(&target, &report).await?;
         self.after(&target, &report).await;
         if report.released {
             inner.dependents.reported.forget(&target.uid);
@@ -668,6 +665,59 @@ where
             Some(delay) => Action::requeue(delay),
             None => Action::await_change(),
         })
+    }
+
+    /// After a step that committed nothing (a state that stays, a paused
+    /// object, a backoff): writes the object's conditions and
+    /// `status.observedGeneration` when they no longer say what the record
+    /// and what the step reported (its dependents' convergence) say, in a
+    /// status-only patch over the version this reconcile read. Nothing is
+    /// written when they do: a converged resting object costs no write per
+    /// re-sync. A commit wrote them already, with the record.
+    ///
+    /// # Errors
+    /// [`Error::Store`] when the write fails for another reason than a
+    /// conflict (a newer version of the object wakes the next reconcile,
+    /// which looks again).
+    async fn refresh_status(
+        &self,
+        target: &Target<F::Resource>,
+        report: &Report,
+    ) -> Result<(), Error> {
+        let inner = &self.inner;
+        let Some(record) = report.record.as_ref().filter(|_| report.commits == 0) else {
+            return Ok(());
+        };
+        if report.released
+            || inner
+                .store
+                .own_commit_in_flight(&target.uid, &target.resource_version)
+                .is_some()
+        {
+            // The runtime's own commit, not yet seen by the watch, wrote
+            // them; this copy is older.
+            return Ok(());
+        }
+        if let Some(leadership) = &inner.leadership
+            && leadership.check().is_err()
+        {
+            return Ok(());
+        }
+        match target.sync_status(record, None, true).await {
+            Ok(wrote) => {
+                if wrote {
+                    tracing::debug!("conditions refreshed without a commit");
+                }
+                Ok(())
+            }
+            Err(StoreError::Conflict) => {
+                tracing::debug!(
+                    "the object changed meanwhile; its next reconcile refreshes the conditions"
+                );
+                Ok(())
+            }
+            Err(error) => Err(Error::Store(error)),
+        }
     }
 
     /// How much longer to wait for the watch to deliver the runtime's own
