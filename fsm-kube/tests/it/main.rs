@@ -15,6 +15,7 @@ mod bad_input;
 mod batched_commits;
 mod cli;
 mod common;
+mod conditions;
 mod converge_attr;
 mod dependents;
 mod health;
