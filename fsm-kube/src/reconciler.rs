@@ -101,8 +101,10 @@ pub struct ReconcilerOptions {
     pub events: bool,
     /// The controller name in events. Default `operator-fsm`.
     pub reporter: String,
-    /// Whether to maintain `Ready`, `Progressing` and `Degraded`
-    /// conditions on the object. Default on.
+    /// Whether to maintain the conditions of [`crate::conditions`]
+    /// (`Ready`, `Progressing`, `Degraded`, `Reconciling`, `Stalled`,
+    /// `Paused`, `LastCommand`, `DependentsReady`) on the object. Default
+    /// on. `status.observedGeneration` is written either way.
     pub conditions: bool,
     /// The requeue delay after an error other than a conflict. Default 5 s.
     pub error_requeue: Duration,
@@ -195,7 +197,7 @@ impl ReconcilerOptions {
         self
     }
 
-    /// Turns the `Ready`/`Progressing`/`Degraded` conditions on or off.
+    /// Turns the conditions of [`crate::conditions`] on or off.
     #[must_use]
     pub fn conditions(mut self, on: bool) -> Self {
         self.conditions = on;
