@@ -650,8 +650,9 @@ where
         };
         self.forget_too_large(&target.uid);
         inner.newer.clear(&target);
-        self.refresh_status(&target, &report).await?;
+        // Events and metrics first: a failed refresh must not lose them.
         self.after(&target, &report).await;
+        self.refresh_status(&target, &report).await?;
         if report.released {
             inner.dependents.reported.forget(&target.uid);
             finalizer::remove(&api, object.as_ref(), &inner.options.finalizer, &params)
