@@ -1,13 +1,81 @@
-//! The `Ready`, `Progressing` and `Degraded` conditions, computed from the
+//! The conditions this crate maintains on an object, computed from the
 //! record the way the Kubernetes API conventions ask: one entry per type,
 //! `observedGeneration`, and `lastTransitionTime` kept while the status does
 //! not change.
+//!
+//! Besides `Ready`, `Progressing` and `Degraded` they include the two
+//! conditions kstatus reads (the library behind Flux health checks,
+//! `kubectl wait`-based tooling, cli-utils and Argo CD's generic health),
+//! in its "abnormal-true" polarity: [`RECONCILING`] is `True` while the
+//! machine still works towards the spec, [`STALLED`] is `True` when it
+//! cannot progress without a person; neither is `True` at rest. With the
+//! top-level `status.observedGeneration` the stores write (the generation
+//! the machine has acted on), kstatus reads an object as `InProgress`,
+//! `Failed` or `Current` (docs/observability.md, "The kstatus contract").
+//! [`PAUSED`] and [`LAST_COMMAND`] show what people asked of the object
+//! with `kubectl fsm`.
+//!
+//! Every value is a function of the record (and the object's generation),
+//! never of the clock: a resting object whose record does not change gets
+//! the same conditions on every re-sync, and so no write.
 
 use fsm_core::{DecodeError, Machine, StateRecord, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
-/// The condition types this crate maintains.
-pub const CONDITION_TYPES: [&str; 3] = ["Ready", "Progressing", "Degraded"];
+/// `True` when the current state is a `ready` state, no compensation is
+/// running and the state does not report that it cannot converge.
+pub const READY: &str = "Ready";
+/// `True` while the machine is working: a state with a handler that is not
+/// ready, a retry, compensation.
+pub const PROGRESSING: &str = "Progressing";
+/// `True` when something is wrong: retries, compensation, a failed state,
+/// a state that cannot converge, a record that cannot be used.
+pub const DEGRADED: &str = "Degraded";
+/// kstatus' `Reconciling`: `True` while the machine works towards the spec
+/// (a state that is not `ready`, `final` or `failed`, a retry, a state
+/// that cannot converge yet and tries again, compensation, a spec change
+/// not yet taken); `False` at rest and while paused.
+pub const RECONCILING: &str = "Reconciling";
+/// kstatus' `Stalled`: `True` when the object cannot progress without a
+/// person (resting in a `failed` state, a record that cannot be decoded,
+/// does not fit, or is a newer build's); `False` otherwise and while
+/// paused.
+pub const STALLED: &str = "Stalled";
+/// `True` while a `kubectl fsm pause` is in force, naming who paused and
+/// when.
+pub const PAUSED: &str = "Paused";
+/// The outcome of the last command a person sent (`kubectl fsm
+/// pause|resume|retry|goto|signal`): `True` (reason `Applied`) or `False`
+/// (reason `Refused`, the refusal as the message). Absent until the first
+/// command.
+pub const LAST_COMMAND: &str = "LastCommand";
+
+/// The condition types this crate maintains, in the order it lists them
+/// (other types follow, as they were).
+pub const CONDITION_TYPES: [&str; 7] = [
+    READY,
+    PROGRESSING,
+    DEGRADED,
+    RECONCILING,
+    STALLED,
+    PAUSED,
+    LAST_COMMAND,
+];
+
+/// The reason of `Ready=False`, `Degraded=True` and `Reconciling=True` for
+/// a state that stays but reports that it cannot converge
+/// ([`fsm_core::Transition::degraded`]).
+pub const NOT_CONVERGED_REASON: &str = "NotConverged";
+
+/// The reason of `Reconciling=False`, `Stalled=False`, `Progressing=False`
+/// and `Paused=True` while the object is paused.
+pub const PAUSED_REASON: &str = "Paused";
+
+/// The reason of `LastCommand=False`: the last command was refused.
+pub const REFUSED_REASON: &str = "Refused";
+
+/// The reason of `LastCommand=True`: the last command was applied.
+pub const APPLIED_REASON: &str = "Applied";
 
 /// The message of a condition about an error that displays as nothing.
 const NO_ERROR_MESSAGE: &str = "the error has no message";
@@ -21,9 +89,21 @@ struct Wanted {
     message: String,
 }
 
-/// The conditions for `record` of `machine` at `generation`, keeping the
-/// `lastTransitionTime` of `previous` entries whose status did not change.
-/// Conditions of other types in `previous` are kept as they are.
+impl Wanted {
+    fn new(type_: &'static str, status: bool, reason: impl Into<String>, message: String) -> Self {
+        Wanted {
+            type_,
+            status,
+            reason: reason.into(),
+            message,
+        }
+    }
+}
+
+/// The conditions for `record` of `machine` at `generation` (the object's
+/// `metadata.generation`), keeping the `lastTransitionTime` of `previous`
+/// entries whose status did not change. Conditions of other types in
+/// `previous` are kept as they are.
 pub fn from_record(
     machine: &Machine,
     record: &StateRecord,
@@ -48,120 +128,243 @@ pub fn from_record(
         .filter(|e| !e.is_empty());
     let last_error = error_text.unwrap_or(NO_ERROR_MESSAGE).to_owned();
     let in_state = format!("in state {}", record.state);
-
-    let ready = Wanted {
-        type_: "Ready",
-        status: is_ready && !unwinding,
-        reason: reason_of(&record.state),
-        message: in_state.clone(),
-    };
-    let progressing = if unwinding {
-        Wanted {
-            type_: "Progressing",
-            status: true,
-            reason: "Compensating".into(),
-            message: format!("compensating: {last_error}"),
-        }
-    } else if is_failed || is_final || is_ready {
-        Wanted {
-            type_: "Progressing",
-            status: false,
-            reason: reason_of(&record.state),
-            message: in_state.clone(),
-        }
-    } else if record.attempt > 0 {
-        Wanted {
-            type_: "Progressing",
-            status: true,
-            reason: "Retrying".into(),
-            message: format!(
-                "{in_state}, attempt {} failed: {last_error}",
-                record.attempt
-            ),
-        }
+    // A state that stays but cannot converge; a failed state or an unwind
+    // says more than that.
+    let not_converged = record
+        .degraded
+        .as_ref()
+        .filter(|_| !is_failed && !unwinding)
+        .map(|d| {
+            let reason = d.reason.trim();
+            let reason = if reason.is_empty() {
+                NO_ERROR_MESSAGE
+            } else {
+                reason
+            };
+            format!(
+                "{in_state}: {reason} (reported {} time(s) in a row since {})",
+                d.count, d.since
+            )
+        });
+    let paused = record.paused.as_ref().map(|p| match &p.by {
+        Some(by) => format!(
+            "paused by {by} at {} (command #{}); nothing runs until it is resumed",
+            p.at, p.seq
+        ),
+        None => format!(
+            "paused at {} (command #{}); nothing runs until it is resumed",
+            p.at, p.seq
+        ),
+    });
+    // The object's spec changed and the machine has not taken it (it does
+    // not while unwinding or paused).
+    let spec_pending = generation
+        .zip(record.observed_generation)
+        .is_some_and(|(current, seen)| current != seen);
+    let retrying = if record.attempt > 0 {
+        Some(format!(
+            "{in_state}, attempt {} failed: {last_error}",
+            record.attempt
+        ))
     } else if record.failures_without_attempt > 0 {
-        Wanted {
-            type_: "Progressing",
-            status: true,
-            reason: "Retrying".into(),
-            message: format!(
-                "{in_state}, {} transient failure(s) in a row, no attempt spent: {last_error}",
-                record.failures_without_attempt
-            ),
+        Some(format!(
+            "{in_state}, {} transient failure(s) in a row, no attempt spent: {last_error}",
+            record.failures_without_attempt
+        ))
+    } else {
+        None
+    };
+    let failed_message = if compensation_failures > 0 {
+        if restarted {
+            format!(
+                "{compensation_failures} compensation step(s) failed before the restart for a \
+                 new spec; what they were to undo may remain"
+            )
+        } else {
+            format!(
+                "{compensation_failures} compensation step(s) failed; the workflow failed: \
+                 {last_error}"
+            )
         }
     } else {
-        Wanted {
-            type_: "Progressing",
-            status: true,
-            reason: reason_of(&record.state),
-            message: in_state.clone(),
+        // A machine may enter its failed state by a plain transition.
+        error_text.map_or_else(|| in_state.clone(), str::to_owned)
+    };
+
+    let ready = match &not_converged {
+        Some(message) if is_ready && !unwinding => {
+            Wanted::new(READY, false, NOT_CONVERGED_REASON, message.clone())
         }
+        _ => Wanted::new(
+            READY,
+            is_ready && !unwinding,
+            reason_of(&record.state),
+            in_state.clone(),
+        ),
+    };
+    let progressing = if let Some(message) = &paused {
+        Wanted::new(PROGRESSING, false, PAUSED_REASON, message.clone())
+    } else if unwinding {
+        Wanted::new(
+            PROGRESSING,
+            true,
+            "Compensating",
+            format!("compensating: {last_error}"),
+        )
+    } else if is_failed || is_final || is_ready {
+        Wanted::new(
+            PROGRESSING,
+            false,
+            reason_of(&record.state),
+            in_state.clone(),
+        )
+    } else if let Some(message) = &retrying {
+        Wanted::new(PROGRESSING, true, "Retrying", message.clone())
+    } else if let Some(message) = &not_converged {
+        Wanted::new(PROGRESSING, true, NOT_CONVERGED_REASON, message.clone())
+    } else {
+        Wanted::new(
+            PROGRESSING,
+            true,
+            reason_of(&record.state),
+            in_state.clone(),
+        )
     };
     let degraded = if compensation_failures > 0 && !unwinding {
-        Wanted {
-            type_: "Degraded",
-            status: true,
-            reason: "CompensationFailed".into(),
-            message: if restarted {
-                format!(
-                    "{compensation_failures} compensation step(s) failed before the restart for a \
-                     new spec; what they were to undo may remain"
-                )
-            } else {
-                format!(
-                    "{compensation_failures} compensation step(s) failed; the workflow failed: \
-                     {last_error}"
-                )
-            },
-        }
+        Wanted::new(DEGRADED, true, "CompensationFailed", failed_message.clone())
     } else if is_failed {
-        Wanted {
-            type_: "Degraded",
-            status: true,
-            reason: "Failed".into(),
-            // A machine may enter its failed state by a plain transition.
-            message: error_text.map_or_else(|| in_state.clone(), str::to_owned),
-        }
+        Wanted::new(DEGRADED, true, "Failed", failed_message.clone())
     } else if unwinding || record.attempt > 0 || record.failures_without_attempt > 0 {
-        Wanted {
-            type_: "Degraded",
-            status: true,
-            reason: if unwinding {
-                "Compensating"
-            } else if record.attempt > 0 {
-                "Retrying"
-            } else {
-                "TransientFailure"
-            }
-            .into(),
-            message: last_error,
-        }
+        let reason = if unwinding {
+            "Compensating"
+        } else if record.attempt > 0 {
+            "Retrying"
+        } else {
+            "TransientFailure"
+        };
+        Wanted::new(DEGRADED, true, reason, last_error.clone())
+    } else if let Some(message) = &not_converged {
+        Wanted::new(DEGRADED, true, NOT_CONVERGED_REASON, message.clone())
     } else {
-        Wanted {
-            type_: "Degraded",
-            status: false,
-            reason: "AsExpected".into(),
-            message: in_state,
-        }
+        Wanted::new(DEGRADED, false, "AsExpected", in_state.clone())
     };
-    merge(previous, [ready, progressing, degraded], generation, now)
+    // kstatus: `Reconciling` and `Stalled` are never `True` together (it
+    // reads whichever comes first), and neither is while paused: nothing
+    // runs, and nothing will until a person resumes (as Flux leaves a
+    // suspended object's status alone).
+    let stalled_here = is_failed && !unwinding;
+    let reconciling = if let Some(message) = &paused {
+        Wanted::new(RECONCILING, false, PAUSED_REASON, message.clone())
+    } else if unwinding {
+        Wanted::new(
+            RECONCILING,
+            true,
+            "Compensating",
+            format!("compensating: {last_error}"),
+        )
+    } else if spec_pending {
+        Wanted::new(
+            RECONCILING,
+            true,
+            "SpecChangePending",
+            format!(
+                "{in_state}; generation {} is not taken yet (the machine has acted on {})",
+                generation.unwrap_or_default(),
+                record.observed_generation.unwrap_or_default()
+            ),
+        )
+    } else if stalled_here {
+        Wanted::new(
+            RECONCILING,
+            false,
+            reason_of(&record.state),
+            in_state.clone(),
+        )
+    } else if let Some(message) = &retrying {
+        // A ready state retrying its convergence is not at rest either.
+        Wanted::new(RECONCILING, true, "Retrying", message.clone())
+    } else if let Some(message) = &not_converged {
+        Wanted::new(RECONCILING, true, NOT_CONVERGED_REASON, message.clone())
+    } else if is_ready || is_final {
+        Wanted::new(
+            RECONCILING,
+            false,
+            reason_of(&record.state),
+            in_state.clone(),
+        )
+    } else {
+        Wanted::new(
+            RECONCILING,
+            true,
+            reason_of(&record.state),
+            in_state.clone(),
+        )
+    };
+    let stalled = if let Some(message) = &paused {
+        Wanted::new(STALLED, false, PAUSED_REASON, message.clone())
+    } else if stalled_here && !reconciling.status {
+        let reason = if compensation_failures > 0 {
+            "CompensationFailed"
+        } else {
+            "Failed"
+        };
+        Wanted::new(STALLED, true, reason, failed_message)
+    } else {
+        Wanted::new(STALLED, false, "AsExpected", in_state.clone())
+    };
+    let paused = match paused {
+        Some(message) => Wanted::new(PAUSED, true, PAUSED_REASON, message),
+        None => Wanted::new(PAUSED, false, "NotPaused", "not paused".to_owned()),
+    };
+    let mut wanted = vec![ready, progressing, degraded, reconciling, stalled, paused];
+    if let Some(last) = record.commands.iter().max_by_key(|c| c.seq) {
+        let by = last
+            .by
+            .as_deref()
+            .map_or_else(String::new, |by| format!(" by {by}"));
+        wanted.push(match &last.refused {
+            None => Wanted::new(
+                LAST_COMMAND,
+                true,
+                APPLIED_REASON,
+                format!(
+                    "{} (#{}){by} applied at {}",
+                    last.command, last.seq, last.at
+                ),
+            ),
+            Some(why) => Wanted::new(
+                LAST_COMMAND,
+                false,
+                REFUSED_REASON,
+                format!("{} (#{}){by} refused: {why}", last.command, last.seq),
+            ),
+        });
+    }
+    merge(previous, wanted, generation, now)
 }
 
 /// The conditions for an object whose record cannot be decoded: `Degraded`
-/// with reason `CorruptRecord`; the others are left as they were.
+/// and `Stalled` with reason `CorruptRecord`, `Reconciling=False` (nothing
+/// runs until a person fixes the record); the others are left as they
+/// were.
 pub fn corrupt(
     error: &DecodeError,
     generation: Option<i64>,
     previous: &[Condition],
     now: Timestamp,
 ) -> Vec<Condition> {
-    let degraded = Wanted {
-        type_: "Degraded",
-        status: true,
-        reason: "CorruptRecord".into(),
-        message: format!("{error}; reconciling stops until the record is fixed"),
-    };
-    merge(previous, [degraded], generation, now)
+    let message = format!("{error}; reconciling stops until the record is fixed");
+    merge(previous, stalled("CorruptRecord", message), generation, now)
+}
+
+/// `Degraded` and `Stalled` `True` with `reason` and `message`, and
+/// `Reconciling` `False` with the same: the object cannot progress.
+fn stalled(reason: &str, message: String) -> [Wanted; 3] {
+    [
+        Wanted::new(DEGRADED, true, reason, message.clone()),
+        Wanted::new(RECONCILING, false, reason, message.clone()),
+        Wanted::new(STALLED, true, reason, message),
+    ]
 }
 
 /// The reason of the `Degraded` condition of an object whose record would
@@ -169,21 +372,21 @@ pub fn corrupt(
 pub const TOO_LARGE_REASON: &str = "RecordTooLarge";
 
 /// The conditions for an object whose next record would exceed a size
-/// limit: `Degraded` with reason [`TOO_LARGE_REASON`]; the others are left
-/// as they were.
+/// limit: `Degraded` and `Stalled` with reason [`TOO_LARGE_REASON`],
+/// `Reconciling=False`; the others are left as they were.
 pub fn too_large(
     error: &fsm_core::StoreError,
     generation: Option<i64>,
     previous: &[Condition],
     now: Timestamp,
 ) -> Vec<Condition> {
-    let degraded = Wanted {
-        type_: "Degraded",
-        status: true,
-        reason: TOO_LARGE_REASON.into(),
-        message: format!("{error}; nothing was written, the last committed record is kept"),
-    };
-    merge(previous, [degraded], generation, now)
+    let message = format!("{error}; nothing was written, the last committed record is kept");
+    merge(
+        previous,
+        stalled(TOO_LARGE_REASON, message),
+        generation,
+        now,
+    )
 }
 
 /// The reason of the `Degraded` condition of an object whose record was
@@ -192,9 +395,10 @@ pub fn too_large(
 pub const NEWER_RECORD_REASON: &str = "RecordFromNewerVersion";
 
 /// The conditions for an object whose record was written by machine
-/// version `found`, newer than this build's `supported`: `Degraded` with
-/// reason [`NEWER_RECORD_REASON`]; the others are left as they were (the
-/// newer build maintains them).
+/// version `found`, newer than this build's `supported`: `Degraded` and
+/// `Stalled` with reason [`NEWER_RECORD_REASON`], `Reconciling=False`; the
+/// others are left as they were (the newer build maintains them, and
+/// rewrites these when it reads the record).
 pub fn newer_record(
     found: u32,
     supported: u32,
@@ -202,16 +406,16 @@ pub fn newer_record(
     previous: &[Condition],
     now: Timestamp,
 ) -> Vec<Condition> {
-    let degraded = Wanted {
-        type_: "Degraded",
-        status: true,
-        reason: NEWER_RECORD_REASON.into(),
-        message: format!(
-            "the record was written by version {found} of the machine, newer than this \
-             replica's {supported}; it is left untouched for a replica of version {found} or later"
-        ),
-    };
-    merge(previous, [degraded], generation, now)
+    let message = format!(
+        "the record was written by version {found} of the machine, newer than this replica's \
+         {supported}; it is left untouched for a replica of version {found} or later"
+    );
+    merge(
+        previous,
+        stalled(NEWER_RECORD_REASON, message),
+        generation,
+        now,
+    )
 }
 
 /// Whether `conditions` say the object's record is a newer version's
@@ -219,15 +423,16 @@ pub fn newer_record(
 pub fn says_newer_record(conditions: &[Condition]) -> bool {
     conditions
         .iter()
-        .any(|c| c.type_ == "Degraded" && c.status == "True" && c.reason == NEWER_RECORD_REASON)
+        .any(|c| c.type_ == DEGRADED && c.status == "True" && c.reason == NEWER_RECORD_REASON)
 }
 
-fn merge<const N: usize>(
+fn merge(
     previous: &[Condition],
-    wanted: [Wanted; N],
+    wanted: impl IntoIterator<Item = Wanted>,
     generation: Option<i64>,
     now: Timestamp,
 ) -> Vec<Condition> {
+    let wanted: Vec<Wanted> = wanted.into_iter().collect();
     let mut out: Vec<Condition> = previous
         .iter()
         .filter(|c| !wanted.iter().any(|w| w.type_ == c.type_))
@@ -413,7 +618,8 @@ mod tests {
         assert_eq!(get(&cs, "Degraded").status, "False");
         assert!(cs.iter().all(|c| c.observed_generation == Some(3)));
         let types: Vec<_> = cs.iter().map(|c| c.type_.as_str()).collect();
-        assert_eq!(types, CONDITION_TYPES);
+        // `LastCommand` only once a command was sent.
+        assert_eq!(types, CONDITION_TYPES[..6]);
     }
 
     #[test]
@@ -570,5 +776,225 @@ mod tests {
         );
         assert!(says_newer_record(&cs));
         assert!(same(&cs, &newer_record(3, 2, Some(1), &cs, t(9))));
+    }
+
+    fn status<'a>(cs: &'a [Condition], t: &str) -> (&'a str, &'a str) {
+        let c = get(cs, t);
+        (c.status.as_str(), c.reason.as_str())
+    }
+
+    /// kstatus reads the first of `Reconciling=True` and `Stalled=True`
+    /// it meets: they must never both be `True`.
+    fn assert_kstatus_consistent(cs: &[Condition]) {
+        let both = get(cs, RECONCILING).status == "True" && get(cs, STALLED).status == "True";
+        assert!(!both, "Reconciling and Stalled both True: {cs:?}");
+    }
+
+    #[test]
+    fn kstatus_reads_a_running_state_as_reconciling_and_rest_as_current() {
+        let running = from_record(&MACHINE, &record("Provisioning"), Some(1), &[], t(10));
+        assert_eq!(status(&running, RECONCILING), ("True", "Provisioning"));
+        assert_eq!(status(&running, STALLED), ("False", "AsExpected"));
+        for state in ["Ready", "Done"] {
+            let cs = from_record(&MACHINE, &record(state), Some(1), &[], t(10));
+            assert_eq!(status(&cs, RECONCILING), ("False", state));
+            assert_eq!(status(&cs, STALLED), ("False", "AsExpected"));
+            assert_eq!(status(&cs, PAUSED), ("False", "NotPaused"));
+        }
+        let mut retrying = record("Ready");
+        retrying.attempt = 1;
+        retrying.last_error = Some("api down".into());
+        let cs = from_record(&MACHINE, &retrying, Some(1), &[], t(10));
+        assert_eq!(status(&cs, RECONCILING), ("True", "Retrying"));
+    }
+
+    #[test]
+    fn a_failed_state_is_stalled_not_reconciling_unless_it_still_compensates() {
+        let mut failed = record("Failed");
+        failed.last_error = Some("retries exhausted in Provisioning after 3 attempts: 422".into());
+        let cs = from_record(&MACHINE, &failed, Some(1), &[], t(10));
+        assert_eq!(status(&cs, STALLED), ("True", "Failed"));
+        assert_eq!(
+            get(&cs, STALLED).message,
+            "retries exhausted in Provisioning after 3 attempts: 422"
+        );
+        assert_eq!(status(&cs, RECONCILING), ("False", "Failed"));
+
+        let mut unwinding = record("Provisioning");
+        unwinding.last_error = Some("seeding rejected".into());
+        let mut unwind = failed_unwind("seeding rejected", "Failed", false, "Provisioning");
+        unwind.finished_at = None;
+        unwind.failures.clear();
+        unwinding.compensation = Some(unwind);
+        let cs = from_record(&MACHINE, &unwinding, Some(1), &[], t(10));
+        assert_eq!(status(&cs, RECONCILING), ("True", "Compensating"));
+        assert_eq!(status(&cs, STALLED), ("False", "AsExpected"));
+
+        let mut after = record("Failed");
+        after.compensation = Some(failed_unwind("x", "Failed", false, "Provisioning"));
+        let cs = from_record(&MACHINE, &after, Some(1), &[], t(10));
+        assert_eq!(status(&cs, STALLED), ("True", "CompensationFailed"));
+    }
+
+    #[test]
+    fn a_spec_change_not_taken_is_reconciling() {
+        let mut r = record("Ready");
+        r.observed_generation = Some(2);
+        let cs = from_record(&MACHINE, &r, Some(3), &[], t(10));
+        assert_eq!(status(&cs, RECONCILING), ("True", "SpecChangePending"));
+        assert!(get(&cs, RECONCILING).message.contains("generation 3"));
+        let cs = from_record(&MACHINE, &r, Some(2), &[], t(10));
+        assert_eq!(status(&cs, RECONCILING), ("False", "Ready"));
+    }
+
+    #[test]
+    fn a_paused_object_is_neither_reconciling_nor_stalled_and_says_who_paused() {
+        for state in ["Provisioning", "Failed"] {
+            let mut r = record(state);
+            r.observed_generation = Some(1);
+            r.paused = Some(fsm_core::Pause {
+                seq: 4,
+                by: Some("alice".into()),
+                at: t(5),
+            });
+            // A spec change while paused is not taken: kstatus sees it in
+            // `observedGeneration`, not in the conditions.
+            let cs = from_record(&MACHINE, &r, Some(2), &[], t(10));
+            assert_eq!(status(&cs, PAUSED), ("True", PAUSED_REASON));
+            let message = &get(&cs, PAUSED).message;
+            assert!(
+                message.contains("alice") && message.contains(&t(5).to_string()),
+                "{message}"
+            );
+            assert_eq!(status(&cs, RECONCILING), ("False", PAUSED_REASON));
+            assert_eq!(status(&cs, STALLED), ("False", PAUSED_REASON));
+            assert_eq!(status(&cs, PROGRESSING), ("False", PAUSED_REASON));
+        }
+    }
+
+    #[test]
+    fn a_ready_state_that_cannot_converge_is_not_ready_and_keeps_trying() {
+        let mut r = record("Ready");
+        r.degraded = Some(fsm_core::Degraded {
+            reason: "Deployment web: field conflict with kubectl".into(),
+            since: t(3),
+            count: 2,
+        });
+        let cs = from_record(&MACHINE, &r, Some(1), &[], t(10));
+        assert_eq!(status(&cs, READY), ("False", NOT_CONVERGED_REASON));
+        assert_eq!(status(&cs, DEGRADED), ("True", NOT_CONVERGED_REASON));
+        assert_eq!(status(&cs, RECONCILING), ("True", NOT_CONVERGED_REASON));
+        assert_eq!(status(&cs, STALLED), ("False", "AsExpected"));
+        assert_eq!(status(&cs, PROGRESSING), ("False", "Ready"));
+        assert!(
+            get(&cs, DEGRADED)
+                .message
+                .contains("Deployment web: field conflict with kubectl"),
+            "{cs:?}"
+        );
+        // Recovered: the record has no `degraded` any more.
+        let again = from_record(&MACHINE, &record("Ready"), Some(1), &cs, t(20));
+        assert_eq!(status(&again, READY), ("True", "Ready"));
+        assert_eq!(get(&again, READY).last_transition_time, Time(t(20)));
+    }
+
+    fn command(seq: u64, text: &str, refused: Option<&str>) -> fsm_core::CommandEntry {
+        fsm_core::CommandEntry {
+            seq,
+            command: text.into(),
+            by: Some("bob".into()),
+            at: t(seq as i64),
+            refused: refused.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn the_last_command_is_reported_applied_or_refused() {
+        let mut r = record("Provisioning");
+        let cs = from_record(&MACHINE, &r, Some(1), &[], t(10));
+        assert!(cs.iter().all(|c| c.type_ != LAST_COMMAND));
+
+        r.commands = vec![command(1, "pause", None), command(2, "resume", None)];
+        let cs = from_record(&MACHINE, &r, Some(1), &[], t(10));
+        assert_eq!(status(&cs, LAST_COMMAND), ("True", APPLIED_REASON));
+        assert!(
+            get(&cs, LAST_COMMAND)
+                .message
+                .starts_with("resume (#2) by bob")
+        );
+
+        r.commands.push(command(
+            3,
+            "goto Nowhere",
+            Some("Nowhere is not a state of Db"),
+        ));
+        let cs = from_record(&MACHINE, &r, Some(1), &cs, t(20));
+        assert_eq!(status(&cs, LAST_COMMAND), ("False", REFUSED_REASON));
+        assert_eq!(
+            get(&cs, LAST_COMMAND).message,
+            "goto Nowhere (#3) by bob refused: Nowhere is not a state of Db"
+        );
+        let types: Vec<_> = cs.iter().map(|c| c.type_.as_str()).collect();
+        assert_eq!(types, CONDITION_TYPES);
+    }
+
+    /// The conditions are a function of the record: computing them again
+    /// later over what was written changes nothing, not even a
+    /// `lastTransitionTime`, whatever the record says.
+    #[test]
+    fn the_same_record_gives_the_same_conditions_at_any_time() {
+        let mut paused = record("Provisioning");
+        paused.paused = Some(fsm_core::Pause {
+            seq: 1,
+            by: None,
+            at: t(1),
+        });
+        paused.commands = vec![command(1, "pause", None)];
+        let mut degraded = record("Ready");
+        degraded.degraded = Some(fsm_core::Degraded {
+            reason: "conflict".into(),
+            since: t(1),
+            count: 1,
+        });
+        let mut failed = record("Failed");
+        failed.last_error = Some("boom".into());
+        for r in [
+            record("Ready"),
+            record("Provisioning"),
+            paused,
+            degraded,
+            failed,
+        ] {
+            let first = from_record(&MACHINE, &r, Some(1), &[], t(10));
+            let later = from_record(&MACHINE, &r, Some(1), &first, t(1000));
+            assert_eq!(first, later);
+            assert!(same(&first, &later));
+            assert_kstatus_consistent(&first);
+        }
+    }
+
+    #[test]
+    fn a_record_that_cannot_be_used_is_stalled() {
+        let before = from_record(&MACHINE, &record("Provisioning"), Some(1), &[], t(0));
+        let err = DecodeError::Malformed("expected value".into());
+        let too_large = fsm_core::StoreError::TooLarge {
+            what: "the object".into(),
+            size: 2_000_000,
+            limit: 1_500_000,
+        };
+        for cs in [
+            corrupt(&err, Some(1), &before, t(5)),
+            too_large_conditions(&too_large, &before),
+            newer_record(3, 2, Some(1), &before, t(5)),
+        ] {
+            assert_eq!(get(&cs, STALLED).status, "True");
+            assert_eq!(get(&cs, RECONCILING).status, "False");
+            assert_eq!(get(&cs, STALLED).reason, get(&cs, DEGRADED).reason);
+            assert_kstatus_consistent(&cs);
+        }
+    }
+
+    fn too_large_conditions(error: &fsm_core::StoreError, before: &[Condition]) -> Vec<Condition> {
+        too_large(error, Some(1), before, t(5))
     }
 }

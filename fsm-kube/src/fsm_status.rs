@@ -16,7 +16,9 @@ use serde_json::{Map, Value};
 /// The machine's record in `.status.fsm`.
 ///
 /// Put it in your status struct so that your CRD declares it (and the API
-/// server keeps it through pruning):
+/// server keeps it through pruning), with the `conditions` and the
+/// `observedGeneration` the runtime writes beside it (see
+/// [`crate::conditions`]):
 ///
 /// ```
 /// use fsm_kube::FsmStatus;
@@ -30,6 +32,9 @@ use serde_json::{Map, Value};
 ///     pub fsm: Option<FsmStatus>,
 ///     #[serde(default, skip_serializing_if = "Option::is_none")]
 ///     pub conditions: Option<Vec<Condition>>,
+///     /// The generation the machine has acted on, for kstatus.
+///     #[serde(default, rename = "observedGeneration", skip_serializing_if = "Option::is_none")]
+///     pub observed_generation: Option<i64>,
 /// }
 /// ```
 ///

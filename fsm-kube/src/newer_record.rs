@@ -5,11 +5,11 @@
 use std::collections::HashSet;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use fsm_core::{Fsm, RecordCompatibility, Report, StoreError};
+use fsm_core::{Fsm, RecordCompatibility, StoreError};
 use kube::runtime::events::Event;
 
 use crate::store::{KubeStore, Target};
-use crate::{KubeResource, conditions, events};
+use crate::{KubeResource, events};
 
 /// The objects a reconciler has told that their record is a newer
 /// build's, by UID and record version: one event each, not one per
@@ -17,7 +17,7 @@ use crate::{KubeResource, conditions, events};
 ///
 /// # Guarantees
 /// - The record is never written: the report is the `Degraded` condition
-///   (reason [`conditions::NEWER_RECORD_REASON`]), a status patch of the
+///   (reason [`crate::conditions::NEWER_RECORD_REASON`]), a status patch of the
 ///   conditions alone, written only when the object does not say so
 ///   already.
 /// - One event per object and record version for the life of the
@@ -83,27 +83,14 @@ impl NewerRecords {
     }
 
     /// After a reconcile that read `target`'s record: forgets having told
-    /// the object, and when the object still says its record is a newer
-    /// build's (an older replica said so), writes its conditions from the
-    /// record again, unless the reconcile committed (which rewrote them).
-    ///
-    /// # Errors
-    /// The conditions could not be written.
-    pub(crate) async fn clear<K: KubeResource>(
-        &self,
-        target: &Target<K>,
-        report: &Report,
-    ) -> Result<(), StoreError> {
-        {
-            let mut told = self.lock();
-            if !told.is_empty() {
-                told.retain(|(uid, _)| *uid != target.uid);
-            }
-        }
-        let stale = conditions::says_newer_record(&target.current_conditions());
-        match &report.record {
-            Some(record) if stale && report.commits == 0 => target.sync_status(record, None).await,
-            _ => Ok(()),
+    /// the object. When the object still says its record is a newer
+    /// build's (an older replica said so), the reconciler's refresh of the
+    /// conditions after a step that committed nothing writes them from the
+    /// record again (a commit rewrites them anyway).
+    pub(crate) fn clear<K: KubeResource>(&self, target: &Target<K>) {
+        let mut told = self.lock();
+        if !told.is_empty() {
+            told.retain(|(uid, _)| *uid != target.uid);
         }
     }
 }

@@ -101,8 +101,10 @@ pub struct ReconcilerOptions {
     pub events: bool,
     /// The controller name in events. Default `operator-fsm`.
     pub reporter: String,
-    /// Whether to maintain `Ready`, `Progressing` and `Degraded`
-    /// conditions on the object. Default on.
+    /// Whether to maintain the conditions of [`crate::conditions`]
+    /// (`Ready`, `Progressing`, `Degraded`, `Reconciling`, `Stalled`,
+    /// `Paused`, `LastCommand`, `DependentsReady`) on the object. Default
+    /// on. `status.observedGeneration` is written either way.
     pub conditions: bool,
     /// The requeue delay after an error other than a conflict. Default 5 s.
     pub error_requeue: Duration,
@@ -195,7 +197,7 @@ impl ReconcilerOptions {
         self
     }
 
-    /// Turns the `Ready`/`Progressing`/`Degraded` conditions on or off.
+    /// Turns the conditions of [`crate::conditions`] on or off.
     #[must_use]
     pub fn conditions(mut self, on: bool) -> Self {
         self.conditions = on;
@@ -647,12 +649,10 @@ where
             Err(other) => return Err(other.into()),
         };
         self.forget_too_large(&target.uid);
-        inner
-            .newer
-            .clear(&target, &report)
-            .await
-            .map_err(Error::Store)?;
+        inner.newer.clear(&target);
+        // Events and metrics first: a failed refresh must not lose them.
         self.after(&target, &report).await;
+        self.refresh_status(&target, &report).await?;
         if report.released {
             inner.dependents.reported.forget(&target.uid);
             finalizer::remove(&api, object.as_ref(), &inner.options.finalizer, &params)
@@ -668,6 +668,59 @@ where
             Some(delay) => Action::requeue(delay),
             None => Action::await_change(),
         })
+    }
+
+    /// After a step that committed nothing (a state that stays, a paused
+    /// object, a backoff): writes the object's conditions and
+    /// `status.observedGeneration` when they no longer say what the record
+    /// and what the step reported (its dependents' convergence) say, in a
+    /// status-only patch over the version this reconcile read. Nothing is
+    /// written when they do: a converged resting object costs no write per
+    /// re-sync. A commit wrote them already, with the record.
+    ///
+    /// # Errors
+    /// [`Error::Store`] when the write fails for another reason than a
+    /// conflict (a newer version of the object wakes the next reconcile,
+    /// which looks again).
+    async fn refresh_status(
+        &self,
+        target: &Target<F::Resource>,
+        report: &Report,
+    ) -> Result<(), Error> {
+        let inner = &self.inner;
+        let Some(record) = report.record.as_ref().filter(|_| report.commits == 0) else {
+            return Ok(());
+        };
+        if report.released
+            || inner
+                .store
+                .own_commit_in_flight(&target.uid, &target.resource_version)
+                .is_some()
+        {
+            // The runtime's own commit, not yet seen by the watch, wrote
+            // them; this copy is older.
+            return Ok(());
+        }
+        if let Some(leadership) = &inner.leadership
+            && leadership.check().is_err()
+        {
+            return Ok(());
+        }
+        match target.sync_status(record, None, true).await {
+            Ok(wrote) => {
+                if wrote {
+                    tracing::debug!("conditions refreshed without a commit");
+                }
+                Ok(())
+            }
+            Err(StoreError::Conflict) => {
+                tracing::debug!(
+                    "the object changed meanwhile; its next reconcile refreshes the conditions"
+                );
+                Ok(())
+            }
+            Err(error) => Err(Error::Store(error)),
+        }
     }
 
     /// How much longer to wait for the watch to deliver the runtime's own

@@ -32,7 +32,7 @@ impl<K: KubeResource> KubeStore<K> for EphemeralStore {
     ) -> BoxFuture<'a, Result<Version, StoreError>> {
         Box::pin(async move {
             let version = StateStore::save(self, &uid_key(target), record, expected).await?;
-            target.sync_status(record, status).await?;
+            target.sync_status(record, status, false).await?;
             Ok(version)
         })
     }

@@ -138,39 +138,86 @@ impl<K: KubeResource> Target<K> {
         self.write_conditions(&current, &wanted).await
     }
 
-    /// Writes the conditions for `record` and the status fields a step
-    /// published (stores that keep the record elsewhere), in one status
-    /// patch, only when the object does not already hold them.
+    /// Writes the conditions for `record`, `status.observedGeneration` and
+    /// the status fields a step published (stores that keep the record
+    /// elsewhere, and the reconciler's refresh after a step that committed
+    /// nothing), in one status patch, only when the object does not
+    /// already hold them. With `precondition`, the patch carries the
+    /// object's `resourceVersion` (the copy the conditions were computed
+    /// against): a concurrent write answers 409
+    /// ([`StoreError::Conflict`]). Returns whether it wrote.
     pub(crate) async fn sync_status(
         &self,
         record: &StateRecord,
         published: Option<&StatusFields>,
-    ) -> Result<(), StoreError> {
-        let current = self.current_conditions();
-        let now = jiff::Timestamp::now();
-        let wanted = conditions::from_record(self.machine, record, self.generation, &current, now);
-        let wanted = self
-            .reported
-            .merge_into(&self.uid, wanted, self.generation, now);
-        let published = published
-            .map(|fields| Value::Object(fields.clone()))
-            .filter(|fields| crate::merge_patch::changes(&self.status, fields));
-        let Some(mut status) = published else {
-            return self.write_conditions(&current, &wanted).await.map(|_| ());
-        };
-        if self.conditions && !conditions::same(&current, &wanted) {
-            status["conditions"] = json!(wanted);
+        precondition: bool,
+    ) -> Result<bool, StoreError> {
+        let mut status = serde_json::Map::new();
+        let mut changes = false;
+        if let Some(fields) = published {
+            let fields = Value::Object(fields.clone());
+            if crate::merge_patch::changes(&self.status, &fields)
+                && let Value::Object(fields) = fields
+            {
+                status = fields;
+                changes = true;
+            }
+        }
+        if self.conditions {
+            let current = self.current_conditions();
+            let now = jiff::Timestamp::now();
+            let wanted =
+                conditions::from_record(self.machine, record, self.generation, &current, now);
+            let wanted = self
+                .reported
+                .merge_into(&self.uid, wanted, self.generation, now);
+            if !conditions::same(&current, &wanted) {
+                status.insert("conditions".to_owned(), json!(wanted));
+                changes = true;
+            }
+        }
+        let (generation, generation_changes) = observed_generation(&self.status, record);
+        changes |= generation_changes;
+        if !changes {
+            return Ok(false);
+        }
+        if let Some(generation) = generation {
+            status.insert(OBSERVED_GENERATION.to_owned(), generation);
+        }
+        let mut patch = json!({ "status": status });
+        if precondition {
+            patch["metadata"] = json!({ "resourceVersion": self.resource_version });
         }
         self.api
             .patch_status(
                 &self.object.name_any(),
                 &self.patch_params(),
-                &Patch::Merge(&json!({ "status": status })),
+                &Patch::Merge(&patch),
             )
             .await
             .map_err(store_error)?;
-        Ok(())
+        Ok(true)
     }
+}
+
+/// The top-level status field kstatus compares with `metadata.generation`.
+pub const OBSERVED_GENERATION: &str = "observedGeneration";
+
+/// `status.observedGeneration` for `record` (the generation the machine
+/// has acted on: [`StateRecord::observed_generation`]), to write with the
+/// next status patch, and whether writing it is a change by itself: when
+/// the object holds another number there. An object that holds none is
+/// given it with its next write of anything else, never by a write of its
+/// own: a CRD whose status schema does not declare the field has it
+/// pruned by the API server, and counting that absence as a change would
+/// write the object on every re-sync.
+pub(crate) fn observed_generation(status: &Value, record: &StateRecord) -> (Option<Value>, bool) {
+    let Some(generation) = record.observed_generation else {
+        return (None, false);
+    };
+    let held = status.get(OBSERVED_GENERATION).and_then(Value::as_i64);
+    let changes = held.is_some_and(|held| held != generation);
+    (Some(json!(generation)), changes)
 }
 
 /// Maps kube's errors onto the store's: 409 is a conflict, the rest the
@@ -346,4 +393,42 @@ pub(crate) fn namespace_of<K: Resource>(object: &K) -> Result<String, StoreError
                 .into(),
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(observed: Option<i64>) -> StateRecord {
+        let mut record: StateRecord = serde_json::from_value(json!({
+            "schemaVersion": 1, "state": "Ready", "enteredAt": "2026-01-01T00:00:00Z"
+        }))
+        .unwrap();
+        record.observed_generation = observed;
+        record
+    }
+
+    #[test]
+    fn observed_generation_is_a_change_only_over_another_number() {
+        let r = record(Some(3));
+        assert_eq!(
+            observed_generation(&json!({"observedGeneration": 3}), &r),
+            (Some(json!(3)), false)
+        );
+        assert_eq!(
+            observed_generation(&json!({"observedGeneration": 2}), &r),
+            (Some(json!(3)), true)
+        );
+        // Absent (a new object, or pruned by a schema that does not
+        // declare it): written with the next change, never on its own.
+        assert_eq!(observed_generation(&json!({}), &r), (Some(json!(3)), false));
+        assert_eq!(
+            observed_generation(&Value::Null, &r),
+            (Some(json!(3)), false)
+        );
+        assert_eq!(
+            observed_generation(&json!({"observedGeneration": 3}), &record(None)),
+            (None, false)
+        );
+    }
 }

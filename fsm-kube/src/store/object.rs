@@ -635,7 +635,7 @@ impl<K: KubeResource, O: RecordObject> KubeStore<K> for ObjectStore<O> {
             {
                 // The record object already holds this record (a step
                 // that only published status fields): no write.
-                target.sync_status(record, status).await?;
+                target.sync_status(record, status, false).await?;
                 return Ok(expected.clone());
             }
             let metadata = ObjectMeta {
@@ -695,7 +695,7 @@ impl<K: KubeResource, O: RecordObject> KubeStore<K> for ObjectStore<O> {
                 RawRecord::Text(text),
                 None,
             );
-            target.sync_status(record, status).await?;
+            target.sync_status(record, status, false).await?;
             Ok(version)
         })
     }

@@ -1,5 +1,6 @@
 //! `StatusStore`: the record in the CR's `.status.fsm`, written together
-//! with `.status.conditions` in one status patch per commit.
+//! with `.status.conditions` and `.status.observedGeneration` in one status
+//! patch per commit.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -25,13 +26,17 @@ use crate::{conditions, merge_patch};
 ///
 /// # Expected flow
 /// Loading reads the watched object: no API call. A commit is one merge
-/// patch of the status subresource carrying the record, the conditions and
-/// the object's `resourceVersion` as a precondition, so a concurrent write
-/// answers 409 and nothing is committed.
+/// patch of the status subresource carrying the record, the conditions,
+/// `observedGeneration` (the generation the machine has acted on, which
+/// kstatus compares with `metadata.generation`) and the object's
+/// `resourceVersion` as a precondition, so a concurrent write answers 409
+/// and nothing is committed.
 ///
 /// # Assumptions
 /// The CRD has the `status` subresource and its status schema declares
-/// `fsm` (use [`FsmStatus`](crate::FsmStatus)) and `conditions`.
+/// `fsm` (use [`FsmStatus`](crate::FsmStatus)), `conditions` and
+/// `observedGeneration` (an integer; without it the API server prunes the
+/// field, and kstatus cannot tell a spec the machine has not taken yet).
 ///
 /// # Caching
 /// The store keeps the record it committed, decoded and keyed by the
@@ -251,7 +256,9 @@ impl<K: KubeResource> Commit<'_, K> {
     fn write(&self, previous: &[Condition], version: Option<&Version>) -> Write {
         let record_diff = merge_patch::diff(self.stored, self.value);
         let conditions = self.conditions(previous);
+        let (_, generation_changes) = super::observed_generation(&self.target.status, self.record);
         let changes = record_diff.as_object().is_none_or(|d| !d.is_empty())
+            || generation_changes
             || conditions
                 .as_ref()
                 .is_some_and(|c| !conditions::same(previous, c))
@@ -293,6 +300,11 @@ impl<K: KubeResource> Commit<'_, K> {
         // serialisation, the whole record diff included.
         let mut status = self.status.cloned().unwrap_or_default();
         status.insert("fsm".to_owned(), record_diff);
+        // kstatus compares it with `metadata.generation`: written with
+        // every commit (a no-op in the merge when it holds already).
+        if let Some(generation) = self.record.observed_generation {
+            status.insert(super::OBSERVED_GENERATION.to_owned(), json!(generation));
+        }
         if let Some(conditions) = &conditions {
             status.insert("conditions".to_owned(), json!(conditions));
         }

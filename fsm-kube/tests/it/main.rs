@@ -16,6 +16,7 @@ mod batched_commits;
 mod cli;
 mod commands;
 mod common;
+mod conditions;
 mod converge_attr;
 mod dependents;
 mod health;

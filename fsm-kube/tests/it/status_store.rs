@@ -541,7 +541,9 @@ async fn a_record_without_error_text_commits_with_every_condition_worded() {
             .unwrap_or_else(|e| panic!("{} not committed: {e}", record.state));
         let status = widgets.get("quiet").await.unwrap().status.unwrap();
         let conditions = status.conditions.unwrap_or_default();
-        assert_eq!(conditions.len(), 3, "{conditions:?}");
+        // Ready, Progressing, Degraded, Reconciling, Stalled, Paused (no
+        // LastCommand: no command was sent).
+        assert_eq!(conditions.len(), 6, "{conditions:?}");
         assert!(
             conditions.iter().all(|c| !c.message.is_empty()),
             "{conditions:?}"
