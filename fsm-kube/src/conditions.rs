@@ -141,10 +141,7 @@ pub fn from_record(
             } else {
                 reason
             };
-            format!(
-                "{in_state}: {reason} (reported {} time(s) in a row since {})",
-                d.count, d.since
-            )
+            format!("{in_state}: {reason} (since {})", d.since)
         });
     let paused = record.paused.as_ref().map(|p| match &p.by {
         Some(by) => format!(
@@ -544,13 +541,46 @@ impl ReportedConditions {
         let Some(wanted) = self.lock().get(uid).cloned() else {
             return conditions;
         };
-        merge(&conditions, [wanted], generation, now)
+        let waiting = waiting_for_dependents(&conditions, &wanted);
+        merge(
+            &conditions,
+            [Some(wanted), waiting].into_iter().flatten(),
+            generation,
+            now,
+        )
     }
 
     /// Forgets object `uid` (it was deleted).
     pub fn forget(&self, uid: &str) {
         self.lock().remove(uid);
     }
+}
+
+/// The reason of `Reconciling=True` for an object at rest in a ready
+/// state whose dependents are not ready.
+pub const DEPENDENTS_NOT_READY_REASON: &str = "DependentsNotReady";
+
+/// An object at rest in its ready state (`Ready=True`, `Reconciling=False`)
+/// whose dependents are not ready is not what kstatus calls Current: the
+/// machine keeps converging them. `Reconciling=True` (reason
+/// [`DEPENDENTS_NOT_READY_REASON`], the dependents' message) says so, so
+/// that `kubectl wait --for=condition=Reconciling=false`, Flux and Argo CD
+/// read it as in progress; `None` for any other case.
+fn waiting_for_dependents(conditions: &[Condition], dependents: &Wanted) -> Option<Wanted> {
+    let is = |type_: &str, status: &str| {
+        conditions
+            .iter()
+            .any(|c| c.type_ == type_ && c.status == status)
+    };
+    let at_rest_ready = is(READY, "True") && is(RECONCILING, "False");
+    (dependents.type_ == DEPENDENTS_READY && !dependents.status && at_rest_ready).then(|| {
+        Wanted::new(
+            RECONCILING,
+            true,
+            DEPENDENTS_NOT_READY_REASON,
+            format!("dependents not ready: {}", dependents.message),
+        )
+    })
 }
 
 /// A condition reason from a state name: CamelCase already, but a reason
@@ -873,12 +903,49 @@ mod tests {
     }
 
     #[test]
+    fn a_ready_object_whose_dependents_are_not_ready_is_reconciling_for_kstatus() {
+        let reported = ReportedConditions::default();
+        let at_rest = from_record(&MACHINE, &record("Ready"), Some(1), &[], t(10));
+        assert_eq!(status(&at_rest, RECONCILING).0, "False");
+
+        reported.report_dependents(
+            "u1",
+            false,
+            "Pending",
+            "Deployment web: 0 of 1 ready".into(),
+        );
+        let cs = reported.merge_into("u1", at_rest.clone(), Some(1), t(11));
+        assert_eq!(
+            status(&cs, RECONCILING),
+            ("True", DEPENDENTS_NOT_READY_REASON)
+        );
+        assert_eq!(
+            get(&cs, RECONCILING).message,
+            "dependents not ready: Deployment web: 0 of 1 ready"
+        );
+        assert_eq!(
+            status(&cs, READY).0,
+            "True",
+            "the machine rests in its ready state"
+        );
+
+        reported.report_dependents("u1", true, "Ready", String::new());
+        let cs = reported.merge_into("u1", at_rest.clone(), Some(1), t(12));
+        assert_eq!(status(&cs, RECONCILING).0, "False");
+
+        // A state that is not ready already says Reconciling for itself.
+        reported.report_dependents("u2", false, "Pending", "x".into());
+        let running = from_record(&MACHINE, &record("Provisioning"), Some(1), &[], t(10));
+        let cs = reported.merge_into("u2", running.clone(), Some(1), t(11));
+        assert_eq!(get(&cs, RECONCILING), get(&running, RECONCILING));
+    }
+
+    #[test]
     fn a_ready_state_that_cannot_converge_is_not_ready_and_keeps_trying() {
         let mut r = record("Ready");
         r.degraded = Some(fsm_core::Degraded {
             reason: "Deployment web: field conflict with kubectl".into(),
             since: t(3),
-            count: 2,
         });
         let cs = from_record(&MACHINE, &r, Some(1), &[], t(10));
         assert_eq!(status(&cs, READY), ("False", NOT_CONVERGED_REASON));
@@ -954,7 +1021,6 @@ mod tests {
         degraded.degraded = Some(fsm_core::Degraded {
             reason: "conflict".into(),
             since: t(1),
-            count: 1,
         });
         let mut failed = record("Failed");
         failed.last_error = Some("boom".into());

@@ -54,6 +54,14 @@ pub struct IntegrationStatus {
     /// `Ready`, `Progressing`, `Degraded`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
+    /// The generation the machine has acted on, at the top of the status
+    /// where kstatus (Flux, Argo CD, `kubectl wait`) reads it.
+    #[serde(
+        default,
+        rename = "observedGeneration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub observed_generation: Option<i64>,
 }
 
 impl IntegrationSpec {

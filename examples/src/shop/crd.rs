@@ -40,4 +40,12 @@ pub struct ShopStatus {
     /// others the runtime maintains.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
+    /// The generation the machine has acted on, at the top of the status
+    /// where kstatus (Flux, Argo CD, `kubectl wait`) reads it.
+    #[serde(
+        default,
+        rename = "observedGeneration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub observed_generation: Option<i64>,
 }
