@@ -1,9 +1,9 @@
 //! Saga scopes through a real `Controller`, on the embedded API server or
 //! the real kube-apiserver named by `FSM_REAL_APISERVER_KUBECONFIG`: a
 //! `Shop` whose deployment (a ConfigMap holding the version it runs) is
-//! upgraded version after version under `on_spec_change = continue`. A
-//! failed upgrade after finished ones rolls back only itself, the record's
-//! trail stays bounded, reverting the spec recovers the failed shop, and
+//! upgraded a hundred times under `on_spec_change = continue`. A failed
+//! upgrade after finished ones rolls back only itself, the record's trail
+//! stays bounded, reverting the spec recovers the failed shop, and
 //! deleting it undoes the latest upgrade and the provisioning, once each.
 
 use std::sync::{Arc, Mutex};
@@ -244,9 +244,11 @@ async fn a_long_lived_object_undoes_only_the_upgrade_that_failed_and_recovers() 
     )
     .await;
 
-    // Upgrades that finish: each closes its scope, and the trail keeps
-    // one closed entry per compensable state.
-    for version in 2..=6 {
+    // A hundred upgrades that finish: each closes its scope, and the trail
+    // keeps one closed entry per compensable state.
+    const LAST: u32 = 101;
+    let last = LAST.to_string();
+    for version in 2..=LAST {
         let generation = ask_for(&shops, "corner", version, &[]).await;
         let r = wait_for(&shops, "corner", "Serving", generation).await;
         assert_eq!(r.data, Some(serde_json::json!({"version": version})));
@@ -261,25 +263,32 @@ async fn a_long_lived_object_undoes_only_the_upgrade_that_failed_and_recovers() 
             "after v{version}"
         );
     }
-    assert_eq!(deployed(&client, &ns, "corner").await.as_deref(), Some("6"));
-    assert_eq!(take_log().len(), 6, "provision and five migrations");
+    assert_eq!(deployed(&client, &ns, "corner").await, Some(last.clone()));
+    assert_eq!(
+        take_log().len(),
+        LAST as usize,
+        "provision and a hundred migrations"
+    );
 
-    // v6 -> v7 fails half way: only it is rolled back.
-    let generation = ask_for(&shops, "corner", 7, &[7]).await;
+    // v101 -> v102 fails half way: only it is rolled back.
+    let generation = ask_for(&shops, "corner", LAST + 1, &[LAST + 1]).await;
     let failed = wait_for(&shops, "corner", "Failed", generation).await;
-    assert_eq!(failed.last_error.as_deref(), Some("migration to v7 failed"));
-    assert_eq!(take_log(), ["roll back v7->v6"]);
-    assert_eq!(deployed(&client, &ns, "corner").await.as_deref(), Some("6"));
+    assert_eq!(
+        failed.last_error.as_deref(),
+        Some("migration to v102 failed")
+    );
+    assert_eq!(take_log(), ["roll back v102->v101"]);
+    assert_eq!(deployed(&client, &ns, "corner").await, Some(last.clone()));
 
     // A person reverts the spec: the failed shop recovers
     // (`on_failed_spec_change = restart`, the default): the workflow
     // starts again for the new spec and adopts the deployment.
-    let generation = ask_for(&shops, "corner", 6, &[]).await;
+    let generation = ask_for(&shops, "corner", LAST, &[]).await;
     let recovered = wait_for(&shops, "corner", "Serving", generation).await;
-    assert_eq!(recovered.data, Some(serde_json::json!({"version": 6})));
+    assert_eq!(recovered.data, Some(serde_json::json!({"version": LAST})));
     assert_eq!(recovered.last_error, None);
-    assert_eq!(take_log(), ["provision v6"]);
-    assert_eq!(deployed(&client, &ns, "corner").await.as_deref(), Some("6"));
+    assert_eq!(take_log(), ["provision v101"]);
+    assert_eq!(deployed(&client, &ns, "corner").await, Some(last.clone()));
 
     // Deleting the shop undoes the latest finished upgrade and the
     // provisioning, once each, the last built first.
@@ -295,7 +304,7 @@ async fn a_long_lived_object_undoes_only_the_upgrade_that_failed_and_recovers() 
             .and_then(|s| s.is_none().then_some(()))
     })
     .await;
-    assert_eq!(take_log(), ["roll back v6->v5", "deprovision"]);
+    assert_eq!(take_log(), ["roll back v101->v100", "deprovision"]);
     assert_eq!(deployed(&client, &ns, "corner").await, None);
     controller.abort();
 }

@@ -233,7 +233,7 @@ impl Env {
 }
 
 /// Runs the controller of `F` in the test's namespace until dropped.
-struct Running(tokio::task::JoinHandle<()>);
+pub(crate) struct Running(tokio::task::JoinHandle<()>);
 
 impl Drop for Running {
     fn drop(&mut self) {
@@ -241,7 +241,7 @@ impl Drop for Running {
     }
 }
 
-fn run_controller<F>(env: &Env, store: impl KubeStore<F::Resource>) -> Running
+pub(crate) fn run_controller<F>(env: &Env, store: impl KubeStore<F::Resource>) -> Running
 where
     F: Fsm<Context = ()>,
     F::Resource: fsm_kube::KubeResource<Scope = k8s_openapi::NamespaceResourceScope>,
@@ -303,7 +303,7 @@ where
     }
 }
 
-async fn wait_for_state(env: &Env, name: &str, state: &str, attempt: u64) -> Value {
+pub(crate) async fn wait_for_state(env: &Env, name: &str, state: &str, attempt: u64) -> Value {
     eventually(&format!("{name} in {state}, attempt {attempt}"), || async {
         stored_record(env, name)
             .await

@@ -456,3 +456,91 @@ async fn a_forbidden_patch_names_the_verb_and_resource_and_a_conflict_is_retried
     assert!(forbidden.hits() >= 1);
     assert_eq!(seqs(&annotation(&env, "c1").await), [1], "nothing written");
 }
+
+/// With the operator running, end to end: a chore whose first attempt
+/// failed waits an hour for the next; once its cause is fixed,
+/// `kubectl fsm retry --wait` runs it at once and reports the command
+/// applied; `pause --wait` holds a running chore (it stays put); a signal
+/// it does not take comes back refused, with the operator's reason, exit 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_operator_running_commands_come_back_applied_or_refused() {
+    let env = env().await;
+    let ns = env.ns.as_str();
+    let _operator = crate::plugin::run_controller::<crate::plugin::ChoreState>(
+        &env,
+        fsm_kube::StatusStore::default(),
+    );
+    create_chore(&env, "stuck", &["fail"]).await;
+    crate::plugin::wait_for_state(&env, "stuck", "Pending", 1).await;
+    let api: Api<Chore> = Api::namespaced(env.client.clone(), ns);
+    api.patch(
+        "stuck",
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"metadata": {"annotations": {"fail": null}}})),
+    )
+    .await
+    .unwrap();
+    let out = ok(
+        &env,
+        &["fsm", "retry", "chores/stuck", "-n", ns, "--wait=60s"],
+    )
+    .await;
+    assert!(
+        out.contains("command 1 (retry)") && out.contains("applied"),
+        "{out}"
+    );
+    crate::plugin::wait_for_state(&env, "stuck", "Done", 0).await;
+
+    create_chore(&env, "held", &["hold"]).await;
+    crate::plugin::wait_for_state(&env, "held", "Running", 0).await;
+    let out = ok(
+        &env,
+        &["fsm", "pause", "chores/held", "-n", ns, "--wait=60s"],
+    )
+    .await;
+    assert!(out.contains("applied"), "{out}");
+    api.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"metadata": {"annotations": {"hold": null}}})),
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let held = crate::plugin::wait_for_state(&env, "held", "Running", 0).await;
+    assert!(held["paused"].is_object(), "{held}");
+
+    let output = kubectl(
+        &env,
+        &[
+            "fsm",
+            "signal",
+            "chores/held",
+            "approve",
+            "-n",
+            ns,
+            "--wait=60s",
+        ],
+    )
+    .output()
+    .await
+    .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        said.contains("refused") && said.contains("paused: resume first"),
+        "{said}"
+    );
+
+    let out = ok(
+        &env,
+        &["fsm", "resume", "chores/held", "-n", ns, "--wait=60s"],
+    )
+    .await;
+    assert!(out.contains("applied"), "{out}");
+    crate::plugin::wait_for_state(&env, "held", "Done", 0).await;
+}
