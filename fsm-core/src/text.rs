@@ -102,6 +102,61 @@ pub fn escape_markup(text: &str) -> String {
     out
 }
 
+/// `text` safe to print on a terminal: every control character (C0, DEL,
+/// C1: escape sequences that set a window title, clear the screen, move
+/// the cursor or hide text) and every Unicode bidirectional override (text
+/// that reads otherwise than it is stored) is written as its escape
+/// (`\u{1b}`), newlines and tabs too, so that one value stays on its line.
+/// Every terminal output of ours that shows what came from the cluster (a
+/// record's `lastError`, history reasons, events, conditions, commands)
+/// goes through it.
+///
+/// ```
+/// use fsm_core::text::terminal_safe;
+///
+/// let hostile = "boom\u{1b}]0;pwned\u{7}\u{1b}[2J\nState: Ready";
+/// assert_eq!(
+///     terminal_safe(hostile),
+///     "boom\\u{1b}]0;pwned\\u{7}\\u{1b}[2J\\nState: Ready"
+/// );
+/// assert_eq!(terminal_safe("plain: ok, ü"), "plain: ok, ü");
+/// ```
+pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(needs_escape) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if needs_escape(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Whether [`terminal_safe`] escapes `c`.
+fn needs_escape(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Appends one line to `out`: `args` formatted, made [`terminal_safe`],
+/// then a newline. What the line holds never starts another one.
+///
+/// ```
+/// use fsm_core::text::push_line;
+///
+/// let mut out = String::new();
+/// push_line(&mut out, format_args!("Last error:   {}", "a\nState: Ready"));
+/// assert_eq!(out, "Last error:   a\\nState: Ready\n");
+/// ```
+pub fn push_line(out: &mut String, args: std::fmt::Arguments<'_>) {
+    let line = args.to_string();
+    out.push_str(&terminal_safe(&line));
+    out.push('\n');
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,10 +6,8 @@
 //! [`render_pending`], [`render_conditions`] and [`render_events`] are
 //! pure; [`describe`] reads.
 
-use std::fmt::Write as _;
-
 use fsm_core::Timestamp;
-use fsm_core::text::human_duration;
+use fsm_core::text::{human_duration, push_line};
 use fsm_kube::cli::{Error as CliError, record_view};
 use fsm_kube::commands::COMMANDS_ANNOTATION;
 use k8s_openapi::api::events::v1::Event;
@@ -31,10 +29,12 @@ pub fn render_conditions(conditions: &[Condition]) -> String {
         out.push_str("  <none>\n");
     }
     for c in conditions {
-        let _ = writeln!(
-            out,
-            "  {:<12} {:<7} {:<20} {}",
-            c.type_, c.status, c.reason, c.message
+        push_line(
+            &mut out,
+            format_args!(
+                "  {:<12} {:<7} {:<20} {}",
+                c.type_, c.status, c.reason, c.message
+            ),
         );
     }
     out
@@ -70,7 +70,10 @@ pub fn render_pending(annotation: Option<&str>, taken: u64, now: Timestamp) -> S
                 )
             })
             .unwrap_or_default();
-        let _ = writeln!(out, "  #{:<3} {command}{by}{sent}", command.seq);
+        push_line(
+            &mut out,
+            format_args!("  #{:<3} {command}{by}{sent}", command.seq),
+        );
     }
     out
 }
@@ -101,12 +104,14 @@ pub fn render_events(events: &[Event], now: Timestamp) -> String {
         } else {
             String::new()
         };
-        let _ = writeln!(
-            out,
-            "  {:<8} {:<20} {age}{times}: {}",
-            event.type_.as_deref().unwrap_or("Normal"),
-            event.reason.as_deref().unwrap_or_default(),
-            event.note.as_deref().unwrap_or_default()
+        push_line(
+            &mut out,
+            format_args!(
+                "  {:<8} {:<20} {age}{times}: {}",
+                event.type_.as_deref().unwrap_or("Normal"),
+                event.reason.as_deref().unwrap_or_default(),
+                event.note.as_deref().unwrap_or_default()
+            ),
         );
     }
     out
@@ -162,7 +167,8 @@ pub async fn describe(
     match object::events(client, &object, EVENTS_SHOWN).await {
         Ok(events) => out.push_str(&render_events(&events, now)),
         Err(error) => {
-            let _ = writeln!(out, "Events:\n  <cannot list them: {error}>");
+            out.push_str("Events:\n");
+            push_line(&mut out, format_args!("  <cannot list them: {error}>"));
         }
     }
     Ok(out)
@@ -216,6 +222,40 @@ mod tests {
             text,
             "Events:\n  Warning  Earlier              2m00s ago: Earlier note\n  Warning  Later                1m00s ago (x3): Later note\n"
         );
+    }
+
+    #[test]
+    fn event_notes_conditions_and_commands_from_the_cluster_print_escaped() {
+        let hostile = "x\u{1b}]0;pwned\u{7}\u{1b}[2J\nforged line";
+        let event = Event {
+            reason: Some("Failed".into()),
+            type_: Some("Warning".into()),
+            note: Some(hostile.into()),
+            event_time: Some(MicroTime(t("2026-01-01T00:00:00Z"))),
+            ..Event::default()
+        };
+        let condition = Condition {
+            type_: "Ready".into(),
+            status: "False".into(),
+            reason: "Retrying".into(),
+            message: hostile.into(),
+        };
+        let annotation = format!(
+            r#"[{{"seq":1,"command":"pause","by":{}}}]"#,
+            serde_json::to_string(hostile).unwrap()
+        );
+        for text in [
+            render_events(&[event], t("2026-01-01T00:01:00Z")),
+            render_conditions(&[condition]),
+            render_pending(Some(&annotation), 0, t("2026-01-01T00:01:00Z")),
+        ] {
+            assert!(
+                !text.chars().any(|c| c != '\n' && c.is_control()),
+                "{text:?}"
+            );
+            assert!(!text.contains("\nforged line"), "{text}");
+            assert!(text.contains("\\u{1b}]0;pwned"), "{text}");
+        }
     }
 
     #[test]

@@ -72,10 +72,19 @@ fn line(row: &Row, now: Timestamp, namespaces: bool) -> Vec<String> {
 
 /// `text` on one line, at most [`ERROR_WIDTH`] characters.
 fn shorten(text: &str) -> String {
-    let flat: String = text
+    // Line breaks and tabs become spaces; any other control character
+    // (an escape sequence) and bidirectional override is escaped.
+    let spaced: String = text
         .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
+        .map(|c| {
+            if matches!(c, '\n' | '\r' | '\t') {
+                ' '
+            } else {
+                c
+            }
+        })
         .collect();
+    let flat = fsm_core::text::terminal_safe(&spaced).into_owned();
     if flat.chars().count() <= ERROR_WIDTH {
         flat
     } else {
@@ -176,6 +185,18 @@ mod tests {
             },
             Row::without_record("j3", Some("b"), "no record yet".into()),
         ]
+    }
+
+    #[test]
+    fn escape_sequences_in_an_error_are_escaped_not_sent_to_the_terminal() {
+        let mut hostile = rows();
+        hostile[1].last_error = Some("\u{1b}]0;pwned\u{7}\u{1b}[2Jgone".into());
+        let text = render(&hostile, t("2026-01-01T00:05:12Z"), false);
+        assert!(
+            !text.chars().any(|c| c != '\n' && c.is_control()),
+            "{text:?}"
+        );
+        assert!(text.contains("\\u{1b}]0;pwned\\u{7}"), "{text}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The demo's terminal output: live progress (redrawn in place on a
 //! terminal, one line per change otherwise) and the final summary.
 
+use operator_fsm::core::text::terminal_safe;
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::time::Duration;
@@ -132,7 +133,7 @@ impl Progress {
                 line.push_str(&format!(" · attempt {}", view.attempt() + 1));
             }
             if let Some(error) = view.last_error() {
-                line.push_str(&format!(" · last error: {error}"));
+                line.push_str(&format!(" · last error: {}", terminal_safe(error)));
             }
             writeln!(out, "{line}")?;
             self.last.insert(key(view), current);
@@ -193,7 +194,7 @@ pub fn summary(out: &mut impl Write, views: &[ObjectView], elapsed: Duration) ->
             view.tracked.story
         )?;
         if let Some(error) = view.last_error() {
-            writeln!(out, "    last error: {error}")?;
+            writeln!(out, "    last error: {}", terminal_safe(error))?;
         }
         let start = view.history().first().map(|h| h.at);
         for entry in view.history() {
@@ -206,7 +207,7 @@ pub fn summary(out: &mut impl Write, views: &[ObjectView], elapsed: Duration) ->
             let reason = entry
                 .reason
                 .as_deref()
-                .map(|r| format!("  [{r}]"))
+                .map(|r| format!("  [{}]", terminal_safe(r)))
                 .unwrap_or_default();
             writeln!(
                 out,
@@ -224,16 +225,17 @@ pub fn summary(out: &mut impl Write, views: &[ObjectView], elapsed: Duration) ->
             let by = command
                 .by
                 .as_deref()
-                .map(|b| format!(" by {b}"))
+                .map(|b| format!(" by {}", terminal_safe(b)))
                 .unwrap_or_default();
             let outcome = match &command.refused {
                 None => "applied".to_owned(),
-                Some(reason) => format!("refused: {reason}"),
+                Some(reason) => format!("refused: {}", terminal_safe(reason)),
             };
             writeln!(
                 out,
                 "    command {}: {}{by}, {outcome}",
-                command.seq, command.command
+                command.seq,
+                terminal_safe(&command.command)
             )?;
         }
         if let Some(unwind) = view.record.as_ref().and_then(|r| r.compensation.as_ref()) {
@@ -242,7 +244,11 @@ pub fn summary(out: &mut impl Write, views: &[ObjectView], elapsed: Duration) ->
             } else {
                 format!("{} compensation(s) failed", unwind.failures.len())
             };
-            writeln!(out, "    compensated after: {} ({failures})", unwind.reason)?;
+            writeln!(
+                out,
+                "    compensated after: {} ({failures})",
+                terminal_safe(&unwind.reason)
+            )?;
         }
     }
     Ok(())

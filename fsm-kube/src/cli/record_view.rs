@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use fsm_core::text::human_duration;
+use fsm_core::text::{human_duration, push_line};
 use fsm_core::{DecodeError, Fsm, Machine, RawRecord, StateRecord, Timestamp};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
@@ -232,18 +232,23 @@ pub fn redact_where(record: &mut StateRecord, sensitive: impl Fn(&str) -> bool) 
 /// ```
 pub fn render_text(location: &Location, record: &StateRecord, now: Timestamp) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{location}");
+    push_line(&mut out, format_args!("{location}"));
     let data = match &record.data {
         Some(Value::String(s)) if s == REDACTED => format!(" {s}"),
         Some(value) => format!(" {value}"),
         None => String::new(),
     };
-    let _ = writeln!(out, "State:        {}{data}", record.state);
-    let _ = writeln!(
-        out,
-        "Entered:      {} ({} ago)",
-        record.entered_at,
-        human(now.duration_since(record.entered_at))
+    push_line(
+        &mut out,
+        format_args!("State:        {}{data}", record.state),
+    );
+    push_line(
+        &mut out,
+        format_args!(
+            "Entered:      {} ({} ago)",
+            record.entered_at,
+            human(now.duration_since(record.entered_at))
+        ),
     );
     let mut attempt = record.attempt.to_string();
     if let Some(next) = record.next_attempt_at {
@@ -255,30 +260,38 @@ pub fn render_text(location: &Location, record: &StateRecord, now: Timestamp) ->
             attempt.push_str(" (due)");
         }
     }
-    let _ = writeln!(out, "Attempt:      {attempt}");
+    push_line(&mut out, format_args!("Attempt:      {attempt}"));
     if let Some(error) = &record.last_error {
-        let _ = writeln!(out, "Last error:   {error}");
+        push_line(&mut out, format_args!("Last error:   {error}"));
     }
     if let Some(generation) = record.observed_generation {
-        let _ = writeln!(out, "Generation:   {generation}");
+        push_line(&mut out, format_args!("Generation:   {generation}"));
     }
-    let _ = writeln!(out, "Transitions:  {}", record.transitions);
+    push_line(
+        &mut out,
+        format_args!("Transitions:  {}", record.transitions),
+    );
     if let Some(pause) = &record.paused {
         let by = pause
             .by
             .as_deref()
             .map(|by| format!(" by {by}"))
             .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "Paused:       since {} ({} ago){by}, command #{}; nothing runs until resume",
-            pause.at,
-            human(now.duration_since(pause.at)),
-            pause.seq
+        push_line(
+            &mut out,
+            format_args!(
+                "Paused:       since {} ({} ago){by}, command #{}; nothing runs until resume",
+                pause.at,
+                human(now.duration_since(pause.at)),
+                pause.seq
+            ),
         );
     }
     if record.command_seq > 0 {
-        let _ = writeln!(out, "Commands:     taken up to #{}", record.command_seq);
+        push_line(
+            &mut out,
+            format_args!("Commands:     taken up to #{}", record.command_seq),
+        );
         for entry in &record.commands {
             let by = entry
                 .by
@@ -289,10 +302,12 @@ pub fn render_text(location: &Location, record: &StateRecord, now: Timestamp) ->
                 None => "applied".to_owned(),
                 Some(reason) => format!("refused: {reason}"),
             };
-            let _ = writeln!(
-                out,
-                "  #{:<3} {}  {}{by}: {outcome}",
-                entry.seq, entry.at, entry.command
+            push_line(
+                &mut out,
+                format_args!(
+                    "  #{:<3} {}  {}{by}: {outcome}",
+                    entry.seq, entry.at, entry.command
+                ),
             );
         }
     }
@@ -301,13 +316,19 @@ pub fn render_text(location: &Location, record: &StateRecord, now: Timestamp) ->
             Some(at) => format!("finished at {at}"),
             None => format!("running since {}", unwind.started_at),
         };
-        let _ = writeln!(out, "Compensation: {progress}: {}", unwind.reason);
+        push_line(
+            &mut out,
+            format_args!("Compensation: {progress}: {}", unwind.reason),
+        );
         for failure in &unwind.failures {
-            let _ = writeln!(out, "  failed: {}: {}", failure.step, failure.error);
+            push_line(
+                &mut out,
+                format_args!("  failed: {}: {}", failure.step, failure.error),
+            );
         }
     }
     if !record.history.is_empty() {
-        let _ = writeln!(out, "History:");
+        push_line(&mut out, format_args!("History:"));
         for entry in &record.history {
             let from = entry
                 .from
@@ -319,10 +340,12 @@ pub fn render_text(location: &Location, record: &StateRecord, now: Timestamp) ->
                 .as_deref()
                 .map(|r| format!("  ({r})"))
                 .unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "  #{:<3} {}  {from}→ {}{reason}",
-                entry.seq, entry.at, entry.to
+            push_line(
+                &mut out,
+                format_args!(
+                    "  #{:<3} {}  {from}→ {}{reason}",
+                    entry.seq, entry.at, entry.to
+                ),
             );
         }
     }
@@ -350,6 +373,50 @@ fn human(span: jiff::SignedDuration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a record carries from the cluster is printed escaped: no
+    /// escape sequence reaches the terminal, no value starts a line of its
+    /// own.
+    #[test]
+    fn escape_sequences_and_newlines_from_the_record_are_printed_escaped() {
+        let t = |s: &str| -> Timestamp { s.parse().unwrap() };
+        let mut record: StateRecord = serde_json::from_value(serde_json::json!({
+            "schemaVersion": fsm_core::SCHEMA_VERSION,
+            "state": "Ready",
+            "enteredAt": "2026-01-01T00:00:00Z",
+            "lastError": "boom\u{1b}]0;pwned\u{7}\u{1b}[2J\nState:        Done",
+            "history": [{"seq": 1, "to": "Ready", "at": "2026-01-01T00:00:00Z",
+                         "reason": "x\u{9b}31m\u{202e}evil"}],
+        }))
+        .unwrap();
+        record.commands = vec![fsm_core::CommandEntry {
+            seq: 1,
+            command: "pause".into(),
+            by: Some("eve\u{1b}[8m".into()),
+            at: t("2026-01-01T00:00:00Z"),
+            refused: None,
+        }];
+        record.command_seq = 1;
+        let location = Location {
+            kind: "Widget".into(),
+            namespace: None,
+            name: "w1".into(),
+            record: ".status.fsm".into(),
+        };
+        let text = render_text(&location, &record, t("2026-01-01T00:01:00Z"));
+        assert!(
+            !text.chars().any(|c| c != '\n' && c.is_control()),
+            "{text:?}"
+        );
+        assert!(!text.contains('\u{202e}'), "{text:?}");
+        assert!(
+            text.contains(
+                "Last error:   boom\\u{1b}]0;pwned\\u{7}\\u{1b}[2J\\nState:        Done\n"
+            ),
+            "{text}"
+        );
+        assert_eq!(text.matches("\nState:").count(), 1, "{text}");
+    }
 
     #[test]
     fn a_pause_and_the_commands_taken_show_with_who_when_and_outcome() {
