@@ -74,9 +74,13 @@ impl Verb {
     ///
     /// # Errors
     /// [`ApiError::MethodNotAllowed`] for combinations the API does not have.
+    ///
+    /// `watch` counts only without a name: kube-apiserver decides a GET's
+    /// verb from the name first, so a named GET with `?watch=true` is a
+    /// plain GET (answered at once), never a watch held open.
     pub fn of(method: &Method, named: bool, watch: bool) -> Result<Self, ApiError> {
         Ok(match (method.as_str(), named) {
-            ("GET", _) if watch => Self::Watch,
+            ("GET", false) if watch => Self::Watch,
             ("GET", true) => Self::Get,
             ("GET", false) => Self::List,
             ("POST", false) => Self::Create,
@@ -750,6 +754,8 @@ mod tests {
     fn verbs_of_methods() {
         assert_eq!(Verb::of(&Method::GET, false, true).unwrap(), Verb::Watch);
         assert_eq!(Verb::of(&Method::GET, true, false).unwrap(), Verb::Get);
+        // A named GET with ?watch=true is a GET, as on kube-apiserver.
+        assert_eq!(Verb::of(&Method::GET, true, true).unwrap(), Verb::Get);
         assert_eq!(
             Verb::of(&Method::DELETE, false, false).unwrap(),
             Verb::DeleteCollection

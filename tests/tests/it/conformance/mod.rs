@@ -128,6 +128,7 @@ scenarios! {
     watch::watch_event_sequence,
     watch::watch_with_label_selector,
     watch::runtime_watcher_sequence,
+    watch::named_get_with_watch_is_a_get,
     lists::consistent_lists,
     lists::read_refusals,
     lists::builtin_tables_and_table_watch,
