@@ -183,6 +183,19 @@ pub(super) async fn publish_credentials(
     match secrets.create(&PostParams::default(), &secret).await {
         Ok(_) => {}
         Err(kube::Error::Api(status)) if status.is_already_exists() => {
+            // Ours from an attempt whose answer was lost: brought up to
+            // date. Anybody else's is left alone: the credentials of a
+            // live database must not land in (and outlive the Database
+            // in) a Secret this Database does not own.
+            let existing = secrets.get(&name).await?;
+            let uid = database.uid().unwrap_or_default();
+            let ours = existing
+                .owner_references()
+                .iter()
+                .any(|o| o.uid == uid && o.controller == Some(true));
+            if !ours {
+                return Err(DbError::SecretNotOurs(format!("{namespace}/{name}")));
+            }
             let patch = serde_json::json!({ "stringData": secret.string_data });
             secrets
                 .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))

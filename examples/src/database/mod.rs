@@ -73,6 +73,14 @@ pub enum DbError {
     /// The Database has no namespace; permanent.
     #[error("the Database has no namespace")]
     NotNamespaced,
+    /// A Secret of the connection Secret's name exists and is not this
+    /// Database's: it is left alone, and the Database waits (spending no
+    /// attempt) until a person deletes or renames it.
+    #[error(
+        "Secret {0} exists and is not this Database's (no controller reference to it); it is \
+         left alone: delete or rename it, and the credentials are published"
+    )]
+    SecretNotOurs(String),
     /// This replica no longer holds the Lease: it stops before calling the
     /// cloud (the engine records nothing of it; the leader carries on).
     #[error(transparent)]
@@ -85,6 +93,11 @@ impl Classify for DbError {
             // A failing or busy API server spends no attempt.
             DbError::Kube(e) => operator_fsm::classify_kube_error(e),
             DbError::Checkpoint(_) | DbError::NotLeading(_) => ErrorClass::RETRYABLE,
+            // Waits for a person, without failing (and compensating) a
+            // healthy database over a name.
+            DbError::SecretNotOurs(_) => ErrorClass::RetryWithoutAttempt {
+                retry_after: Some(std::time::Duration::from_secs(2)),
+            },
             DbError::Cloud(e) if e.is_retryable() => ErrorClass::RETRYABLE,
             DbError::Cloud(_) | DbError::InstanceGone(_) | DbError::NotNamespaced => {
                 ErrorClass::Permanent

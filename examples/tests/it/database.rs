@@ -8,7 +8,7 @@ use std::time::Duration;
 use common::{Env, eventually, options, quick_simulation, wait_for};
 use examples::database::cloud::{CloudConfig, CloudService};
 use examples::database::{self, Database, DatabaseSpec, DbContext};
-use examples::demo::observe::Kind;
+use examples::demo::observe::{Kind, read_record};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
@@ -137,4 +137,59 @@ async fn deleting_a_database_deletes_its_instance() {
     .await;
     assert!(cloud.instances().is_empty());
     assert_eq!(cloud.ledger().deleted.len(), 1);
+}
+
+/// A Secret of the connection Secret's name that is not the Database's
+/// (someone's, from before) is left alone: the Database waits in
+/// `Credentials`, saying why, without failing or deleting its instance,
+/// and publishes its credentials once the Secret is gone, in a Secret of
+/// its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_secret_it_does_not_own_is_left_alone() {
+    let (env, cloud) = start(0.0).await;
+    let secrets: Api<Secret> = Api::namespaced(env.client.clone(), &env.ns);
+    let foreign = Secret {
+        metadata: kube::api::ObjectMeta {
+            name: Some("billing-connection".into()),
+            ..Default::default()
+        },
+        string_data: Some([("password".to_owned(), "someone-else's".to_owned())].into()),
+        ..Secret::default()
+    };
+    secrets
+        .create(&PostParams::default(), &foreign)
+        .await
+        .unwrap();
+    create(&env, "billing", GOOD).await;
+
+    // Waiting for its next try: read the record as it is.
+    let waiting = eventually("billing waiting in Credentials", || async {
+        let r = read_record(&env.client, &env.ns, Kind::Database, "billing")
+            .await
+            .ok()??;
+        let says = r
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("is not this Database's"));
+        (r.state == "Credentials" && says).then_some(r)
+    })
+    .await;
+    assert_eq!(waiting.attempt, 0, "waiting spends no attempt");
+    assert!(waiting.failures_without_attempt >= 1);
+    let untouched = secrets.get("billing-connection").await.unwrap();
+    assert!(untouched.metadata.owner_references.is_none());
+    let data = untouched.data.unwrap_or_default();
+    assert_eq!(data.len(), 1, "nothing written into it: {:?}", data.keys());
+    assert_eq!(cloud.instances().len(), 1, "the instance is kept");
+
+    secrets
+        .delete("billing-connection", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_for(&env, Kind::Database, "billing", "Ready", |_| true).await;
+    let ours = secrets.get("billing-connection").await.unwrap();
+    let owners = ours.metadata.owner_references.unwrap_or_default();
+    assert_eq!(owners.len(), 1);
+    assert_eq!(owners[0].kind, "Database");
+    assert!(ours.data.unwrap_or_default().contains_key("username"));
 }
