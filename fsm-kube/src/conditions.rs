@@ -368,6 +368,10 @@ fn stalled(reason: &str, message: String) -> [Wanted; 3] {
 /// not fit.
 pub const TOO_LARGE_REASON: &str = "RecordTooLarge";
 
+/// The reason of the Warning event for an object too large for the
+/// finalizer its machine needs (no condition can be written to it).
+pub const OBJECT_TOO_LARGE_REASON: &str = "ObjectTooLarge";
+
 /// The conditions for an object whose next record would exceed a size
 /// limit: `Degraded` and `Stalled` with reason [`TOO_LARGE_REASON`],
 /// `Reconciling=False`; the others are left as they were.

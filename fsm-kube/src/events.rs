@@ -201,6 +201,23 @@ pub fn for_too_large(error: &fsm_core::StoreError) -> Event {
     }
 }
 
+/// The event for an object of `size` bytes too large for the finalizer its
+/// machine needs (the server's `refusal`): nothing was written to it, and
+/// nothing runs until it shrinks.
+pub fn for_object_too_large(size: usize, refusal: &str) -> Event {
+    Event {
+        type_: EventType::Warning,
+        reason: crate::conditions::OBJECT_TOO_LARGE_REASON.to_owned(),
+        note: Some(truncate(format!(
+            "the object ({size} bytes) is too large for the finalizer its machine needs: the \
+             server refused it ({refusal}); nothing was written and nothing runs until the \
+             object is made smaller"
+        ))),
+        action: "AddFinalizer".to_owned(),
+        secondary: None,
+    }
+}
+
 /// The event for a record written by machine version `found`, newer than
 /// this replica's `supported`: the record is left untouched.
 pub fn for_newer_record(found: u32, supported: u32) -> Event {

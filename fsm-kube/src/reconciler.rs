@@ -588,12 +588,24 @@ where
             if let Some(newer) = peeked.map_err(Error::Store)? {
                 return self.report_newer_record(&before, newer).await;
             }
-            let updated = finalizer::add(&api, object.as_ref(), &inner.options.finalizer, &params)
-                .await
-                .map_err(|e| match &e {
-                    kube::Error::Api(s) if s.is_conflict() => Error::Conflict,
-                    _ => Error::Finalizer(e),
-                })?;
+            let updated = match finalizer::add(
+                &api,
+                object.as_ref(),
+                &inner.options.finalizer,
+                &params,
+            )
+            .await
+            {
+                Ok(updated) => updated,
+                Err(kube::Error::Api(s)) if s.is_conflict() => return Err(Error::Conflict),
+                Err(kube::Error::Api(refusal)) if is_too_large(&refusal) => {
+                    let size = serde_json::to_vec(object.as_ref()).map_or(0, |b| b.len());
+                    return self
+                        .report_object_too_large(&before, size, &refusal.message)
+                        .await;
+                }
+                Err(e) => return Err(Error::Finalizer(e)),
+            };
             object = Arc::new(updated);
         }
         // One serialisation of the object per reconcile: the stores read
@@ -789,6 +801,35 @@ where
         Ok(Action::requeue(self.inner.options.engine.poll_interval))
     }
 
+    /// The object itself is too large for the finalizer the machine needs
+    /// (its spec near the server's limit): nothing of the machine can be
+    /// stored on it, not even a condition, so it is reported once per
+    /// object and generation with a Warning event naming the size and the
+    /// limit, and looked at again after the poll interval (not retried at
+    /// once: it cannot fit until the object shrinks).
+    async fn report_object_too_large(
+        &self,
+        target: &Target<F::Resource>,
+        size: usize,
+        refusal: &str,
+    ) -> Result<Action, Error> {
+        let key = (target.uid.clone(), target.generation);
+        let first = self.lock_too_large().insert(key);
+        if first {
+            tracing::error!(
+                size,
+                refusal,
+                "the object is too large for the finalizer its machine needs; nothing runs until it shrinks"
+            );
+            self.publish(
+                target.object.as_ref(),
+                events::for_object_too_large(size, refusal),
+            )
+            .await;
+        }
+        Ok(Action::requeue(self.inner.options.engine.poll_interval))
+    }
+
     /// Forgets that object `uid`'s record did not fit: it committed again.
     fn forget_too_large(&self, uid: &str) {
         let mut reported = self.lock_too_large();
@@ -874,4 +915,10 @@ where
             tracing::warn!(%error, reason = event.reason, "event could not be published");
         }
     }
+}
+
+/// Whether the server refused a write as too large (`413`; `422` "Too
+/// long"; `500` from etcd or its gRPC client).
+fn is_too_large(status: &kube::core::ErrorResponse) -> bool {
+    crate::store::size::is_too_large_status(status.code, &status.message)
 }

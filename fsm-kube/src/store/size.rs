@@ -106,11 +106,29 @@ pub(crate) fn refused(
     size: usize,
     fallback_limit: usize,
 ) -> StoreError {
+    if !is_too_large(&e) {
+        return super::store_error(e);
+    }
     let kube::Error::Api(status) = &e else {
         return super::store_error(e);
     };
-    let message = status.message.as_str();
-    let too_large = match status.code {
+    let limit = named_limit(&status.message).unwrap_or(fallback_limit);
+    self::too_large(what, size, limit)
+}
+
+/// Whether `e` is the server refusing an object too large (see
+/// [`refused`]).
+pub(crate) fn is_too_large(e: &kube::Error) -> bool {
+    let kube::Error::Api(status) = e else {
+        return false;
+    };
+    is_too_large_status(status.code, &status.message)
+}
+
+/// Whether a server's answer `code` with `message` refuses an object too
+/// large.
+pub(crate) fn is_too_large_status(code: u16, message: &str) -> bool {
+    match code {
         413 => true,
         422 => message.contains("Too long: must have at most"),
         500 => {
@@ -118,12 +136,7 @@ pub(crate) fn refused(
                 || message.contains("trying to send message larger than max")
         }
         _ => false,
-    };
-    if !too_large {
-        return super::store_error(e);
     }
-    let limit = named_limit(message).unwrap_or(fallback_limit);
-    self::too_large(what, size, limit)
 }
 
 /// The number after "limit is " or "at most " in a server's message.

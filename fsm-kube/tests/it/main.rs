@@ -23,6 +23,7 @@ mod health;
 mod leader;
 mod lean;
 mod manifests;
+mod oversized;
 mod own_write;
 mod saga_scopes;
 mod sharding;
