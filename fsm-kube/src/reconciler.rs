@@ -919,6 +919,6 @@ where
 
 /// Whether the server refused a write as too large (`413`; `422` "Too
 /// long"; `500` from etcd or its gRPC client).
-fn is_too_large(status: &kube::core::ErrorResponse) -> bool {
+fn is_too_large(status: &kube::core::Status) -> bool {
     crate::store::size::is_too_large_status(status.code, &status.message)
 }
