@@ -29,3 +29,4 @@ mod sharding;
 mod status_store;
 mod stores;
 mod upgrade;
+mod web_view;
