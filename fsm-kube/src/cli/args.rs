@@ -140,6 +140,7 @@ impl ViewGuardArgs {
                     .saturating_add(self.max_requests)
                     .saturating_mul(2),
             ),
+            idle_timeout: ViewLimits::DEFAULT_IDLE_TIMEOUT,
         }
     }
 }

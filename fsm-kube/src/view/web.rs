@@ -32,8 +32,10 @@
 //!   `Referrer-Policy: no-referrer`, `Cache-Control: no-store`.
 //! - **Caps** ([`ViewLimits`]): open connections (more wait in the
 //!   kernel's backlog), requests in progress and event streams; over a
-//!   cap, 503 with `Retry-After`. A stream's slot is freed when its
-//!   browser goes away.
+//!   cap, 503 with `Retry-After` (and the connection closed). A stream's
+//!   slot is freed when its browser goes away; a connection idle for
+//!   [`ViewLimits::idle_timeout`] (one that never sends a request) is
+//!   closed.
 //! - **Shared reads**: the page of the machines, `/api/objects` and the
 //!   events come from the view's watches; an object's page is read once
 //!   per [`PAGE_TTL`] whoever asks (and again as soon as a watch reports
@@ -103,6 +105,10 @@ pub struct ViewLimits {
     /// Open connections; further ones wait in the kernel's backlog until
     /// one closes. Keep it above `max_streams + max_requests`.
     pub max_connections: usize,
+    /// A connection on which nothing was read or written for this long is
+    /// closed (one that never sends a request, an idle keep-alive); event
+    /// streams send a keep-alive comment every half of it.
+    pub idle_timeout: Duration,
 }
 
 impl ViewLimits {
@@ -112,6 +118,8 @@ impl ViewLimits {
     pub const DEFAULT_MAX_REQUESTS: usize = 32;
     /// The default of `max_connections`.
     pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+    /// The default of `idle_timeout`.
+    pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 }
 
 impl Default for ViewLimits {
@@ -120,6 +128,7 @@ impl Default for ViewLimits {
             max_streams: Self::DEFAULT_MAX_STREAMS,
             max_requests: Self::DEFAULT_MAX_REQUESTS,
             max_connections: Self::DEFAULT_MAX_CONNECTIONS,
+            idle_timeout: Self::DEFAULT_IDLE_TIMEOUT,
         }
     }
 }
@@ -406,6 +415,7 @@ impl WebView {
         let listener = CappedListener {
             inner: listener,
             connections: Arc::new(Semaphore::new(self.guard.limits.max_connections)),
+            idle_timeout: self.guard.limits.idle_timeout,
         };
         let served = axum::serve(
             listener,
@@ -496,7 +506,12 @@ async fn events(State(view): State<WebView>) -> Response {
         return over_cap("too many event streams");
     };
     Sse::new(view.stream(permit).map(Ok::<_, std::convert::Infallible>))
-        .keep_alive(KeepAlive::default())
+        .keep_alive(
+            KeepAlive::default().interval(
+                (view.guard.limits.idle_timeout / 2)
+                    .clamp(Duration::from_millis(100), Duration::from_secs(15)),
+            ),
+        )
         .into_response()
 }
 
@@ -617,9 +632,11 @@ fn failed(error: &str) -> Response {
 
 fn over_cap(message: &str) -> Response {
     let mut response = plain(StatusCode::SERVICE_UNAVAILABLE, message);
-    response
-        .headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
+    let headers = response.headers_mut();
+    headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
+    // The connection is closed too: a client over a cap does not keep a
+    // connection's slot.
+    headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
     response
 }
 
@@ -728,10 +745,12 @@ impl Connected<IncomingStream<'_, CappedListener>> for Peer {
 }
 
 /// A TCP listener that holds at most a number of connections open: it
-/// accepts the next one only when one closed.
+/// accepts the next one only when one closed; and closes a connection idle
+/// for [`ViewLimits::idle_timeout`].
 pub struct CappedListener {
     inner: tokio::net::TcpListener,
     connections: Arc<Semaphore>,
+    idle_timeout: Duration,
 }
 
 impl std::fmt::Debug for CappedListener {
@@ -761,6 +780,8 @@ impl axum::serve::Listener for CappedListener {
                         CappedStream {
                             io,
                             _permit: permit,
+                            idle_timeout: self.idle_timeout,
+                            idle: Box::pin(tokio::time::sleep(self.idle_timeout)),
                         },
                         peer,
                     );
@@ -784,10 +805,22 @@ impl axum::serve::Listener for CappedListener {
     }
 }
 
-/// A connection of a [`CappedListener`], holding its slot until closed.
+/// A connection of a [`CappedListener`], holding its slot until closed;
+/// reading from it fails (so it is closed) once nothing was read or
+/// written for its idle timeout.
 pub struct CappedStream {
     io: tokio::net::TcpStream,
     _permit: Option<OwnedSemaphorePermit>,
+    idle_timeout: Duration,
+    idle: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+impl CappedStream {
+    /// Something was read or written: the idle timeout starts again.
+    fn touch(&mut self) {
+        let deadline = tokio::time::Instant::now() + self.idle_timeout;
+        self.idle.as_mut().reset(deadline);
+    }
 }
 
 impl std::fmt::Debug for CappedStream {
@@ -804,7 +837,24 @@ impl tokio::io::AsyncRead for CappedStream {
         cx: &mut std::task::Context<'_>,
         buf: &mut tokio::io::ReadBuf<'_>,
     ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.io).poll_read(cx, buf)
+        use std::future::Future as _;
+        match std::pin::Pin::new(&mut self.io).poll_read(cx, buf) {
+            std::task::Poll::Ready(read) => {
+                self.touch();
+                std::task::Poll::Ready(read)
+            }
+            std::task::Poll::Pending => {
+                if self.idle.as_mut().poll(cx).is_ready() {
+                    tracing::debug!("web view: an idle connection closed");
+                    std::task::Poll::Ready(Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "idle connection",
+                    )))
+                } else {
+                    std::task::Poll::Pending
+                }
+            }
+        }
     }
 }
 
@@ -814,7 +864,13 @@ impl tokio::io::AsyncWrite for CappedStream {
         cx: &mut std::task::Context<'_>,
         buf: &[u8],
     ) -> std::task::Poll<std::io::Result<usize>> {
-        std::pin::Pin::new(&mut self.io).poll_write(cx, buf)
+        let written = std::pin::Pin::new(&mut self.io).poll_write(cx, buf);
+        if let std::task::Poll::Ready(Ok(n)) = &written
+            && *n > 0
+        {
+            self.touch();
+        }
+        written
     }
 
     fn poll_write_vectored(
@@ -822,7 +878,13 @@ impl tokio::io::AsyncWrite for CappedStream {
         cx: &mut std::task::Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> std::task::Poll<std::io::Result<usize>> {
-        std::pin::Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+        let written = std::pin::Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        if let std::task::Poll::Ready(Ok(n)) = &written
+            && *n > 0
+        {
+            self.touch();
+        }
+        written
     }
 
     fn is_write_vectored(&self) -> bool {

@@ -262,6 +262,7 @@ async fn event_streams_over_the_cap_are_refused_and_their_slots_come_back() {
     let (over, headers, _c) = open_events(addr).await;
     assert_eq!(over, 503, "{headers:?}");
     assert_eq!(headers["retry-after"], "5");
+    assert_eq!(headers["connection"], "close");
     assert_eq!(headers["x-content-type-options"], "nosniff");
     // Pages and data are still served.
     assert_eq!(get(addr, "/api/objects", "localhost").await.status, 200);
@@ -320,5 +321,35 @@ async fn viewers_share_the_reads_of_an_objects_page() {
             reads.len()
         );
     }
+    task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_that_say_nothing_are_closed_and_streams_stay_open() {
+    let env = env().await;
+    let limited = view(&env).limits(ViewLimits {
+        idle_timeout: Duration::from_millis(600),
+        ..ViewLimits::default()
+    });
+    let (addr, task) = serve(limited.clone()).await;
+    // A client that connects and never sends a request is let go.
+    let mut silent = TcpStream::connect(addr).await.unwrap();
+    let started = Instant::now();
+    let mut buffer = [0u8; 16];
+    let read = tokio::time::timeout(Duration::from_secs(10), silent.read(&mut buffer))
+        .await
+        .expect("the silent connection closed within 10 s");
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    eprintln!("a silent connection closed after {:?}", started.elapsed());
+    // An event stream outlives the idle timeout: its keep-alives count.
+    let (status, _, mut stream) = open_events(addr).await;
+    assert_eq!(status, 200);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(limited.viewers(), 1, "the stream was closed while idle");
+    let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buffer))
+        .await
+        .expect("a keep-alive within 5 s")
+        .unwrap();
+    assert!(n > 0, "the stream was closed");
     task.abort();
 }
