@@ -29,4 +29,4 @@ mod sharding;
 mod status_store;
 mod stores;
 mod upgrade;
-mod web_view;
+mod view_guard;
