@@ -398,6 +398,16 @@ pub fn builtins() -> Vec<ResourceDef> {
         .with_generation()
         .short(&["pdb"])
         .column("Allowed Disruptions", "int0", ".status.disruptionsAllowed"),
+        // What `manifests --view-expose` includes.
+        d(
+            "networking.k8s.io",
+            "v1",
+            "NetworkPolicy",
+            "networkpolicies",
+            true,
+        )
+        .with_generation()
+        .short(&["netpol"]),
         crd,
     ]
 }

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::view::web::ViewLimits;
+
 /// The command line of an operator binary; `A` holds the operator's own
 /// flags of `run` ([`Operator::with_args`](super::Operator::with_args)).
 #[derive(Clone, Debug, PartialEq, Eq, Parser)]
@@ -76,6 +78,9 @@ pub struct RunArgs<A: Args = ()> {
     /// address (read-only; alone, `--view-addr` means 127.0.0.1:8090).
     #[arg(long, value_name = "ADDR", env = "VIEW_ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8090")]
     pub view_addr: Option<SocketAddr>,
+    /// Who may reach the web view, and how many at a time.
+    #[command(flatten)]
+    pub view_guard: ViewGuardArgs,
     /// Leader election.
     #[command(flatten)]
     pub leader: LeaderArgs,
@@ -85,6 +90,59 @@ pub struct RunArgs<A: Args = ()> {
     /// The operator's own flags ([`Operator::with_args`](super::Operator::with_args)).
     #[command(flatten)]
     pub operator: A,
+}
+
+/// The web view's host allow-list and caps (`run`).
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct ViewGuardArgs {
+    /// Answer the web view's requests for this `Host` too (without port;
+    /// repeatable, or comma-separated in $VIEW_ALLOWED_HOSTS): the name of
+    /// its Service or Ingress. Besides these, only `localhost`, loopback
+    /// addresses and the address a connection came in on are answered
+    /// (others get 403: DNS rebinding). `*` allows any host.
+    #[arg(
+        long = "view-allowed-host",
+        value_name = "HOST",
+        env = "VIEW_ALLOWED_HOSTS",
+        value_delimiter = ','
+    )]
+    pub allowed_hosts: Vec<String>,
+    /// At most this many live event streams (open pages) at a time; one
+    /// more is answered 503 with Retry-After.
+    #[arg(long = "view-max-streams", value_name = "N", default_value_t = ViewLimits::DEFAULT_MAX_STREAMS)]
+    pub max_streams: usize,
+    /// At most this many other web view requests in progress at a time;
+    /// one more is answered 503 with Retry-After.
+    #[arg(long = "view-max-requests", value_name = "N", default_value_t = ViewLimits::DEFAULT_MAX_REQUESTS)]
+    pub max_requests: usize,
+}
+
+impl Default for ViewGuardArgs {
+    fn default() -> Self {
+        ViewGuardArgs {
+            allowed_hosts: Vec::new(),
+            max_streams: ViewLimits::DEFAULT_MAX_STREAMS,
+            max_requests: ViewLimits::DEFAULT_MAX_REQUESTS,
+        }
+    }
+}
+
+impl ViewGuardArgs {
+    /// The caps these flags set (connections: the default, or more when
+    /// the streams and requests need them).
+    #[must_use]
+    pub fn limits(&self) -> ViewLimits {
+        ViewLimits {
+            max_streams: self.max_streams,
+            max_requests: self.max_requests,
+            max_connections: ViewLimits::DEFAULT_MAX_CONNECTIONS.max(
+                self.max_streams
+                    .saturating_add(self.max_requests)
+                    .saturating_mul(2),
+            ),
+            idle_timeout: ViewLimits::DEFAULT_IDLE_TIMEOUT,
+        }
+    }
 }
 
 /// Leader election flags of `run`.

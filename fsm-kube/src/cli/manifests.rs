@@ -4,7 +4,8 @@
 //! Deployment (leader election on, or sharding with `--shards`; probes on
 //! `/healthz` and `/readyz`, the
 //! metrics port, non-root with a read-only root filesystem, resource
-//! requests) and a PodDisruptionBudget.
+//! requests) and a PodDisruptionBudget; with `--view-expose`, the web
+//! view's Service and a NetworkPolicy restricting who reaches it.
 //!
 //! [`deploy_manifests`] computes; the CLI prints.
 
@@ -21,6 +22,10 @@ use crate::KubeResource;
 /// The port `run --http-addr` listens on in the Deployment, unless
 /// `--http-port` says otherwise.
 pub const DEFAULT_HTTP_PORT: u16 = 8080;
+
+/// The label of the pods the NetworkPolicy of `--view-expose` admits to
+/// the view's port (its value: the operator's name).
+pub const VIEW_CLIENT_LABEL: &str = "operator-fsm.io/view-client";
 
 /// The user and group the container runs as: distroless' `nonroot`.
 pub const NON_ROOT_ID: i64 = 65532;
@@ -54,11 +59,27 @@ pub struct ManifestsArgs {
     /// after it) instead of leader election, with the RBAC it needs.
     #[arg(long)]
     pub shards: bool,
-    /// Serve the read-only web view on this port (`run --view-addr
-    /// 0.0.0.0:PORT`, container port `view`; reach it with `kubectl
-    /// port-forward`), with the RBAC it reads with.
+    /// Serve the read-only web view on this port of the pod's loopback
+    /// (`run --view-addr 127.0.0.1:PORT`; reach it with `kubectl
+    /// port-forward`, which RBAC guards), with the RBAC it reads with.
     #[arg(long, value_name = "PORT")]
     pub view_port: Option<u16>,
+    /// Expose the web view beyond the pod: `run --view-addr 0.0.0.0:PORT`,
+    /// container port `view`, a Service `<operator>-view`, and a
+    /// NetworkPolicy admitting to that port only pods labelled
+    /// `operator-fsm.io/view-client: <operator>` (the authenticating proxy
+    /// you put in front: the view has no authentication of its own).
+    #[arg(long, requires = "view_port")]
+    pub view_expose: bool,
+    /// A `Host` the view answers besides localhost and the Service's own
+    /// names (`run --view-allowed-host`), repeatable: the name of the
+    /// Ingress or proxy in front of it.
+    #[arg(
+        long = "view-allowed-host",
+        value_name = "HOST",
+        requires = "view_expose"
+    )]
+    pub view_allowed_hosts: Vec<String>,
     /// More arguments for `run` (the operator's own flags), repeatable:
     /// `--arg=--cloud-url=http://cloud`.
     #[arg(long = "arg", value_name = "ARG", allow_hyphen_values = true)]
@@ -103,7 +124,8 @@ where
 
 /// The deploy manifests of `operator`, whose resource is defined by `crd`:
 /// the CRD, then the ServiceAccount, the RBAC and its bindings, the
-/// Deployment and the PodDisruptionBudget, each a YAML document.
+/// Deployment and the PodDisruptionBudget, and with `--view-expose` the
+/// view's Service and NetworkPolicy, each a YAML document.
 ///
 /// Every object is labelled `app.kubernetes.io/name: <operator>` and
 /// `app.kubernetes.io/managed-by: operator-fsm`; the pods are selected by
@@ -142,6 +164,10 @@ pub fn deploy_manifests(
         &mut out,
         &disruption_budget(name, namespace, args.pdb_api_version),
     )?;
+    if let (true, Some(port)) = (args.view_expose, args.view_port) {
+        push(&mut out, &view_service(name, namespace, port))?;
+        push(&mut out, &view_network_policy(name, namespace))?;
+    }
     Ok(out)
 }
 
@@ -199,9 +225,11 @@ fn binding(operator: &str, namespace: &str, role: &rbac::RbacObject) -> Value {
     })
 }
 
-/// The arguments of the container: `run` with leader election (or
-/// `--shards`) and the HTTP endpoint on every interface, then the
-/// operator's own.
+/// The arguments of `run` in the container: leader election (or
+/// `--shards`) and the HTTP endpoint on every interface; the web view on
+/// the pod's loopback (`--view-port`), or on every interface with the
+/// allowed hosts (`--view-expose`; the Deployment adds the names of the
+/// view's Service); then the operator's own.
 pub fn run_args(args: &ManifestsArgs) -> Vec<String> {
     let mode = if args.shards {
         "--shards"
@@ -218,7 +246,14 @@ pub fn run_args(args: &ManifestsArgs) -> Vec<String> {
         out.extend(["--namespace".to_owned(), watched.clone()]);
     }
     if let Some(port) = args.view_port {
-        out.extend(["--view-addr".to_owned(), format!("0.0.0.0:{port}")]);
+        if args.view_expose {
+            out.extend(["--view-addr".to_owned(), format!("0.0.0.0:{port}")]);
+            for host in &args.view_allowed_hosts {
+                out.extend(["--view-allowed-host".to_owned(), host.clone()]);
+            }
+        } else {
+            out.extend(["--view-addr".to_owned(), format!("127.0.0.1:{port}")]);
+        }
     }
     out.extend(args.run_args.iter().cloned());
     out
@@ -257,7 +292,7 @@ fn deployment(name: &str, args: &ManifestsArgs) -> Value {
                     "containers": [{
                         "name": "operator",
                         "image": args.image,
-                        "args": run_args(args),
+                        "args": container_args(name, args),
                         "env": [
                             pod_name,
                             pod_namespace,
@@ -282,14 +317,83 @@ fn deployment(name: &str, args: &ManifestsArgs) -> Value {
     })
 }
 
-/// The container's ports: `http`, and `view` when it serves the web view.
+/// [`run_args`], with the names of the view's Service as allowed hosts
+/// when it is exposed.
+fn container_args(name: &str, args: &ManifestsArgs) -> Vec<String> {
+    let mut out = run_args(args);
+    if args.view_expose
+        && let Some(at) = out.iter().position(|a| a == "--view-addr")
+    {
+        let service = view_service_name(name);
+        let namespace = &args.namespace;
+        let hosts = [
+            service.clone(),
+            format!("{service}.{namespace}"),
+            format!("{service}.{namespace}.svc"),
+            format!("{service}.{namespace}.svc.cluster.local"),
+        ];
+        let flags = hosts
+            .into_iter()
+            .flat_map(|host| ["--view-allowed-host".to_owned(), host]);
+        out.splice(at + 2..at + 2, flags);
+    }
+    out
+}
+
+/// The container's ports: `http`, and `view` when the web view is
+/// exposed (without `--view-expose` it listens on the pod's loopback,
+/// which no Service reaches).
 fn ports(args: &ManifestsArgs) -> Value {
     let port = |name: &str, number: u16| json!({ "name": name, "containerPort": number, "protocol": "TCP" });
     let mut out = vec![port("http", args.http_port)];
-    if let Some(view) = args.view_port {
+    if let (true, Some(view)) = (args.view_expose, args.view_port) {
         out.push(port("view", view));
     }
     Value::Array(out)
+}
+
+/// The name of the view's Service: `<operator>-view`.
+pub fn view_service_name(operator: &str) -> String {
+    format!("{operator}-view")
+}
+
+/// The Service of an exposed web view: port `port` to the pods' `view`.
+fn view_service(name: &str, namespace: &str, port: u16) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata(&view_service_name(name), name, Some(namespace)),
+        "spec": {
+            "selector": { "app.kubernetes.io/name": name },
+            "ports": [{ "name": "view", "port": port, "targetPort": "view", "protocol": "TCP" }],
+        },
+    })
+}
+
+/// The NetworkPolicy of an exposed web view: the operator's pods admit
+/// the `view` port only from pods labelled [`VIEW_CLIENT_LABEL`]` =
+/// <operator>` (in any namespace), and the `http` port (metrics, probes)
+/// from anywhere, as without the policy.
+fn view_network_policy(name: &str, namespace: &str) -> Value {
+    json!({
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": metadata(&view_service_name(name), name, Some(namespace)),
+        "spec": {
+            "podSelector": { "matchLabels": { "app.kubernetes.io/name": name } },
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {
+                    "ports": [{ "port": "view", "protocol": "TCP" }],
+                    "from": [{
+                        "namespaceSelector": {},
+                        "podSelector": { "matchLabels": { VIEW_CLIENT_LABEL: name } },
+                    }],
+                },
+                { "ports": [{ "port": "http", "protocol": "TCP" }] },
+            ],
+        },
+    })
 }
 
 /// At most one replica evicted at a time (a node drain waits for the
@@ -320,25 +424,70 @@ mod tests {
             pdb_api_version: PdbApiVersion::V1,
             shards: false,
             view_port: None,
+            view_expose: false,
+            view_allowed_hosts: Vec::new(),
             run_args: vec!["--cloud-url=http://cloud".into()],
         }
     }
 
     #[test]
-    fn a_view_port_serves_the_view_and_grants_what_it_reads() {
+    fn a_view_port_serves_the_view_on_the_pods_loopback() {
         let viewed = ManifestsArgs {
             view_port: Some(8090),
             ..args()
         };
         let run = run_args(&viewed);
         let at = run.iter().position(|a| a == "--view-addr").unwrap();
-        assert_eq!(run[at + 1], "0.0.0.0:8090");
-        let viewed_ports = ports(&viewed);
-        assert_eq!(viewed_ports[1]["name"], "view");
-        assert_eq!(viewed_ports[1]["containerPort"], 8090);
-        assert_eq!(viewed_ports.as_array().map(Vec::len), Some(2));
-        assert_eq!(ports(&args()).as_array().map(Vec::len), Some(1));
+        assert_eq!(run[at + 1], "127.0.0.1:8090");
+        assert!(!run.contains(&"--view-allowed-host".to_owned()), "{run:?}");
+        assert_eq!(container_args("db-operator", &viewed), run);
+        // No port for a Service: only port-forward reaches it.
+        assert_eq!(ports(&viewed).as_array().map(Vec::len), Some(1));
         assert!(!run_args(&args()).contains(&"--view-addr".to_owned()));
+    }
+
+    #[test]
+    fn an_exposed_view_listens_everywhere_behind_its_allowed_hosts() {
+        let exposed = ManifestsArgs {
+            view_port: Some(8090),
+            view_expose: true,
+            view_allowed_hosts: vec!["fsm.example.io".into()],
+            ..args()
+        };
+        let run = container_args("db-operator", &exposed);
+        let at = run.iter().position(|a| a == "--view-addr").unwrap();
+        assert_eq!(run[at + 1], "0.0.0.0:8090");
+        let hosts: Vec<&str> = run
+            .windows(2)
+            .filter(|w| w[0] == "--view-allowed-host")
+            .map(|w| w[1].as_str())
+            .collect();
+        assert_eq!(
+            hosts,
+            [
+                "db-operator-view",
+                "db-operator-view.ops",
+                "db-operator-view.ops.svc",
+                "db-operator-view.ops.svc.cluster.local",
+                "fsm.example.io"
+            ]
+        );
+        assert_eq!(
+            run.last().map(String::as_str),
+            Some("--cloud-url=http://cloud")
+        );
+        let exposed_ports = ports(&exposed);
+        assert_eq!(exposed_ports[1]["name"], "view");
+        assert_eq!(exposed_ports[1]["containerPort"], 8090);
+        let policy = view_network_policy("db-operator", "ops");
+        let rules = policy["spec"]["ingress"].as_array().unwrap();
+        assert_eq!(rules[0]["ports"][0]["port"], "view");
+        assert_eq!(
+            rules[0]["from"][0]["podSelector"]["matchLabels"][VIEW_CLIENT_LABEL],
+            "db-operator"
+        );
+        assert_eq!(rules[1]["ports"][0]["port"], "http");
+        assert!(rules[1].get("from").is_none());
     }
 
     #[test]

@@ -18,6 +18,7 @@ use super::{Error, StoreKind};
 use crate::store::{
     RecordObject, belongs_to, legacy_belongs_to, legacy_record_object_name, record_object_name,
 };
+use crate::view::names::path_segment;
 
 /// What shows instead of a sensitive state's data.
 pub const REDACTED: &str = "<redacted: sensitive state>";
@@ -68,40 +69,83 @@ pub async fn fetch(
     namespace: Option<&str>,
     name: &str,
 ) -> Result<(RawRecord, Location), Error> {
+    let location = location(client, resource, machine, store, namespace, name)?;
+    let gvk = GroupVersionKind::gvk(&resource.group, &resource.version, &resource.kind);
+    let api_resource = ApiResource::from_gvk_with_plural(&gvk, &resource.plural);
+    let api: Api<DynamicObject> = match &location.namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), &path_segment(ns), &api_resource),
+        None => Api::all_with(client.clone(), &api_resource),
+    };
+    let Some(object) = api
+        .get_opt(&path_segment(name))
+        .await
+        .map_err(Error::Kube)?
+    else {
+        return Err(Error::NotFound(Box::new(location)));
+    };
+    read_record(client, resource, machine, store, location, &object).await
+}
+
+/// Where the record of object `name` is kept (`namespace`, else the
+/// client's, for a namespaced resource), without reading anything.
+///
+/// # Errors
+/// [`Error::MemoryStore`] for the ephemeral store,
+/// [`Error::ClusterScopedObjectStore`] for a record object of a
+/// cluster-scoped resource.
+pub fn location(
+    client: &Client,
+    resource: &ResourceInfo,
+    machine: &str,
+    store: StoreKind,
+    namespace: Option<&str>,
+    name: &str,
+) -> Result<Location, Error> {
     let namespace = resource.namespaced.then(|| {
         namespace
             .map(str::to_owned)
             .unwrap_or_else(|| client.default_namespace().to_owned())
     });
     let record_object = record_object_name(name, &resource.group, &resource.kind, machine);
-    let mut location = Location {
+    let record = match (store, &namespace) {
+        (StoreKind::Status, _) => ".status.fsm".to_owned(),
+        (StoreKind::ConfigMap, Some(ns)) => format!("ConfigMap {ns}/{record_object}"),
+        (StoreKind::Secret, Some(ns)) => format!("Secret {ns}/{record_object}"),
+        (StoreKind::ConfigMap | StoreKind::Secret, None) => {
+            return Err(Error::ClusterScopedObjectStore);
+        }
+        (StoreKind::Ephemeral, _) => return Err(Error::MemoryStore),
+    };
+    Ok(Location {
         kind: resource.kind.clone(),
-        namespace: namespace.clone(),
+        namespace,
         name: name.to_owned(),
-        record: match (store, &namespace) {
-            (StoreKind::Status, _) => ".status.fsm".to_owned(),
-            (StoreKind::ConfigMap, Some(ns)) => format!("ConfigMap {ns}/{record_object}"),
-            (StoreKind::Secret, Some(ns)) => format!("Secret {ns}/{record_object}"),
-            (StoreKind::ConfigMap | StoreKind::Secret, None) => {
-                return Err(Error::ClusterScopedObjectStore);
-            }
-            (StoreKind::Ephemeral, _) => return Err(Error::MemoryStore),
-        },
-    };
-    let gvk = GroupVersionKind::gvk(&resource.group, &resource.version, &resource.kind);
-    let api_resource = ApiResource::from_gvk_with_plural(&gvk, &resource.plural);
-    let api: Api<DynamicObject> = match &namespace {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, &api_resource),
-        None => Api::all_with(client.clone(), &api_resource),
-    };
-    let Some(object) = api.get_opt(name).await.map_err(Error::Kube)? else {
-        return Err(Error::NotFound(Box::new(location)));
-    };
+        record,
+    })
+}
+
+/// The raw record of `object` (already read), kept where `location`
+/// ([`location`]) says: its `.status.fsm`, or its record object, read as
+/// [`fetch`] does.
+///
+/// # Errors
+/// As [`fetch`], but for [`Error::NotFound`].
+pub async fn read_record(
+    client: &Client,
+    resource: &ResourceInfo,
+    machine: &str,
+    store: StoreKind,
+    mut location: Location,
+    object: &DynamicObject,
+) -> Result<(RawRecord, Location), Error> {
     let owner = Owner {
         uid: object.metadata.uid.clone().unwrap_or_default(),
         group: &resource.group,
         kind: &resource.kind,
     };
+    let namespace = location.namespace.clone();
+    let name = location.name.clone();
+    let record_object = record_object_name(&name, &resource.group, &resource.kind, machine);
     let found = match (store, &namespace) {
         (StoreKind::Status, _) => object
             .data
@@ -110,10 +154,10 @@ pub async fn fetch(
             .filter(|v| !v.is_null())
             .map(|value| (RawRecord::Json(value.clone()), None)),
         (StoreKind::ConfigMap, Some(ns)) => {
-            record_from_object::<ConfigMap>(client, ns, &record_object, name, &owner).await?
+            record_from_object::<ConfigMap>(client, ns, &record_object, &name, &owner).await?
         }
         (StoreKind::Secret, Some(ns)) => {
-            record_from_object::<Secret>(client, ns, &record_object, name, &owner).await?
+            record_from_object::<Secret>(client, ns, &record_object, &name, &owner).await?
         }
         _ => None,
     };
@@ -150,16 +194,16 @@ async fn record_from_object<O: RecordObject>(
     name: &str,
     owner: &Owner<'_>,
 ) -> Result<Option<(RawRecord, Option<String>)>, Error> {
-    let api: Api<O> = Api::namespaced(client.clone(), namespace);
+    let api: Api<O> = Api::namespaced(client.clone(), &path_segment(namespace));
     let own = api
-        .get_opt(record_object)
+        .get_opt(&path_segment(record_object))
         .await
         .map_err(Error::Kube)?
         .filter(|o| belongs_to(o.meta(), &owner.uid));
     let object = match own {
         Some(object) => Some(object),
         None => api
-            .get_opt(&legacy_record_object_name(name))
+            .get_opt(&path_segment(&legacy_record_object_name(name)))
             .await
             .map_err(Error::Kube)?
             .filter(|o| legacy_belongs_to(o.meta(), &owner.uid, owner.group, owner.kind)),

@@ -60,7 +60,7 @@ where
         });
         let view = match args.view_addr {
             Some(addr) => Some(
-                self.serve_view(&client, addr, args.namespace.clone())
+                self.serve_view(&client, addr, args.namespace.clone(), &args.view_guard)
                     .await?,
             ),
             None => None,

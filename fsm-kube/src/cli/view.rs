@@ -7,7 +7,7 @@ use clap::Args;
 use fsm_core::Fsm;
 use kube::{Client, CustomResourceExt};
 
-use super::{Error, Operator};
+use super::{Error, Operator, ViewGuardArgs};
 use crate::KubeResource;
 use crate::view::Watched;
 use crate::view::web::WebView;
@@ -28,8 +28,9 @@ where
     A: Args + Clone + Send + Sync + 'static,
 {
     /// Binds `addr` and serves the web view of the objects in `namespace`
-    /// (`None`: all) there, in a task of its own; a failure of the view
-    /// after binding is logged and does not stop the operator.
+    /// (`None`: all) there, behind `guard`'s host allow-list and caps, in
+    /// a task of its own; a failure of the view after binding is logged
+    /// and does not stop the operator.
     ///
     /// # Errors
     /// [`Error::View`] when `addr` cannot be bound.
@@ -38,6 +39,7 @@ where
         client: &Client,
         addr: SocketAddr,
         namespace: Option<String>,
+        guard: &ViewGuardArgs,
     ) -> Result<tokio::task::JoinHandle<()>, Error> {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
@@ -47,7 +49,9 @@ where
             client.clone(),
             vec![Watched::of::<F>(self.store)],
             namespace,
-        );
+        )
+        .allow_hosts(guard.allowed_hosts.iter().cloned())
+        .limits(guard.limits());
         Ok(tokio::spawn(async move {
             if let Err(error) = view.serve(listener).await {
                 tracing::error!(%addr, %error, "the web view stopped");

@@ -9,6 +9,7 @@
 //! never shown.
 
 pub mod changes;
+pub mod names;
 pub mod object;
 mod page;
 pub mod records;
@@ -48,13 +49,16 @@ impl Watched {
     }
 
     /// An API for the objects in `namespace` (`None`: every namespace, or
-    /// a cluster-scoped resource).
+    /// a cluster-scoped resource). The namespace goes into the URL as a
+    /// path segment ([`names::path_segment`]).
     pub fn api(&self, client: &Client, namespace: Option<&str>) -> Api<DynamicObject> {
         let info = &self.resource;
         let gvk = GroupVersionKind::gvk(&info.group, &info.version, &info.kind);
         let api_resource = ApiResource::from_gvk_with_plural(&gvk, &info.plural);
         match namespace {
-            Some(ns) if info.namespaced => Api::namespaced_with(client.clone(), ns, &api_resource),
+            Some(ns) if info.namespaced => {
+                Api::namespaced_with(client.clone(), &names::path_segment(ns), &api_resource)
+            }
             _ => Api::all_with(client.clone(), &api_resource),
         }
     }

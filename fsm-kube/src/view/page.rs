@@ -1,6 +1,8 @@
 //! The HTML of the web view: the page of the machines and the page of an
-//! object, with their style and script inline (nothing is fetched from
-//! elsewhere). Pure.
+//! object, their style ([`STYLE`], served as [`STYLE_PATH`]) and script
+//! ([`SCRIPT`], served as [`SCRIPT_PATH`]). Nothing is fetched from
+//! elsewhere, and nothing is inline, so that the view's
+//! Content-Security-Policy can forbid inline script and style. Pure.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -15,7 +17,14 @@ use super::Watched;
 use super::object::{conditions, last_seen};
 use super::web::KindRow;
 
-const STYLE: &str = r#"
+/// Where the pages load their style from.
+pub(super) const STYLE_PATH: &str = "/assets/view.css";
+
+/// Where the page of the machines loads its script from.
+pub(super) const SCRIPT_PATH: &str = "/assets/view.js";
+
+/// The pages' style.
+pub(super) const STYLE: &str = r#"
 body { font-family: system-ui, sans-serif; margin: 0; color: #1d2330; background: #fafbfc; }
 header { background: #1d2330; color: #fff; padding: 10px 20px; display: flex; gap: 16px; align-items: baseline; }
 header h1 { font-size: 18px; margin: 0; }
@@ -44,7 +53,8 @@ dt { color: #556; }
 code { font-size: 12px; }
 "#;
 
-const SCRIPT: &str = r#"
+/// The script of the page of the machines.
+pub(super) const SCRIPT: &str = r#"
 (() => {
   const rows = new Map();
   const esc = s => String(s ?? '').replace(/[&<>"']/g,
@@ -156,12 +166,15 @@ const SCRIPT: &str = r#"
 /// `text` with HTML's special characters escaped.
 pub use fsm_core::text::escape_markup as escape;
 
-fn head(title: &str) -> String {
+/// The head of a page `root` (relative: the view may be served under a
+/// path prefix) below the view's root.
+fn head(title: &str, root: &str) -> String {
     format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width\">\
-         <title>{}</title><style>{STYLE}</style></head>\n<body>\n",
-        escape(title)
+         <title>{}</title><link rel=\"stylesheet\" href=\"{root}{}\"></head>\n<body>\n",
+        escape(title),
+        STYLE_PATH.trim_start_matches('/')
     )
 }
 
@@ -170,7 +183,7 @@ fn head(title: &str) -> String {
 /// state, searchable), both kept live by the page's script from
 /// `/events`; then the activity (state changes as they arrive).
 pub fn index(watched: &[Watched], rows: &[KindRow]) -> String {
-    let mut out = head("operator-fsm");
+    let mut out = head("operator-fsm", "");
     out.push_str(
         "<header><h1>operator-fsm</h1><span id=\"live\">connecting</span></header>\n<main>\n",
     );
@@ -214,7 +227,11 @@ pub fn index(watched: &[Watched], rows: &[KindRow]) -> String {
         );
     }
     out.push_str("<section><h2>Activity</h2><ol id=\"activity\"></ol></section>\n</main>\n");
-    let _ = write!(out, "<script>{SCRIPT}</script>\n</body></html>\n");
+    let _ = write!(
+        out,
+        "<script src=\"{}\"></script>\n</body></html>\n",
+        SCRIPT_PATH.trim_start_matches('/')
+    );
     out
 }
 
@@ -242,7 +259,7 @@ pub fn object(
     let place = object
         .namespace()
         .map_or_else(|| name.clone(), |ns| format!("{ns}/{name}"));
-    let mut out = head(&format!("{kind} {place}"));
+    let mut out = head(&format!("{kind} {place}"), "../../../");
     let _ = writeln!(
         out,
         "<header><h1>{} {}</h1><a href=\"../../../\">all objects</a></header>\n<main>",
@@ -445,7 +462,12 @@ mod tests {
         );
         assert!(html.contains(r#"<text class="count" data-state="Done""#));
         assert!(html.contains("<option>Pending</option>"));
-        assert!(html.contains("new EventSource('events')"));
+        // The script is the view's own, loaded relative to the page (the
+        // view may be under a path prefix), never inline.
+        assert!(html.contains(r#"<script src="assets/view.js"></script>"#));
+        assert!(html.contains(r#"<link rel="stylesheet" href="assets/view.css">"#));
+        assert!(!html.contains("<script>") && !html.contains("<style>"));
+        assert!(SCRIPT.contains("new EventSource('events')"));
         for remote in ["http://", "https://", "//cdn"] {
             let outside = html.replace("http://www.w3.org/2000/svg", "");
             assert!(!outside.contains(remote), "{remote}");

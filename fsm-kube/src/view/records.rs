@@ -136,6 +136,42 @@ pub async fn record(
     }
 }
 
+/// The record of `object`, already read (the web view's object page
+/// reads the object once for both), decoded.
+///
+/// # Errors
+/// As [`record`], but for [`Error::NotFound`].
+pub async fn record_of(
+    client: &Client,
+    target: &Watched,
+    object: &kube::api::DynamicObject,
+) -> Result<(StateRecord, record_view::Location), Error> {
+    let location = record_view::location(
+        client,
+        &target.resource,
+        &target.machine.graph.machine,
+        target.machine.store,
+        object.namespace().as_deref(),
+        &object.name_any(),
+    )?;
+    let (raw, location) = record_view::read_record(
+        client,
+        &target.resource,
+        &target.machine.graph.machine,
+        target.machine.store,
+        location,
+        object,
+    )
+    .await?;
+    match decode(&raw, &target.machine.graph) {
+        Ok(record) => Ok((record, location)),
+        Err(error) => Err(Error::CorruptRecord {
+            location: Box::new(location),
+            error,
+        }),
+    }
+}
+
 /// The row of object `name`; `None` when the object is gone.
 ///
 /// # Errors

@@ -14,23 +14,58 @@
 //! | `/api/objects` | every row as JSON (`kind` added) |
 //! | `/events` | server-sent events: `snapshot` (every row), then `update` (one row, or its deletion) |
 //! | `/objects/{kind}/{namespace}/{name}` | an object's page (`-` for no namespace) |
+//! | `/assets/view.css`, `/assets/view.js` | the pages' style and script |
+//!
+//! # Hostile browsers and clients
+//! The view has no authentication of its own; what it does against
+//! whoever reaches its port:
+//! - **Names**: an object page's namespace must be a DNS-1123 label and
+//!   its name a DNS-1123 subdomain (else 400), in the view's namespace
+//!   when it has one (else 404), and both go into API URLs as path
+//!   segments ([`super::names`]).
+//! - **Host allow-list** (DNS rebinding): a request whose `Host` is not
+//!   `localhost`, a loopback address, the address the connection came in
+//!   on, or one of [`WebView::allow_hosts`] is refused with 403.
+//! - **Headers** on every response: a Content-Security-Policy without
+//!   inline script or style ([`CONTENT_SECURITY_POLICY`]),
+//!   `X-Frame-Options: DENY`, `X-Content-Type-Options: nosniff`,
+//!   `Referrer-Policy: no-referrer`, `Cache-Control: no-store`.
+//! - **Caps** ([`ViewLimits`]): open connections (more wait in the
+//!   kernel's backlog), requests in progress and event streams; over a
+//!   cap, 503 with `Retry-After` (and the connection closed). A stream's
+//!   slot is freed when its browser goes away; a connection idle for
+//!   [`ViewLimits::idle_timeout`] (one that never sends a request) is
+//!   closed.
+//! - **Shared reads**: the page of the machines, `/api/objects` and the
+//!   events come from the view's watches; an object's page is read once
+//!   per [`PAGE_TTL`] whoever asks (and again as soon as a watch reports
+//!   the object written), not once per viewer.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::collections::{BTreeMap, HashMap};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::extract::{Path, State};
-use axum::http::{StatusCode, header};
+use axum::extract::connect_info::{ConnectInfo, Connected};
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
+use axum::serve::IncomingStream;
+use fsm_core::StateRecord;
 use futures::{Stream, StreamExt};
+use k8s_openapi::api::events::v1::Event;
 use kube::Client;
+use kube::api::DynamicObject;
 use serde::{Deserialize, Serialize};
-use tokio::sync::broadcast;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast};
 
 use super::Watched;
 use super::changes::{ObjectChange, object_changes};
+use super::names::{is_dns1123_label, is_dns1123_subdomain, path_segment};
 use super::records::{self, Row};
 use super::{object, page};
 
@@ -40,6 +75,102 @@ type Key = (String, Option<String>, String);
 /// How many updates a slow browser may fall behind before it is sent a
 /// fresh snapshot.
 const BACKLOG: usize = 1024;
+
+/// How long an object's page, once read, is shown to every viewer
+/// without reading it again (unless a watch reports the object written
+/// meanwhile).
+pub const PAGE_TTL: Duration = Duration::from_secs(2);
+
+/// How many objects' pages are kept at most; past that, pages are read
+/// for each viewer.
+const PAGE_CACHE_MAX: usize = 256;
+
+/// The `Retry-After` of a 503 over a cap, in seconds.
+pub const RETRY_AFTER_SECONDS: u32 = 5;
+
+/// The view's Content-Security-Policy: its own style, script and event
+/// stream, nothing inline, nothing from elsewhere, never framed.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
+    style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; \
+    form-action 'none'; frame-ancestors 'none'";
+
+/// The caps of a [`WebView`] ([`WebView::limits`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ViewLimits {
+    /// Event streams (`/events`, one per open page) at a time; one more
+    /// is answered 503.
+    pub max_streams: usize,
+    /// Other requests in progress at a time; one more is answered 503.
+    pub max_requests: usize,
+    /// Open connections; further ones wait in the kernel's backlog until
+    /// one closes. Keep it above `max_streams + max_requests`.
+    pub max_connections: usize,
+    /// A connection on which nothing was read or written for this long is
+    /// closed (one that never sends a request, an idle keep-alive); event
+    /// streams send a keep-alive comment every half of it.
+    pub idle_timeout: Duration,
+}
+
+impl ViewLimits {
+    /// The default of `max_streams` (`run --view-max-streams`).
+    pub const DEFAULT_MAX_STREAMS: usize = 64;
+    /// The default of `max_requests` (`run --view-max-requests`).
+    pub const DEFAULT_MAX_REQUESTS: usize = 32;
+    /// The default of `max_connections`.
+    pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+    /// The default of `idle_timeout`.
+    pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+}
+
+impl Default for ViewLimits {
+    fn default() -> Self {
+        ViewLimits {
+            max_streams: Self::DEFAULT_MAX_STREAMS,
+            max_requests: Self::DEFAULT_MAX_REQUESTS,
+            max_connections: Self::DEFAULT_MAX_CONNECTIONS,
+            idle_timeout: Self::DEFAULT_IDLE_TIMEOUT,
+        }
+    }
+}
+
+/// Who may ask, and how many at a time.
+struct Guard {
+    /// Host names allowed besides loopback and the connection's own
+    /// address, lowercase; `*` allows any.
+    hosts: Vec<String>,
+    limits: ViewLimits,
+    streams: Arc<Semaphore>,
+    requests: Arc<Semaphore>,
+}
+
+impl Guard {
+    fn new(hosts: Vec<String>, limits: ViewLimits) -> Self {
+        Guard {
+            hosts: hosts
+                .into_iter()
+                .map(|h| h.trim().trim_end_matches('.').to_ascii_lowercase())
+                .filter(|h| !h.is_empty())
+                .collect(),
+            limits,
+            streams: Arc::new(Semaphore::new(limits.max_streams)),
+            requests: Arc::new(Semaphore::new(limits.max_requests)),
+        }
+    }
+}
+
+/// What an object's page shows, read once for every viewer for
+/// [`PAGE_TTL`]: `Err` when the API failed, `None` when the object does
+/// not exist.
+type PageData = Result<Option<PageParts>, String>;
+
+struct PageParts {
+    object: DynamicObject,
+    record: Result<StateRecord, String>,
+    events: Result<Vec<Event>, String>,
+}
+
+/// A read of an object's page that viewers share.
+type SharedRead = Arc<tokio::sync::OnceCell<Arc<PageData>>>;
 
 /// A row with its kind, as `/api/objects` and the events send it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,6 +202,8 @@ struct Shared {
     namespace: Option<String>,
     rows: RwLock<BTreeMap<Key, Row>>,
     updates: broadcast::Sender<Update>,
+    /// Objects' pages, read at most once per [`PAGE_TTL`].
+    pages: Mutex<HashMap<Key, (Instant, SharedRead)>>,
 }
 
 /// The web view of the objects of some resources, kept up to date by
@@ -105,6 +238,7 @@ struct Shared {
 #[derive(Clone)]
 pub struct WebView {
     shared: Arc<Shared>,
+    guard: Arc<Guard>,
 }
 
 impl std::fmt::Debug for WebView {
@@ -117,7 +251,9 @@ impl std::fmt::Debug for WebView {
 }
 
 impl WebView {
-    /// A view of the objects of `watched` in `namespace` (`None`: all).
+    /// A view of the objects of `watched` in `namespace` (`None`: all),
+    /// with the default [`ViewLimits`] and no host allowed besides
+    /// loopback and the address it is reached at.
     #[must_use]
     pub fn new(client: Client, watched: Vec<Watched>, namespace: Option<String>) -> Self {
         WebView {
@@ -127,8 +263,30 @@ impl WebView {
                 namespace,
                 rows: RwLock::new(BTreeMap::new()),
                 updates: broadcast::channel(BACKLOG).0,
+                pages: Mutex::new(HashMap::new()),
             }),
+            guard: Arc::new(Guard::new(Vec::new(), ViewLimits::default())),
         }
+    }
+
+    /// Allows requests whose `Host` (without its port) is one of `hosts`
+    /// too, case-insensitively: the names the view is reached by through
+    /// a Service or an Ingress. `*` allows any host, giving up the
+    /// protection against DNS rebinding. Replaces the hosts given before;
+    /// call it before [`router`](WebView::router) or
+    /// [`serve`](WebView::serve).
+    #[must_use]
+    pub fn allow_hosts(mut self, hosts: impl IntoIterator<Item = String>) -> Self {
+        self.guard = Arc::new(Guard::new(hosts.into_iter().collect(), self.guard.limits));
+        self
+    }
+
+    /// Caps streams, requests and connections at `limits`; call it before
+    /// [`router`](WebView::router) or [`serve`](WebView::serve).
+    #[must_use]
+    pub fn limits(mut self, limits: ViewLimits) -> Self {
+        self.guard = Arc::new(Guard::new(self.guard.hosts.clone(), limits));
+        self
     }
 
     /// How many browsers follow the live updates now.
@@ -196,6 +354,12 @@ impl WebView {
             }
         };
         let key = (kind.clone(), namespace.clone(), name.clone());
+        // The object was written: its page is read afresh.
+        self.shared
+            .pages
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&key);
         {
             let mut rows = self
                 .shared
@@ -219,18 +383,27 @@ impl WebView {
         });
     }
 
-    /// The routes of the view (all `GET`).
+    /// The routes of the view (all `GET`), behind its host allow-list,
+    /// its security headers and its caps on requests and streams. The
+    /// connection's own address is allowed as a host only when served
+    /// with [`Peer`] as connect info, as [`serve`](WebView::serve) does.
     pub fn router(&self) -> Router {
         Router::new()
             .route("/", get(index))
             .route("/api/objects", get(objects))
             .route("/events", get(events))
             .route("/objects/{kind}/{namespace}/{name}", get(object_page))
+            .route(page::STYLE_PATH, get(style))
+            .route(page::SCRIPT_PATH, get(script))
+            .layer(middleware::from_fn_with_state(self.clone(), limit_requests))
+            .layer(middleware::from_fn_with_state(self.clone(), check_host))
+            .layer(middleware::from_fn(security_headers))
             .with_state(self.clone())
     }
 
     /// Follows the objects ([`follow`](WebView::follow)) and serves the
-    /// view on `listener` until serving fails.
+    /// view on `listener` until serving fails, with at most
+    /// [`ViewLimits::max_connections`] connections open.
     ///
     /// # Errors
     /// Serving failed.
@@ -239,21 +412,62 @@ impl WebView {
             let view = self.clone();
             async move { view.follow().await }
         });
-        let served = axum::serve(listener, self.router()).await;
+        let listener = CappedListener {
+            inner: listener,
+            connections: Arc::new(Semaphore::new(self.guard.limits.max_connections)),
+            idle_timeout: self.guard.limits.idle_timeout,
+        };
+        let served = axum::serve(
+            listener,
+            self.router().into_make_service_with_connect_info::<Peer>(),
+        )
+        .await;
         follower.abort();
         served
     }
 
+    /// What an object's page shows, read once for every viewer asking
+    /// within [`PAGE_TTL`] (and while it is being read).
+    async fn page_data(&self, watched: &Watched, key: Key) -> Arc<PageData> {
+        let read = {
+            let mut pages = self
+                .shared
+                .pages
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let now = Instant::now();
+            pages.retain(|_, (at, _)| now.duration_since(*at) < PAGE_TTL);
+            match pages.get(&key) {
+                Some((_, read)) => read.clone(),
+                None => {
+                    let read = SharedRead::default();
+                    if pages.len() < PAGE_CACHE_MAX {
+                        pages.insert(key.clone(), (now, read.clone()));
+                    }
+                    read
+                }
+            }
+        };
+        let client = &self.shared.client;
+        let (_, namespace, name) = key;
+        read.get_or_init(|| async move {
+            Arc::new(read_page(client, watched, namespace.as_deref(), &name).await)
+        })
+        .await
+        .clone()
+    }
+
     /// The events of one browser: a snapshot, then every update; a fresh
-    /// snapshot when it fell behind.
-    fn stream(&self) -> impl Stream<Item = SseEvent> + Send + use<> {
+    /// snapshot when it fell behind. `permit` is its slot among the
+    /// streams, freed when the stream is dropped (its browser went away).
+    fn stream(&self, permit: OwnedSemaphorePermit) -> impl Stream<Item = SseEvent> + Send + use<> {
         // Subscribe first: nothing that happens after the snapshot is lost.
         let receiver = self.shared.updates.subscribe();
         let view = self.clone();
         let snapshot = snapshot_event(&view.rows());
         futures::stream::once(std::future::ready(snapshot)).chain(futures::stream::unfold(
-            (receiver, view),
-            |(mut receiver, view)| async move {
+            (receiver, view, permit),
+            |(mut receiver, view, permit)| async move {
                 let event = match receiver.recv().await {
                     Ok(update) => SseEvent::default()
                         .event("update")
@@ -262,7 +476,7 @@ impl WebView {
                     Err(broadcast::error::RecvError::Lagged(_)) => snapshot_event(&view.rows()),
                     Err(broadcast::error::RecvError::Closed) => return None,
                 };
-                Some((event, (receiver, view)))
+                Some((event, (receiver, view, permit)))
             },
         ))
     }
@@ -283,63 +497,450 @@ async fn objects(State(view): State<WebView>) -> axum::Json<Vec<KindRow>> {
     axum::Json(view.rows())
 }
 
-async fn events(
-    State(view): State<WebView>,
-) -> Sse<impl Stream<Item = Result<SseEvent, std::convert::Infallible>>> {
-    Sse::new(view.stream().map(Ok)).keep_alive(KeepAlive::default())
+async fn events(State(view): State<WebView>) -> Response {
+    let Ok(permit) = view.guard.streams.clone().try_acquire_owned() else {
+        tracing::debug!(
+            max = view.guard.limits.max_streams,
+            "web view: an event stream over the cap refused"
+        );
+        return over_cap("too many event streams");
+    };
+    Sse::new(view.stream(permit).map(Ok::<_, std::convert::Infallible>))
+        .keep_alive(
+            KeepAlive::default().interval(
+                (view.guard.limits.idle_timeout / 2)
+                    .clamp(Duration::from_millis(100), Duration::from_secs(15)),
+            ),
+        )
+        .into_response()
+}
+
+async fn style() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
+        page::STYLE,
+    )
+        .into_response()
+}
+
+async fn script() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        page::SCRIPT,
+    )
+        .into_response()
 }
 
 async fn object_page(
     State(view): State<WebView>,
     Path((kind, namespace, name)): Path<(String, String, String)>,
 ) -> Response {
+    // Checked before anything is read: a name is put into API URLs.
+    if !is_dns1123_subdomain(&name) {
+        return plain(
+            StatusCode::BAD_REQUEST,
+            "an object's name is a DNS-1123 subdomain (lowercase letters, digits, '-' and '.')",
+        );
+    }
+    if namespace != "-" && !is_dns1123_label(&namespace) {
+        return plain(
+            StatusCode::BAD_REQUEST,
+            "a namespace is a DNS-1123 label (lowercase letters, digits and '-'), or '-' for none",
+        );
+    }
     let Some(watched) = view.shared.watched.iter().find(|w| w.resource.kind == kind) else {
         return not_found(&format!("no resource of kind {kind} here"));
     };
     let namespace = (namespace != "-").then_some(namespace);
-    let client = &view.shared.client;
-    let record = records::record(client, watched, namespace.as_deref(), &name).await;
-    let object = match watched
-        .api(client, namespace.as_deref())
-        .get_opt(&name)
-        .await
+    // A view of one namespace shows nothing of the others.
+    if let Some(own) = &view.shared.namespace
+        && watched.resource.namespaced
+        && namespace.as_ref() != Some(own)
     {
-        Ok(Some(object)) => object,
+        return not_found(&format!("{kind} {name} not found"));
+    }
+    let key = (kind.clone(), namespace, name.clone());
+    let data = view.page_data(watched, key).await;
+    let parts = match data.as_ref() {
+        Ok(Some(parts)) => parts,
         Ok(None) => return not_found(&format!("{kind} {name} not found")),
-        Err(error) => return failed(&error),
+        Err(error) => return failed(error),
     };
-    // Reading events needs `list` on them, which an operator's role may
-    // not grant: the page shows why they are missing instead.
-    let events = object::events(client, &object, 20)
-        .await
-        .map_err(|error| format!("cannot list the events: {error}"));
     let html = page::object(
         watched,
-        &object,
-        record
-            .as_ref()
-            .map(|(record, _)| record)
-            .map_err(ToString::to_string),
-        events.as_deref().map_err(String::as_str),
+        &parts.object,
+        parts.record.as_ref().map_err(String::clone),
+        parts.events.as_deref().map_err(String::as_str),
         jiff::Timestamp::now(),
     );
     Html(html).into_response()
 }
 
-fn not_found(message: &str) -> Response {
+/// Reads what an object's page shows: the object (one GET), its record
+/// (from the object, or one GET of its record object) and the Events
+/// about it (one list).
+async fn read_page(
+    client: &Client,
+    watched: &Watched,
+    namespace: Option<&str>,
+    name: &str,
+) -> PageData {
+    let object = match watched
+        .api(client, namespace)
+        .get_opt(&path_segment(name))
+        .await
+    {
+        Ok(Some(object)) => object,
+        Ok(None) => return Ok(None),
+        Err(error) => return Err(error.to_string()),
+    };
+    let record = records::record_of(client, watched, &object)
+        .await
+        .map(|(record, _)| record)
+        .map_err(|error| error.to_string());
+    // Reading events needs `list` on them, which an operator's role may
+    // not grant: the page shows why they are missing instead.
+    let events = object::events(client, &object, 20)
+        .await
+        .map_err(|error| format!("cannot list the events: {error}"));
+    Ok(Some(PageParts {
+        object,
+        record,
+        events,
+    }))
+}
+
+fn plain(status: StatusCode, message: &str) -> Response {
     (
-        StatusCode::NOT_FOUND,
+        status,
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
         format!("{message}\n"),
     )
         .into_response()
 }
 
-fn failed(error: &kube::Error) -> Response {
-    (
+fn not_found(message: &str) -> Response {
+    plain(StatusCode::NOT_FOUND, message)
+}
+
+fn failed(error: &str) -> Response {
+    plain(
         StatusCode::BAD_GATEWAY,
-        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        format!("the API server failed: {error}\n"),
+        &format!("the API server failed: {error}"),
     )
-        .into_response()
+}
+
+fn over_cap(message: &str) -> Response {
+    let mut response = plain(StatusCode::SERVICE_UNAVAILABLE, message);
+    let headers = response.headers_mut();
+    headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
+    // The connection is closed too: a client over a cap does not keep a
+    // connection's slot.
+    headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+/// At most [`ViewLimits::max_requests`] requests in progress; an event
+/// stream counts here only until it starts (then as a stream).
+async fn limit_requests(State(view): State<WebView>, request: Request, next: Next) -> Response {
+    let Ok(_permit) = view.guard.requests.clone().try_acquire_owned() else {
+        tracing::debug!(
+            max = view.guard.limits.max_requests,
+            "web view: a request over the cap refused"
+        );
+        return over_cap("too many requests in progress");
+    };
+    next.run(request).await
+}
+
+/// Refuses (403) a request whose `Host` is not allowed ([`host_allowed`]).
+async fn check_host(State(view): State<WebView>, request: Request, next: Next) -> Response {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| request.uri().authority().map(|a| a.as_str().to_owned()));
+    let local = request
+        .extensions()
+        .get::<ConnectInfo<Peer>>()
+        .and_then(|info| info.0.local)
+        .map(|addr| addr.ip());
+    match host {
+        Some(host) if host_allowed(&host, local, &view.guard.hosts) => next.run(request).await,
+        host => {
+            tracing::debug!(?host, "web view: a request for a host not allowed refused");
+            plain(
+                StatusCode::FORBIDDEN,
+                "this Host is not allowed: reach the view as localhost, or add the name with --view-allowed-host",
+            )
+        }
+    }
+}
+
+/// Whether a request with `Host: host` may be answered: `localhost`, a
+/// loopback address, `local` (the address the connection came in on), or
+/// one of `allowed` (lowercase; `*` allows any); the port is ignored. A
+/// page of a name that merely resolves to the view (DNS rebinding) names
+/// itself in `Host`, and is refused.
+fn host_allowed(host: &str, local: Option<IpAddr>, allowed: &[String]) -> bool {
+    let host = host.trim();
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        match rest.split_once(']') {
+            Some((ip, port)) if port.is_empty() || port.starts_with(':') => ip,
+            _ => return false,
+        }
+    } else {
+        match host.rsplit_once(':') {
+            Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+            Some(_) => return false,
+            None => host,
+        }
+    };
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    if name.is_empty() {
+        return false;
+    }
+    if name == "localhost" || allowed.iter().any(|a| a == "*" || *a == name) {
+        return true;
+    }
+    match name.parse::<IpAddr>() {
+        Ok(ip) => ip.is_loopback() || Some(ip) == local,
+        Err(_) => false,
+    }
+}
+
+/// The headers every response of the view carries.
+async fn security_headers(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    for (name, value) in [
+        (header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::REFERRER_POLICY, "no-referrer"),
+        (header::CACHE_CONTROL, "no-store"),
+    ] {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    response
+}
+
+/// A connection to the view: where it came from and the address it came
+/// in on (the view allows that address as a `Host`). Its connect info
+/// when served by [`WebView::serve`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Peer {
+    /// The address the connection came in on (`None` when the system
+    /// would not say).
+    pub local: Option<SocketAddr>,
+    /// The client's address.
+    pub remote: SocketAddr,
+}
+
+impl Connected<IncomingStream<'_, CappedListener>> for Peer {
+    fn connect_info(stream: IncomingStream<'_, CappedListener>) -> Self {
+        *stream.remote_addr()
+    }
+}
+
+/// A TCP listener that holds at most a number of connections open: it
+/// accepts the next one only when one closed; and closes a connection idle
+/// for [`ViewLimits::idle_timeout`].
+pub struct CappedListener {
+    inner: tokio::net::TcpListener,
+    connections: Arc<Semaphore>,
+    idle_timeout: Duration,
+}
+
+impl std::fmt::Debug for CappedListener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CappedListener")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl axum::serve::Listener for CappedListener {
+    type Io = CappedStream;
+    type Addr = Peer;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        // The semaphore is never closed; without a permit the connection
+        // is served anyway rather than never.
+        let permit = self.connections.clone().acquire_owned().await.ok();
+        loop {
+            match self.inner.accept().await {
+                Ok((io, remote)) => {
+                    let peer = Peer {
+                        local: io.local_addr().ok(),
+                        remote,
+                    };
+                    return (
+                        CappedStream {
+                            io,
+                            _permit: permit,
+                            idle_timeout: self.idle_timeout,
+                            idle: Box::pin(tokio::time::sleep(self.idle_timeout)),
+                        },
+                        peer,
+                    );
+                }
+                Err(error) => {
+                    // Out of file descriptors and the like: wait, as
+                    // axum's own listener does.
+                    tracing::warn!(%error, "web view: cannot accept a connection");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        let local = self.inner.local_addr()?;
+        Ok(Peer {
+            local: Some(local),
+            remote: local,
+        })
+    }
+}
+
+/// A connection of a [`CappedListener`], holding its slot until closed;
+/// reading from it fails (so it is closed) once nothing was read or
+/// written for its idle timeout.
+pub struct CappedStream {
+    io: tokio::net::TcpStream,
+    _permit: Option<OwnedSemaphorePermit>,
+    idle_timeout: Duration,
+    idle: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+impl CappedStream {
+    /// Something was read or written: the idle timeout starts again.
+    fn touch(&mut self) {
+        let deadline = tokio::time::Instant::now() + self.idle_timeout;
+        self.idle.as_mut().reset(deadline);
+    }
+}
+
+impl std::fmt::Debug for CappedStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CappedStream")
+            .field("io", &self.io)
+            .finish_non_exhaustive()
+    }
+}
+
+impl tokio::io::AsyncRead for CappedStream {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        use std::future::Future as _;
+        match std::pin::Pin::new(&mut self.io).poll_read(cx, buf) {
+            std::task::Poll::Ready(read) => {
+                self.touch();
+                std::task::Poll::Ready(read)
+            }
+            std::task::Poll::Pending => {
+                if self.idle.as_mut().poll(cx).is_ready() {
+                    tracing::debug!("web view: an idle connection closed");
+                    std::task::Poll::Ready(Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "idle connection",
+                    )))
+                } else {
+                    std::task::Poll::Pending
+                }
+            }
+        }
+    }
+}
+
+impl tokio::io::AsyncWrite for CappedStream {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let written = std::pin::Pin::new(&mut self.io).poll_write(cx, buf);
+        if let std::task::Poll::Ready(Ok(n)) = &written
+            && *n > 0
+        {
+            self.touch();
+        }
+        written
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let written = std::pin::Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        if let std::task::Poll::Ready(Ok(n)) = &written
+            && *n > 0
+        {
+            self.touch();
+        }
+        written
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_the_connections_address_and_allowed_names_are_hosts() {
+        let local: Option<IpAddr> = "10.0.0.7".parse().ok();
+        let allowed = vec!["view.example.io".to_owned()];
+        for host in [
+            "localhost",
+            "localhost:8090",
+            "LOCALHOST.",
+            "127.0.0.1",
+            "127.0.0.1:8090",
+            "[::1]",
+            "[::1]:8090",
+            "10.0.0.7:8090",
+            "view.example.io",
+            "View.Example.IO:443",
+        ] {
+            assert!(host_allowed(host, local, &allowed), "{host}");
+        }
+        for host in [
+            "evil.example.com",
+            "evil.example.com:8090",
+            "10.0.0.8",
+            "localhost.evil.example.com",
+            "[::1]x",
+            "localhost:80x",
+            "",
+            ":8090",
+            "0.0.0.0",
+        ] {
+            assert!(!host_allowed(host, local, &allowed), "{host}");
+        }
+        assert!(host_allowed("anything:1", None, &["*".to_owned()]));
+    }
 }

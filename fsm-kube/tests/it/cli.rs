@@ -98,6 +98,7 @@ fn run_parses_every_flag() {
             namespace: Some("shop".into()),
             http_addr: Some("0.0.0.0:9090".parse().unwrap()),
             view_addr: Some("127.0.0.1:8091".parse().unwrap()),
+            view_guard: fsm_kube::cli::ViewGuardArgs::default(),
             leader: LeaderArgs {
                 leader_elect: true,
                 lease_name: Some("widgets".into()),
@@ -117,6 +118,35 @@ fn the_view_alone_binds_to_loopback() {
         panic!("not run");
     };
     assert_eq!(args.view_addr, Some("127.0.0.1:8090".parse().unwrap()));
+    assert_eq!(args.view_guard, fsm_kube::cli::ViewGuardArgs::default());
+    assert!(args.view_guard.allowed_hosts.is_empty());
+    assert_eq!(args.view_guard.limits().max_streams, 64);
+}
+
+#[test]
+fn the_views_hosts_and_caps_are_flags() {
+    let Command::Run(args) = parse(&[
+        "run",
+        "--view-addr",
+        "0.0.0.0:8090",
+        "--view-allowed-host",
+        "fsm.example.io",
+        "--view-allowed-host",
+        "db-operator-view.ops.svc",
+        "--view-max-streams",
+        "8",
+        "--view-max-requests",
+        "4",
+    ]) else {
+        panic!("not run");
+    };
+    assert_eq!(
+        args.view_guard.allowed_hosts,
+        ["fsm.example.io", "db-operator-view.ops.svc"]
+    );
+    let limits = args.view_guard.limits();
+    assert_eq!((limits.max_streams, limits.max_requests), (8, 4));
+    assert!(limits.max_connections >= 12);
 }
 
 #[test]

@@ -30,3 +30,4 @@ mod sharding;
 mod status_store;
 mod stores;
 mod upgrade;
+mod view_guard;

@@ -110,14 +110,90 @@ fn a_view_port_gets_the_view_and_the_roles_rbac_view_prints() {
     let pod = deployment.spec.unwrap().template.spec.unwrap();
     let container = &pod.containers[0];
     let args = container.args.clone().unwrap_or_default();
+    // On the pod's loopback: `kubectl port-forward` reaches it, nothing
+    // else does (no container port, no Service).
+    let at = args.iter().position(|a| a == "--view-addr").unwrap();
+    assert_eq!(args[at + 1], "127.0.0.1:8090");
+    let ports = container.ports.clone().unwrap_or_default();
+    assert!(ports.iter().all(|p| p.name.as_deref() != Some("view")));
+    assert_eq!(documents.len(), 8, "{yaml}");
+}
+
+/// `--view-expose` listens on every interface, and adds the view's
+/// Service and a NetworkPolicy admitting only the labelled clients to it.
+#[test]
+fn an_exposed_view_gets_a_service_and_a_network_policy() {
+    let yaml = operator()
+        .manifests(&manifests_args(&[
+            "--image",
+            "example.io/w:1",
+            "-n",
+            "ops",
+            "--view-port",
+            "8090",
+            "--view-expose",
+            "--view-allowed-host",
+            "fsm.example.io",
+        ]))
+        .unwrap();
+    let documents = documents(&yaml);
+    let kinds: Vec<(String, String)> = documents.iter().map(kind_and_name).collect();
+    assert_eq!(
+        kinds[8..],
+        [
+            ("Service".to_owned(), "widget-operator-view".to_owned()),
+            (
+                "NetworkPolicy".to_owned(),
+                "widget-operator-view".to_owned()
+            ),
+        ]
+    );
+    let deployment: Deployment = serde_yaml_ng::from_value(documents[6].clone()).unwrap();
+    let pod = deployment.spec.unwrap().template.spec.unwrap();
+    let container = &pod.containers[0];
+    let args = container.args.clone().unwrap_or_default();
     let at = args.iter().position(|a| a == "--view-addr").unwrap();
     assert_eq!(args[at + 1], "0.0.0.0:8090");
-    let ports = container.ports.clone().unwrap_or_default();
     assert!(
-        ports
+        args.contains(&"widget-operator-view.ops.svc".to_owned()),
+        "{args:?}"
+    );
+    assert!(args.contains(&"fsm.example.io".to_owned()), "{args:?}");
+    assert!(
+        container
+            .ports
             .iter()
+            .flatten()
             .any(|p| p.name.as_deref() == Some("view") && p.container_port == 8090)
     );
+    let policy: k8s_openapi::api::networking::v1::NetworkPolicy =
+        serde_yaml_ng::from_value(documents[9].clone()).unwrap();
+    let spec = policy.spec.unwrap();
+    assert_eq!(spec.policy_types, Some(vec!["Ingress".to_owned()]));
+    let rules = spec.ingress.unwrap();
+    let view = &rules[0];
+    let from = view.from.as_ref().unwrap();
+    assert_eq!(
+        from[0]
+            .pod_selector
+            .as_ref()
+            .unwrap()
+            .match_labels
+            .as_ref()
+            .unwrap()[fsm_kube::cli::manifests::VIEW_CLIENT_LABEL],
+        "widget-operator"
+    );
+    // Without --view-expose, no --view-allowed-host.
+    let refused = Cli::<()>::try_parse_from([
+        "op",
+        "manifests",
+        "--image",
+        "i",
+        "-n",
+        "ops",
+        "--view-expose",
+    ]);
+    assert!(refused.is_err(), "--view-expose without --view-port");
 }
 
 #[test]
@@ -358,6 +434,17 @@ async fn kubectl_applies_the_manifests() {
                     &env.ns,
                 ]))
                 .unwrap();
+            let exposed = operator()
+                .manifests(&manifests_args(&[
+                    "--image",
+                    "example.io/w:1",
+                    "-n",
+                    &env.ns,
+                    "--view-port",
+                    "8090",
+                    "--view-expose",
+                ]))
+                .unwrap();
             // The CRD is there already (created by the test's setup, not by
             // an apply): take its fields over.
             let (ok, out) = kubectl(
@@ -385,6 +472,21 @@ async fn kubectl_applies_the_manifests() {
                 .get("widget-operator")
                 .await
                 .unwrap();
+            let (ok, out) = kubectl(
+                &kubeconfig,
+                &["apply", "--server-side", "--force-conflicts", "-f", "-"],
+                &exposed,
+            )
+            .await;
+            assert!(ok, "{out}");
+            assert_eq!(out.lines().count(), 10, "{out}");
+            Api::<k8s_openapi::api::networking::v1::NetworkPolicy>::namespaced(
+                env.client.clone(),
+                &env.ns,
+            )
+            .get("widget-operator-view")
+            .await
+            .unwrap();
         }
         (None, Some(kubeconfig)) => {
             // kube-apiserver 1.20 serves PodDisruptionBudgets as
@@ -411,6 +513,33 @@ async fn kubectl_applies_the_manifests() {
                     .filter(|l| l.ends_with("(server dry run)"))
                     .count(),
                 8,
+                "{out}"
+            );
+            let exposed = operator()
+                .manifests(&manifests_args(&[
+                    "--image",
+                    "example.io/w:1",
+                    "-n",
+                    &env.ns,
+                    "--pdb-api-version",
+                    "policy/v1beta1",
+                    "--view-port",
+                    "8090",
+                    "--view-expose",
+                ]))
+                .unwrap();
+            let (ok, out) = kubectl(
+                kubeconfig.to_str().unwrap(),
+                &["apply", "--dry-run=server", "-f", "-"],
+                &exposed,
+            )
+            .await;
+            assert!(ok, "{out}");
+            assert_eq!(
+                out.lines()
+                    .filter(|l| l.ends_with("(server dry run)"))
+                    .count(),
+                10,
                 "{out}"
             );
         }

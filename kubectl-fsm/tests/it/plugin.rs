@@ -680,7 +680,7 @@ async fn http(addr: std::net::SocketAddr, method: &str, path: &str) -> (String, 
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     stream
-        .write_all(format!("{method} {path} HTTP/1.0\r\nHost: view\r\n\r\n").as_bytes())
+        .write_all(format!("{method} {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes())
         .await
         .unwrap();
     let mut answer = String::new();
@@ -737,7 +737,9 @@ async fn the_web_view_streams_rows_and_never_sensitive_data() {
     {
         use tokio::io::AsyncWriteExt;
         events
-            .write_all(b"GET /events HTTP/1.1\r\nHost: view\r\nAccept: text/event-stream\r\n\r\n")
+            .write_all(
+                b"GET /events HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n\r\n",
+            )
             .await
             .unwrap();
     }
