@@ -364,6 +364,29 @@ fn stalled(reason: &str, message: String) -> [Wanted; 3] {
     ]
 }
 
+/// The reason of the `Degraded` condition (and of the event) of an object
+/// that does not decode as the resource type ([`crate::decoding`]).
+pub const UNDECODABLE_REASON: &str = "Undecodable";
+
+/// The conditions for an object that does not decode as the resource
+/// type: `Degraded` and `Stalled` with reason [`UNDECODABLE_REASON`] and
+/// `message` (naming the field), `Reconciling=False` (nothing runs until
+/// the object is fixed); the others are left as they were. The
+/// reconciler's conditions replace them once the object decodes.
+pub fn undecodable(
+    message: &str,
+    generation: Option<i64>,
+    previous: &[Condition],
+    now: Timestamp,
+) -> Vec<Condition> {
+    merge(
+        previous,
+        stalled(UNDECODABLE_REASON, message.to_owned()),
+        generation,
+        now,
+    )
+}
+
 /// The reason of the `Degraded` condition of an object whose record would
 /// not fit.
 pub const TOO_LARGE_REASON: &str = "RecordTooLarge";
