@@ -373,6 +373,20 @@ pub const UNDECODABLE_REASON: &str = "Undecodable";
 /// `message` (naming the field), `Reconciling=False` (nothing runs until
 /// the object is fixed); the others are left as they were. The
 /// reconciler's conditions replace them once the object decodes.
+///
+/// ```
+/// use fsm_kube::conditions::{self, DEGRADED, STALLED, UNDECODABLE_REASON};
+///
+/// let now = jiff::Timestamp::UNIX_EPOCH;
+/// let wanted = conditions::undecodable("spec.size: invalid type: string, expected u32", Some(3), &[], now);
+/// let degraded = wanted.iter().find(|c| c.type_ == DEGRADED).unwrap();
+/// assert_eq!((degraded.status.as_str(), degraded.reason.as_str()), ("True", UNDECODABLE_REASON));
+/// assert_eq!(degraded.observed_generation, Some(3));
+/// assert!(wanted.iter().any(|c| c.type_ == STALLED && c.status == "True"));
+/// // The same report again is the same conditions: nothing to write.
+/// let again = conditions::undecodable(&degraded.message, Some(3), &wanted, now);
+/// assert!(conditions::same(&wanted, &again));
+/// ```
 pub fn undecodable(
     message: &str,
     generation: Option<i64>,

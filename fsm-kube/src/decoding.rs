@@ -32,6 +32,73 @@
 //! built this way; a bare `Controller::new` is not (switch to
 //! [`controller`] with [`FsmReconciler::decode_reporter`](crate::FsmReconciler::decode_reporter)).
 //!
+//! ```
+//! # use std::sync::{Arc, Mutex};
+//! # use std::time::Duration;
+//! use futures::StreamExt;
+//! use kube::api::{Api, ApiResource, DynamicObject, PostParams};
+//! use kube::runtime::{controller::Action, watcher};
+//! use kube::{CustomResource, CustomResourceExt, ResourceExt};
+//! use serde_json::json;
+//!
+//! #[derive(CustomResource, Clone, Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+//! #[kube(group = "example.io", version = "v1", kind = "Knob", namespaced, status = "KnobStatus")]
+//! pub struct KnobSpec { size: u32 }
+//! #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+//! pub struct KnobStatus {
+//!     conditions: Option<Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>>,
+//! }
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let cluster = fsm_testkit::TestCluster::embedded();
+//! // A schema that lets any spec through, as one loosened in an upgrade.
+//! let mut crd = serde_json::to_value(Knob::crd()).unwrap();
+//! crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] =
+//!     json!({ "type": "object", "x-kubernetes-preserve-unknown-fields": true });
+//! cluster.install_crd(&serde_json::from_value(crd).unwrap()).await.unwrap();
+//! let client = cluster.client();
+//! let raw: Api<DynamicObject> =
+//!     Api::namespaced_with(client.clone(), "default", &ApiResource::erase::<Knob>(&()));
+//! for (name, size) in [("bad", json!("three")), ("good", json!(3))] {
+//!     let knob = json!({ "apiVersion": "example.io/v1", "kind": "Knob",
+//!                        "metadata": { "name": name }, "spec": { "size": size } });
+//!     raw.create(&PostParams::default(), &serde_json::from_value(knob).unwrap()).await.unwrap();
+//! }
+//!
+//! let seen = Arc::new(Mutex::new(Vec::new()));
+//! let reporter = fsm_kube::decoding::DecodeReporter::new(client.clone());
+//! let knobs = Api::<Knob>::namespaced(client.clone(), "default");
+//! let running = tokio::spawn(
+//!     fsm_kube::decoding::controller(knobs, watcher::Config::default(), reporter)
+//!         .run(
+//!             |knob: Arc<Knob>, seen: Arc<Mutex<Vec<String>>>| async move {
+//!                 seen.lock().unwrap().push(knob.name_any());
+//!                 Ok::<_, kube::Error>(Action::await_change())
+//!             },
+//!             |_, _, _| Action::await_change(),
+//!             seen.clone(),
+//!         )
+//!         .for_each(|_| async {}),
+//! );
+//! // The good Knob is reconciled; the bad one is not, and says why.
+//! let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+//! let message = loop {
+//!     let bad = raw.get("bad").await.unwrap();
+//!     let reconciled = seen.lock().unwrap().len() == 1;
+//!     if let Some(message) = bad.data["status"]["conditions"][0]["message"].as_str()
+//!         && reconciled
+//!     {
+//!         break message.to_owned();
+//!     }
+//!     assert!(tokio::time::Instant::now() < deadline, "no report: {bad:?}");
+//!     tokio::time::sleep(Duration::from_millis(20)).await;
+//! };
+//! assert!(message.contains("spec.size: invalid type: string, expected u32"), "{message}");
+//! assert_eq!(*seen.lock().unwrap(), ["good"]);
+//! running.abort();
+//! # });
+//! ```
+//!
 //! # What the report says
 //! The condition's message names the path of the field (`spec.size`) and
 //! serde's message, at most [`MESSAGE_LIMIT`] bytes. serde quotes the
