@@ -65,10 +65,12 @@ pub async fn run_owning_workloads<F>(
         operator_fsm::FsmReconciler::<F>::builder(client.clone(), operator_fsm::StatusStore::new())
             .options(options)
             .build();
-    // The cache keeps the objects without their managedFields.
-    operator_fsm::lean::lean_controller(
+    // The cache keeps the objects without their managedFields, and an
+    // object that does not decode is reported as the reconciler writes.
+    operator_fsm::decoding::lean_controller(
         scoped_api::<F::Resource>(client.clone(), namespace),
         watcher::Config::default(),
+        fsm.decode_reporter(),
     )
     .owns(
         scoped_api::<Job>(client.clone(), namespace),

@@ -364,6 +364,43 @@ fn stalled(reason: &str, message: String) -> [Wanted; 3] {
     ]
 }
 
+/// The reason of the `Degraded` condition (and of the event) of an object
+/// that does not decode as the resource type ([`crate::decoding`]).
+pub const UNDECODABLE_REASON: &str = "Undecodable";
+
+/// The conditions for an object that does not decode as the resource
+/// type: `Degraded` and `Stalled` with reason [`UNDECODABLE_REASON`] and
+/// `message` (naming the field), `Reconciling=False` (nothing runs until
+/// the object is fixed); the others are left as they were. The
+/// reconciler's conditions replace them once the object decodes.
+///
+/// ```
+/// use fsm_kube::conditions::{self, DEGRADED, STALLED, UNDECODABLE_REASON};
+///
+/// let now = jiff::Timestamp::UNIX_EPOCH;
+/// let wanted = conditions::undecodable("spec.size: invalid type: string, expected u32", Some(3), &[], now);
+/// let degraded = wanted.iter().find(|c| c.type_ == DEGRADED).unwrap();
+/// assert_eq!((degraded.status.as_str(), degraded.reason.as_str()), ("True", UNDECODABLE_REASON));
+/// assert_eq!(degraded.observed_generation, Some(3));
+/// assert!(wanted.iter().any(|c| c.type_ == STALLED && c.status == "True"));
+/// // The same report again is the same conditions: nothing to write.
+/// let again = conditions::undecodable(&degraded.message, Some(3), &wanted, now);
+/// assert!(conditions::same(&wanted, &again));
+/// ```
+pub fn undecodable(
+    message: &str,
+    generation: Option<i64>,
+    previous: &[Condition],
+    now: Timestamp,
+) -> Vec<Condition> {
+    merge(
+        previous,
+        stalled(UNDECODABLE_REASON, message.to_owned()),
+        generation,
+        now,
+    )
+}
+
 /// The reason of the `Degraded` condition of an object whose record would
 /// not fit.
 pub const TOO_LARGE_REASON: &str = "RecordTooLarge";

@@ -20,13 +20,16 @@
 //!   object over its limit, and that refusal is reported the same way.
 //! - Dependents' watch caches are separate and keep their `managedFields`,
 //!   which the dependents' diff needs.
+//!
+//! The lean controller also survives objects that do not decode as the
+//! resource type ([`crate::decoding`]): they are left out and reported,
+//! the others reconciled.
 
 use std::fmt::Debug;
 
 use kube::Resource;
 use kube::api::Api;
-use kube::runtime::reflector;
-use kube::runtime::{Controller, WatchStreamExt, watcher};
+use kube::runtime::{Controller, watcher};
 use serde::de::DeserializeOwned;
 
 /// Drops an object's `metadata.managedFields` (a no-op when it has none).
@@ -51,6 +54,14 @@ pub fn strip_managed_fields<K: Resource>(object: &mut K) {
 /// Everything else is `Controller::new`'s: add `.owns(…)`, `.watches(…)`
 /// and the options as usual; `controller.store()` is the lean cache.
 ///
+/// Unlike `Controller::new`, an object that does not decode as `K` does
+/// not stop the watch: it is left out and reported with
+/// [`DecodeReporter::new`](crate::decoding::DecodeReporter::new)'s
+/// defaults (field manager and event reporter `operator-fsm`, values
+/// withheld). To report as the reconciler writes, use
+/// [`crate::decoding::lean_controller`] with
+/// [`FsmReconciler::decode_reporter`](crate::FsmReconciler::decode_reporter).
+///
 /// ```no_run
 /// use std::sync::Arc;
 /// use futures::StreamExt;
@@ -71,12 +82,8 @@ pub fn lean_controller<K>(api: Api<K>, config: watcher::Config) -> Controller<K>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
-    let (reader, writer) = reflector::store();
-    let objects = watcher(api, config)
-        .modify(strip_managed_fields::<K>)
-        .reflect(writer)
-        .applied_objects();
-    Controller::for_stream(objects, reader)
+    let reporter = crate::decoding::DecodeReporter::new(api.clone().into_client());
+    crate::decoding::lean_controller(api, config, reporter)
 }
 
 #[cfg(test)]

@@ -32,6 +32,7 @@ pub mod cli;
 pub mod commands;
 pub mod conditions;
 mod decoded;
+pub mod decoding;
 pub mod dependents;
 pub mod events;
 mod fields;

@@ -494,6 +494,26 @@ where
         &self.inner.options
     }
 
+    /// A reporter of the objects that do not decode as the resource, writing
+    /// as this reconciler does (field manager, event reporter, events and
+    /// conditions on or off, the Lease it checks), quoting serde's values
+    /// only when the machine has no sensitive state: give it to
+    /// [`crate::decoding::controller`] so that one object that does not
+    /// decode cannot stop the others.
+    pub fn decode_reporter(&self) -> crate::decoding::DecodeReporter {
+        let inner = &self.inner;
+        let reporter = crate::decoding::DecodeReporter::with_recorder(
+            inner.client.clone(),
+            &inner.options,
+            inner.recorder.clone(),
+        )
+        .quote_values(!has_sensitive_states::<F>());
+        match &inner.leadership {
+            Some(leadership) => reporter.leadership(leadership.clone()),
+            None => reporter,
+        }
+    }
+
     /// The `reconcile` function for `Controller::run`.
     pub fn reconcile(
         &self,
@@ -921,4 +941,13 @@ where
 /// long"; `500` from etcd or its gRPC client).
 fn is_too_large(status: &kube::core::Status) -> bool {
     crate::store::size::is_too_large_status(status.code, &status.message)
+}
+
+/// Whether a state of machine `F` holds sensitive data: its reports then
+/// quote nothing from the object.
+pub(crate) fn has_sensitive_states<F: Fsm>() -> bool {
+    F::machine()
+        .states()
+        .iter()
+        .any(|state| state.is_sensitive())
 }

@@ -141,10 +141,12 @@ pub async fn run_with(
     namespace: Option<String>,
     ctx: DbContext,
 ) {
-    // The cache keeps the Databases without their managedFields.
-    operator_fsm::lean::lean_controller(
+    // The cache keeps the Databases without their managedFields, and a
+    // Database that does not decode is reported as the reconciler writes.
+    operator_fsm::decoding::lean_controller(
         scoped_api::<Database>(client.clone(), namespace.as_deref()),
         watcher::Config::default(),
+        fsm.decode_reporter(),
     )
     .owns(
         scoped_api::<Secret>(client, namespace.as_deref()),

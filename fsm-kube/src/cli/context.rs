@@ -140,25 +140,6 @@ impl<F, A> RunContext<F, A> {
         }
     }
 
-    /// A `Controller` of the operator's resource `K` in the watched
-    /// namespace (or all), whose
-    /// cache keeps the objects without their `managedFields`:
-    /// [`crate::lean::lean_controller`] of [`api`](RunContext::api), watching
-    /// what [`watcher_config`](RunContext::watcher_config) selects (under
-    /// `--shards`, this replica's shard).
-    pub fn lean_controller<K>(&self) -> kube::runtime::Controller<K>
-    where
-        K: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>
-            + Clone
-            + serde::de::DeserializeOwned
-            + std::fmt::Debug
-            + Send
-            + Sync
-            + 'static,
-    {
-        crate::lean::lean_controller(self.api(), self.watcher_config())
-    }
-
     /// The operator's readiness, which `/readyz` reports (on `--http-addr`).
     /// `run` holds it until the resource has been listed once; hold it
     /// longer with [`Health::hold`].
@@ -194,6 +175,77 @@ where
     F: Fsm,
     F::Resource: KubeResource,
 {
+    /// A `Controller` of the operator's resource `K` in the watched
+    /// namespace (or all), whose
+    /// cache keeps the objects without their `managedFields`
+    /// ([`crate::lean`]), watching
+    /// what [`watcher_config`](RunContext::watcher_config) selects (under
+    /// `--shards`, this replica's shard), and that survives objects that
+    /// do not decode as `K`: they are left out and reported by
+    /// [`decode_reporter`](RunContext::decode_reporter)
+    /// ([`crate::decoding`]).
+    pub fn lean_controller<K>(&self) -> kube::runtime::Controller<K>
+    where
+        K: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug
+            + Send
+            + Sync
+            + 'static,
+    {
+        crate::decoding::lean_controller(self.api(), self.watcher_config(), self.decode_reporter())
+    }
+
+    /// As [`lean_controller`](RunContext::lean_controller), with a cache
+    /// that keeps `managedFields`: what replaces
+    /// `Controller::new(run.api(), run.watcher_config())`, which stops
+    /// reconciling every object of the kind while one does not decode.
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # use futures::StreamExt;
+    /// # use fsm_kube::cli::RunContext;
+    /// # async fn demo<F: fsm_kube::fsm_core::Fsm>(run: RunContext<F>, ctx: F::Context)
+    /// # where F::Resource: fsm_kube::KubeResource + kube::Resource<Scope = k8s_openapi::NamespaceResourceScope> {
+    /// let fsm = run.reconciler();
+    /// run.controller::<F::Resource>()
+    ///     .run(fsm.reconcile(), fsm.error_policy(), Arc::new(ctx))
+    ///     .for_each(|_| async {})
+    ///     .await;
+    /// # }
+    /// ```
+    pub fn controller<K>(&self) -> kube::runtime::Controller<K>
+    where
+        K: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug
+            + Send
+            + Sync
+            + 'static,
+    {
+        crate::decoding::controller(self.api(), self.watcher_config(), self.decode_reporter())
+    }
+
+    /// The reporter of the objects that do not decode as the operator's
+    /// resource ([`crate::decoding`]), writing as
+    /// [`reconciler`](RunContext::reconciler)'s does (the operator's field
+    /// manager, event reporter, events and conditions on or off; under
+    /// `--leader-elect`, only while this replica holds the Lease), quoting
+    /// serde's values only when the machine has no sensitive state.
+    /// [`lean_controller`](RunContext::lean_controller) and
+    /// [`controller`](RunContext::controller) use it.
+    pub fn decode_reporter(&self) -> crate::decoding::DecodeReporter {
+        let reporter =
+            crate::decoding::DecodeReporter::from_options(self.client.clone(), &self.options)
+                .quote_values(!crate::reconciler::has_sensitive_states::<F>());
+        match &self.leadership {
+            Some(leadership) => reporter.leadership(leadership.clone()),
+            None => reporter,
+        }
+    }
+
     /// The reconciler of machine `F`, keeping records in the store the
     /// operator declares: [`crate::StatusStore`],
     /// [`crate::ConfigMapStore`] or [`crate::SecretStore`] (of the watched

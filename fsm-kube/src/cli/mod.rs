@@ -20,7 +20,6 @@
 //! use std::sync::Arc;
 //! use futures::StreamExt;
 //! use fsm_kube::cli::{Operator, Rule, RunContext, StoreKind};
-//! use kube::runtime::{Controller, watcher};
 //!
 //! #[tokio::main]
 //! async fn main() -> std::process::ExitCode {
@@ -30,7 +29,8 @@
 //!             // The store `Operator::new` names, the metrics `--metrics-addr`
 //!             // serves and, under `--leader-elect`, the hold on the Lease.
 //!             let fsm = run.reconciler();
-//!             Controller::new(run.api::<Database>(), watcher::Config::default())
+//!             // Survives objects that do not decode (fsm_kube::decoding).
+//!             run.controller::<Database>()
 //!                 .run(fsm.reconcile(), fsm.error_policy(), Arc::new(()))
 //!                 .for_each(|_| async {})
 //!                 .await;

@@ -18,6 +18,7 @@ mod commands;
 mod common;
 mod conditions;
 mod converge_attr;
+mod decode;
 mod dependents;
 mod health;
 mod leader;
