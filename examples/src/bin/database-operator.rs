@@ -40,8 +40,9 @@ async fn main() -> ExitCode {
     Operator::<DbState>::new("database-operator", StoreKind::Secret)
         .with_args::<CloudArgs>()
         .version(env!("CARGO_PKG_VERSION"))
-        // The connection Secret, created or patched by `Credentials`.
-        .rule(Rule::new("", "secrets", ["create", "patch"]))
+        // The connection Secret, created by `Credentials`, or read (is it
+        // this Database's?) and patched.
+        .rule(Rule::new("", "secrets", ["create", "get", "patch"]))
         .reconciler_options(
             ReconcilerOptions::default()
                 .poll_interval(Duration::from_secs(2))

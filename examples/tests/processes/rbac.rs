@@ -6,8 +6,8 @@
 //! its cloud. The test drives a full workflow through every path that makes
 //! API calls: Databases created and provisioned, one whose seed SQL the
 //! cloud rejects (the workflow fails and compensates), one whose connection
-//! Secret is left over from an earlier run (created, answered `409`, then
-//! patched), every Database deleted (the deletion compensation, the record
+//! Secret (its own) is left over from an earlier run (created, answered
+//! `409`, read, then patched), every Database deleted (the deletion compensation, the record
 //! Secret deleted, the finalizer removed), and cloud failures that make
 //! handlers retry (repeated events, which the event recorder patches).
 //!
@@ -151,7 +151,7 @@ async fn http_get(addr: SocketAddr, path: &str) -> (String, String) {
         .await
         .expect("the web view answers");
     stream
-        .write_all(format!("GET {path} HTTP/1.0\r\nHost: view\r\n\r\n").as_bytes())
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes())
         .await
         .expect("the request is sent");
     let mut answer = String::new();
@@ -209,6 +209,35 @@ async fn check(label: &str, run_args: &[&str], rbac_args: &[&str], namespaced: b
             .stderr(Stdio::null()),
     );
     let cloud_url = cloud.line_after("listening on", Duration::from_secs(30));
+    // The Database whose connection Secret an earlier run of the operator
+    // created before it crashed (the Database controls it): created before
+    // the operator starts, so that its create is answered 409 and the
+    // Secret patched.
+    let spec = DatabaseSpec {
+        engine: "postgres".into(),
+        size: "small".into(),
+        seed: GOOD.into(),
+    };
+    let object = serde_json::to_value(Database::new(&name(LEFTOVER), spec)).expect("JSON");
+    create(&server, "examples.operator-fsm.io", "databases", NS, object);
+    let database = get(
+        &server,
+        "examples.operator-fsm.io",
+        "databases",
+        &name(LEFTOVER),
+    )
+    .expect("the leftover Database");
+    let leftover = json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {
+            "name": format!("{}-connection", name(LEFTOVER)),
+            "ownerReferences": [{
+                "apiVersion": "examples.operator-fsm.io/v1", "kind": "Database",
+                "name": name(LEFTOVER), "uid": database["metadata"]["uid"],
+                "controller": true, "blockOwnerDeletion": true,
+            }],
+        },
+        "stringData": {"host": "stale"}});
+    create(&server, "", "secrets", NS, leftover);
     let log = dir.join("operator.log");
     let operator = Proc::spawn(
         Command::new(env!("CARGO_BIN_EXE_database-operator"))
@@ -222,11 +251,7 @@ async fn check(label: &str, run_args: &[&str], rbac_args: &[&str], namespaced: b
             .stderr(std::fs::File::create(&log).expect("the operator's log")),
     );
 
-    let leftover = json!({"apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": format!("{}-connection", name(LEFTOVER))},
-        "stringData": {"host": "stale"}});
-    create(&server, "", "secrets", NS, leftover);
-    for i in 0..DATABASES {
+    for i in (0..DATABASES).filter(|i| *i != LEFTOVER) {
         let spec = DatabaseSpec {
             engine: "postgres".into(),
             size: "small".into(),
