@@ -127,13 +127,7 @@ pub async fn record(
         name,
     )
     .await?;
-    match decode(&raw, &target.machine.graph) {
-        Ok(record) => Ok((record, location)),
-        Err(error) => Err(Error::CorruptRecord {
-            location: Box::new(location),
-            error,
-        }),
-    }
+    decoded(&raw, location, target)
 }
 
 /// The record of `object`, already read (the web view's object page
@@ -163,7 +157,17 @@ pub async fn record_of(
         object,
     )
     .await?;
-    match decode(&raw, &target.machine.graph) {
+    decoded(&raw, location, target)
+}
+
+/// `raw`, read at `location`, decoded for `target`'s machine; a record
+/// that does not decode is [`Error::CorruptRecord`].
+fn decoded(
+    raw: &RawRecord,
+    location: record_view::Location,
+    target: &Watched,
+) -> Result<(StateRecord, record_view::Location), Error> {
+    match decode(raw, &target.machine.graph) {
         Ok(record) => Ok((record, location)),
         Err(error) => Err(Error::CorruptRecord {
             location: Box::new(location),
