@@ -215,6 +215,11 @@ pub struct RbacArgs {
     /// The Leases' namespace (default: --namespace, else `default`).
     #[arg(long, value_name = "NS")]
     pub lease_namespace: Option<String>,
+    /// The leader election Lease's name, as given to `run --lease-name`
+    /// (default: `<operator>-leader`): the only Lease the Role lets the
+    /// operator read and renew.
+    #[arg(long, value_name = "NAME", requires = "leader_elect")]
+    pub lease_name: Option<String>,
     /// The Role's name (default: the operator's name).
     #[arg(long)]
     pub name: Option<String>,

@@ -37,6 +37,7 @@ where
                     .or_else(|| args.namespace.clone())
                     .unwrap_or_else(|| "default".to_owned())
             }),
+            lease_name: args.lease_name.clone(),
         };
         let mut objects = rbac::manifests(&description, &scope)?;
         if args.view {
@@ -51,17 +52,19 @@ where
             objects.push(rbac::sharding_role(&description, &lease_namespace));
         }
         let yaml = rbac::to_yaml(&objects).map_err(Error::Yaml)?;
+        let mut caveats = Vec::new();
         let watches_all_namespaces = matches!(self.store, StoreKind::ConfigMap | StoreKind::Secret);
-        Ok(match &args.namespace {
-            Some(_) if watches_all_namespaces => format!(
-                "# Caveat: the {:?} store watches its record objects in all namespaces unless it\n\
-                 # is built with ObjectStore::namespaced(client, NS), as RunContext::reconciler\n\
-                 # does under `run --namespace NS`; built with ::new, it needs a ClusterRole\n\
-                 # (no --namespace), which a Role does not replace.\n{yaml}",
+        if args.namespace.is_some() && watches_all_namespaces {
+            caveats.push(format!(
+                "the {:?} store watches its record objects in all namespaces unless it\n\
+                 is built with ObjectStore::namespaced(client, NS), as RunContext::reconciler\n\
+                 does under `run --namespace NS`; built with ::new, it needs a ClusterRole\n\
+                 (no --namespace), which a Role does not replace.",
                 self.store
-            ),
-            _ => yaml,
-        })
+            ));
+        }
+        caveats.extend(rbac::caveats(&objects));
+        Ok(format!("{}{yaml}", rbac::caveat_comments(&caveats)))
     }
 
     /// What `crd` prints: the CRD of the resource with the machine

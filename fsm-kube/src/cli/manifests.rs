@@ -144,6 +144,7 @@ pub fn deploy_manifests(
     let scope = RbacScope {
         namespace: args.watch_namespace.clone(),
         lease_namespace: (!args.shards).then(|| namespace.to_owned()),
+        lease_name: None,
     };
     let mut roles = rbac::manifests(operator, &scope)?;
     if args.view_port.is_some() {
@@ -153,7 +154,8 @@ pub fn deploy_manifests(
         roles.push(rbac::sharding_role(operator, namespace));
     }
 
-    let mut out = crd_yaml(crd)?;
+    let mut out = rbac::caveat_comments(&rbac::caveats(&roles));
+    out.push_str(&crd_yaml(crd)?);
     push(&mut out, &service_account(name, namespace))?;
     out.push_str(&rbac::to_yaml(&roles).map_err(Error::Yaml)?);
     for role in &roles {

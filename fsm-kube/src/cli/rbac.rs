@@ -160,6 +160,10 @@ pub struct RbacScope {
     /// `Some(ns)`: leader election with a Lease in `ns`, which gets a Role
     /// of its own.
     pub lease_namespace: Option<String>,
+    /// The leader election Lease's name, which that Role names in its
+    /// `get` and `update` rule (`None`: `<operator>-leader`, what `run
+    /// --leader-elect` uses without `--lease-name`).
+    pub lease_name: Option<String>,
 }
 
 /// One RBAC object to print.
@@ -291,33 +295,43 @@ pub fn with_view_rules(
     };
     let mut merged = RuleSet::default();
     for rule in rules.iter().flatten().chain(&view_rules(operator)) {
-        let verbs: Vec<&str> = rule.verbs.iter().map(String::as_str).collect();
-        for group in rule.api_groups.iter().flatten() {
-            for resource in rule.resources.iter().flatten() {
-                merged.add(group, resource, &verbs);
-            }
-        }
+        merged.add_rule(rule);
     }
     *rules = Some(merged.into_rules());
     objects
 }
 
-/// The rules of leader election with a Lease ([`crate::leader`] reads it,
-/// creates it, and renews or takes it over with a conditional update).
-pub fn leader_election_rules() -> Vec<PolicyRule> {
+/// The rules of leader election with the Lease `lease_name` ([`crate::leader`]
+/// reads it, creates it, and renews or takes it over with a conditional
+/// update): `get` and `update` on that Lease only (`resourceNames`), and
+/// `create` on Leases, which RBAC cannot narrow to a name (a create's name
+/// is not known when it is authorized).
+pub fn leader_election_rules(lease_name: &str) -> Vec<PolicyRule> {
     let mut out = RuleSet::default();
-    out.add(
+    out.add("coordination.k8s.io", "leases", &["create"]);
+    out.add_named(
         "coordination.k8s.io",
         "leases",
-        &["get", "create", "update"],
+        &[lease_name],
+        &["get", "update"],
     );
     out.into_rules()
+}
+
+/// The Lease `run --leader-elect` holds without `--lease-name`.
+#[must_use]
+pub fn default_lease_name(operator: &str) -> String {
+    format!("{operator}-leader")
 }
 
 /// The rules of sharded mode ([`crate::shard`]): each replica creates and
 /// renews its shard Lease (and the assigner's Lease, `<operator>-sharder`)
 /// and the assigner lists the shard Leases. The labels on the objects are
-/// written with `patch` on the resource, which [`rules`] grants.
+/// written with `patch` on the resource, which [`rules`] grants. No
+/// `resourceNames`: a shard Lease is named after its pod
+/// (`<operator>-shard-<pod>`), which is not known when the Role is
+/// written, and a `list` cannot be narrowed to names; the Role is confined
+/// to the Leases' namespace instead.
 pub fn sharding_rules() -> Vec<PolicyRule> {
     let mut out = RuleSet::default();
     out.add(
@@ -351,8 +365,8 @@ pub fn sharding_role(operator: &OperatorDescription, lease_namespace: &str) -> R
 
 /// The RBAC objects of `operator` in `scope`: a ClusterRole named after the
 /// operator, or a Role in the watched namespace; and, with leader election,
-/// a Role `<name>-leader-election` in the Lease's namespace (so the operator
-/// cannot touch other Leases).
+/// a Role `<name>-leader-election` in the Lease's namespace that reads and
+/// renews that one Lease (so the operator cannot touch other Leases).
 ///
 /// # Errors
 /// A declared rule with a wildcard or without verbs.
@@ -386,15 +400,74 @@ pub fn manifests(
         }),
     }];
     if let Some(namespace) = &scope.lease_namespace {
+        let lease_name = scope
+            .lease_name
+            .clone()
+            .unwrap_or_else(|| default_lease_name(&operator.name));
         out.push(RbacObject::Role(Role {
             metadata: meta(
                 format!("{}-leader-election", operator.name),
                 Some(namespace.clone()),
             ),
-            rules: Some(leader_election_rules()),
+            rules: Some(leader_election_rules(&lease_name)),
         }));
     }
     Ok(out)
+}
+
+/// What a reader of `objects` should know before applying them, one
+/// paragraph each (`rbac` and `manifests` print them as YAML comments):
+/// a ClusterRole that grants anything on Secrets grants it in every
+/// namespace, ServiceAccount tokens included, because RBAC cannot narrow a
+/// `list` or `watch` to the operator's labelled Secrets; a Role (the
+/// operator watching one namespace) or a store other than the Secret store
+/// avoids that.
+#[must_use]
+pub fn caveats(objects: &[RbacObject]) -> Vec<String> {
+    let mut out = Vec::new();
+    for object in objects {
+        let RbacObject::ClusterRole(_) = object else {
+            continue;
+        };
+        let verbs: Vec<&str> = object
+            .rules()
+            .iter()
+            .filter(|rule| {
+                rule.api_groups.iter().flatten().any(String::is_empty)
+                    && rule.resources.iter().flatten().any(|r| r == "secrets")
+                    && rule.resource_names.as_ref().is_none_or(Vec::is_empty)
+            })
+            .flat_map(|rule| rule.verbs.iter().map(String::as_str))
+            .collect();
+        if verbs.is_empty() {
+            continue;
+        }
+        out.push(format!(
+            "The ClusterRole {} grants {} on Secrets in every namespace, ServiceAccount\n\
+             tokens included: RBAC cannot narrow a list or watch to the operator's\n\
+             labelled Secrets. If the operator can watch one namespace, run it with\n\
+             --namespace NS and print a Role there (rbac -n NS, manifests\n\
+             --watch-namespace NS); records alone need no Secrets in the status or\n\
+             ConfigMap store.",
+            object.name(),
+            verbs.join(", ")
+        ));
+    }
+    out
+}
+
+/// `caveats` as YAML comment lines, each paragraph starting `# Caveat: `.
+#[must_use]
+pub fn caveat_comments(caveats: &[String]) -> String {
+    let mut out = String::new();
+    for caveat in caveats {
+        for (i, line) in caveat.lines().enumerate() {
+            out.push_str(if i == 0 { "# Caveat: " } else { "# " });
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
 }
 
 /// The objects as a multi-document YAML stream, ready for `kubectl apply -f -`.
@@ -436,27 +509,42 @@ fn with_type_meta<T: Serialize>(
     Ok(out)
 }
 
-/// Rules keyed by (group, resource), in order of first mention.
+/// Rules keyed by (group, resource, resource names), in order of first
+/// mention; no names means every object of the resource.
 #[derive(Default)]
 struct RuleSet {
-    rules: Vec<(String, String, Vec<String>)>,
+    rules: Vec<KeyedRule>,
+}
+
+struct KeyedRule {
+    group: String,
+    resource: String,
+    names: Vec<String>,
+    verbs: Vec<String>,
 }
 
 impl RuleSet {
     fn add(&mut self, group: &str, resource: &str, verbs: &[&str]) {
-        let index = match self
-            .rules
-            .iter()
-            .position(|(g, r, _)| g == group && r == resource)
-        {
+        self.add_named(group, resource, &[], verbs);
+    }
+
+    fn add_named(&mut self, group: &str, resource: &str, names: &[&str], verbs: &[&str]) {
+        let same = |r: &KeyedRule| {
+            r.group == group && r.resource == resource && r.names.iter().eq(names.iter())
+        };
+        let index = match self.rules.iter().position(same) {
             Some(index) => index,
             None => {
-                self.rules
-                    .push((group.to_owned(), resource.to_owned(), Vec::new()));
+                self.rules.push(KeyedRule {
+                    group: group.to_owned(),
+                    resource: resource.to_owned(),
+                    names: names.iter().map(|n| (*n).to_owned()).collect(),
+                    verbs: Vec::new(),
+                });
                 self.rules.len() - 1
             }
         };
-        let existing = &mut self.rules[index].2;
+        let existing = &mut self.rules[index].verbs;
         for verb in verbs {
             if !existing.iter().any(|v| v == verb) {
                 existing.push((*verb).to_owned());
@@ -465,13 +553,30 @@ impl RuleSet {
         existing.sort_by(|a, b| verb_rank(a).cmp(&verb_rank(b)).then_with(|| a.cmp(b)));
     }
 
+    /// Adds every (group, resource, names) of `rule`.
+    fn add_rule(&mut self, rule: &PolicyRule) {
+        let verbs: Vec<&str> = rule.verbs.iter().map(String::as_str).collect();
+        let names: Vec<&str> = rule
+            .resource_names
+            .iter()
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        for group in rule.api_groups.iter().flatten() {
+            for resource in rule.resources.iter().flatten() {
+                self.add_named(group, resource, &names, &verbs);
+            }
+        }
+    }
+
     fn into_rules(self) -> Vec<PolicyRule> {
         self.rules
             .into_iter()
-            .map(|(group, resource, verbs)| PolicyRule {
-                api_groups: Some(vec![group]),
-                resources: Some(vec![resource]),
-                verbs,
+            .map(|rule| PolicyRule {
+                api_groups: Some(vec![rule.group]),
+                resources: Some(vec![rule.resource]),
+                resource_names: (!rule.names.is_empty()).then_some(rule.names),
+                verbs: rule.verbs,
                 ..PolicyRule::default()
             })
             .collect()
@@ -525,6 +630,7 @@ mod tests {
         let scope = RbacScope {
             namespace: Some("ops".into()),
             lease_namespace: Some("ops".into()),
+            lease_name: None,
         };
         let plain = manifests(&op, &scope).unwrap();
         let viewed = with_view_rules(plain.clone(), &op);
@@ -604,6 +710,49 @@ mod tests {
         assert_eq!(
             set.into_rules()[0].verbs,
             ["get", "watch", "bind", "escalate"]
+        );
+    }
+
+    #[test]
+    fn a_cluster_role_on_secrets_comes_with_a_caveat_and_a_role_does_not() {
+        let cluster = |op: &OperatorDescription| manifests(op, &RbacScope::default()).unwrap();
+        let secret_store = operator(StoreKind::Secret);
+        let caveats = caveats(&cluster(&secret_store));
+        assert_eq!(caveats.len(), 1, "{caveats:?}");
+        assert!(
+            caveats[0].starts_with(
+                "The ClusterRole db-operator grants list, watch, create, update, delete on Secrets in every namespace"
+            ),
+            "{}",
+            caveats[0]
+        );
+        let comments = caveat_comments(&caveats);
+        assert!(
+            comments.starts_with("# Caveat: The ClusterRole"),
+            "{comments}"
+        );
+        assert!(comments.lines().all(|l| l.starts_with("# ")), "{comments}");
+
+        // A Role in one namespace grants Secrets there only.
+        let scoped = manifests(
+            &secret_store,
+            &RbacScope {
+                namespace: Some("shop".into()),
+                ..RbacScope::default()
+            },
+        )
+        .unwrap();
+        assert!(super::caveats(&scoped).is_empty());
+
+        // No Secrets at all: nothing to say; declared ones: the same caveat.
+        let mut config_map_store = operator(StoreKind::ConfigMap);
+        assert!(super::caveats(&cluster(&config_map_store)).is_empty());
+        config_map_store.extra_rules = vec![Rule::new("", "secrets", ["get", "create"])];
+        let declared = super::caveats(&cluster(&config_map_store));
+        assert_eq!(declared.len(), 1);
+        assert!(
+            declared[0].contains("grants get, create on Secrets"),
+            "{declared:?}"
         );
     }
 

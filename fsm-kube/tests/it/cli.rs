@@ -205,6 +205,7 @@ fn crd_diagram_rbac_and_status_parse() {
             shards: false,
             view: false,
             lease_namespace: Some("ops".into()),
+            lease_name: None,
             name: Some("w".into()),
         })
     );
@@ -395,6 +396,7 @@ fn leader_election_gets_a_role_of_its_own_in_the_lease_namespace() {
         &RbacScope {
             namespace: Some("shop".into()),
             lease_namespace: Some("ops".into()),
+            lease_name: None,
         },
     )
     .unwrap();
@@ -412,14 +414,31 @@ fn leader_election_gets_a_role_of_its_own_in_the_lease_namespace() {
         Some("db-operator-leader-election")
     );
     assert_eq!(lease.metadata.namespace.as_deref(), Some("ops"));
+    // Read and renewed: the operator's own Lease only; created: any, since
+    // RBAC cannot name what a create makes.
+    let named = |name: &str| PolicyRule {
+        resource_names: Some(vec![name.to_owned()]),
+        ..rule("coordination.k8s.io", "leases", &["get", "update"])
+    };
     assert_eq!(
         lease.rules.as_deref().unwrap(),
-        [rule(
-            "coordination.k8s.io",
-            "leases",
-            &["get", "create", "update"]
-        )]
+        [
+            rule("coordination.k8s.io", "leases", &["create"]),
+            named("db-operator-leader"),
+        ]
     );
+
+    // `run --lease-name` elsewhere: `rbac --lease-name` names it.
+    let renamed = rbac::manifests(
+        &op,
+        &RbacScope {
+            namespace: None,
+            lease_namespace: Some("ops".into()),
+            lease_name: Some("db-lock".into()),
+        },
+    )
+    .unwrap();
+    assert_eq!(renamed[1].rules()[1], named("db-lock"));
 }
 
 #[tokio::test]

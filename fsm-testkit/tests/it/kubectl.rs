@@ -570,6 +570,7 @@ async fn the_operator_clis_rbac_applies_with_kubectl() {
     let scope = RbacScope {
         namespace: None,
         lease_namespace: Some("ops".into()),
+        lease_name: None,
     };
     let yaml = rbac::to_yaml(&rbac::manifests(&operator, &scope).unwrap()).unwrap();
     let ns = k
