@@ -145,7 +145,7 @@ fn table(pairs: &BTreeSet<Pair>) -> String {
 /// request must stay in that namespace too.
 /// `GET path` on `addr` over HTTP/1.0 (the server closes after the
 /// answer): the status line and the body.
-pub(crate) async fn http_get(addr: SocketAddr, path: &str) -> (String, String) {
+async fn http_get(addr: SocketAddr, path: &str) -> (String, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut stream = tokio::net::TcpStream::connect(addr)
         .await

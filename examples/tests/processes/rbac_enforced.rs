@@ -4,8 +4,10 @@
 //! ServiceAccount's own token, through a whole workflow (Databases
 //! provisioned, one rejected and compensated, a leftover connection Secret
 //! read and patched, every Database deleted). One run per way of deploying
-//! it: cluster-wide, watching one namespace, sharded, and with the web view
-//! on; all but the sharded one elect a leader with the Lease Role.
+//! it: cluster-wide, watching one namespace, sharded, with the web view on
+//! the pod's loopback and with it exposed (bearer tokens reviewed by the
+//! API server); all but the sharded one elect a leader with the Lease
+//! Role.
 //!
 //! On a kube-apiserver that enforces RBAC (`FSM_REAL_APISERVER_KUBECONFIG`,
 //! which `scripts/real-apiserver/start` runs with `Node,RBAC`; CI runs these
@@ -24,7 +26,6 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::rbac::http_get;
 use crate::soak::{self, Proc, Scratch};
 
 use examples::database::{Database, DatabaseSpec, DbState};
@@ -75,6 +76,9 @@ struct Variant {
     namespaced: bool,
     shards: bool,
     view: bool,
+    /// The view is exposed (`--view-expose`): on every interface, behind
+    /// its access check (bearer tokens reviewed by the API server).
+    expose: bool,
 }
 
 /// Where things run: the server, the operator's namespace (its
@@ -152,6 +156,9 @@ fn manifests(
     }
     if variant.view {
         args.extend(["--view-port".to_owned(), view_port.to_string()]);
+    }
+    if variant.expose {
+        args.push("--view-expose".to_owned());
     }
     let printed = Command::new(env!("CARGO_BIN_EXE_database-operator"))
         .args(&args)
@@ -305,6 +312,34 @@ fn container_args(documents: &[Value]) -> Vec<String> {
         .collect()
 }
 
+/// `GET path` on `addr` over HTTP/1.0, with `token` as the bearer token
+/// if any: the status line and the body.
+async fn http_get_as(addr: SocketAddr, path: &str, token: Option<&str>) -> (String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let authorization = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("the web view answers");
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n{authorization}\r\n").as_bytes(),
+        )
+        .await
+        .expect("the request is sent");
+    let mut answer = String::new();
+    stream
+        .read_to_string(&mut answer)
+        .await
+        .expect("the answer is read");
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    (
+        head.lines().next().unwrap_or_default().to_owned(),
+        body.to_owned(),
+    )
+}
+
 async fn run(variant: Variant) {
     let started = Instant::now();
     let scratch = Scratch::new(&format!("fsm-rbac-enforced-{}", variant.label));
@@ -316,9 +351,10 @@ async fn run(variant: Variant) {
     apply(&admin, &documents).await;
 
     // The operator's identity: its ServiceAccount's token where the server
-    // authenticates and authorizes it; the admin's on the embedded server.
+    // authorizes it; the admin's on the embedded server. (An exposed view
+    // is shown to that token on both.)
+    let token = service_account_token(&admin, &place.operator_ns).await;
     let kubeconfig = if enforced {
-        let token = service_account_token(&admin, &place.operator_ns).await;
         let path = scratch.0.join("operator.kubeconfig");
         kubeconfig_with_token(&place.admin_kubeconfig, &token, &path);
         path
@@ -427,13 +463,23 @@ async fn run(variant: Variant) {
     if variant.view {
         let addr = SocketAddr::from(([127, 0, 0, 1], view_port));
         let ns = &place.databases_ns;
+        // An exposed view lets in a token of someone who may list
+        // Databases (the operator's own will do), and nobody without one.
+        let token = variant.expose.then_some(token.as_str());
+        if variant.expose {
+            let (status, body) = http_get_as(addr, "/", None).await;
+            assert!(
+                status.contains(" 401 "),
+                "GET / without a token: {status}\n{body}"
+            );
+        }
         for path in [
             "/".to_owned(),
             "/api/objects".to_owned(),
             format!("/objects/Database/{ns}/{}", name(0)),
             format!("/objects/Database/{ns}/{}", name(REJECTED)),
         ] {
-            let (status, body) = http_get(addr, &path).await;
+            let (status, body) = http_get_as(addr, &path, token).await;
             assert!(status.contains(" 200 "), "GET {path}: {status}\n{body}");
             assert!(
                 !body.contains("cannot list the events") && !body.contains("forbidden"),
@@ -523,7 +569,19 @@ async fn refusals(variant: &Variant, place: &Place, kubeconfig: &Path, yaml: &st
         ));
         let everywhere: Api<Database> = Api::all(client.clone());
         assert!(forbidden(everywhere.list(&ListParams::default()).await));
-        assert!(!yaml.contains("kind: ClusterRole\n"), "{yaml}");
+        // No ClusterRole but, for an exposed view, the one to review
+        // tokens (cluster-scoped kinds, which a Role cannot grant).
+        assert_eq!(
+            yaml.matches("\nkind: ClusterRole\n").count(),
+            usize::from(variant.expose),
+            "{yaml}"
+        );
+        if variant.expose {
+            assert!(
+                yaml.contains("name: database-operator-view-access\n"),
+                "{yaml}"
+            );
+        }
     } else {
         // A ClusterRole: the Secret store's records need Secrets in every
         // namespace, which the printed caveat says.
@@ -573,6 +631,7 @@ async fn cluster_wide_with_leader_election_runs_on_what_it_is_granted() {
         namespaced: false,
         shards: false,
         view: false,
+        expose: false,
     })
     .await;
 }
@@ -585,6 +644,7 @@ async fn one_namespace_with_leader_election_runs_on_what_it_is_granted() {
         namespaced: true,
         shards: false,
         view: false,
+        expose: false,
     })
     .await;
 }
@@ -597,6 +657,7 @@ async fn sharded_runs_on_what_it_is_granted() {
         namespaced: true,
         shards: true,
         view: false,
+        expose: false,
     })
     .await;
 }
@@ -609,6 +670,23 @@ async fn with_the_web_view_runs_on_what_it_is_granted() {
         namespaced: true,
         shards: false,
         view: true,
+        expose: false,
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_web_view_exposed_runs_on_what_it_is_granted() {
+    let _turn = soak::ONE_AT_A_TIME.lock().await;
+    // On every interface, behind bearer tokens the operator has the API
+    // server review: the printed ClusterRole `<operator>-view-access`
+    // lets it create the TokenReviews and SubjectAccessReviews.
+    run(Variant {
+        label: "exposed",
+        namespaced: true,
+        shards: false,
+        view: true,
+        expose: true,
     })
     .await;
 }

@@ -115,6 +115,25 @@ pub struct ViewGuardArgs {
     /// one more is answered 503 with Retry-After.
     #[arg(long = "view-max-requests", value_name = "N", default_value_t = ViewLimits::DEFAULT_MAX_REQUESTS)]
     pub max_requests: usize,
+    /// Who may see the web view: `kubernetes` lets in only a bearer token
+    /// the API server authenticates as someone allowed to list what the
+    /// view shows (a TokenReview and a SubjectAccessReview, which the
+    /// operator's ServiceAccount must be allowed to create: `rbac
+    /// --view-access`); `none` lets in whoever reaches the port. Default:
+    /// `none` on a loopback --view-addr (reached with `kubectl
+    /// port-forward`), `kubernetes` on any other.
+    #[arg(long = "view-auth", value_name = "MODE", value_enum, env = "VIEW_AUTH")]
+    pub auth: Option<ViewAuth>,
+}
+
+/// Who may see the web view (`run --view-auth`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ViewAuth {
+    /// Whoever reaches the port.
+    None,
+    /// A bearer token of someone the API server allows to list what the
+    /// view shows ([`crate::view::access`]).
+    Kubernetes,
 }
 
 impl Default for ViewGuardArgs {
@@ -123,11 +142,23 @@ impl Default for ViewGuardArgs {
             allowed_hosts: Vec::new(),
             max_streams: ViewLimits::DEFAULT_MAX_STREAMS,
             max_requests: ViewLimits::DEFAULT_MAX_REQUESTS,
+            auth: None,
         }
     }
 }
 
 impl ViewGuardArgs {
+    /// The access check of a view served on `addr`: `--view-auth`, else
+    /// none on a loopback address and `kubernetes` on any other.
+    #[must_use]
+    pub fn auth_on(&self, addr: SocketAddr) -> ViewAuth {
+        self.auth.unwrap_or(if addr.ip().is_loopback() {
+            ViewAuth::None
+        } else {
+            ViewAuth::Kubernetes
+        })
+    }
+
     /// The caps these flags set (connections: the default, or more when
     /// the streams and requests need them).
     #[must_use]
@@ -212,6 +243,12 @@ pub struct RbacArgs {
     /// and `list` on events.
     #[arg(long)]
     pub view: bool,
+    /// Add what the web view's access check needs (`run --view-auth
+    /// kubernetes`, the default on a --view-addr other than loopback): a
+    /// ClusterRole `<name>-view-access` to create TokenReviews and
+    /// SubjectAccessReviews.
+    #[arg(long, requires = "view")]
+    pub view_access: bool,
     /// The Leases' namespace (default: --namespace, else `default`).
     #[arg(long, value_name = "NS")]
     pub lease_namespace: Option<String>,

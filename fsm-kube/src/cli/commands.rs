@@ -43,6 +43,9 @@ where
         if args.view {
             objects = rbac::with_view_rules(objects, &description);
         }
+        if args.view_access {
+            objects.push(rbac::view_access_role(&description));
+        }
         if args.shards {
             let lease_namespace = args
                 .lease_namespace

@@ -16,7 +16,7 @@ use kube::CustomResourceExt;
 use serde_json::{Value, json};
 
 use super::rbac::{self, OperatorDescription, RbacScope};
-use super::{Error, Operator, crd_yaml};
+use super::{Error, Operator, ViewAuth, crd_yaml};
 use crate::KubeResource;
 
 /// The port `run --http-addr` listens on in the Deployment, unless
@@ -67,10 +67,19 @@ pub struct ManifestsArgs {
     /// Expose the web view beyond the pod: `run --view-addr 0.0.0.0:PORT`,
     /// container port `view`, a Service `<operator>-view`, and a
     /// NetworkPolicy admitting to that port only pods labelled
-    /// `operator-fsm.io/view-client: <operator>` (the authenticating proxy
-    /// you put in front: the view has no authentication of its own).
+    /// `operator-fsm.io/view-client: <operator>` (the proxy or Ingress
+    /// controller you put in front). The view lets in only bearer tokens of
+    /// someone allowed to list the operator's resource (`--view-auth`).
     #[arg(long, requires = "view_port")]
     pub view_expose: bool,
+    /// Who may see the view (`run --view-auth`): `kubernetes` (the default
+    /// with --view-expose; adds the ClusterRole `<operator>-view-access`
+    /// for its TokenReviews and SubjectAccessReviews) or `none` (the
+    /// default on the pod's loopback; with --view-expose, only for an
+    /// authenticating proxy in front that does not pass a Kubernetes
+    /// token on).
+    #[arg(long, value_enum, value_name = "MODE", requires = "view_port")]
+    pub view_auth: Option<ViewAuth>,
     /// A `Host` the view answers besides localhost and the Service's own
     /// names (`run --view-allowed-host`), repeatable: the name of the
     /// Ingress or proxy in front of it.
@@ -150,6 +159,9 @@ pub fn deploy_manifests(
     if args.view_port.is_some() {
         roles = rbac::with_view_rules(roles, operator);
     }
+    if view_auth(args) == Some(ViewAuth::Kubernetes) {
+        roles.push(rbac::view_access_role(operator));
+    }
     if args.shards {
         roles.push(rbac::sharding_role(operator, namespace));
     }
@@ -171,6 +183,18 @@ pub fn deploy_manifests(
         push(&mut out, &view_network_policy(name, namespace))?;
     }
     Ok(out)
+}
+
+/// The view's access check in the Deployment: `--view-auth`, else
+/// `kubernetes` when exposed and none on the pod's loopback (what `run`
+/// takes without the flag); `None` without a view.
+fn view_auth(args: &ManifestsArgs) -> Option<ViewAuth> {
+    args.view_port?;
+    Some(args.view_auth.unwrap_or(if args.view_expose {
+        ViewAuth::Kubernetes
+    } else {
+        ViewAuth::None
+    }))
 }
 
 fn push(out: &mut String, object: &Value) -> Result<(), Error> {
@@ -255,6 +279,14 @@ pub fn run_args(args: &ManifestsArgs) -> Vec<String> {
             }
         } else {
             out.extend(["--view-addr".to_owned(), format!("127.0.0.1:{port}")]);
+        }
+        if let Some(auth) = view_auth(args).filter(|_| args.view_expose || args.view_auth.is_some())
+        {
+            let mode = match auth {
+                ViewAuth::None => "none",
+                ViewAuth::Kubernetes => "kubernetes",
+            };
+            out.extend(["--view-auth".to_owned(), mode.to_owned()]);
         }
     }
     out.extend(args.run_args.iter().cloned());
@@ -428,8 +460,66 @@ mod tests {
             view_port: None,
             view_expose: false,
             view_allowed_hosts: Vec::new(),
+            view_auth: None,
             run_args: vec!["--cloud-url=http://cloud".into()],
         }
+    }
+
+    fn operator() -> OperatorDescription {
+        OperatorDescription {
+            name: "db-operator".into(),
+            resource: rbac::ResourceInfo {
+                group: "example.io".into(),
+                version: "v1".into(),
+                kind: "Database".into(),
+                plural: "databases".into(),
+                namespaced: true,
+            },
+            store: super::super::StoreKind::Status,
+            needs_finalizer: false,
+            extra_rules: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn an_exposed_view_checks_tokens_and_gets_the_role_to_review_them() {
+        let crd = CustomResourceDefinition::default();
+        let exposed = ManifestsArgs {
+            view_port: Some(8090),
+            view_expose: true,
+            ..args()
+        };
+        let run = container_args("db-operator", &exposed);
+        let at = run.iter().position(|a| a == "--view-auth").unwrap();
+        assert_eq!(run[at + 1], "kubernetes");
+        let yaml = deploy_manifests(&operator(), &crd, &exposed).unwrap();
+        assert!(yaml.contains("name: db-operator-view-access"), "{yaml}");
+        assert!(yaml.contains("- tokenreviews"), "{yaml}");
+        assert!(yaml.contains("- subjectaccessreviews"), "{yaml}");
+        assert!(
+            yaml.contains("kind: ClusterRoleBinding") && yaml.contains("kind: ClusterRole\n"),
+            "{yaml}"
+        );
+
+        // Behind a proxy that authenticates on its own: no check, no role.
+        let proxied = ManifestsArgs {
+            view_auth: Some(ViewAuth::None),
+            ..exposed
+        };
+        let run = container_args("db-operator", &proxied);
+        let at = run.iter().position(|a| a == "--view-auth").unwrap();
+        assert_eq!(run[at + 1], "none");
+        let yaml = deploy_manifests(&operator(), &crd, &proxied).unwrap();
+        assert!(!yaml.contains("view-access"), "{yaml}");
+
+        // On the pod's loopback: port-forward is the check; nothing added.
+        let loopback = ManifestsArgs {
+            view_port: Some(8090),
+            ..args()
+        };
+        assert!(!run_args(&loopback).contains(&"--view-auth".to_owned()));
+        let yaml = deploy_manifests(&operator(), &crd, &loopback).unwrap();
+        assert!(!yaml.contains("view-access"), "{yaml}");
     }
 
     #[test]
@@ -499,21 +589,8 @@ mod tests {
             ..args()
         };
         assert_eq!(run_args(&sharded)[..2], ["run", "--shards"]);
-        let operator = OperatorDescription {
-            name: "db-operator".into(),
-            resource: rbac::ResourceInfo {
-                group: "example.io".into(),
-                version: "v1".into(),
-                kind: "Database".into(),
-                plural: "databases".into(),
-                namespaced: true,
-            },
-            store: super::super::StoreKind::Status,
-            needs_finalizer: false,
-            extra_rules: Vec::new(),
-        };
         let crd = CustomResourceDefinition::default();
-        let yaml = deploy_manifests(&operator, &crd, &sharded).unwrap();
+        let yaml = deploy_manifests(&operator(), &crd, &sharded).unwrap();
         assert!(yaml.contains("name: db-operator-sharding"), "{yaml}");
         assert!(!yaml.contains("db-operator-leader-election"), "{yaml}");
         assert!(yaml.contains("- list"), "{yaml}");

@@ -77,7 +77,7 @@ mod view;
 
 pub use args::{
     Cli, Command, ConnectArgs, CrdArgs, DiagramArgs, DiagramFormat, LeaderArgs, OutputFormat,
-    PreflightArgs, RbacArgs, RunArgs, ShardArgs, StatusArgs, ViewGuardArgs,
+    PreflightArgs, RbacArgs, RunArgs, ShardArgs, StatusArgs, ViewAuth, ViewGuardArgs,
 };
 pub use commands::{crd_yaml, diagram};
 pub use connect::connect;

@@ -301,6 +301,44 @@ pub fn with_view_rules(
     objects
 }
 
+/// The rules of the web view's access check ([`crate::view::access`],
+/// `run --view-auth kubernetes`): `create` on `authentication.k8s.io`
+/// `tokenreviews` (who a bearer token is) and `authorization.k8s.io`
+/// `subjectaccessreviews` (whether they may list what the view shows).
+/// Both are cluster-scoped, so they go into a ClusterRole of their own
+/// ([`view_access_role`]) even for an operator of one namespace.
+pub fn view_access_rules() -> Vec<PolicyRule> {
+    let mut out = RuleSet::default();
+    out.add("authentication.k8s.io", "tokenreviews", &["create"]);
+    out.add("authorization.k8s.io", "subjectaccessreviews", &["create"]);
+    out.into_rules()
+}
+
+/// The ClusterRole `<name>-view-access` with [`view_access_rules`].
+#[must_use]
+pub fn view_access_role(operator: &OperatorDescription) -> RbacObject {
+    RbacObject::ClusterRole(ClusterRole {
+        metadata: ObjectMeta {
+            name: Some(format!("{}-view-access", operator.name)),
+            labels: Some(labels(&operator.name)),
+            ..ObjectMeta::default()
+        },
+        rules: Some(view_access_rules()),
+        aggregation_rule: None,
+    })
+}
+
+/// The labels of every RBAC object of the operator `name`.
+fn labels(name: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("app.kubernetes.io/name".to_owned(), name.to_owned()),
+        (
+            "app.kubernetes.io/managed-by".to_owned(),
+            "operator-fsm".to_owned(),
+        ),
+    ])
+}
+
 /// The rules of leader election with the Lease `lease_name` ([`crate::leader`]
 /// reads it, creates it, and renews or takes it over with a conditional
 /// update): `get` and `update` on that Lease only (`resourceNames`), and
@@ -350,13 +388,7 @@ pub fn sharding_role(operator: &OperatorDescription, lease_namespace: &str) -> R
         metadata: ObjectMeta {
             name: Some(format!("{}-sharding", operator.name)),
             namespace: Some(lease_namespace.to_owned()),
-            labels: Some(BTreeMap::from([
-                ("app.kubernetes.io/name".to_owned(), operator.name.clone()),
-                (
-                    "app.kubernetes.io/managed-by".to_owned(),
-                    "operator-fsm".to_owned(),
-                ),
-            ])),
+            labels: Some(labels(&operator.name)),
             ..ObjectMeta::default()
         },
         rules: Some(sharding_rules()),
@@ -374,17 +406,10 @@ pub fn manifests(
     operator: &OperatorDescription,
     scope: &RbacScope,
 ) -> Result<Vec<RbacObject>, InvalidRule> {
-    let labels = BTreeMap::from([
-        ("app.kubernetes.io/name".to_owned(), operator.name.clone()),
-        (
-            "app.kubernetes.io/managed-by".to_owned(),
-            "operator-fsm".to_owned(),
-        ),
-    ]);
     let meta = |name: String, namespace: Option<String>| ObjectMeta {
         name: Some(name),
         namespace,
-        labels: Some(labels.clone()),
+        labels: Some(labels(&operator.name)),
         ..ObjectMeta::default()
     };
     let main = rules(operator)?;

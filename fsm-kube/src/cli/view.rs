@@ -7,7 +7,7 @@ use clap::Args;
 use fsm_core::Fsm;
 use kube::{Client, CustomResourceExt};
 
-use super::{Error, Operator, ViewGuardArgs};
+use super::{Error, Operator, ViewAuth, ViewGuardArgs};
 use crate::KubeResource;
 use crate::view::Watched;
 use crate::view::web::WebView;
@@ -28,7 +28,8 @@ where
     A: Args + Clone + Send + Sync + 'static,
 {
     /// Binds `addr` and serves the web view of the objects in `namespace`
-    /// (`None`: all) there, behind `guard`'s host allow-list and caps, in
+    /// (`None`: all) there, behind `guard`'s host allow-list, caps and
+    /// access check ([`ViewGuardArgs::auth_on`]), in
     /// a task of its own; a failure of the view after binding is logged
     /// and does not stop the operator.
     ///
@@ -44,14 +45,18 @@ where
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|error| Error::View { addr, error })?;
-        tracing::info!(%addr, "serving the web view");
-        let view = WebView::new(
+        let auth = guard.auth_on(addr);
+        tracing::info!(%addr, ?auth, "serving the web view");
+        let mut view = WebView::new(
             client.clone(),
             vec![Watched::of::<F>(self.store)],
             namespace,
         )
         .allow_hosts(guard.allowed_hosts.iter().cloned())
         .limits(guard.limits());
+        if auth == ViewAuth::Kubernetes {
+            view = view.require_kubernetes_access();
+        }
         Ok(tokio::spawn(async move {
             if let Err(error) = view.serve(listener).await {
                 tracing::error!(%addr, %error, "the web view stopped");

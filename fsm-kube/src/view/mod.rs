@@ -8,6 +8,7 @@
 //! sensitive states (or of states the published graph does not know) is
 //! never shown.
 
+pub mod access;
 pub mod changes;
 pub mod names;
 pub mod object;

@@ -17,8 +17,11 @@
 //! | `/assets/view.css`, `/assets/view.js` | the pages' style and script |
 //!
 //! # Hostile browsers and clients
-//! The view has no authentication of its own; what it does against
-//! whoever reaches its port:
+//! On the pod's loopback (reached with `kubectl port-forward`, which RBAC
+//! guards) the view asks nobody who they are. Reached from beyond the pod,
+//! [`WebView::require_kubernetes_access`] lets in only a bearer token of
+//! someone the API server allows to list what the view shows
+//! ([`super::access`]). Whoever reaches its port, it also guards:
 //! - **Names**: an object page's namespace must be a DNS-1123 label and
 //!   its name a DNS-1123 subdomain (else 400), in the view's namespace
 //!   when it has one (else 404), and both go into API URLs as path
@@ -56,6 +59,7 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::serve::IncomingStream;
 use fsm_core::StateRecord;
+use fsm_core::text::terminal_safe;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::events::v1::Event;
 use kube::Client;
@@ -64,6 +68,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast};
 
 use super::Watched;
+use super::access::{KubernetesAccess, Verdict, bearer_token};
 use super::changes::{ObjectChange, object_changes};
 use super::names::{is_dns1123_label, is_dns1123_subdomain, path_segment};
 use super::records::{self, Row};
@@ -239,6 +244,7 @@ struct Shared {
 pub struct WebView {
     shared: Arc<Shared>,
     guard: Arc<Guard>,
+    access: Option<Arc<KubernetesAccess>>,
 }
 
 impl std::fmt::Debug for WebView {
@@ -266,7 +272,24 @@ impl WebView {
                 pages: Mutex::new(HashMap::new()),
             }),
             guard: Arc::new(Guard::new(Vec::new(), ViewLimits::default())),
+            access: None,
         }
+    }
+
+    /// Lets in only requests with a bearer token that the API server
+    /// authenticates as someone allowed to `list` every resource the view
+    /// shows, where it shows them ([`KubernetesAccess`]); others get 401
+    /// or 403, and 503 while the API server cannot review. For a view
+    /// reached from beyond the pod; the view's client needs `create` on
+    /// TokenReviews and SubjectAccessReviews.
+    #[must_use]
+    pub fn require_kubernetes_access(mut self) -> Self {
+        self.access = Some(Arc::new(KubernetesAccess::new(
+            self.shared.client.clone(),
+            &self.shared.watched,
+            self.shared.namespace.clone(),
+        )));
+        self
     }
 
     /// Allows requests whose `Host` (without its port) is one of `hosts`
@@ -384,7 +407,8 @@ impl WebView {
     }
 
     /// The routes of the view (all `GET`), behind its host allow-list,
-    /// its security headers and its caps on requests and streams. The
+    /// its security headers, its caps on requests and streams and, when
+    /// required, its access check. The
     /// connection's own address is allowed as a host only when served
     /// with [`Peer`] as connect info, as [`serve`](WebView::serve) does.
     pub fn router(&self) -> Router {
@@ -395,6 +419,7 @@ impl WebView {
             .route("/objects/{kind}/{namespace}/{name}", get(object_page))
             .route(page::STYLE_PATH, get(style))
             .route(page::SCRIPT_PATH, get(script))
+            .layer(middleware::from_fn_with_state(self.clone(), check_access))
             .layer(middleware::from_fn_with_state(self.clone(), limit_requests))
             .layer(middleware::from_fn_with_state(self.clone(), check_host))
             .layer(middleware::from_fn(security_headers))
@@ -651,6 +676,55 @@ async fn limit_requests(State(view): State<WebView>, request: Request, next: Nex
         return over_cap("too many requests in progress");
     };
     next.run(request).await
+}
+
+/// With [`WebView::require_kubernetes_access`], lets in only a request
+/// whose bearer token is let in by [`KubernetesAccess`]: 401 (with
+/// `WWW-Authenticate: Bearer`) without a token or for one the API server
+/// does not authenticate, 403 for an identity not allowed, 503 when the
+/// API server cannot review it.
+async fn check_access(State(view): State<WebView>, request: Request, next: Next) -> Response {
+    let Some(access) = &view.access else {
+        return next.run(request).await;
+    };
+    let unauthorized = |message: &str| {
+        let mut response = plain(StatusCode::UNAUTHORIZED, message);
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"operator-fsm view\""),
+        );
+        response
+    };
+    let Some(token) = bearer_token(request.headers()) else {
+        return unauthorized(
+            "this view needs a Kubernetes bearer token (Authorization: Bearer TOKEN) of someone who may list what it shows",
+        );
+    };
+    match access.check(token).await {
+        Ok(Verdict::Allowed { .. }) => next.run(request).await,
+        Ok(Verdict::Unauthenticated { reason }) => {
+            tracing::debug!(%reason, "web view: a token the API server does not authenticate refused");
+            unauthorized("the API server does not authenticate this token")
+        }
+        Ok(Verdict::Denied { user, lacks }) => {
+            tracing::debug!(%user, %lacks, "web view: a user not allowed refused");
+            plain(
+                StatusCode::FORBIDDEN,
+                &terminal_safe(&format!("{user} may not {lacks}")),
+            )
+        }
+        Err(error) => {
+            tracing::warn!(%error, "web view: a token could not be reviewed; refused");
+            let mut response = plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the API server could not review the token; try again",
+            );
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
+            response
+        }
+    }
 }
 
 /// Refuses (403) a request whose `Host` is not allowed ([`host_allowed`]).

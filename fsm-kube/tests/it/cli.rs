@@ -204,6 +204,7 @@ fn crd_diagram_rbac_and_status_parse() {
             leader_elect: true,
             shards: false,
             view: false,
+            view_access: false,
             lease_namespace: Some("ops".into()),
             lease_name: None,
             name: Some("w".into()),

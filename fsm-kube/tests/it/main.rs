@@ -31,4 +31,5 @@ mod sharding;
 mod status_store;
 mod stores;
 mod upgrade;
+mod view_access;
 mod view_guard;

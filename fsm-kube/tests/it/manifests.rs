@@ -138,22 +138,33 @@ fn an_exposed_view_gets_a_service_and_a_network_policy() {
         .unwrap();
     let documents = documents(&yaml);
     let kinds: Vec<(String, String)> = documents.iter().map(kind_and_name).collect();
+    // The view checks bearer tokens: a ClusterRole to review them, bound
+    // to the operator, after its other roles.
+    let owned = |kind: &str, name: &str| (kind.to_owned(), name.to_owned());
     assert_eq!(
-        kinds[8..],
+        kinds[4..8],
         [
-            ("Service".to_owned(), "widget-operator-view".to_owned()),
-            (
-                "NetworkPolicy".to_owned(),
-                "widget-operator-view".to_owned()
-            ),
+            owned("ClusterRole", "widget-operator-view-access"),
+            owned("ClusterRoleBinding", "widget-operator"),
+            owned("RoleBinding", "widget-operator-leader-election"),
+            owned("ClusterRoleBinding", "widget-operator-view-access"),
         ]
     );
-    let deployment: Deployment = serde_yaml_ng::from_value(documents[6].clone()).unwrap();
+    assert_eq!(
+        kinds[10..],
+        [
+            owned("Service", "widget-operator-view"),
+            owned("NetworkPolicy", "widget-operator-view"),
+        ]
+    );
+    let deployment: Deployment = serde_yaml_ng::from_value(documents[8].clone()).unwrap();
     let pod = deployment.spec.unwrap().template.spec.unwrap();
     let container = &pod.containers[0];
     let args = container.args.clone().unwrap_or_default();
     let at = args.iter().position(|a| a == "--view-addr").unwrap();
     assert_eq!(args[at + 1], "0.0.0.0:8090");
+    let at = args.iter().position(|a| a == "--view-auth").unwrap();
+    assert_eq!(args[at + 1], "kubernetes");
     assert!(
         args.contains(&"widget-operator-view.ops.svc".to_owned()),
         "{args:?}"
@@ -167,7 +178,7 @@ fn an_exposed_view_gets_a_service_and_a_network_policy() {
             .any(|p| p.name.as_deref() == Some("view") && p.container_port == 8090)
     );
     let policy: k8s_openapi::api::networking::v1::NetworkPolicy =
-        serde_yaml_ng::from_value(documents[9].clone()).unwrap();
+        serde_yaml_ng::from_value(documents[11].clone()).unwrap();
     let spec = policy.spec.unwrap();
     assert_eq!(spec.policy_types, Some(vec!["Ingress".to_owned()]));
     let rules = spec.ingress.unwrap();
@@ -479,7 +490,7 @@ async fn kubectl_applies_the_manifests() {
             )
             .await;
             assert!(ok, "{out}");
-            assert_eq!(out.lines().count(), 10, "{out}");
+            assert_eq!(out.lines().count(), 12, "{out}");
             Api::<k8s_openapi::api::networking::v1::NetworkPolicy>::namespaced(
                 env.client.clone(),
                 &env.ns,
@@ -539,7 +550,7 @@ async fn kubectl_applies_the_manifests() {
                 out.lines()
                     .filter(|l| l.ends_with("(server dry run)"))
                     .count(),
-                10,
+                12,
                 "{out}"
             );
         }
