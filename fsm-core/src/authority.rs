@@ -71,4 +71,4 @@ impl AuthorityLost {
     }
 }
 
-impl crate::Classify for AuthorityLost {}
+impl crate::classify::Classify for AuthorityLost {}

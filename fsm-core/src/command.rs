@@ -27,7 +27,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::Timestamp;
+use crate::clock::Timestamp;
 
 /// How many applied or refused commands a record remembers.
 pub const COMMAND_LOG_LIMIT: usize = 10;

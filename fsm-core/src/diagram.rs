@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::{Machine, StateMeta};
+use crate::{machine::Machine, machine::StateMeta};
 
 /// The note on a state no workflow can enter
 /// ([`Machine::unreachable_states`]).
@@ -250,7 +250,7 @@ impl Machine {
 mod tests {
     use std::time::Duration;
 
-    use crate::{Machine, StateMeta};
+    use crate::{machine::Machine, machine::StateMeta};
 
     static STATES: [StateMeta; 5] = [
         StateMeta::new("Provisioning")

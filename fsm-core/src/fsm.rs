@@ -8,7 +8,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::{Classify, Machine, Migrated, MigrationError, OldRecord, Step, Transition};
+use crate::{
+    classify::Classify, machine::Machine, step::Step, transition::Transition, upgrade::Migrated,
+    upgrade::MigrationError, upgrade::OldRecord,
+};
 
 /// A boxed, `Send` future, as returned by the dispatch methods of [`Fsm`].
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

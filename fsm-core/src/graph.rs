@@ -3,7 +3,7 @@
 //! both unless allowed; the diagrams mark them.
 
 use crate::diagram::engine_edges;
-use crate::{FailedSpecChange, Machine, SpecChange, StateMeta};
+use crate::{machine::FailedSpecChange, machine::Machine, machine::SpecChange, machine::StateMeta};
 
 impl Machine {
     /// The states no workflow can enter, in declaration order: not the
@@ -111,7 +111,7 @@ impl Machine {
 mod tests {
     use std::time::Duration;
 
-    use crate::{Machine, SpecChange, StateMeta};
+    use crate::{machine::Machine, machine::SpecChange, machine::StateMeta};
 
     static STATES: [StateMeta; 7] = [
         StateMeta::new("Start")

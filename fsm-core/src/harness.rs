@@ -13,12 +13,14 @@ use crate::record::{HistoryEntry, StateRecord, TrailEntry};
 use crate::step::{CheckpointError, Checkpointer};
 use crate::store::{Loaded, ObjectKey, StateStore, StoreError, Version};
 use crate::{
-    Authority, Classify, Command, CommandAction, Effect, Engine, ErrorClass, Extensions,
-    InvalidMachine, Report, StateMeta,
+    authority::Authority, classify::Classify, classify::ErrorClass, command::Command,
+    command::CommandAction, engine::Effect, engine::Engine, engine::InvalidMachine, engine::Report,
+    extensions::Extensions, machine::StateMeta,
 };
 use crate::{
-    BoxFuture, Clock, EngineOptions, EphemeralStore, Fsm, ManualClock, Observed, ReconcileError,
-    SeededRandom, Step, Timestamp, Transition,
+    clock::Clock, clock::ManualClock, clock::Timestamp, engine::EngineOptions, engine::Observed,
+    engine::ReconcileError, fsm::BoxFuture, fsm::Fsm, memory::EphemeralStore, random::SeededRandom,
+    step::Step, transition::Transition,
 };
 
 /// Why a harness run did not come to rest.
@@ -541,7 +543,7 @@ impl<S: Fsm> Harness<S> {
     /// ([`Step::publish_status`]), as they would stand on the object: each
     /// commit's fields merged over the earlier ones. `None` until a step
     /// publishes.
-    pub fn published_status(&self) -> Option<crate::StatusFields> {
+    pub fn published_status(&self) -> Option<crate::step::StatusFields> {
         self.store.status(&Self::key())
     }
 
@@ -1042,7 +1044,7 @@ impl StateStore for CrashingStore<'_> {
         &'a self,
         key: &'a ObjectKey,
         record: &'a StateRecord,
-        status: &'a crate::StatusFields,
+        status: &'a crate::step::StatusFields,
         expected: Option<&'a Version>,
     ) -> BoxFuture<'a, Result<Version, StoreError>> {
         match self.crashed() {

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::RetryPolicy;
+use crate::retry::RetryPolicy;
 
 /// What happens when the object's spec changes (its `metadata.generation`
 /// moves past the record's `observedGeneration`).

@@ -7,8 +7,8 @@ use std::fmt::Write;
 
 use serde::{Deserialize, Serialize};
 
-use crate::Machine;
 use crate::diagram::edges;
+use crate::machine::Machine;
 use crate::text::escape_markup as escape;
 
 /// A machine's diagram as data: the same states and arrows as

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
-use crate::BoxFuture;
+use crate::fsm::BoxFuture;
 use crate::record::{RawRecord, StateRecord};
 use crate::step::StatusFields;
 use crate::store::{Loaded, ObjectKey, StateStore, StoreError, Version};

@@ -5,7 +5,9 @@ pub use fsm_macros::OperatorFsm;
 pub use serde::{Deserialize, Serialize};
 
 pub use crate::{
-    BoxFuture, Classify, Clock, Converge, ErrorClass, Fsm, Harness, Jitter, Machine, ManualClock,
-    Migrated, MigrationError, OldRecord, OnDelete, PublishError, RetryPolicy, SpecChange,
-    StateMeta, Step, SystemClock, Timestamp, Transition,
+    classify::Classify, classify::ErrorClass, clock::Clock, clock::ManualClock, clock::SystemClock,
+    clock::Timestamp, converge::Converge, fsm::BoxFuture, fsm::Fsm, harness::Harness,
+    machine::Machine, machine::OnDelete, machine::SpecChange, machine::StateMeta, retry::Jitter,
+    retry::RetryPolicy, step::PublishError, step::Step, transition::Transition, upgrade::Migrated,
+    upgrade::MigrationError, upgrade::OldRecord,
 };

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::command::{CommandEntry, Degraded, Pause};
-use crate::{Fsm, Machine, Timestamp};
+use crate::{clock::Timestamp, fsm::Fsm, machine::Machine};
 
 /// The record format this version of the engine writes and reads.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::RandomSource;
+use crate::random::RandomSource;
 
 /// Whether retry delays are randomised.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -3,7 +3,10 @@
 
 use std::time::Duration;
 
-use crate::{Authority, AuthorityLost, BoxFuture, Clock, Extensions, Fsm, Timestamp};
+use crate::{
+    authority::Authority, authority::AuthorityLost, clock::Clock, clock::Timestamp,
+    extensions::Extensions, fsm::BoxFuture, fsm::Fsm,
+};
 
 /// Why a checkpoint could not be committed.
 #[derive(Debug, thiserror::Error)]
@@ -38,7 +41,7 @@ pub enum CheckpointError {
     AuthorityLost(#[from] AuthorityLost),
 }
 
-impl crate::Classify for CheckpointError {}
+impl crate::classify::Classify for CheckpointError {}
 
 /// Fields of the object's `status` that a step publishes with its commit
 /// (see [`Step::publish_status`]): top-level keys of the status, as JSON.
@@ -60,10 +63,10 @@ pub enum PublishError {
     Reserved(String),
 }
 
-impl crate::Classify for PublishError {
-    fn class(&self) -> crate::ErrorClass {
+impl crate::classify::Classify for PublishError {
+    fn class(&self) -> crate::classify::ErrorClass {
         // The same fields fail the same way on every attempt.
-        crate::ErrorClass::Permanent
+        crate::classify::ErrorClass::Permanent
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::BoxFuture;
+use crate::fsm::BoxFuture;
 use crate::record::{RawRecord, StateRecord};
 use crate::step::StatusFields;
 

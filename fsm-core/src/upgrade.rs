@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::record::{DecodeError, RawRecord, SCHEMA_VERSION, StateRecord, data_error};
-use crate::{Fsm, Machine, StateMeta};
+use crate::{fsm::Fsm, machine::Machine, machine::StateMeta};
 
 /// A stored state as an older build of the machine wrote it, given to
 /// [`Fsm::migrate`]: the current state of a record, or a compensable state

@@ -128,9 +128,9 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::ReconcilerOptions;
 use crate::conditions::UNDECODABLE_REASON;
 use crate::leader::Leadership;
+use crate::reconciler::ReconcilerOptions;
 
 /// The most bytes of the decoding error a condition, an event or a log
 /// line carries (cut on a character boundary, `...` appended).

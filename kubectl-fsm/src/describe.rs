@@ -13,7 +13,7 @@ use fsm_kube::commands::COMMANDS_ANNOTATION;
 use k8s_openapi::api::events::v1::Event;
 use kube::{Client, ResourceExt};
 
-use crate::Error;
+use crate::error::Error;
 use crate::send;
 use crate::target::Target;
 use fsm_kube::view::object::{self, Condition, conditions, last_seen};

@@ -45,7 +45,7 @@ use kube::{Client, ResourceExt};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::Error;
+use crate::error::Error;
 use crate::target::Target;
 
 /// How many times [`send`] reads, appends and writes before giving up on

@@ -9,7 +9,7 @@ use fsm_kube::view::Watched;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{Api, Client, ResourceExt};
 
-use crate::Error;
+use crate::error::Error;
 
 /// A resource managed by an operator-fsm operator, and its machine.
 pub type Target = Watched;

@@ -11,7 +11,7 @@ use fsm_kube::view::changes::{ObjectChange, object_changes};
 use fsm_kube::view::records::{self, Row};
 use futures::StreamExt;
 
-use crate::Error;
+use crate::error::Error;
 use crate::table;
 use crate::target::Target;
 

@@ -9,7 +9,7 @@ use crate::engine::{Decision, Effect, Engine, Observed, Plan, ReconcileError, Re
 use crate::record::StateRecord;
 use crate::step::StatusFields;
 use crate::store::{StateStore, Version};
-use crate::{Fsm, Timestamp};
+use crate::{clock::Timestamp, fsm::Fsm};
 
 /// One reconcile of one object, between its load and its report.
 pub(super) struct InFlight<'a, S: Fsm> {

@@ -13,7 +13,8 @@ use crate::engine::decide::{Decider, Decision, Forget};
 use crate::engine::{Effect, Observed};
 use crate::record::StateRecord;
 use crate::{
-    COMMAND_LOG_LIMIT, Command, CommandAction, CommandEntry, DecideError, Fsm, Pause, StateMeta,
+    command::COMMAND_LOG_LIMIT, command::Command, command::CommandAction, command::CommandEntry,
+    command::Pause, engine::DecideError, fsm::Fsm, machine::StateMeta,
 };
 
 /// What a command does, once it is allowed.

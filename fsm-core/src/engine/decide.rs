@@ -10,8 +10,8 @@ use crate::engine::describe::humanize;
 use crate::engine::{Effect, Observed};
 use crate::record::{HistoryEntry, MAX_TRAIL, StateRecord, TrailEntry, Unwind};
 use crate::{
-    ErrorClass, FailedSpecChange, Fsm, Machine, RandomSource, SpecChange, StateMeta, Timestamp,
-    Transition,
+    classify::ErrorClass, clock::Timestamp, fsm::Fsm, machine::FailedSpecChange, machine::Machine,
+    machine::SpecChange, machine::StateMeta, random::RandomSource, transition::Transition,
 };
 
 /// What a fresh start forgets of the compensation trail.
@@ -584,7 +584,7 @@ impl Decider<'_> {
         record.failures_without_attempt = 0;
         record.next_attempt_at = None;
         record.last_error = None;
-        record.degraded = Some(crate::Degraded {
+        record.degraded = Some(crate::command::Degraded {
             reason: reason.clone(),
             since,
         });
@@ -665,7 +665,7 @@ impl Decider<'_> {
 /// degraded state's waits grow with the time it has been degraded (each
 /// about as long as the time so far, within the policy's `initial` and
 /// `max`), so that no count needs to be written.
-fn tries_for(policy: &crate::RetryPolicy, elapsed: Duration) -> u32 {
+fn tries_for(policy: &crate::retry::RetryPolicy, elapsed: Duration) -> u32 {
     let mut tries = 1;
     while tries < 64 && policy.backoff(tries) < elapsed && policy.backoff(tries) < policy.max() {
         tries += 1;

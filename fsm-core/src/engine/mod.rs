@@ -30,8 +30,9 @@ pub use unwind::UnwindResult;
 use crate::record::{DEFAULT_HISTORY_LIMIT, DecodeError, StateRecord};
 use crate::store::{ObjectKey, StateStore, StoreError, Version};
 use crate::{
-    Authority, AuthorityLost, Clock, Extensions, Fsm, MachineError, RandomSource, SeededRandom,
-    SystemClock, Timestamp,
+    authority::Authority, authority::AuthorityLost, clock::Clock, clock::SystemClock,
+    clock::Timestamp, extensions::Extensions, fsm::Fsm, machine::MachineError,
+    random::RandomSource, random::SeededRandom,
 };
 use apply::InFlight;
 
@@ -49,7 +50,7 @@ pub struct Observed {
     /// The commands the object carries, in order of sequence number
     /// ([`Command::parse_list`](crate::Command::parse_list)); those numbered
     /// at or below the record's `command_seq` were taken before.
-    pub commands: Vec<crate::Command>,
+    pub commands: Vec<crate::command::Command>,
 }
 
 impl Default for ObjectKey {
@@ -246,7 +247,9 @@ impl<S: Fsm> Engine<S> {
         let machine = S::machine();
         machine.validate().map_err(InvalidMachine)?;
         if S::initial_state().is_none() {
-            let name = machine.initial_state().map_or("", crate::StateMeta::name);
+            let name = machine
+                .initial_state()
+                .map_or("", crate::machine::StateMeta::name);
             return Err(InvalidMachine(vec![MachineError::InitialNotBuilt(name)]));
         }
         Ok(Engine {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::clock::until;
 use crate::engine::Observed;
 use crate::record::StateRecord;
-use crate::{Machine, OnDelete, Timestamp};
+use crate::{clock::Timestamp, machine::Machine, machine::OnDelete};
 
 /// What a reconcile does, decided before anything runs.
 #[derive(Clone, Debug, PartialEq)]
@@ -29,7 +29,7 @@ pub enum Plan {
     FinishUnwind,
     /// Take a person's command: the first the object carries that is
     /// numbered above the record's `command_seq`.
-    Command(crate::Command),
+    Command(crate::command::Command),
     /// The object is paused: nothing runs, no timeout fires, no spec change
     /// is taken, until a `resume` command.
     Paused,
@@ -138,7 +138,7 @@ mod tests {
     use crate::ObjectKey;
     use crate::clock::add;
     use crate::record::{SCHEMA_VERSION, TrailEntry, Unwind};
-    use crate::{Machine, OnDelete, StateMeta};
+    use crate::{StateMeta, machine::Machine, machine::OnDelete};
 
     static STATES: [StateMeta; 4] = [
         StateMeta::new("Start")

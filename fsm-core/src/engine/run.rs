@@ -10,7 +10,10 @@ use crate::engine::{Decider, Decision, Outcome, Plan, ReconcileError, UnwindResu
 use crate::record::StateRecord;
 use crate::step::{CheckpointError, Checkpointer, StatusFields};
 use crate::store::{ObjectKey, StateStore, StoreError, Version};
-use crate::{AuthorityLost, BoxFuture, Classify, Fsm, Step, Timestamp};
+use crate::{
+    authority::AuthorityLost, classify::Classify, clock::Timestamp, fsm::BoxFuture, fsm::Fsm,
+    step::Step,
+};
 
 impl<S: Fsm> InFlight<'_, S> {
     /// Runs what `planned` calls for and decides, at `now` (or, after user
@@ -93,7 +96,7 @@ impl<S: Fsm> InFlight<'_, S> {
         self.engine
             .authority
             .as_deref()
-            .map_or(Ok(()), crate::Authority::check)
+            .map_or(Ok(()), crate::authority::Authority::check)
     }
 
     /// After user code failed: when the authority is gone meanwhile, the
@@ -140,7 +143,7 @@ impl<S: Fsm> InFlight<'_, S> {
         let name = state.state_name();
         let attempt_timeout = S::machine()
             .state(&record.state)
-            .and_then(crate::StateMeta::handler_timeout);
+            .and_then(crate::machine::StateMeta::handler_timeout);
         let (attempt, entered_at) = (record.attempt, record.entered_at);
         let spec_snapshot = record.spec_snapshot.clone();
         let mut version = self.version.take();
@@ -179,9 +182,11 @@ impl<S: Fsm> InFlight<'_, S> {
         self.publish(published);
         self.report.commits += commits;
         for _ in 0..commits {
-            self.report.effects.push(crate::Effect::Checkpointed {
-                state: name.to_owned(),
-            });
+            self.report
+                .effects
+                .push(crate::engine::Effect::Checkpointed {
+                    state: name.to_owned(),
+                });
         }
         if conflicted {
             return Err(ReconcileError::Conflict);
@@ -273,7 +278,7 @@ impl<S: Fsm> InFlight<'_, S> {
 fn permanent(message: String) -> UnwindResult {
     UnwindResult::Error {
         message,
-        class: crate::ErrorClass::Permanent,
+        class: crate::classify::ErrorClass::Permanent,
     }
 }
 

@@ -10,7 +10,9 @@ use crate::clock::add;
 use crate::engine::decide::{Decider, Decision};
 use crate::engine::{Effect, Observed};
 use crate::record::{StateRecord, Unwind, UnwindFailure};
-use crate::{DecideError, ErrorClass, Fsm, OnDelete, RetryPolicy};
+use crate::{
+    classify::ErrorClass, engine::DecideError, fsm::Fsm, machine::OnDelete, retry::RetryPolicy,
+};
 
 /// What came of one unwinding action: a state's compensation, or the
 /// machine's cleanup.

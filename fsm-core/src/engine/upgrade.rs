@@ -5,7 +5,7 @@
 use crate::engine::{Effect, ReconcileError};
 use crate::record::{DecodeError, RawRecord, StateRecord};
 use crate::store::{ObjectKey, StateStore, Version};
-use crate::{Fsm, Report};
+use crate::{engine::Report, fsm::Fsm};
 
 /// Reads a stored record as this build of the machine does
 /// ([`RawRecord::upgrade`]); one written by an earlier build is written

@@ -13,7 +13,10 @@ use crate::health::Health;
 use crate::leader::Leadership;
 use crate::shard::ShardGuard;
 use crate::store::KubeStore;
-use crate::{FsmMetrics, FsmReconciler, KubeResource, ReconcilerBuilder, ReconcilerOptions};
+use crate::{
+    KubeResource, metrics::FsmMetrics, reconciler::FsmReconciler, reconciler::ReconcilerBuilder,
+    reconciler::ReconcilerOptions,
+};
 
 /// What the operator's main function may return: `()`, or a `Result`
 /// whose error makes `run` fail (exit status 1, the error on stderr), as
@@ -257,15 +260,15 @@ where
     pub fn reconciler(&self) -> FsmReconciler<F> {
         let client = self.client.clone();
         let builder = match (self.store, &self.namespace) {
-            (StoreKind::Status, _) => self.builder(crate::StatusStore::new()),
+            (StoreKind::Status, _) => self.builder(crate::store::StatusStore::new()),
             (StoreKind::ConfigMap, Some(ns)) => {
-                self.builder(crate::ConfigMapStore::namespaced(client, ns.clone()))
+                self.builder(crate::store::ConfigMapStore::namespaced(client, ns.clone()))
             }
-            (StoreKind::ConfigMap, None) => self.builder(crate::ConfigMapStore::new(client)),
+            (StoreKind::ConfigMap, None) => self.builder(crate::store::ConfigMapStore::new(client)),
             (StoreKind::Secret, Some(ns)) => {
-                self.builder(crate::SecretStore::namespaced(client, ns.clone()))
+                self.builder(crate::store::SecretStore::namespaced(client, ns.clone()))
             }
-            (StoreKind::Secret, None) => self.builder(crate::SecretStore::new(client)),
+            (StoreKind::Secret, None) => self.builder(crate::store::SecretStore::new(client)),
             (StoreKind::Ephemeral, _) => self.builder(fsm_core::EphemeralStore::new()),
         };
         builder.build()

@@ -14,7 +14,7 @@ use kube::CustomResourceExt;
 use super::args::clashes_with_run;
 use super::rbac::{OperatorDescription, ResourceInfo, Rule};
 use super::{Cli, Command, Error, RunContext, RunOutcome, StoreKind, connect, diagram};
-use crate::{KubeResource, ReconcilerOptions};
+use crate::{KubeResource, reconciler::ReconcilerOptions};
 
 /// An operator's command line for machine `F`: what it is (its name, its
 /// store and the permissions its handlers need), and how to run it.

@@ -14,7 +14,7 @@ use prometheus_client::registry::Registry;
 
 use super::view::AbortOnDrop;
 use super::{BoxError, Error, Operator, RunArgs, RunContext, RunOutcome, connect};
-use crate::{FsmMetrics, KubeResource};
+use crate::{KubeResource, metrics::FsmMetrics};
 
 impl<F, A> Operator<F, A>
 where

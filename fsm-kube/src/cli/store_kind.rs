@@ -32,14 +32,14 @@ where
     S: 'static,
 {
     let store = TypeId::of::<S>();
-    if store == TypeId::of::<crate::StatusStore>() {
+    if store == TypeId::of::<crate::store::StatusStore>() {
         Some(StoreKind::Status)
-    } else if store == TypeId::of::<crate::ConfigMapStore>() {
+    } else if store == TypeId::of::<crate::store::ConfigMapStore>() {
         Some(StoreKind::ConfigMap)
-    } else if store == TypeId::of::<crate::SecretStore>() {
+    } else if store == TypeId::of::<crate::store::SecretStore>() {
         Some(StoreKind::Secret)
     } else if store == TypeId::of::<fsm_core::EphemeralStore>()
-        || store == TypeId::of::<crate::DerivingStore<F>>()
+        || store == TypeId::of::<crate::store::DerivingStore<F>>()
     {
         Some(StoreKind::Ephemeral)
     } else {

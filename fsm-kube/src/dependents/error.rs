@@ -116,7 +116,7 @@ impl Classify for DependentsError {
             }
             DependentsError::List { source, .. }
             | DependentsError::Api { source, .. }
-            | DependentsError::Condition(source) => crate::classify_kube_error(source),
+            | DependentsError::Condition(source) => crate::classify::classify_kube_error(source),
             // A refused object or a failed Job may be fixed by a new spec
             // or by a person: retried under the state's policy.
             DependentsError::Failed(_) => ErrorClass::RETRYABLE,
@@ -130,10 +130,10 @@ impl Classify for DependentsError {
 /// its [class](Classify::class) (API failures as the API's error is
 /// classed, failed dependents retried under the state's policy, an invalid
 /// set permanent).
-impl From<DependentsError> for crate::HandlerError {
+impl From<DependentsError> for crate::classify::HandlerError {
     fn from(error: DependentsError) -> Self {
         let class = error.class();
-        crate::HandlerError::with_class(error, class)
+        crate::classify::HandlerError::with_class(error, class)
     }
 }
 
@@ -143,10 +143,10 @@ mod tests {
 
     #[test]
     fn a_handler_error_keeps_the_dependents_errors_class() {
-        let invalid: crate::HandlerError =
+        let invalid: crate::classify::HandlerError =
             DependentsError::Set(SetError::DuplicateKey("web".into())).into();
         assert_eq!(invalid.class(), ErrorClass::Permanent);
-        let missing: crate::HandlerError = DependentsError::NoRuntime.into();
+        let missing: crate::classify::HandlerError = DependentsError::NoRuntime.into();
         assert_eq!(missing.class(), ErrorClass::Permanent);
         assert!(missing.to_string().contains("runtime"), "{missing}");
     }

@@ -20,8 +20,8 @@ use super::ShardNames;
 use super::live::{LeaseObserver, ShardHealth};
 use super::plan::{Move, ObjectView, decide, ring_of};
 use super::ring::DEFAULT_VIRTUAL_NODES;
-use crate::FsmMetrics;
 use crate::leader::Leadership;
+use crate::metrics::FsmMetrics;
 
 /// How the assigner paces itself.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use kube::{Api, Client, Resource};
 use serde_json::json;
 
 use super::ShardNames;
-use crate::FsmMetrics;
+use crate::metrics::FsmMetrics;
 
 /// What the guard says of one reconcile.
 #[derive(Clone, Debug, PartialEq, Eq)]

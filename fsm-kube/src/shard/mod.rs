@@ -95,13 +95,15 @@ pub(crate) async fn screen<K>(
     guard: &ShardGuard,
     client: &kube::Client,
     object: &K,
-) -> Result<bool, crate::Error>
+) -> Result<bool, crate::reconciler::Error>
 where
     K: kube::Resource<DynamicType = ()>,
 {
     match guard.screen(client, object).await {
         Ok(stop) => Ok(stop.is_some()),
-        Err(kube::Error::Api(status)) if status.is_conflict() => Err(crate::Error::Conflict),
-        Err(error) => Err(crate::Error::Shard(error)),
+        Err(kube::Error::Api(status)) if status.is_conflict() => {
+            Err(crate::reconciler::Error::Conflict)
+        }
+        Err(error) => Err(crate::reconciler::Error::Shard(error)),
     }
 }
