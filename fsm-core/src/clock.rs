@@ -8,7 +8,7 @@ use std::time::Duration;
 
 pub use jiff::Timestamp;
 
-use crate::fsm::BoxFuture;
+use crate::future::BoxFuture;
 
 /// The source of "now" for the engine: entry times, retry deadlines and
 /// state timeouts are all measured with it and persisted in the record, so

@@ -3,7 +3,7 @@
 //! knows nothing of Kubernetes; `fsm-kube` implements it for its set of
 //! dependent objects (`fsm_kube::dependents::DesiredSet`).
 
-use crate::{fsm::BoxFuture, fsm::Fsm, step::Step, transition::Transition};
+use crate::{fsm::Fsm, fsm::Step, future::BoxFuture, transition::Transition};
 
 /// Something a state converges: a desired shape of the world that one
 /// handler call brings closer, and that says when it is reached.

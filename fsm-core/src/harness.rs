@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
+use crate::fsm::{CheckpointError, Checkpointer};
 use crate::record::{HistoryEntry, StateRecord, TrailEntry};
-use crate::step::{CheckpointError, Checkpointer};
 use crate::store::{Loaded, ObjectKey, StateStore, StoreError, Version};
 use crate::{
     authority::Authority, classify::Classify, classify::ErrorClass, command::Command,
@@ -19,8 +19,8 @@ use crate::{
 };
 use crate::{
     clock::Clock, clock::ManualClock, clock::Timestamp, engine::EngineOptions, engine::Observed,
-    engine::ReconcileError, fsm::BoxFuture, fsm::Fsm, memory::EphemeralStore, random::SeededRandom,
-    step::Step, transition::Transition,
+    engine::ReconcileError, fsm::Fsm, fsm::Step, future::BoxFuture, memory::EphemeralStore,
+    random::SeededRandom, transition::Transition,
 };
 
 /// Why a harness run did not come to rest.
@@ -543,7 +543,7 @@ impl<S: Fsm> Harness<S> {
     /// ([`Step::publish_status`]), as they would stand on the object: each
     /// commit's fields merged over the earlier ones. `None` until a step
     /// publishes.
-    pub fn published_status(&self) -> Option<crate::step::StatusFields> {
+    pub fn published_status(&self) -> Option<crate::fsm::StatusFields> {
         self.store.status(&Self::key())
     }
 
@@ -1044,7 +1044,7 @@ impl StateStore for CrashingStore<'_> {
         &'a self,
         key: &'a ObjectKey,
         record: &'a StateRecord,
-        status: &'a crate::step::StatusFields,
+        status: &'a crate::fsm::StatusFields,
         expected: Option<&'a Version>,
     ) -> BoxFuture<'a, Result<Version, StoreError>> {
         match self.crashed() {

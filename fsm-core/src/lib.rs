@@ -137,17 +137,18 @@ mod diagram;
 mod engine;
 mod extensions;
 mod fsm;
+mod future;
 mod graph;
 mod harness;
 mod machine;
 mod machine_graph;
 mod memory;
+mod migration;
 mod parts;
 mod random;
 mod record;
 mod refuse;
 mod retry;
-mod step;
 mod store;
 mod transition;
 mod upgrade;
@@ -171,27 +172,29 @@ pub use engine::{
     DecideError, Effect, Engine, EngineOptions, InvalidMachine, Observed, ReconcileError, Report,
 };
 pub use extensions::Extensions;
-pub use fsm::{BoxFuture, Fsm, StoredState};
+pub use fsm::{
+    CheckpointError, Checkpointer, Fsm, PublishError, RESERVED_STATUS_FIELDS, StatusFields, Step,
+    StoredState,
+};
 #[cfg(feature = "derive")]
 pub use fsm_macros::OperatorFsm;
+pub use future::BoxFuture;
 pub use harness::{
     DEFAULT_IDLE_AFTER, HARNESS_EPOCH, Harness, HarnessError, RunHandlerError, Settled,
 };
 pub use machine::{FailedSpecChange, Machine, MachineError, OnDelete, SpecChange, StateMeta};
 pub use machine_graph::{GraphEdge, GraphState, MachineGraph};
 pub use memory::EphemeralStore;
+pub use migration::{Migrated, MigrationError, OldRecord};
 pub use random::{RandomSource, SeededRandom};
 pub use record::{
     DEFAULT_HISTORY_LIMIT, DecodeError, DecodedRecord, HistoryEntry, MAX_TRAIL, RawRecord,
     SCHEMA_VERSION, StateRecord, TrailEntry, Unwind, UnwindFailure,
 };
 pub use retry::{InvalidRetryPolicy, Jitter, RetryPolicy};
-pub use step::{
-    CheckpointError, Checkpointer, PublishError, RESERVED_STATUS_FIELDS, StatusFields, Step,
-};
 pub use store::{Loaded, ObjectKey, StateStore, StoreError, Version};
 pub use transition::Transition;
-pub use upgrade::{Migrated, MigrationError, OldRecord, RecordCompatibility, Upgraded};
+pub use upgrade::{RecordCompatibility, Upgraded};
 
 /// The engine's pure decision (the plan, the decider and what it decides),
 /// for this crate's benchmarks; not part of the API, and it may change in

@@ -3,9 +3,9 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
-use crate::fsm::BoxFuture;
+use crate::fsm::StatusFields;
+use crate::future::BoxFuture;
 use crate::record::{RawRecord, StateRecord};
-use crate::step::StatusFields;
 use crate::store::{Loaded, ObjectKey, StateStore, StoreError, Version};
 
 /// A store in process memory. Lost on restart; used by the harness, by tests

@@ -6,8 +6,8 @@ pub use serde::{Deserialize, Serialize};
 
 pub use crate::{
     classify::Classify, classify::ErrorClass, clock::Clock, clock::ManualClock, clock::SystemClock,
-    clock::Timestamp, converge::Converge, fsm::BoxFuture, fsm::Fsm, harness::Harness,
-    machine::Machine, machine::OnDelete, machine::SpecChange, machine::StateMeta, retry::Jitter,
-    retry::RetryPolicy, step::PublishError, step::Step, transition::Transition, upgrade::Migrated,
-    upgrade::MigrationError, upgrade::OldRecord,
+    clock::Timestamp, converge::Converge, fsm::Fsm, fsm::PublishError, fsm::Step,
+    future::BoxFuture, harness::Harness, machine::Machine, machine::OnDelete, machine::SpecChange,
+    machine::StateMeta, migration::Migrated, migration::MigrationError, migration::OldRecord,
+    retry::Jitter, retry::RetryPolicy, transition::Transition,
 };

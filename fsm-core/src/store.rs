@@ -2,9 +2,9 @@
 
 use std::fmt;
 
-use crate::fsm::BoxFuture;
+use crate::fsm::StatusFields;
+use crate::future::BoxFuture;
 use crate::record::{RawRecord, StateRecord};
-use crate::step::StatusFields;
 
 /// Identifies the object a record belongs to.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

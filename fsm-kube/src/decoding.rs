@@ -130,7 +130,7 @@ use serde_json::{Value, json};
 
 use crate::conditions::UNDECODABLE_REASON;
 use crate::leader::Leadership;
-use crate::reconciler::ReconcilerOptions;
+use crate::options::ReconcilerOptions;
 
 /// The most bytes of the decoding error a condition, an event or a log
 /// line carries (cut on a character boundary, `...` appended).

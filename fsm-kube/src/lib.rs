@@ -47,7 +47,9 @@ pub mod lean;
 mod merge_patch;
 pub mod metrics;
 mod newer_record;
+mod options;
 mod reconciler;
+pub mod records;
 pub mod shard;
 pub mod store;
 pub mod view;
@@ -56,10 +58,8 @@ pub use classify::{HandlerError, classify_kube_error};
 pub use fsm_core;
 pub use fsm_status::FsmStatus;
 pub use metrics::FsmMetrics;
-pub use reconciler::{
-    DEFAULT_OWN_WRITE_WAIT, Error, FsmReconciler, ReconcileFuture, ReconcilerBuilder,
-    ReconcilerOptions,
-};
+pub use options::{DEFAULT_OWN_WRITE_WAIT, ReconcilerOptions};
+pub use reconciler::{Error, FsmReconciler, ReconcileFuture, ReconcilerBuilder};
 pub use store::{
     ConfigMapStore, DerivingStore, KubeStore, ObjectStore, SecretStore, StatusStore, Target,
 };

@@ -8,8 +8,8 @@
 
 use fsm_core::Timestamp;
 use fsm_core::text::{human_duration, push_line};
-use fsm_kube::cli::{Error as CliError, record_view};
 use fsm_kube::commands::COMMANDS_ANNOTATION;
+use fsm_kube::records::{ReadError, record_view};
 use k8s_openapi::api::events::v1::Event;
 use kube::{Client, ResourceExt};
 
@@ -121,7 +121,7 @@ pub fn render_events(events: &[Event], now: Timestamp) -> String {
 /// or why it has none, then its conditions and events, as of `now`.
 ///
 /// # Errors
-/// [`fsm_kube::cli::Error::NotFound`] when the object does not exist, the
+/// [`ReadError::NotFound`] when the object does not exist, the
 /// API's errors.
 pub async fn describe(
     client: &Client,
@@ -140,12 +140,12 @@ pub async fn describe(
             taken = record.command_seq;
             record_view::render_text(&location, &record, now)
         }
-        Err(CliError::NotFound(location)) => return Err(CliError::NotFound(location).into()),
+        Err(ReadError::NotFound(location)) => return Err(ReadError::NotFound(location).into()),
         Err(
-            error @ (CliError::NoRecord(_)
-            | CliError::CorruptRecord { .. }
-            | CliError::MemoryStore
-            | CliError::ClusterScopedObjectStore),
+            error @ (ReadError::NoRecord(_)
+            | ReadError::CorruptRecord { .. }
+            | ReadError::MemoryStore
+            | ReadError::ClusterScopedObjectStore),
         ) => format!("{}/{name}: {error}\n", target.resource.kind),
         Err(error) => return Err(error.into()),
     };

@@ -1,12 +1,19 @@
 //! Why a `kubectl fsm` command fails.
 
+use fsm_kube::commands::COMMANDS_ANNOTATION;
+use fsm_kube::fsm_core::CommandListError;
+
 /// Why a command failed; `main` prints it with its causes and exits 1.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// Reaching the cluster or reading a record failed (the operator CLI's
-    /// errors: no configuration, not found, no record, memory store…).
+    /// Reaching the cluster failed (the operator CLI's errors: no
+    /// configuration…).
     #[error(transparent)]
     Cli(#[from] fsm_kube::cli::Error),
+    /// Reading a record failed: not found, no record, a record that does
+    /// not decode, a store whose records live in the operator's memory.
+    #[error(transparent)]
+    Read(#[from] fsm_kube::records::ReadError),
     /// The API server answered with an error, or could not be reached.
     #[error("Kubernetes API request failed")]
     Kube(#[source] kube::Error),
@@ -24,11 +31,11 @@ pub enum Error {
     /// The CRD carries no published machine.
     #[error(
         "the CRD {0} carries no {annotation} annotation: apply the CRD that the operator's `crd` command prints",
-        annotation = fsm_kube::cli::published::MACHINE_ANNOTATION
+        annotation = fsm_kube::records::MACHINE_ANNOTATION
     )]
     NotPublished(String),
     /// The published machine does not parse.
-    #[error("the CRD {crd} has an unreadable {annotation} annotation", annotation = fsm_kube::cli::published::MACHINE_ANNOTATION)]
+    #[error("the CRD {crd} has an unreadable {annotation} annotation", annotation = fsm_kube::records::MACHINE_ANNOTATION)]
     BadPublication {
         /// The CRD's name.
         crd: String,
@@ -75,7 +82,7 @@ pub enum Error {
         object: String,
         /// Why.
         #[source]
-        why: crate::send::SendRefusal,
+        why: SendRefusal,
     },
     /// The object changed between each read and write, more times than the
     /// plugin tries.
@@ -90,7 +97,7 @@ pub enum Error {
     },
     /// `--wait` with records the plugin cannot read.
     #[error("--wait cannot tell when the command is taken: {0}")]
-    CannotWait(#[source] fsm_kube::cli::Error),
+    CannotWait(#[source] fsm_kube::records::ReadError),
     /// The operator took the command and refused it.
     #[error("command {seq} ({command}) to {object} was refused: {reason}")]
     Refused {
@@ -141,4 +148,55 @@ impl Error {
             other => Error::Kube(other),
         }
     }
+}
+
+/// Why a command is not sent.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SendRefusal {
+    /// `goto` to a state the published machine does not have.
+    #[error("machine {machine} has no state {state:?} (its states: {})", states.join(", "))]
+    UnknownState {
+        /// The machine's name.
+        machine: String,
+        /// The state asked for.
+        state: String,
+        /// The machine's states.
+        states: Vec<String>,
+    },
+    /// `goto` to a failed state, which the operator always refuses.
+    #[error("{0} is a failed state: goto moves to a state the workflow can go on from")]
+    FailedState(String),
+    /// A signal no state of the machine declares (known only when the
+    /// published machine lists signals: it does since signals are drawn).
+    #[error("no state of machine {machine} declares signal {signal:?} (the signals: {})", declared.join(", "))]
+    UndeclaredSignal {
+        /// The machine's name.
+        machine: String,
+        /// The signal asked for.
+        signal: String,
+        /// The declared signals, as `NAME (From → To)`.
+        declared: Vec<String>,
+    },
+    /// An empty state or signal name.
+    #[error("the {0} name is empty")]
+    EmptyName(&'static str),
+    /// The annotation holds something that is not a command list; the
+    /// operator takes none of it.
+    #[error(
+        "its {COMMANDS_ANNOTATION} annotation is not a command list ({0}), so the operator takes none of it: fix it, or remove it with `kubectl annotate RESOURCE NAME {COMMANDS_ANNOTATION}-`"
+    )]
+    Unreadable(String),
+    /// The object already carries as many commands not yet taken as it
+    /// may.
+    #[error(
+        "it already carries {pending} commands the operator has not taken, the most it may carry: is the operator running? Send again once it has taken them"
+    )]
+    TooMany {
+        /// How many commands are pending.
+        pending: usize,
+    },
+    /// The new list would be refused by the operator (two commands with
+    /// one number that the operator has not taken).
+    #[error("the operator would refuse the list: {0}")]
+    Invalid(#[source] CommandListError),
 }

@@ -4,10 +4,10 @@
 //!
 //! The operator's `crd` command publishes the machine on its CRD (the
 //! `operator-fsm.io/machine` annotation: the store, the states with their
-//! marks, the arrows; see `fsm_kube::cli::published`). The plugin finds
+//! marks, the arrows; see `fsm_kube::records::PublishedMachine`). The plugin finds
 //! the CRD of the resource it is given ([`target`]), reads each object's
 //! record where that store keeps it, by the stores' conventions
-//! (`fsm_kube::view::records`, through `fsm_kube::cli::record_view`), and never shows
+//! (`fsm_kube::view::records`, through `fsm_kube::records::record_view`), and never shows
 //! the data of a sensitive state.
 //!
 //! ```text

@@ -37,8 +37,9 @@ use fsm_core::{
     Command, CommandAction, CommandListError, MAX_PENDING_COMMANDS, MachineGraph, StateRecord,
     Timestamp,
 };
-use fsm_kube::cli::{ConnectArgs, Error as CliError, StoreKind};
+use fsm_kube::cli::{ConnectArgs, StoreKind};
 use fsm_kube::commands::COMMANDS_ANNOTATION;
+use fsm_kube::records::ReadError;
 use fsm_kube::view::records;
 use kube::api::{Patch, PatchParams};
 use kube::{Client, ResourceExt};
@@ -55,56 +56,7 @@ pub const MAX_ATTEMPTS: u32 = 10;
 /// How often [`wait`] reads the record.
 const POLL: Duration = Duration::from_millis(250);
 
-/// Why a command is not sent.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum SendRefusal {
-    /// `goto` to a state the published machine does not have.
-    #[error("machine {machine} has no state {state:?} (its states: {})", states.join(", "))]
-    UnknownState {
-        /// The machine's name.
-        machine: String,
-        /// The state asked for.
-        state: String,
-        /// The machine's states.
-        states: Vec<String>,
-    },
-    /// `goto` to a failed state, which the operator always refuses.
-    #[error("{0} is a failed state: goto moves to a state the workflow can go on from")]
-    FailedState(String),
-    /// A signal no state of the machine declares (known only when the
-    /// published machine lists signals: it does since signals are drawn).
-    #[error("no state of machine {machine} declares signal {signal:?} (the signals: {})", declared.join(", "))]
-    UndeclaredSignal {
-        /// The machine's name.
-        machine: String,
-        /// The signal asked for.
-        signal: String,
-        /// The declared signals, as `NAME (From → To)`.
-        declared: Vec<String>,
-    },
-    /// An empty state or signal name.
-    #[error("the {0} name is empty")]
-    EmptyName(&'static str),
-    /// The annotation holds something that is not a command list; the
-    /// operator takes none of it.
-    #[error(
-        "its {COMMANDS_ANNOTATION} annotation is not a command list ({0}), so the operator takes none of it: fix it, or remove it with `kubectl annotate RESOURCE NAME {COMMANDS_ANNOTATION}-`"
-    )]
-    Unreadable(String),
-    /// The object already carries as many commands not yet taken as it
-    /// may.
-    #[error(
-        "it already carries {pending} commands the operator has not taken, the most it may carry: is the operator running? Send again once it has taken them"
-    )]
-    TooMany {
-        /// How many commands are pending.
-        pending: usize,
-    },
-    /// The new list would be refused by the operator (two commands with
-    /// one number that the operator has not taken).
-    #[error("the operator would refuse the list: {0}")]
-    Invalid(#[source] CommandListError),
-}
+pub use crate::error::SendRefusal;
 
 /// Refuses what no state of the object could accept: a `goto` to a state
 /// `graph` does not have, or to a failed state; a signal no state
@@ -390,8 +342,8 @@ async fn taken(
 ) -> Result<Option<StateRecord>, Error> {
     match records::record(client, target, namespace, name).await {
         Ok((record, _)) => Ok(Some(record)),
-        Err(CliError::NoRecord(_) | CliError::MemoryStore) => Ok(None),
-        Err(CliError::Kube(error)) => {
+        Err(ReadError::NoRecord(_) | ReadError::MemoryStore) => Ok(None),
+        Err(ReadError::Kube(error)) => {
             let resource = match target.machine.store {
                 StoreKind::ConfigMap => "configmaps".to_owned(),
                 StoreKind::Secret => "secrets".to_owned(),
@@ -497,7 +449,7 @@ pub async fn send(
 /// [`Error::CannotWait`] for the ephemeral store.
 pub fn can_wait(target: &Target) -> Result<(), Error> {
     match target.machine.store {
-        StoreKind::Ephemeral => Err(Error::CannotWait(CliError::MemoryStore)),
+        StoreKind::Ephemeral => Err(Error::CannotWait(ReadError::MemoryStore)),
         _ => Ok(()),
     }
 }

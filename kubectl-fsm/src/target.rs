@@ -4,7 +4,7 @@
 //! [`matches()`] and [`from_crd`] are pure; [`resolve`] lists the CRDs.
 
 use fsm_kube::cli::ResourceInfo;
-use fsm_kube::cli::published::PublishedMachine;
+use fsm_kube::records::PublishedMachine;
 use fsm_kube::view::Watched;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{Api, Client, ResourceExt};

@@ -6,8 +6,8 @@ use std::ops::ControlFlow;
 use std::time::Duration;
 
 use crate::engine::{Decision, Effect, Engine, Observed, Plan, ReconcileError, Report, Then, plan};
+use crate::fsm::StatusFields;
 use crate::record::StateRecord;
-use crate::step::StatusFields;
 use crate::store::{StateStore, Version};
 use crate::{clock::Timestamp, fsm::Fsm};
 

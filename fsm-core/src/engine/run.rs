@@ -7,12 +7,12 @@ use tracing::Instrument;
 use crate::engine::apply::InFlight;
 use crate::engine::describe::describe_error;
 use crate::engine::{Decider, Decision, Outcome, Plan, ReconcileError, UnwindResult};
+use crate::fsm::{CheckpointError, Checkpointer, StatusFields};
 use crate::record::StateRecord;
-use crate::step::{CheckpointError, Checkpointer, StatusFields};
 use crate::store::{ObjectKey, StateStore, StoreError, Version};
 use crate::{
-    authority::AuthorityLost, classify::Classify, clock::Timestamp, fsm::BoxFuture, fsm::Fsm,
-    step::Step,
+    authority::AuthorityLost, classify::Classify, clock::Timestamp, fsm::Fsm, fsm::Step,
+    future::BoxFuture,
 };
 
 impl<S: Fsm> InFlight<'_, S> {

@@ -6,13 +6,15 @@ use fsm_core::Fsm;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{Client, CustomResourceExt};
 
-use super::published::{self, PublishedMachine};
-use super::rbac::{self, RbacScope, ResourceInfo};
-use super::record_view;
+use super::printer_columns::add_printer_columns;
+use super::rbac::{self, RbacScope};
 use super::{
     CrdArgs, DiagramFormat, Error, Operator, OutputFormat, RbacArgs, StatusArgs, StoreKind,
 };
 use crate::KubeResource;
+use crate::records::PublishedMachine;
+use crate::records::ResourceInfo;
+use crate::records::{ReadError, record_view};
 
 impl<F, A> Operator<F, A>
 where
@@ -72,7 +74,7 @@ where
 
     /// What `crd` prints: the CRD of the resource with the machine
     /// published on it ([`PublishedMachine`]), and with `--printer-columns`
-    /// the state columns ([`published::add_printer_columns`]).
+    /// the state columns ([`add_printer_columns`]).
     ///
     /// # Errors
     /// [`Error::PrinterColumnsNeedStatusStore`].
@@ -82,9 +84,10 @@ where
             store: self.store,
             graph: F::machine().graph(),
         }
-        .annotate(&mut crd)?;
+        .annotate(&mut crd)
+        .map_err(Error::Json)?;
         if args.printer_columns {
-            published::add_printer_columns(&mut crd, self.store)?;
+            add_printer_columns(&mut crd, self.store)?;
         }
         crd_yaml(&crd)
     }
@@ -94,7 +97,7 @@ where
     ///
     /// # Errors
     /// See [`record_view::fetch`]; a record that does not decode is
-    /// [`Error::CorruptRecord`].
+    /// [`ReadError::CorruptRecord`].
     pub async fn status(&self, client: &Client, args: &StatusArgs) -> Result<String, Error> {
         let resource = ResourceInfo::of::<F::Resource>();
         let (raw, location) = record_view::fetch(
@@ -106,7 +109,7 @@ where
             &args.name,
         )
         .await?;
-        let record = record_view::decode::<F>(&raw).map_err(|error| Error::CorruptRecord {
+        let record = record_view::decode::<F>(&raw).map_err(|error| ReadError::CorruptRecord {
             location: Box::new(location.clone()),
             error,
         })?;

@@ -7,15 +7,15 @@ use fsm_core::Fsm;
 use k8s_openapi::NamespaceResourceScope;
 use kube::{Api, Client};
 
-use super::store_kind::store_kind_of;
 use super::{BoxError, Error, StoreKind};
 use crate::health::Health;
 use crate::leader::Leadership;
 use crate::shard::ShardGuard;
 use crate::store::KubeStore;
+use crate::store::store_kind_of;
 use crate::{
-    KubeResource, metrics::FsmMetrics, reconciler::FsmReconciler, reconciler::ReconcilerBuilder,
-    reconciler::ReconcilerOptions,
+    KubeResource, metrics::FsmMetrics, options::ReconcilerOptions, reconciler::FsmReconciler,
+    reconciler::ReconcilerBuilder,
 };
 
 /// What the operator's main function may return: `()`, or a `Result`

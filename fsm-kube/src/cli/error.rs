@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 
 use super::StoreKind;
 use super::rbac::InvalidRule;
-use super::record_view::Location;
+use crate::records::ReadError;
 
 /// Why a subcommand failed. [`Operator::main`](super::Operator::main) prints it and exits with
 /// status 1, or 3 for [`Error::CannotRun`] ([`Error::exit_status`]).
@@ -16,32 +16,11 @@ pub enum Error {
     /// The API server answered with an error, or could not be reached.
     #[error("Kubernetes API request failed")]
     Kube(#[source] kube::Error),
-    /// `status`: the object does not exist.
-    #[error("{0}: not found")]
-    NotFound(Box<Location>),
-    /// `status`: the object has no record yet (not reconciled yet).
-    #[error("{0}: no record yet; has the operator reconciled it?")]
-    NoRecord(Box<Location>),
-    /// `status`: the record exists but cannot be decoded; the runtime has
-    /// stopped reconciling the object until someone fixes it.
-    #[error("{location}: the record cannot be decoded: {error}")]
-    CorruptRecord {
-        /// The object and where its record is.
-        location: Box<Location>,
-        /// What is wrong with the record.
-        #[source]
-        error: fsm_core::DecodeError,
-    },
-    /// `status` with the ephemeral store: records live in the operator's
-    /// memory only.
-    #[error(
-        "the ephemeral store keeps records in the operator's memory; status cannot read them (the object's conditions summarize its state)"
-    )]
-    MemoryStore,
-    /// A ConfigMap or Secret store for a cluster-scoped resource: there is
-    /// no namespace to keep the record object in.
-    #[error("the ConfigMap and Secret stores need a namespaced resource")]
-    ClusterScopedObjectStore,
+    /// `status`, `preflight`: a record could not be read (the object or
+    /// its record is missing, the record does not decode, or the store
+    /// keeps it where nothing outside the operator reads it).
+    #[error(transparent)]
+    Read(#[from] ReadError),
     /// `crd --printer-columns` for an operator whose records are not in
     /// the object's status, where printer columns read.
     #[error(

@@ -468,7 +468,7 @@ mod tests {
     fn operator() -> OperatorDescription {
         OperatorDescription {
             name: "db-operator".into(),
-            resource: rbac::ResourceInfo {
+            resource: crate::records::ResourceInfo {
                 group: "example.io".into(),
                 version: "v1".into(),
                 kind: "Database".into(),

@@ -66,15 +66,15 @@ mod error;
 pub mod manifests;
 mod operator;
 pub mod preflight;
-pub mod published;
+mod printer_columns;
 pub mod rbac;
 mod readiness;
-pub mod record_view;
 mod run;
 mod sharded;
-mod store_kind;
 mod view;
 
+pub use crate::records::ResourceInfo;
+pub use crate::store::StoreKind;
 pub use args::{
     Cli, Command, ConnectArgs, CrdArgs, DiagramArgs, DiagramFormat, LeaderArgs, OutputFormat,
     PreflightArgs, RbacArgs, RunArgs, ShardArgs, StatusArgs, ViewAuth, ViewGuardArgs,
@@ -85,5 +85,4 @@ pub use context::{RunContext, RunOutcome};
 pub use error::{BoxError, Error};
 pub use manifests::{ManifestsArgs, PdbApiVersion, deploy_manifests};
 pub use operator::Operator;
-pub use rbac::{InvalidRule, OperatorDescription, RbacObject, RbacScope, ResourceInfo, Rule};
-pub use store_kind::StoreKind;
+pub use rbac::{InvalidRule, OperatorDescription, RbacObject, RbacScope, Rule};

@@ -12,9 +12,10 @@ use fsm_core::text::display_chain;
 use kube::CustomResourceExt;
 
 use super::args::clashes_with_run;
-use super::rbac::{OperatorDescription, ResourceInfo, Rule};
+use super::rbac::{OperatorDescription, Rule};
 use super::{Cli, Command, Error, RunContext, RunOutcome, StoreKind, connect, diagram};
-use crate::{KubeResource, reconciler::ReconcilerOptions};
+use crate::records::ResourceInfo;
+use crate::{KubeResource, options::ReconcilerOptions};
 
 /// An operator's command line for machine `F`: what it is (its name, its
 /// store and the permissions its handlers need), and how to run it.

@@ -9,7 +9,7 @@
 //!
 //! ```
 //! use fsm_kube::cli::preflight::{Preflight, StoredRecord, Verdict};
-//! use fsm_kube::cli::record_view::Location;
+//! use fsm_kube::records::Location;
 //! use fsm_kube::fsm_core::RawRecord;
 //! # use fsm_kube::prelude::*;
 //! # #[derive(OperatorFsm, Clone, Debug, Serialize, Deserialize)]
@@ -60,10 +60,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::rbac::ResourceInfo;
-use super::record_view::{Location, raw_record};
 use super::{Error, Operator, OutputFormat, PreflightArgs, StoreKind};
 use crate::KubeResource;
+use crate::records::record_view::{Location, raw_record};
+use crate::records::{ReadError, ResourceInfo};
 use crate::store::{
     MANAGED_BY_LABEL, OWNER_LABEL, RecordObject, belongs_to, legacy_belongs_to,
     legacy_record_object_name, record_object_name,
@@ -392,14 +392,14 @@ pub struct Fetched {
 
 /// Reads every record of `resource`'s objects (in `namespace`, or all
 /// namespaces) that `store` keeps, for machine `machine`, as the stores
-/// read them (see [`super::record_view::fetch`]): `.status.fsm` of each
+/// read them (see [`crate::records::record_view::fetch`]): `.status.fsm` of each
 /// object, or its ConfigMap or Secret (the legacy `<name>-fsm` too); record
 /// objects whose object is gone are listed with
 /// [`owner_gone`](StoredRecord::owner_gone). List requests only.
 ///
 /// # Errors
-/// [`Error::MemoryStore`] for the ephemeral store,
-/// [`Error::ClusterScopedObjectStore`] for an object store of a
+/// [`ReadError::MemoryStore`] for the ephemeral store,
+/// [`ReadError::ClusterScopedObjectStore`] for an object store of a
 /// cluster-scoped resource, [`Error::Kube`] for the API's errors.
 pub async fn fetch(
     client: &Client,
@@ -409,10 +409,10 @@ pub async fn fetch(
     namespace: Option<&str>,
 ) -> Result<Fetched, Error> {
     if store == StoreKind::Ephemeral {
-        return Err(Error::MemoryStore);
+        return Err(ReadError::MemoryStore.into());
     }
     if !resource.namespaced && store != StoreKind::Status {
-        return Err(Error::ClusterScopedObjectStore);
+        return Err(ReadError::ClusterScopedObjectStore.into());
     }
     let namespace = namespace.filter(|_| resource.namespaced);
     let gvk = GroupVersionKind::gvk(&resource.group, &resource.version, &resource.kind);
@@ -430,7 +430,7 @@ pub async fn fetch(
         StoreKind::Secret => {
             from_record_objects::<Secret>(client, resource, machine, namespace, &objects).await
         }
-        StoreKind::Ephemeral => Err(Error::MemoryStore),
+        StoreKind::Ephemeral => Err(ReadError::MemoryStore.into()),
     }
 }
 

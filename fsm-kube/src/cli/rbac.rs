@@ -10,7 +10,8 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule, Role};
 use kube::api::ObjectMeta;
 use serde::Serialize;
 
-use super::StoreKind;
+use crate::records::ResourceInfo;
+use crate::store::StoreKind;
 
 /// The verbs in the order Kubernetes documents them; any other verb sorts
 /// after these, alphabetically.
@@ -103,37 +104,6 @@ pub enum InvalidRule {
     /// No resource or no verb.
     #[error("rule {0} grants nothing: it needs a resource and at least one verb")]
     Empty(String),
-}
-
-/// The operator's resource, as RBAC names it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ResourceInfo {
-    /// The API group (`""` for the core group).
-    pub group: String,
-    /// The API version, e.g. `v1`.
-    pub version: String,
-    /// The kind, e.g. `Database`.
-    pub kind: String,
-    /// The plural resource name, e.g. `databases`.
-    pub plural: String,
-    /// Whether objects live in namespaces.
-    pub namespaced: bool,
-}
-
-impl ResourceInfo {
-    /// The description of `K`, whose scope is taken from its CRD.
-    pub fn of<K>() -> Self
-    where
-        K: kube::Resource<DynamicType = ()> + kube::CustomResourceExt,
-    {
-        ResourceInfo {
-            group: K::group(&()).into_owned(),
-            version: K::version(&()).into_owned(),
-            kind: K::kind(&()).into_owned(),
-            plural: K::plural(&()).into_owned(),
-            namespaced: K::crd().spec.scope == "Namespaced",
-        }
-    }
 }
 
 /// What an operator is, as far as its permissions go.

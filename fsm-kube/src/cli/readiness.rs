@@ -7,9 +7,9 @@ use std::time::Duration;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::{Client, CustomResourceExt};
 
-use super::rbac::ResourceInfo;
 use crate::KubeResource;
 use crate::health::NotReady;
+use crate::records::ResourceInfo;
 
 /// The reason `/readyz` gives until the resource has been listed.
 pub(super) const NOT_LISTED: &str = "the operator's resource has not been listed yet";

@@ -87,23 +87,3 @@ pub enum ShardError {
         reason: &'static str,
     },
 }
-
-/// The reconciler's hook: whether to stop before running anything
-/// (refused, or let go just now); a conflict while letting go is
-/// [`crate::Error::Conflict`].
-pub(crate) async fn screen<K>(
-    guard: &ShardGuard,
-    client: &kube::Client,
-    object: &K,
-) -> Result<bool, crate::reconciler::Error>
-where
-    K: kube::Resource<DynamicType = ()>,
-{
-    match guard.screen(client, object).await {
-        Ok(stop) => Ok(stop.is_some()),
-        Err(kube::Error::Api(status)) if status.is_conflict() => {
-            Err(crate::reconciler::Error::Conflict)
-        }
-        Err(error) => Err(crate::reconciler::Error::Shard(error)),
-    }
-}

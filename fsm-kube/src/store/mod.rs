@@ -2,6 +2,7 @@
 //! status, a ConfigMap, a Secret, or memory.
 
 mod ephemeral;
+mod kind;
 mod object;
 pub mod size;
 mod status_store;
@@ -21,6 +22,8 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 pub use ephemeral::DerivingStore;
+pub use kind::StoreKind;
+pub(crate) use kind::store_kind_of;
 pub use object::{
     ConfigMapStore, MANAGED_BY_LABEL, OWNER_KIND_LABEL, OWNER_LABEL, OWNER_UID_LABEL, ObjectStore,
     RECORD_KEY, RecordObject, SecretStore, legacy_record_object_name, record_object_name,

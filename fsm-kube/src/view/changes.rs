@@ -13,7 +13,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 
 use super::Watched;
-use crate::cli::StoreKind;
+use crate::store::StoreKind;
 use crate::store::{OWNER_KIND_LABEL, OWNER_UID_LABEL};
 
 /// An object whose record may have changed.

@@ -10,7 +10,6 @@
 
 pub mod access;
 pub mod changes;
-pub mod names;
 pub mod object;
 mod page;
 pub mod records;
@@ -21,8 +20,8 @@ use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::{Api, Client, CustomResourceExt};
 
 use crate::KubeResource;
-use crate::cli::published::PublishedMachine;
-use crate::cli::{ResourceInfo, StoreKind};
+use crate::records::{PublishedMachine, ResourceInfo};
+use crate::store::StoreKind;
 
 /// A resource whose objects are looked at, and its machine.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,15 +50,17 @@ impl Watched {
 
     /// An API for the objects in `namespace` (`None`: every namespace, or
     /// a cluster-scoped resource). The namespace goes into the URL as a
-    /// path segment ([`names::path_segment`]).
+    /// path segment ([`crate::records::names::path_segment`]).
     pub fn api(&self, client: &Client, namespace: Option<&str>) -> Api<DynamicObject> {
         let info = &self.resource;
         let gvk = GroupVersionKind::gvk(&info.group, &info.version, &info.kind);
         let api_resource = ApiResource::from_gvk_with_plural(&gvk, &info.plural);
         match namespace {
-            Some(ns) if info.namespaced => {
-                Api::namespaced_with(client.clone(), &names::path_segment(ns), &api_resource)
-            }
+            Some(ns) if info.namespaced => Api::namespaced_with(
+                client.clone(),
+                &crate::records::names::path_segment(ns),
+                &api_resource,
+            ),
             _ => Api::all_with(client.clone(), &api_resource),
         }
     }

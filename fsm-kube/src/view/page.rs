@@ -15,7 +15,7 @@ use kube::api::DynamicObject;
 
 use super::Watched;
 use super::object::{conditions, last_seen};
-use super::web::KindRow;
+use super::records::KindRow;
 
 /// Where the pages load their style from.
 pub(super) const STYLE_PATH: &str = "/assets/view.css";
@@ -414,9 +414,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::cli::StoreKind;
-    use crate::cli::published::PublishedMachine;
-    use crate::cli::{ResourceInfo, record_view};
+    use crate::records::{PublishedMachine, ResourceInfo, record_view};
+    use crate::store::StoreKind;
     use crate::view::records::Row;
 
     static STATES: [StateMeta; 3] = [

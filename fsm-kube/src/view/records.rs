@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::Watched;
-use crate::cli::{Error, record_view};
+use crate::records::{ReadError, record_view};
 
 /// Decodes `raw` by the record format alone, and hides the data of the
 /// states `graph` says are sensitive (or does not know).
@@ -111,13 +111,13 @@ impl Row {
 ///
 /// # Errors
 /// As [`record_view::fetch`]; a record that does not decode is
-/// [`Error::CorruptRecord`].
+/// [`ReadError::CorruptRecord`].
 pub async fn record(
     client: &Client,
     target: &Watched,
     namespace: Option<&str>,
     name: &str,
-) -> Result<(StateRecord, record_view::Location), Error> {
+) -> Result<(StateRecord, record_view::Location), ReadError> {
     let (raw, location) = record_view::fetch(
         client,
         &target.resource,
@@ -134,12 +134,12 @@ pub async fn record(
 /// reads the object once for both), decoded.
 ///
 /// # Errors
-/// As [`record`], but for [`Error::NotFound`].
+/// As [`record`], but for [`ReadError::NotFound`].
 pub async fn record_of(
     client: &Client,
     target: &Watched,
     object: &kube::api::DynamicObject,
-) -> Result<(StateRecord, record_view::Location), Error> {
+) -> Result<(StateRecord, record_view::Location), ReadError> {
     let location = record_view::location(
         client,
         &target.resource,
@@ -161,15 +161,15 @@ pub async fn record_of(
 }
 
 /// `raw`, read at `location`, decoded for `target`'s machine; a record
-/// that does not decode is [`Error::CorruptRecord`].
+/// that does not decode is [`ReadError::CorruptRecord`].
 fn decoded(
     raw: &RawRecord,
     location: record_view::Location,
     target: &Watched,
-) -> Result<(StateRecord, record_view::Location), Error> {
+) -> Result<(StateRecord, record_view::Location), ReadError> {
     match decode(raw, &target.machine.graph) {
         Ok(record) => Ok((record, location)),
-        Err(error) => Err(Error::CorruptRecord {
+        Err(error) => Err(ReadError::CorruptRecord {
             location: Box::new(location),
             error,
         }),
@@ -186,22 +186,22 @@ pub async fn row(
     target: &Watched,
     namespace: Option<&str>,
     name: &str,
-) -> Result<Option<Row>, Error> {
+) -> Result<Option<Row>, ReadError> {
     let namespace = namespace.filter(|_| target.resource.namespaced);
     match record(client, target, namespace, name).await {
         Ok((record, _)) => Ok(Some(Row::from_record(name, namespace, &record))),
-        Err(Error::NotFound(_)) => Ok(None),
-        Err(Error::NoRecord(_)) => Ok(Some(Row::without_record(
+        Err(ReadError::NotFound(_)) => Ok(None),
+        Err(ReadError::NoRecord(_)) => Ok(Some(Row::without_record(
             name,
             namespace,
             "no record yet".to_owned(),
         ))),
-        Err(Error::CorruptRecord { error, .. }) => Ok(Some(Row::without_record(
+        Err(ReadError::CorruptRecord { error, .. }) => Ok(Some(Row::without_record(
             name,
             namespace,
             format!("corrupt record: {error}"),
         ))),
-        Err(error @ (Error::MemoryStore | Error::ClusterScopedObjectStore)) => Ok(Some(
+        Err(error @ (ReadError::MemoryStore | ReadError::ClusterScopedObjectStore)) => Ok(Some(
             Row::without_record(name, namespace, error.to_string()),
         )),
         Err(error) => Err(error),
@@ -217,12 +217,12 @@ pub async fn rows(
     client: &Client,
     target: &Watched,
     namespace: Option<&str>,
-) -> Result<Vec<Row>, Error> {
+) -> Result<Vec<Row>, ReadError> {
     let objects = target
         .api(client, namespace)
         .list(&Default::default())
         .await
-        .map_err(Error::Kube)?;
+        .map_err(ReadError::Kube)?;
     let mut rows = Vec::new();
     for object in &objects.items {
         let ns = object.namespace();
@@ -232,6 +232,17 @@ pub async fn rows(
     }
     rows.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     Ok(rows)
+}
+
+/// A row with its kind, as the web view's `/api/objects` and its events
+/// send it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KindRow {
+    /// The resource's kind.
+    pub kind: String,
+    /// The row.
+    #[serde(flatten)]
+    pub row: Row,
 }
 
 #[cfg(test)]

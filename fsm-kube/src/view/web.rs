@@ -25,7 +25,7 @@
 //! - **Names**: an object page's namespace must be a DNS-1123 label and
 //!   its name a DNS-1123 subdomain (else 400), in the view's namespace
 //!   when it has one (else 404), and both go into API URLs as path
-//!   segments ([`super::names`]).
+//!   segments ([`crate::records::names`]).
 //! - **Host allow-list** (DNS rebinding): a request whose `Host` is not
 //!   `localhost`, a loopback address, the address the connection came in
 //!   on, or one of [`WebView::allow_hosts`] is refused with 403.
@@ -70,9 +70,10 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast};
 use super::Watched;
 use super::access::{KubernetesAccess, Verdict, bearer_token};
 use super::changes::{ObjectChange, object_changes};
-use super::names::{is_dns1123_label, is_dns1123_subdomain, path_segment};
+pub use super::records::KindRow;
 use super::records::{self, Row};
 use super::{object, page};
+use crate::records::names::{is_dns1123_label, is_dns1123_subdomain, path_segment};
 
 /// An object in the view: (kind, namespace, name).
 type Key = (String, Option<String>, String);
@@ -176,16 +177,6 @@ struct PageParts {
 
 /// A read of an object's page that viewers share.
 type SharedRead = Arc<tokio::sync::OnceCell<Arc<PageData>>>;
-
-/// A row with its kind, as `/api/objects` and the events send it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KindRow {
-    /// The resource's kind.
-    pub kind: String,
-    /// The row.
-    #[serde(flatten)]
-    pub row: Row,
-}
 
 /// What an `update` event carries: an object's new row, or its deletion.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -13,14 +13,14 @@ use std::time::Duration;
 use clap::Parser;
 use common::*;
 use fsm_kube::ReconcilerOptions;
-use fsm_kube::cli::published::PublishedMachine;
-use fsm_kube::cli::rbac::{self, OperatorDescription, RbacObject, RbacScope, ResourceInfo};
+use fsm_kube::cli::rbac::{self, OperatorDescription, RbacObject, RbacScope};
 use fsm_kube::cli::{
     Cli, Command, ConnectArgs, CrdArgs, DiagramArgs, DiagramFormat, Error, LeaderArgs, Operator,
     OutputFormat, PreflightArgs, RbacArgs, Rule, RunArgs, RunContext, RunOutcome, StatusArgs,
-    StoreKind, record_view,
+    StoreKind,
 };
 use fsm_kube::fsm_core::{BoxFuture, Fsm, HistoryEntry, RawRecord, StateRecord, Timestamp};
+use fsm_kube::records::{PublishedMachine, ReadError, ResourceInfo, record_view};
 use fsm_kube::store::{legacy_record_object_name, record_object_name_for};
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -717,11 +717,17 @@ async fn status_reads_the_status_store() {
     let missing = op
         .status(&client, &status_args(&env, "w1", OutputFormat::Text))
         .await;
-    assert!(matches!(missing, Err(Error::NoRecord(_))), "{missing:?}");
+    assert!(
+        matches!(missing, Err(Error::Read(ReadError::NoRecord(_)))),
+        "{missing:?}"
+    );
     let absent = op
         .status(&client, &status_args(&env, "nope", OutputFormat::Text))
         .await;
-    assert!(matches!(absent, Err(Error::NotFound(_))), "{absent:?}");
+    assert!(
+        matches!(absent, Err(Error::Read(ReadError::NotFound(_)))),
+        "{absent:?}"
+    );
 
     put_status_record(&env, "w1", serde_json::to_value(record()).unwrap()).await;
     let text = op
@@ -824,7 +830,10 @@ async fn status_reads_the_secret_store() {
     let none = operator(StoreKind::ConfigMap)
         .status(&client, &status_args(&env, "w3", OutputFormat::Text))
         .await;
-    assert!(matches!(none, Err(Error::NoRecord(_))), "{none:?}");
+    assert!(
+        matches!(none, Err(Error::Read(ReadError::NoRecord(_)))),
+        "{none:?}"
+    );
 }
 
 #[tokio::test]
@@ -839,7 +848,7 @@ async fn status_reads_a_legacy_record_of_the_object_and_no_stale_one() {
     create_widget(&env, "legacy", spec()).await;
     let metadata = owned_by(&env, "legacy", legacy_record_object_name("legacy")).await;
     put_configmap_record_as(&env, metadata, &text).await;
-    let (_, location) = fsm_kube::cli::record_view::fetch(
+    let (_, location) = fsm_kube::records::record_view::fetch(
         &client,
         &ResourceInfo::of::<Widget>(),
         "WidgetState",
@@ -879,7 +888,10 @@ async fn status_reads_a_legacy_record_of_the_object_and_no_stale_one() {
     let none = op
         .status(&client, &status_args(&env, "reborn", OutputFormat::Text))
         .await;
-    assert!(matches!(none, Err(Error::NoRecord(_))), "{none:?}");
+    assert!(
+        matches!(none, Err(Error::Read(ReadError::NoRecord(_)))),
+        "{none:?}"
+    );
 }
 
 #[tokio::test]
@@ -893,10 +905,10 @@ async fn a_corrupt_record_is_an_error_naming_the_problem() {
         .status(&client, &status_args(&env, "bad-json", OutputFormat::Text))
         .await
         .unwrap_err();
-    let Error::CorruptRecord {
+    let Error::Read(ReadError::CorruptRecord {
         location,
         error: decode,
-    } = &error
+    }) = &error
     else {
         panic!("{error:?}");
     };
@@ -941,7 +953,10 @@ async fn the_ephemeral_store_has_nothing_to_read() {
     let result = operator(StoreKind::Ephemeral)
         .status(&client, &status_args(&env, "w4", OutputFormat::Text))
         .await;
-    assert!(matches!(result, Err(Error::MemoryStore)), "{result:?}");
+    assert!(
+        matches!(result, Err(Error::Read(ReadError::MemoryStore))),
+        "{result:?}"
+    );
 }
 
 // ---------------------------------------------------------------- run

@@ -1100,5 +1100,11 @@ async fn preflight_judges_configmap_records_and_lists_those_whose_object_is_gone
 
     let memory = Operator::<v2::Deploy>::new("deploy-operator", StoreKind::Ephemeral);
     let refused = memory.preflight(&env.client, &preflight_args(env)).await;
-    assert!(matches!(refused, Err(Error::MemoryStore)), "{refused:?}");
+    assert!(
+        matches!(
+            refused,
+            Err(Error::Read(fsm_kube::records::ReadError::MemoryStore))
+        ),
+        "{refused:?}"
+    );
 }

@@ -545,7 +545,8 @@ async fn a_printer_column_with_priority_shows_only_with_o_wide() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operator_clis_rbac_applies_with_kubectl() {
     use fsm_kube::cli::StoreKind;
-    use fsm_kube::cli::rbac::{self, OperatorDescription, RbacScope, ResourceInfo};
+    use fsm_kube::cli::rbac::{self, OperatorDescription, RbacScope};
+    use fsm_kube::records::ResourceInfo;
 
     let dir = std::env::temp_dir().join(format!("fsm-apiserver-rbac-{}", std::process::id()));
     let (mut server, k) = start_binary(&dir).await;

@@ -12,9 +12,9 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fsm_kube::cli::published::MACHINE_ANNOTATION;
 use fsm_kube::cli::{Command as OperatorCommand, CrdArgs, Operator, RunContext, StoreKind};
 use fsm_kube::prelude::*;
+use fsm_kube::records::MACHINE_ANNOTATION;
 use fsm_kube::view::records::Row;
 use fsm_kube::{ConfigMapStore, FsmReconciler, KubeStore, StatusStore};
 use fsm_testkit::{HttpServer, TestCluster};

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::{
     authority::Authority, authority::AuthorityLost, clock::Clock, clock::Timestamp,
-    extensions::Extensions, fsm::BoxFuture, fsm::Fsm,
+    extensions::Extensions, fsm::Fsm, future::BoxFuture,
 };
 
 /// Why a checkpoint could not be committed.

@@ -1,20 +1,21 @@
 //! The `Fsm` trait: what the derive generates, and what a hand-written
 //! machine implements.
 
-use std::future::Future;
-use std::pin::Pin;
-
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::{
-    classify::Classify, machine::Machine, step::Step, transition::Transition, upgrade::Migrated,
-    upgrade::MigrationError, upgrade::OldRecord,
-};
+use crate::classify::Classify;
+use crate::future::BoxFuture;
+use crate::machine::Machine;
+use crate::migration::{Migrated, MigrationError, OldRecord};
+use crate::transition::Transition;
 
-/// A boxed, `Send` future, as returned by the dispatch methods of [`Fsm`].
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+mod step;
+
+pub use step::{
+    CheckpointError, Checkpointer, PublishError, RESERVED_STATUS_FIELDS, StatusFields, Step,
+};
 
 /// A state machine: an enum whose variants are the states, with handlers,
 /// compensations and a static [`Machine`] description.

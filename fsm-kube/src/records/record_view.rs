@@ -13,12 +13,13 @@ use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::{Api, Client};
 use serde_json::Value;
 
-use super::rbac::ResourceInfo;
-use super::{Error, StoreKind};
+use super::ReadError;
+use super::names::path_segment;
+use super::resource::ResourceInfo;
 use crate::store::{
-    RecordObject, belongs_to, legacy_belongs_to, legacy_record_object_name, record_object_name,
+    RecordObject, StoreKind, belongs_to, legacy_belongs_to, legacy_record_object_name,
+    record_object_name,
 };
-use crate::view::names::path_segment;
 
 /// What shows instead of a sensitive state's data.
 pub const REDACTED: &str = "<redacted: sensitive state>";
@@ -57,9 +58,9 @@ impl std::fmt::Display for Location {
 /// object of the same name is no record.
 ///
 /// # Errors
-/// [`Error::NotFound`] when the object does not exist, [`Error::NoRecord`]
-/// when it has no record yet, [`Error::MemoryStore`] for the ephemeral
-/// store (its records live in the operator's memory), [`Error::Kube`] for
+/// [`ReadError::NotFound`] when the object does not exist, [`ReadError::NoRecord`]
+/// when it has no record yet, [`ReadError::MemoryStore`] for the ephemeral
+/// store (its records live in the operator's memory), [`ReadError::Kube`] for
 /// the API's other errors.
 pub async fn fetch(
     client: &Client,
@@ -68,7 +69,7 @@ pub async fn fetch(
     store: StoreKind,
     namespace: Option<&str>,
     name: &str,
-) -> Result<(RawRecord, Location), Error> {
+) -> Result<(RawRecord, Location), ReadError> {
     let location = location(client, resource, machine, store, namespace, name)?;
     let gvk = GroupVersionKind::gvk(&resource.group, &resource.version, &resource.kind);
     let api_resource = ApiResource::from_gvk_with_plural(&gvk, &resource.plural);
@@ -79,9 +80,9 @@ pub async fn fetch(
     let Some(object) = api
         .get_opt(&path_segment(name))
         .await
-        .map_err(Error::Kube)?
+        .map_err(ReadError::Kube)?
     else {
-        return Err(Error::NotFound(Box::new(location)));
+        return Err(ReadError::NotFound(Box::new(location)));
     };
     read_record(client, resource, machine, store, location, &object).await
 }
@@ -90,8 +91,8 @@ pub async fn fetch(
 /// client's, for a namespaced resource), without reading anything.
 ///
 /// # Errors
-/// [`Error::MemoryStore`] for the ephemeral store,
-/// [`Error::ClusterScopedObjectStore`] for a record object of a
+/// [`ReadError::MemoryStore`] for the ephemeral store,
+/// [`ReadError::ClusterScopedObjectStore`] for a record object of a
 /// cluster-scoped resource.
 pub fn location(
     client: &Client,
@@ -100,7 +101,7 @@ pub fn location(
     store: StoreKind,
     namespace: Option<&str>,
     name: &str,
-) -> Result<Location, Error> {
+) -> Result<Location, ReadError> {
     let namespace = resource.namespaced.then(|| {
         namespace
             .map(str::to_owned)
@@ -112,9 +113,9 @@ pub fn location(
         (StoreKind::ConfigMap, Some(ns)) => format!("ConfigMap {ns}/{record_object}"),
         (StoreKind::Secret, Some(ns)) => format!("Secret {ns}/{record_object}"),
         (StoreKind::ConfigMap | StoreKind::Secret, None) => {
-            return Err(Error::ClusterScopedObjectStore);
+            return Err(ReadError::ClusterScopedObjectStore);
         }
-        (StoreKind::Ephemeral, _) => return Err(Error::MemoryStore),
+        (StoreKind::Ephemeral, _) => return Err(ReadError::MemoryStore),
     };
     Ok(Location {
         kind: resource.kind.clone(),
@@ -129,7 +130,7 @@ pub fn location(
 /// [`fetch`] does.
 ///
 /// # Errors
-/// As [`fetch`], but for [`Error::NotFound`].
+/// As [`fetch`], but for [`ReadError::NotFound`].
 pub async fn read_record(
     client: &Client,
     resource: &ResourceInfo,
@@ -137,7 +138,7 @@ pub async fn read_record(
     store: StoreKind,
     mut location: Location,
     object: &DynamicObject,
-) -> Result<(RawRecord, Location), Error> {
+) -> Result<(RawRecord, Location), ReadError> {
     let owner = Owner {
         uid: object.metadata.uid.clone().unwrap_or_default(),
         group: &resource.group,
@@ -173,7 +174,7 @@ pub async fn read_record(
             }
             Ok((raw, location))
         }
-        None => Err(Error::NoRecord(Box::new(location))),
+        None => Err(ReadError::NoRecord(Box::new(location))),
     }
 }
 
@@ -193,19 +194,19 @@ async fn record_from_object<O: RecordObject>(
     record_object: &str,
     name: &str,
     owner: &Owner<'_>,
-) -> Result<Option<(RawRecord, Option<String>)>, Error> {
+) -> Result<Option<(RawRecord, Option<String>)>, ReadError> {
     let api: Api<O> = Api::namespaced(client.clone(), &path_segment(namespace));
     let own = api
         .get_opt(&path_segment(record_object))
         .await
-        .map_err(Error::Kube)?
+        .map_err(ReadError::Kube)?
         .filter(|o| belongs_to(o.meta(), &owner.uid));
     let object = match own {
         Some(object) => Some(object),
         None => api
             .get_opt(&path_segment(&legacy_record_object_name(name)))
             .await
-            .map_err(Error::Kube)?
+            .map_err(ReadError::Kube)?
             .filter(|o| legacy_belongs_to(o.meta(), &owner.uid, owner.group, owner.kind)),
     };
     let Some(object) = object else {
@@ -216,7 +217,7 @@ async fn record_from_object<O: RecordObject>(
 
 /// The record a record object holds, as the stores read it (text that is
 /// not UTF-8 is kept as a description, which does not decode).
-pub(super) fn raw_record<O: RecordObject>(object: &O) -> Option<RawRecord> {
+pub(crate) fn raw_record<O: RecordObject>(object: &O) -> Option<RawRecord> {
     match object.record_text()? {
         Ok(text) => Some(RawRecord::Text(text)),
         Err(e) => Some(RawRecord::Text(format!("<not UTF-8: {e}>"))),

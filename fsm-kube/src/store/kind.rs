@@ -26,20 +26,20 @@ pub enum StoreKind {
 }
 
 /// The kind of the stores the crate provides, by type; `None` for others.
-pub(super) fn store_kind_of<F, S>() -> Option<StoreKind>
+pub(crate) fn store_kind_of<F, S>() -> Option<StoreKind>
 where
     F: Fsm,
     S: 'static,
 {
     let store = TypeId::of::<S>();
-    if store == TypeId::of::<crate::store::StatusStore>() {
+    if store == TypeId::of::<super::StatusStore>() {
         Some(StoreKind::Status)
-    } else if store == TypeId::of::<crate::store::ConfigMapStore>() {
+    } else if store == TypeId::of::<super::ConfigMapStore>() {
         Some(StoreKind::ConfigMap)
-    } else if store == TypeId::of::<crate::store::SecretStore>() {
+    } else if store == TypeId::of::<super::SecretStore>() {
         Some(StoreKind::Secret)
     } else if store == TypeId::of::<fsm_core::EphemeralStore>()
-        || store == TypeId::of::<crate::store::DerivingStore<F>>()
+        || store == TypeId::of::<super::DerivingStore<F>>()
     {
         Some(StoreKind::Ephemeral)
     } else {
