@@ -109,9 +109,12 @@
 // 3. The kinds' rules, each over `resources`: `store`, `validation`,
 //    `crd`, `typed`, `limits`, `discovery`, `events` (→ validation),
 //    `rbac` (→ validation), `openapi` and `schema` (→ store), `kinds`
-//    (→ rbac), `selectors` (→ events), `table` (→ events).
-// 4. `cluster`: the verbs on the store, the namespace and CRD
-//    controllers, garbage collection (→ the kinds' rules).
+//    (→ rbac), `selectors` (→ events), `table` (→ events); `reviews`
+//    (the review resources' paths and bodies), `authn` (ServiceAccount
+//    tokens, TokenReview → store, reviews) and `authz` (RBAC evaluation,
+//    SubjectAccessReview → store, reviews).
+// 4. `cluster`: the verbs on the store, the namespace, CRD and token
+//    controllers, garbage collection (→ the kinds' rules, authn).
 // 5. `watch` (→ cluster, selectors, table); `state`: what every request
 //    shares (→ cluster, faults, log).
 // 6. `handlers`: HTTP, the API's request pipeline and the fault API
@@ -122,6 +125,7 @@
 //
 // The crate root only declares the modules and re-exports the public API.
 
+mod authn;
 mod base64;
 pub mod cluster;
 mod crd;
@@ -140,6 +144,7 @@ mod patch;
 pub mod protobuf;
 mod rbac;
 mod resources;
+mod reviews;
 mod schema;
 mod selectors;
 mod server;
