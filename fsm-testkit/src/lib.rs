@@ -126,6 +126,7 @@
 // The crate root only declares the modules and re-exports the public API.
 
 mod authn;
+mod authz;
 mod base64;
 pub mod cluster;
 mod crd;
