@@ -3,10 +3,14 @@
 //!
 //! The tokens are those the token controller puts into a
 //! ServiceAccount's `kubernetes.io/service-account-token` Secret (see
-//! [`crate::cluster`]): opaque random strings, not JWTs. A token is valid
-//! while its Secret exists and the ServiceAccount its annotations name
-//! exists with the uid they name, neither being deleted, as the real
-//! server's legacy token validator checks. It authenticates as
+//! [`crate::cluster`]). Not JWTs, but like them they carry their claims
+//! (namespace, Secret, account and its uid, [`Claims`]) readable, and a
+//! random part that makes them unguessable; where a JWT is signed, a token
+//! here is valid only if it is the copy its Secret holds. A token is valid
+//! while its Secret exists and the ServiceAccount it names exists with the
+//! uid it names, neither being deleted: the real server's legacy token
+//! validator's checks, in its order and with its errors (`Token has been
+//! invalidated`, …). It authenticates as
 //! `system:serviceaccount:<namespace>:<name>` in the groups
 //! `system:serviceaccounts`, `system:serviceaccounts:<namespace>` and
 //! `system:authenticated`, for the audience of a cluster whose issuer is
@@ -55,43 +59,89 @@ fn resource(name: &str) -> GroupResource {
     }
 }
 
-fn annotation<'a>(object: &'a Value, key: &str) -> &'a str {
-    object["metadata"]["annotations"][key]
-        .as_str()
-        .unwrap_or_default()
+/// What a token says: whose it is and where its copy is kept.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Claims {
+    /// The namespace of the account and the Secret.
+    pub namespace: String,
+    /// The Secret holding the token.
+    pub secret: String,
+    /// The ServiceAccount's name.
+    pub account: String,
+    /// The ServiceAccount's uid.
+    pub uid: String,
 }
 
-/// The user a ServiceAccount token authenticates as, or `None` for a
-/// token that is not (or no longer) one.
-#[must_use]
-pub fn authenticate(store: &Store, token: &str) -> Option<UserInfo> {
-    if token.is_empty() {
-        return None;
+impl Claims {
+    /// The token for these claims with `random` (hex) as its unguessable
+    /// part: `<base64 of the claims as JSON>.<random>`.
+    #[must_use]
+    pub fn token(&self, random: &str) -> String {
+        let claims = serde_json::to_string(self).unwrap_or_default();
+        format!("{}.{random}", crate::base64::encode(claims.as_bytes()))
     }
-    let secret = store
-        .list(&resource("secrets"), None)
-        .into_iter()
-        .filter(|s| s["type"] == TOKEN_SECRET_TYPE)
-        .find(|s| {
-            s["data"]["token"]
-                .as_str()
-                .and_then(crate::base64::decode)
-                .is_some_and(|t| t == token.as_bytes())
-        })?;
-    let namespace = secret["metadata"]["namespace"].as_str().unwrap_or_default();
-    let name = annotation(&secret, SERVICE_ACCOUNT_NAME);
-    let account = store.get(&resource("serviceaccounts"), namespace, name)?;
-    let uid = account["metadata"]["uid"].as_str().unwrap_or_default();
+
+    /// The claims of `token`, if it is one of this server's.
+    fn of(token: &str) -> Option<Self> {
+        let (claims, random) = token.split_once('.')?;
+        if random.is_empty() {
+            return None;
+        }
+        serde_json::from_slice(&crate::base64::decode(claims)?).ok()
+    }
+}
+
+/// The user a ServiceAccount token authenticates as.
+///
+/// # Errors
+/// Why not, as the real server's `TokenReview` words it:
+/// `invalid bearer token` for a token that is none of this server's,
+/// `[invalid bearer token, <why>]` for one that no longer is valid (its
+/// Secret or account gone or being deleted, another uid, not its Secret's
+/// copy).
+pub fn authenticate(store: &Store, token: &str) -> Result<UserInfo, String> {
+    let claims = Claims::of(token).ok_or_else(|| INVALID_TOKEN.to_string())?;
+    let invalid = |why: String| format!("[{INVALID_TOKEN}, {why}]");
     let deleting = |o: &Value| o["metadata"].get("deletionTimestamp").is_some();
-    if uid != annotation(&secret, SERVICE_ACCOUNT_UID) || deleting(&account) || deleting(&secret) {
-        return None;
+    let ns = claims.namespace.as_str();
+    let secret = store
+        .get(&resource("secrets"), ns, &claims.secret)
+        .filter(|s| !deleting(s))
+        .ok_or_else(|| invalid("Token has been invalidated".into()))?;
+    let copy = secret["data"]["token"]
+        .as_str()
+        .and_then(crate::base64::decode)
+        .unwrap_or_default();
+    if copy != token.as_bytes() {
+        return Err(invalid("Token does not match server's copy".into()));
     }
-    Some(UserInfo {
-        username: format!("system:serviceaccount:{namespace}:{name}"),
+    let account = store
+        .get(&resource("serviceaccounts"), ns, &claims.account)
+        .ok_or_else(|| {
+            invalid(format!(
+                "ServiceAccount {ns}/{} has been deleted",
+                claims.account
+            ))
+        })?;
+    if deleting(&account) {
+        return Err(invalid(format!(
+            "ServiceAccount {ns}/{} is marked for deletion",
+            claims.account
+        )));
+    }
+    let uid = account["metadata"]["uid"].as_str().unwrap_or_default();
+    if uid != claims.uid {
+        return Err(invalid(format!(
+            "ServiceAccount UID ({uid}) does not match claim ({})",
+            claims.uid
+        )));
+    }
+    Ok(UserInfo {
+        username: format!("system:serviceaccount:{ns}:{}", claims.account),
         uid: uid.to_string(),
         groups: vec![
             "system:serviceaccounts".into(),
-            format!("system:serviceaccounts:{namespace}"),
+            format!("system:serviceaccounts:{ns}"),
             "system:authenticated".into(),
         ],
     })
@@ -123,15 +173,15 @@ pub fn review(store: &Store, bytes: &[u8]) -> Result<Value, ApiError> {
     }
     let audiences = typed.spec.audiences.unwrap_or_default();
     let status = match authenticate(store, &token) {
-        None => json!({"user": {}, "error": INVALID_TOKEN}),
-        Some(_) if !audiences.is_empty() && !audiences.iter().any(|a| a == API_AUDIENCE) => {
+        Err(error) => json!({"user": {}, "error": error}),
+        Ok(_) if !audiences.is_empty() && !audiences.iter().any(|a| a == API_AUDIENCE) => {
             json!({"user": {}, "error": format!(
                 "[{INVALID_TOKEN}, token audiences {} is invalid for the target audiences {}]",
                 go_quoted(&[API_AUDIENCE.to_string()]),
                 go_quoted(&audiences)
             )})
         }
-        Some(user) => json!({
+        Ok(user) => json!({
             "authenticated": true,
             "user": {"username": user.username, "uid": user.uid, "groups": user.groups},
             "audiences": [API_AUDIENCE],
@@ -156,7 +206,18 @@ pub fn review(store: &Store, bytes: &[u8]) -> Result<Value, ApiError> {
 mod tests {
     use super::*;
 
-    fn store() -> Store {
+    fn claims(secret: &str, uid: &str) -> Claims {
+        Claims {
+            namespace: "app".into(),
+            secret: secret.into(),
+            account: "web".into(),
+            uid: uid.into(),
+        }
+    }
+
+    /// An account `web` (uid u-1) in `app` with the token Secret
+    /// `web-token-abcde`; returns the store and the token.
+    fn store() -> (Store, String) {
         let mut store = Store::new(100, 16);
         store.put(
             &resource("serviceaccounts"),
@@ -164,25 +225,17 @@ mod tests {
             "web",
             json!({"metadata": {"name": "web", "namespace": "app", "uid": "u-1"}}),
         );
-        let secret = |name: &str, uid: &str, token: &str| {
-            json!({"metadata": {"name": name, "namespace": "app",
-                    "annotations": {SERVICE_ACCOUNT_NAME: "web", SERVICE_ACCOUNT_UID: uid}},
-                   "type": TOKEN_SECRET_TYPE,
-                   "data": {"token": crate::base64::encode(token.as_bytes())}})
-        };
+        let token = claims("web-token-abcde", "u-1").token("0f0f");
         store.put(
             &resource("secrets"),
             "app",
             "web-token-abcde",
-            secret("web-token-abcde", "u-1", "good"),
+            json!({"metadata": {"name": "web-token-abcde", "namespace": "app",
+                    "annotations": {SERVICE_ACCOUNT_NAME: "web", SERVICE_ACCOUNT_UID: "u-1"}},
+                   "type": TOKEN_SECRET_TYPE,
+                   "data": {"token": crate::base64::encode(token.as_bytes())}}),
         );
-        store.put(
-            &resource("secrets"),
-            "app",
-            "web-token-old",
-            secret("web-token-old", "u-0", "stale"),
-        );
-        store
+        (store, token)
     }
 
     fn ask(store: &Store, spec: Value) -> Result<Value, ApiError> {
@@ -191,8 +244,8 @@ mod tests {
 
     #[test]
     fn a_token_authenticates_as_its_service_account() {
-        let s = store();
-        let user = authenticate(&s, "good").unwrap();
+        let (s, token) = store();
+        let user = authenticate(&s, &token).unwrap();
         assert_eq!(user.username, "system:serviceaccount:app:web");
         assert_eq!(user.uid, "u-1");
         assert_eq!(
@@ -203,25 +256,36 @@ mod tests {
                 "system:authenticated"
             ]
         );
-        assert_eq!(authenticate(&s, "stale"), None, "another account's uid");
-        assert_eq!(authenticate(&s, "nope"), None);
-        assert_eq!(authenticate(&s, ""), None);
+        for (bad, error) in [
+            ("nope".to_string(), "invalid bearer token"),
+            (String::new(), "invalid bearer token"),
+            (
+                claims("web-token-abcde", "u-1").token("1111"),
+                "[invalid bearer token, Token does not match server's copy]",
+            ),
+            (
+                claims("web-token-gone", "u-1").token("0f0f"),
+                "[invalid bearer token, Token has been invalidated]",
+            ),
+        ] {
+            assert_eq!(authenticate(&s, &bad), Err(error.to_string()));
+        }
     }
 
     #[test]
     fn reviews_answer_as_the_real_server() {
-        let s = store();
-        let ok = ask(&s, json!({"token": "good"})).unwrap();
+        let (s, token) = store();
+        let ok = ask(&s, json!({"token": token})).unwrap();
         assert_eq!(ok["status"]["authenticated"], true);
         assert_eq!(ok["status"]["audiences"], json!([API_AUDIENCE]));
-        assert_eq!(ok["spec"], json!({"token": "good"}));
+        assert_eq!(ok["spec"], json!({"token": token}));
         assert_eq!(ok["metadata"], json!({"creationTimestamp": null}));
         let bad = ask(&s, json!({"token": "garbage"})).unwrap();
         assert_eq!(
             bad["status"],
             json!({"user": {}, "error": "invalid bearer token"})
         );
-        let elsewhere = ask(&s, json!({"token": "good", "audiences": ["x"]})).unwrap();
+        let elsewhere = ask(&s, json!({"token": token, "audiences": ["x"]})).unwrap();
         assert_eq!(
             elsewhere["status"]["error"],
             r#"[invalid bearer token, token audiences ["https://kubernetes.default.svc"] is invalid for the target audiences ["x"]]"#

@@ -4,8 +4,8 @@
 //! - A ServiceAccount written (created or updated) that references no
 //!   token Secret of its own gets one: a Secret `<sa>-token-<5 random
 //!   characters>` of type `kubernetes.io/service-account-token`, annotated
-//!   with the account's name and uid, holding `token` (an opaque random
-//!   string, see [`crate::authn`]), `namespace` and `ca.crt` (empty: the
+//!   with the account's name and uid, holding `token` (its claims and a
+//!   random part, see [`crate::authn`]), `namespace` and `ca.crt` (empty: the
 //!   server has no CA); then `{name: <secret>}` is appended to the
 //!   account's `secrets`.
 //! - A ServiceAccount removed takes its token Secrets with it.
@@ -30,7 +30,7 @@ use serde_json::{Value, json};
 
 use super::meta::str_at;
 use super::{Cluster, DeleteOptions, Ownership, Part, namespaces, present};
-use crate::authn::{SERVICE_ACCOUNT_NAME, SERVICE_ACCOUNT_UID, TOKEN_SECRET_TYPE};
+use crate::authn::{Claims, SERVICE_ACCOUNT_NAME, SERVICE_ACCOUNT_UID, TOKEN_SECRET_TYPE};
 use crate::resources::{GroupResource, ResourceDef};
 
 /// The field manager of the controller's writes.
@@ -60,12 +60,13 @@ fn is_token_of(secret: &Value, account: &Value) -> bool {
         && (uid.is_empty() || uid == str_at(account, "uid"))
 }
 
-/// A fresh, unguessable token: 32 random bytes from the system's
-/// generator, in hex. `None` if the generator fails.
-fn new_token() -> Option<String> {
+/// A fresh, unguessable token for `claims`: its random part is 32 bytes
+/// from the system's generator. `None` if the generator fails.
+fn new_token(claims: &Claims) -> Option<String> {
     let mut bytes = [0_u8; 32];
     SystemRandom::new().fill(&mut bytes).ok()?;
-    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    let random: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Some(claims.token(&random))
 }
 
 impl Cluster {
@@ -110,7 +111,14 @@ impl Cluster {
         ) else {
             return;
         };
-        let Some(token) = new_token() else {
+        let secret_name = self.generate_name(&secrets, ns, &format!("{name}-token-"));
+        let claims = Claims {
+            namespace: ns.into(),
+            secret: secret_name.clone(),
+            account: name.into(),
+            uid: str_at(account, "uid").into(),
+        };
+        let Some(token) = new_token(&claims) else {
             tracing::error!(
                 ns,
                 name,
@@ -118,7 +126,6 @@ impl Cluster {
             );
             return;
         };
-        let secret_name = self.generate_name(&secrets, ns, &format!("{name}-token-"));
         let secret = json!({
             "apiVersion": "v1",
             "kind": "Secret",
