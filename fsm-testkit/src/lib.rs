@@ -175,6 +175,7 @@ pub use test_cluster::{Backend, ClusterError, REAL_APISERVER_ENV, TestCluster};
 /// the watch machinery, how a request is described). Not a stable API.
 #[doc(hidden)]
 pub mod internals {
+    pub use crate::base64::decode as base64_decode;
     pub use crate::base64::encode as base64;
     pub use crate::handlers::{describe, route};
     pub use crate::selectors::{FieldSelector, LabelRequirement, LabelSelector};
