@@ -67,6 +67,11 @@
 //!   the events kube's `Recorder` writes.
 //! - RBAC kinds (`rbac.authorization.k8s.io/v1`) and ServiceAccounts are
 //!   stored, validated and served, not enforced: every request is allowed.
+//!   They can be asked about, as of a 1.20 cluster: each ServiceAccount
+//!   gets a token Secret (the token controller), `TokenReview` reviews its
+//!   token, and `SubjectAccessReview` evaluates the stored RBAC objects
+//!   (without the real server's bootstrap roles or ClusterRole
+//!   aggregation); both are create-only.
 //!
 //! # Public API
 //!
