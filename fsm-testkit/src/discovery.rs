@@ -9,6 +9,24 @@
 use serde_json::{Value, json};
 
 use crate::resources::{Registry, ResourceDef};
+use crate::reviews;
+
+/// The served groups, each with its versions (preferred first): the
+/// registry's, then those of the review resources (which store nothing,
+/// see [`crate::reviews`]).
+fn groups(registry: &Registry) -> Vec<(String, Vec<String>)> {
+    let mut groups = registry.groups();
+    for r in reviews::REVIEWS {
+        match groups.iter_mut().find(|(g, _)| g == r.group) {
+            Some((_, versions)) if !versions.iter().any(|v| v == r.version) => {
+                versions.push(r.version.into());
+            }
+            Some(_) => {}
+            None => groups.push((r.group.into(), vec![r.version.into()])),
+        }
+    }
+    groups
+}
 
 /// The minor version of Kubernetes 1.x this server claims to be (its
 /// `/version` and discovery say `1.34`).
@@ -52,8 +70,7 @@ fn group_json(group: &str, versions: &[String]) -> Value {
 /// `GET /apis`.
 #[must_use]
 pub fn api_groups(registry: &Registry) -> Value {
-    let groups: Vec<Value> = registry
-        .groups()
+    let groups: Vec<Value> = groups(registry)
         .iter()
         .map(|(g, vs)| group_json(g, vs))
         .collect();
@@ -63,10 +80,8 @@ pub fn api_groups(registry: &Registry) -> Value {
 /// `GET /apis/{group}`, or `None` when the group is not served.
 #[must_use]
 pub fn api_group(registry: &Registry, group: &str) -> Option<Value> {
-    if group.is_empty() || !registry.has_group(group) {
-        return None;
-    }
-    let mut g = group_json(group, &registry.versions(group));
+    let (_, versions) = groups(registry).into_iter().find(|(g, _)| g == group)?;
+    let mut g = group_json(group, &versions);
     g["kind"] = json!("APIGroup");
     g["apiVersion"] = json!("v1");
     Some(g)
@@ -121,7 +136,8 @@ fn resource_json(d: &ResourceDef) -> Value {
 #[must_use]
 pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<Value> {
     let defs = registry.resources(group, version);
-    if defs.is_empty() {
+    let review_resources = reviews::of(group, version);
+    if defs.is_empty() && review_resources.is_empty() {
         return None;
     }
     let mut resources = Vec::new();
@@ -137,6 +153,7 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
             }));
         }
     }
+    resources.extend(review_resources.iter().map(reviews::discovery_entry));
     let group_version = if group.is_empty() {
         version.to_string()
     } else {
@@ -190,15 +207,15 @@ fn aggregated_resource(d: &ResourceDef) -> Value {
     r
 }
 
-fn aggregated_group(registry: &Registry, group: &str) -> Value {
-    let versions: Vec<Value> = registry
-        .versions(group)
+fn aggregated_group(group: &str, versions: &[String], registry: &Registry) -> Value {
+    let versions: Vec<Value> = versions
         .iter()
         .map(|v| {
             let resources: Vec<Value> = registry
                 .resources(group, v)
                 .iter()
                 .map(|d| aggregated_resource(d))
+                .chain(reviews::of(group, v).iter().map(reviews::aggregated_entry))
                 .collect();
             json!({"version": v, "resources": resources, "freshness": "Current"})
         })
@@ -215,12 +232,11 @@ fn aggregated_group(registry: &Registry, group: &str) -> Value {
 #[must_use]
 pub fn aggregated(registry: &Registry, core: bool) -> Value {
     let items: Vec<Value> = if core {
-        vec![aggregated_group(registry, "")]
+        vec![aggregated_group("", &registry.versions(""), registry)]
     } else {
-        registry
-            .groups()
+        groups(registry)
             .iter()
-            .map(|(g, _)| aggregated_group(registry, g))
+            .map(|(g, versions)| aggregated_group(g, versions, registry))
             .collect()
     };
     json!({
@@ -265,6 +281,40 @@ mod tests {
         assert_eq!(apps["preferredVersion"]["groupVersion"], "apps/v1");
         assert_eq!(api_group(&r, "apps").unwrap()["kind"], "APIGroup");
         assert!(api_group(&r, "").is_none());
+    }
+
+    #[test]
+    fn review_resources_are_listed_create_only() {
+        let r = Registry::with_builtins();
+        let names: Vec<Value> = api_groups(&r)["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["name"].clone())
+            .collect();
+        assert!(names.contains(&json!("authentication.k8s.io")));
+        assert!(names.contains(&json!("authorization.k8s.io")));
+        assert_eq!(
+            api_group(&r, "authorization.k8s.io").unwrap()["preferredVersion"]["version"],
+            "v1"
+        );
+        let list = resource_list(&r, "authentication.k8s.io", "v1").unwrap();
+        assert_eq!(
+            list["resources"],
+            json!([{"name": "tokenreviews", "singularName": "", "namespaced": false,
+                    "kind": "TokenReview", "verbs": ["create"]}])
+        );
+        let aggregated = aggregated(&r, false);
+        let authz = aggregated["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["metadata"]["name"] == "authorization.k8s.io")
+            .unwrap();
+        assert_eq!(
+            authz["versions"][0]["resources"][0]["resource"],
+            "subjectaccessreviews"
+        );
     }
     #[test]
     fn aggregated_documents() {

@@ -67,6 +67,11 @@
 //!   the events kube's `Recorder` writes.
 //! - RBAC kinds (`rbac.authorization.k8s.io/v1`) and ServiceAccounts are
 //!   stored, validated and served, not enforced: every request is allowed.
+//!   They can be asked about, as of a 1.20 cluster: each ServiceAccount
+//!   gets a token Secret (the token controller), `TokenReview` reviews its
+//!   token, and `SubjectAccessReview` evaluates the stored RBAC objects
+//!   (without the real server's bootstrap roles or ClusterRole
+//!   aggregation); both are create-only.
 //!
 //! # Public API
 //!
@@ -109,9 +114,12 @@
 // 3. The kinds' rules, each over `resources`: `store`, `validation`,
 //    `crd`, `typed`, `limits`, `discovery`, `events` (→ validation),
 //    `rbac` (→ validation), `openapi` and `schema` (→ store), `kinds`
-//    (→ rbac), `selectors` (→ events), `table` (→ events).
-// 4. `cluster`: the verbs on the store, the namespace and CRD
-//    controllers, garbage collection (→ the kinds' rules).
+//    (→ rbac), `selectors` (→ events), `table` (→ events); `reviews`
+//    (the review resources' paths and bodies), `authn` (ServiceAccount
+//    tokens, TokenReview → store, reviews) and `authz` (RBAC evaluation,
+//    SubjectAccessReview → store, reviews).
+// 4. `cluster`: the verbs on the store, the namespace, CRD and token
+//    controllers, garbage collection (→ the kinds' rules, authn).
 // 5. `watch` (→ cluster, selectors, table); `state`: what every request
 //    shares (→ cluster, faults, log).
 // 6. `handlers`: HTTP, the API's request pipeline and the fault API
@@ -122,6 +130,8 @@
 //
 // The crate root only declares the modules and re-exports the public API.
 
+mod authn;
+mod authz;
 mod base64;
 pub mod cluster;
 mod crd;
@@ -140,6 +150,7 @@ mod patch;
 pub mod protobuf;
 mod rbac;
 mod resources;
+mod reviews;
 mod schema;
 mod selectors;
 mod server;
@@ -169,6 +180,7 @@ pub use test_cluster::{Backend, ClusterError, REAL_APISERVER_ENV, TestCluster};
 /// the watch machinery, how a request is described). Not a stable API.
 #[doc(hidden)]
 pub mod internals {
+    pub use crate::base64::decode as base64_decode;
     pub use crate::base64::encode as base64;
     pub use crate::handlers::{describe, route};
     pub use crate::selectors::{FieldSelector, LabelRequirement, LabelSelector};

@@ -1,6 +1,7 @@
 //! The RBAC kinds (`rbac.authorization.k8s.io/v1`): stored, defaulted and
 //! validated as kube-apiserver 1.20 does (`pkg/apis/rbac/validation`), but
-//! not enforced: every request is allowed whatever the roles say.
+//! not enforced: every request is allowed whatever the roles say. A
+//! `SubjectAccessReview` evaluates them ([`crate::authz`]).
 
 use serde_json::{Value, json};
 

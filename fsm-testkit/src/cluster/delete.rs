@@ -410,11 +410,13 @@ impl Cluster {
         last: Value,
     ) -> Arc<Value> {
         let gr = def.group_resource();
-        let gone = self
-            .store
-            .remove(&gr, ns, name, last.clone())
-            .unwrap_or_else(|| Arc::new(last));
+        let removed = self.store.remove(&gr, ns, name, last.clone());
+        let was_stored = removed.is_some();
+        let gone = removed.unwrap_or_else(|| Arc::new(last));
         self.collect_garbage(&gone, jiff::Timestamp::now());
+        if was_stored {
+            self.tokens_after_removal(def, &gone, jiff::Timestamp::now());
+        }
         if gr == crds() {
             if let Some((g, p)) = name.split_once('.').map(|(p, g)| (g, p)) {
                 self.registry.remove(&GroupResource {

@@ -10,6 +10,7 @@ mod gc;
 mod ids;
 mod meta;
 mod paging;
+mod tokens;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -451,6 +452,9 @@ impl Cluster {
         if let Some(storage) = crd_storage {
             self.crd_register(&stored, &storage);
         }
+        if tokens::is_service_account(def) {
+            self.ensure_token(&stored, now);
+        }
         Ok(present(def, &stored))
     }
 
@@ -651,6 +655,9 @@ impl Cluster {
         let stored = self.store.put(&gr, ns, name, new);
         if let Some(storage) = crd_storage {
             self.crd_register(&stored, &storage);
+        }
+        if tokens::is_service_account(def) {
+            self.ensure_token(&stored, now);
         }
         Ok(present(def, &stored))
     }

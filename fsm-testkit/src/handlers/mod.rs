@@ -4,12 +4,14 @@
 //! [`route::Route`], the request described ([`describe`]: verb, resource,
 //! namespace, name), served by the module for its kind (discovery here,
 //! objects in [`objects`]), and recorded with its outcome in the request
-//! log. Steps that act on the description alone (fault injection, latency)
+//! log. The review resources (TokenReview, SubjectAccessReview), which
+//! store nothing, are served by [`reviews`]. Steps that act on the description alone (fault injection, latency)
 //! slot in between the description and the serve. The fault API
 //! ([`fault_api`]) is a route of its own, in front of the pipeline.
 
 pub mod fault_api;
 pub mod objects;
+pub mod reviews;
 pub mod route;
 
 use std::sync::Arc;
@@ -67,7 +69,10 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         // A fault answers instead (below), unless it lets the request
         // through first and loses its answer.
         _ if injection.answer.is_some() && !injection.serve_first => Ok(Response::default()),
-        Route::Resource(rp) => objects::handle(&shared, &parts, body, rp).await,
+        Route::Resource(rp) => match reviews::review_of(&rp) {
+            Some(review) => reviews::handle(&shared, &parts, body, &rp, review).await,
+            None => objects::handle(&shared, &parts, body, rp).await,
+        },
         _ if parts.method != http::Method::GET => Err(match route {
             Route::Unknown => ApiError::UnknownResource,
             _ => ApiError::MethodNotAllowed,

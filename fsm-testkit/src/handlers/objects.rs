@@ -335,7 +335,7 @@ async fn wait_for_revision(shared: &Shared, at: ReadAt) -> Result<(), ApiError> 
 
 /// Reads a request body of at most [`limits::MAX_REQUEST_BODY`] bytes; a
 /// longer one is `413`, as on the real server (which stops reading there).
-async fn read_body(body: Body) -> Result<bytes::Bytes, ApiError> {
+pub(super) async fn read_body(body: Body) -> Result<bytes::Bytes, ApiError> {
     use futures::StreamExt;
     let mut stream = body.into_data_stream();
     let mut buffer = bytes::BytesMut::new();

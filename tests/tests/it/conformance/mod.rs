@@ -15,6 +15,7 @@
 //! API; where the two versions behave differently the scenario says so and
 //! observes only what both versions share.
 
+pub mod auth;
 pub mod builtin;
 pub mod custom;
 pub mod deletion;
@@ -171,4 +172,7 @@ scenarios! {
     writes::create_in_terminating_namespace,
     writes::crd_pattern_and_format,
     writes::kubectl_server_side_apply_after_client_side,
+    auth::auth_service_account_token_and_token_review,
+    auth::auth_subject_access_review_evaluates_rbac,
+    auth::auth_review_resources_in_discovery,
 }
