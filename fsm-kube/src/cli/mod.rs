@@ -54,9 +54,11 @@
 //!
 //! What each subcommand prints is computed by pure functions that can be
 //! called (and tested) without the command line: [`crd_yaml`],
-//! [`rbac::manifests`], [`deploy_manifests`], [`diagram`], [`record_view::decode`],
-//! [`record_view::render_text`] and [`preflight::Preflight::judge`]. The clap
-//! layer ([`Cli`]) only parses.
+//! [`rbac::manifests`], [`deploy_manifests`], [`diagram`],
+//! [`record_view::decode`](crate::records::record_view::decode),
+//! [`record_view::render_text`](crate::records::record_view::render_text)
+//! and [`preflight::Preflight::judge`]. The clap layer ([`Cli`]) only
+//! parses.
 
 mod args;
 mod commands;
