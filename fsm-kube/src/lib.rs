@@ -19,6 +19,34 @@
 //! # }
 //! ```
 //!
+//! # What is where
+//!
+//! | path | what | feature |
+//! | --- | --- | --- |
+//! | [`FsmReconciler`], [`ReconcilerBuilder`], [`ReconcilerOptions`], [`Error`] | the reconciler a `Controller` runs, and how it behaves | |
+//! | [`StatusStore`], [`ConfigMapStore`], [`SecretStore`], [`ObjectStore`], [`DerivingStore`], [`KubeStore`], [`store`] | where records live | |
+//! | [`FsmStatus`], [`conditions`], [`events`], [`metrics`] ([`FsmMetrics`]) | what the runtime reports on the object and to Prometheus | |
+//! | [`HandlerError`], [`classify_kube_error`] | Kubernetes errors in handlers, classed for retries | |
+//! | [`dependents`] | the objects an owner should have, converged and torn down | |
+//! | [`commands`], [`finalizer`] | the annotation commands arrive in; the runtime's finalizer | |
+//! | [`leader`], [`shard`] | one replica at a time, or replicas sharing the objects | |
+//! | [`lean`], [`decoding`] | the controller's watch: lean caches, objects that do not decode | |
+//! | [`records`] | the read side: where a record is and how to read it, without the machine's type | |
+//! | `http` (with `health`) | `/metrics`, `/healthz`, `/readyz` | `http` |
+//! | `view` | the web view | `view` (with `http`) |
+//! | `cli` | the operator binary's command line | `cli` (with `view`), default |
+//! | [`prelude`] | everything an operator's author needs | |
+//!
+//! # Features
+//!
+//! The rule: the runtime (everything above without a feature) compiles no
+//! HTTP server and no command-line parser. `http` adds the endpoints'
+//! server (axum), `view` the web view, `cli` the operator binary's command
+//! line (clap and YAML output); `cli` is the default and brings the other
+//! two. An operator that embeds the reconciler in a program of its own
+//! depends on `operator-fsm` (or `fsm-kube`) with `default-features =
+//! false`.
+//!
 //! The guide lives in the repository's `docs/` (tutorial, attribute
 //! reference, semantics, stores, testing, observability, deploying); its
 //! overview follows.
@@ -28,6 +56,7 @@
 
 mod cache;
 mod classify;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod commands;
 pub mod conditions;
@@ -40,7 +69,9 @@ pub mod finalizer;
 mod fsm_status;
 #[cfg(doctest)]
 mod guide;
+#[cfg(feature = "http")]
 pub mod health;
+#[cfg(feature = "http")]
 pub mod http;
 pub mod leader;
 pub mod lean;
@@ -52,6 +83,7 @@ mod reconciler;
 pub mod records;
 pub mod shard;
 pub mod store;
+#[cfg(feature = "view")]
 pub mod view;
 
 pub use classify::{HandlerError, classify_kube_error};

@@ -2,7 +2,6 @@
 //! small HTTP endpoint to serve them.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use fsm_core::{Effect, Report, Timestamp};
@@ -328,7 +327,8 @@ pub fn encode(registry: &Registry) -> Result<String, std::fmt::Error> {
 ///
 /// # Errors
 /// Binding the address or serving failed.
-pub async fn serve(addr: SocketAddr, registry: Arc<Registry>) -> std::io::Result<()> {
+#[cfg(feature = "http")]
+pub async fn serve(addr: std::net::SocketAddr, registry: Arc<Registry>) -> std::io::Result<()> {
     serve_listener(tokio::net::TcpListener::bind(addr).await?, registry).await
 }
 
@@ -336,6 +336,7 @@ pub async fn serve(addr: SocketAddr, registry: Arc<Registry>) -> std::io::Result
 ///
 /// # Errors
 /// Serving failed.
+#[cfg(feature = "http")]
 pub async fn serve_listener(
     listener: tokio::net::TcpListener,
     registry: Arc<Registry>,
@@ -345,6 +346,7 @@ pub async fn serve_listener(
 
 /// The route `GET /metrics`, serving `registry` in the OpenMetrics text
 /// format ([`crate::http`] adds the health routes).
+#[cfg(feature = "http")]
 pub fn router(registry: Arc<Registry>) -> axum::Router {
     use axum::http::{StatusCode, header};
     use axum::routing::get;

@@ -9,7 +9,7 @@
 //! | [`prelude`] | everything an operator's author needs, `use operator_fsm::prelude::*;` | |
 //! | [`core`] | the engine: `Fsm`, `Transition`, retries, timeouts, compensation, `Harness`; no Kubernetes | `fsm-core` |
 //! | [`derive`] | `#[derive(OperatorFsm)]` (also in the prelude) | `fsm-macros` |
-//! | the root: [`FsmReconciler`], [`StatusStore`], [`cli`], [`leader`], [`metrics`], … | the kube-rs integration | `fsm-kube` |
+//! | the root: [`FsmReconciler`], [`StatusStore`], [`leader`], [`metrics`], `cli` (feature `cli`, default), … | the kube-rs integration | `fsm-kube` |
 //! | `testkit` (feature `testkit`) | the embedded API server, for tests | `fsm-testkit` |
 //!
 //! ```toml
@@ -18,6 +18,16 @@
 //!
 //! [dev-dependencies]
 //! operator-fsm = { version = "0.1", features = ["testkit"] }
+//! ```
+//!
+//! Its default feature `cli` brings the operator binary's command line, the
+//! web view (`view`) and the `/metrics`, `/healthz` and `/readyz` server
+//! (`http`). A program that embeds the reconciler in its own `Controller`
+//! needs none of them and compiles no HTTP server or command-line parser:
+//!
+//! ```toml
+//! [dependencies]
+//! operator-fsm = { version = "0.1", default-features = false }
 //! ```
 //!
 //! The derive finds the engine through this crate, so a manifest that names

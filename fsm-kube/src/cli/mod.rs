@@ -86,6 +86,6 @@ pub use connect::connect;
 pub use context::{RunContext, RunOutcome};
 pub use error::{BoxError, Error};
 pub use manifests::{ManifestsArgs, PdbApiVersion, deploy_manifests};
-pub use printer_columns::add_printer_columns;
 pub use operator::Operator;
+pub use printer_columns::add_printer_columns;
 pub use rbac::{InvalidRule, OperatorDescription, RbacObject, RbacScope, Rule};

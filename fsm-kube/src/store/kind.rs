@@ -1,15 +1,12 @@
 //! `StoreKind`: which of the crate's stores an operator keeps its records
 //! in, and which kind a store type is.
 
-use std::any::TypeId;
-
-use clap::ValueEnum;
-use fsm_core::Fsm;
 use serde::{Deserialize, Serialize};
 
 /// Where the operator keeps its records; decides the RBAC it needs and
 /// where `status` reads. Serialized as on the command line (`config-map`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum StoreKind {
     /// [`crate::StatusStore`]: `.status.fsm` of the resource.
@@ -26,11 +23,13 @@ pub enum StoreKind {
 }
 
 /// The kind of the stores the crate provides, by type; `None` for others.
+#[cfg(feature = "cli")]
 pub(crate) fn store_kind_of<F, S>() -> Option<StoreKind>
 where
-    F: Fsm,
+    F: fsm_core::Fsm,
     S: 'static,
 {
+    use std::any::TypeId;
     let store = TypeId::of::<S>();
     if store == TypeId::of::<super::StatusStore>() {
         Some(StoreKind::Status)

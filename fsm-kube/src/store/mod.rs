@@ -23,6 +23,7 @@ use tokio::time::Instant;
 
 pub use ephemeral::DerivingStore;
 pub use kind::StoreKind;
+#[cfg(feature = "cli")]
 pub(crate) use kind::store_kind_of;
 pub use object::{
     ConfigMapStore, MANAGED_BY_LABEL, OWNER_KIND_LABEL, OWNER_LABEL, OWNER_UID_LABEL, ObjectStore,
