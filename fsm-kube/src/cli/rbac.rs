@@ -10,7 +10,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule, Role};
 use kube::api::ObjectMeta;
 use serde::Serialize;
 
-use crate::records::ResourceInfo;
+pub use crate::records::ResourceInfo;
 use crate::store::StoreKind;
 
 /// The verbs in the order Kubernetes documents them; any other verb sorts
