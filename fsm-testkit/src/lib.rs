@@ -104,7 +104,8 @@
 //! ```
 
 // Module map, from the bottom up: a module uses only modules listed
-// before it (the `module_graph` test fails on a cycle).
+// before it (the workspace's `tests/tests/module_graph.rs` fails on a
+// cycle).
 //
 // 1. Leaves: `status` (errors as `Status` documents, built in one place),
 //    `log` (the request log), `time`, `base64`, `formats`, `kubeconfig`.
@@ -164,9 +165,6 @@ mod time;
 mod typed;
 mod validation;
 mod watch;
-
-#[cfg(test)]
-mod module_graph;
 
 pub use discovery::KUBERNETES_MINOR;
 pub use log::{RequestLog, RequestRecord};

@@ -139,39 +139,16 @@ fn table(pairs: &BTreeSet<Pair>) -> String {
         .join("\n")
 }
 
-/// Runs the workflow with `database-operator run <run_args>`, and compares
-/// the pairs used with what `database-operator rbac <rbac_args>` prints.
-/// With `namespaced`, the printed objects are Roles in `default`, so every
-/// request must stay in that namespace too.
-/// `GET path` on `addr` over HTTP/1.0 (the server closes after the
-/// answer): the status line and the body.
-async fn http_get(addr: SocketAddr, path: &str) -> (String, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr)
-        .await
-        .expect("the web view answers");
-    stream
-        .write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes())
-        .await
-        .expect("the request is sent");
-    let mut answer = String::new();
-    stream
-        .read_to_string(&mut answer)
-        .await
-        .expect("the answer is read");
-    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
-    (
-        head.lines().next().unwrap_or_default().to_owned(),
-        body.to_owned(),
-    )
-}
-
 /// A loopback address with a port free a moment ago.
 fn free_addr() -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
     listener.local_addr().expect("its address").to_string()
 }
 
+/// Runs the workflow with `database-operator run <run_args>`, and compares
+/// the pairs used with what `database-operator rbac <rbac_args>` prints.
+/// With `namespaced`, the printed objects are Roles in `default`, so every
+/// request must stay in that namespace too.
 async fn check(label: &str, run_args: &[&str], rbac_args: &[&str], namespaced: bool) {
     let started = Instant::now();
     let server = ApiServer::new();
@@ -275,7 +252,7 @@ async fn check(label: &str, run_args: &[&str], rbac_args: &[&str], namespaced: b
             format!("/objects/Database/{NS}/{}", name(0)),
             format!("/objects/Database/{NS}/{}", name(REJECTED)),
         ] {
-            let (status, body) = http_get(addr, &path).await;
+            let (status, body) = soak::http_get(addr, &path, None).await;
             assert!(status.contains(" 200 "), "GET {path}: {status}\n{body}");
             assert!(
                 !body.contains("cannot list the events") && !body.contains("forbidden"),

@@ -312,34 +312,6 @@ fn container_args(documents: &[Value]) -> Vec<String> {
         .collect()
 }
 
-/// `GET path` on `addr` over HTTP/1.0, with `token` as the bearer token
-/// if any: the status line and the body.
-async fn http_get_as(addr: SocketAddr, path: &str, token: Option<&str>) -> (String, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let authorization = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    let mut stream = tokio::net::TcpStream::connect(addr)
-        .await
-        .expect("the web view answers");
-    stream
-        .write_all(
-            format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n{authorization}\r\n").as_bytes(),
-        )
-        .await
-        .expect("the request is sent");
-    let mut answer = String::new();
-    stream
-        .read_to_string(&mut answer)
-        .await
-        .expect("the answer is read");
-    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
-    (
-        head.lines().next().unwrap_or_default().to_owned(),
-        body.to_owned(),
-    )
-}
-
 async fn run(variant: Variant) {
     let started = Instant::now();
     let scratch = Scratch::new(&format!("fsm-rbac-enforced-{}", variant.label));
@@ -467,7 +439,7 @@ async fn run(variant: Variant) {
         // Databases (the operator's own will do), and nobody without one.
         let token = variant.expose.then_some(token.as_str());
         if variant.expose {
-            let (status, body) = http_get_as(addr, "/", None).await;
+            let (status, body) = soak::http_get(addr, "/", None).await;
             assert!(
                 status.contains(" 401 "),
                 "GET / without a token: {status}\n{body}"
@@ -479,7 +451,7 @@ async fn run(variant: Variant) {
             format!("/objects/Database/{ns}/{}", name(0)),
             format!("/objects/Database/{ns}/{}", name(REJECTED)),
         ] {
-            let (status, body) = http_get_as(addr, &path, token).await;
+            let (status, body) = soak::http_get(addr, &path, token).await;
             assert!(status.contains(" 200 "), "GET {path}: {status}\n{body}");
             assert!(
                 !body.contains("cannot list the events") && !body.contains("forbidden"),

@@ -163,6 +163,38 @@ pub fn rss_kib(pid: u32) -> Option<u64> {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
+/// `GET path` on `addr` over HTTP/1.0, with `token` as the bearer token
+/// if any: the status line and the body.
+pub async fn http_get(
+    addr: std::net::SocketAddr,
+    path: &str,
+    token: Option<&str>,
+) -> (String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let authorization = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("the web view answers");
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n{authorization}\r\n").as_bytes(),
+        )
+        .await
+        .expect("the request is sent");
+    let mut answer = String::new();
+    stream
+        .read_to_string(&mut answer)
+        .await
+        .expect("the answer is read");
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    (
+        head.lines().next().unwrap_or_default().to_owned(),
+        body.to_owned(),
+    )
+}
+
 /// The run's scratch directory (kubeconfig, operator log), removed when
 /// dropped, failed assertions included.
 pub struct Scratch(pub PathBuf);
