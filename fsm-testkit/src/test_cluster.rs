@@ -28,7 +28,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, ObjectMeta, PostParams};
 
-use crate::ApiServer;
+use crate::server::ApiServer;
 
 /// The environment variable naming the kubeconfig of a real kube-apiserver
 /// (`scripts/real-apiserver/start` prints one). Unset or empty: only the

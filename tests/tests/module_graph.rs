@@ -61,13 +61,20 @@ fn module_of(src: &Path, file: &Path) -> ModPath {
     parts
 }
 
-/// The code of a file: without comment lines and without the test module
-/// that comes last.
+/// The code of a file: without comment lines and without the inline test
+/// module that comes last (`#[cfg(test)]` then `mod tests {`); a test
+/// module declared in a file of its own (`#[cfg(test)]` then `mod x;`) is
+/// left out by [`read_crate`] instead, and the code after it still counts.
 fn code(source: &str) -> String {
     let mut out = String::new();
-    for line in source.lines() {
+    let mut lines = source.lines().peekable();
+    while let Some(line) = lines.next() {
         let trimmed = line.trim_start();
-        if trimmed == "#[cfg(test)]" {
+        if trimmed == "#[cfg(test)]"
+            && lines
+                .peek()
+                .is_some_and(|next| next.trim_end().ends_with('{'))
+        {
             break;
         }
         if !trimmed.starts_with("//") {
@@ -452,6 +459,15 @@ fn modules_import_from_the_module_that_defines_what_they_use() {
         "imports through the crate root:\n{}",
         found.join("\n")
     );
+}
+
+#[test]
+fn a_test_module_declared_in_its_own_file_does_not_end_the_code() {
+    let source = "mod a;\n#[cfg(test)]\nmod a_tests;\npub use a::B;\n#[cfg(test)]\nmod tests {\n    use crate::c;\n}\n";
+    let kept = code(source);
+    assert!(kept.contains("pub use a::B;"), "{kept}");
+    assert!(!kept.contains("use crate::c"), "{kept}");
+    assert_eq!(test_only_children(source), ["a_tests"]);
 }
 
 #[test]
