@@ -5,9 +5,7 @@
 //! allowed nothing, reviewed by the server (TokenReview,
 //! SubjectAccessReview) as the view asks.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::time::Duration;
 
 use fsm_kube::cli::StoreKind;
 use fsm_kube::view::Watched;
@@ -15,57 +13,18 @@ use fsm_kube::view::web::WebView;
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use kube::api::{Api, ObjectMeta, PostParams};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
+use crate::common::http::{Answer, get_with};
 use crate::common::*;
-
-/// An answer: status code, headers (lowercase names), body.
-struct Answer {
-    status: u16,
-    headers: BTreeMap<String, String>,
-    body: String,
-}
 
 /// `GET path` with `token` as the bearer token, if any.
 async fn get(addr: SocketAddr, path: &str, token: Option<&str>) -> Answer {
-    let authorization = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    let asked = async {
-        let mut stream = TcpStream::connect(addr).await.unwrap();
-        stream
-            .write_all(
-                format!(
-                    "GET {path} HTTP/1.1\r\nHost: localhost\r\n{authorization}Connection: close\r\n\r\n"
-                )
-                .as_bytes(),
-            )
-            .await
-            .unwrap();
-        let mut answer = Vec::new();
-        stream.read_to_end(&mut answer).await.unwrap();
-        String::from_utf8_lossy(&answer).into_owned()
-    };
-    let answer = tokio::time::timeout(Duration::from_secs(20), asked)
-        .await
-        .unwrap_or_else(|_| panic!("GET {path} held for 20 s"));
-    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|code| code.parse().ok())
-        .unwrap_or(0);
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_owned()))
-        .collect();
-    Answer {
-        status,
-        headers,
-        body: body.to_owned(),
+    let authorization = token.map(|t| format!("Bearer {t}"));
+    let mut headers = vec![("Host", "localhost")];
+    if let Some(value) = &authorization {
+        headers.push(("Authorization", value.as_str()));
     }
+    get_with(addr, path, &headers).await
 }
 
 async fn serve(view: WebView) -> (SocketAddr, tokio::task::JoinHandle<()>) {

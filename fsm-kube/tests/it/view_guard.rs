@@ -14,54 +14,12 @@ use fsm_kube::view::web::{ViewLimits, WebView};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::common::http::{Answer, get_with, parse_head};
 use crate::common::*;
 
-/// An answer: status code, headers (lowercase names), body.
-struct Answer {
-    status: u16,
-    headers: BTreeMap<String, String>,
-    body: String,
-}
-
-fn parse_head(head: &str) -> (u16, BTreeMap<String, String>) {
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|code| code.parse().ok())
-        .unwrap_or(0);
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_owned()))
-        .collect();
-    (status, headers)
-}
-
-/// `GET path` with `Host: host`, answered within ten seconds.
+/// `GET path` with `Host: host`.
 async fn get(addr: SocketAddr, path: &str, host: &str) -> Answer {
-    let asked = async {
-        let mut stream = TcpStream::connect(addr).await.unwrap();
-        stream
-            .write_all(
-                format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
-                    .as_bytes(),
-            )
-            .await
-            .unwrap();
-        let mut answer = Vec::new();
-        stream.read_to_end(&mut answer).await.unwrap();
-        String::from_utf8_lossy(&answer).into_owned()
-    };
-    let answer = tokio::time::timeout(Duration::from_secs(10), asked)
-        .await
-        .unwrap_or_else(|_| panic!("GET {path} (Host: {host}) held for 10 s"));
-    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
-    let (status, headers) = parse_head(head);
-    Answer {
-        status,
-        headers,
-        body: body.to_owned(),
-    }
+    get_with(addr, path, &[("Host", host)]).await
 }
 
 /// Opens `/events` and reads the answer's head; the stream stays open

@@ -8,6 +8,8 @@
 
 #![allow(dead_code)]
 
+pub mod http;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
