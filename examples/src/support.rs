@@ -67,26 +67,26 @@ pub async fn run_owning_workloads<F>(
             .build();
     // The cache keeps the objects without their managedFields, and an
     // object that does not decode is reported as the reconciler writes.
-    operator_fsm::decoding::lean_controller(
-        scoped_api::<F::Resource>(client.clone(), namespace),
-        watcher::Config::default(),
-        fsm.decode_reporter(),
-    )
-    .owns(
-        scoped_api::<Job>(client.clone(), namespace),
-        watcher::Config::default(),
-    )
-    .owns(
-        scoped_api::<Deployment>(client, namespace),
-        watcher::Config::default(),
-    )
-    .run(
-        fsm.reconcile(),
-        fsm.error_policy(),
-        std::sync::Arc::new(ctx),
-    )
-    .for_each(|_| async {})
-    .await;
+    fsm.decode_reporter()
+        .lean_controller(
+            scoped_api::<F::Resource>(client.clone(), namespace),
+            watcher::Config::default(),
+        )
+        .owns(
+            scoped_api::<Job>(client.clone(), namespace),
+            watcher::Config::default(),
+        )
+        .owns(
+            scoped_api::<Deployment>(client, namespace),
+            watcher::Config::default(),
+        )
+        .run(
+            fsm.reconcile(),
+            fsm.error_policy(),
+            std::sync::Arc::new(ctx),
+        )
+        .for_each(|_| async {})
+        .await;
 }
 
 /// How often [`install_crd`] reads a definition again after losing a race

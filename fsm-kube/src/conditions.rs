@@ -365,7 +365,7 @@ fn stalled(reason: &str, message: String) -> [Wanted; 3] {
 }
 
 /// The reason of the `Degraded` condition (and of the event) of an object
-/// that does not decode as the resource type ([`crate::decoding`]).
+/// that does not decode as the resource type ([`crate::watch`]).
 pub const UNDECODABLE_REASON: &str = "Undecodable";
 
 /// The conditions for an object that does not decode as the resource

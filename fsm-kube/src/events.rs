@@ -167,7 +167,7 @@ pub fn for_unreadable_commands(error: &fsm_core::CommandListError) -> Event {
         reason: "CommandsUnreadable".to_owned(),
         note: Some(truncate(format!(
             "{error}; no command in annotation {} is applied until it is fixed",
-            crate::commands::COMMANDS_ANNOTATION
+            crate::records::COMMANDS_ANNOTATION
         ))),
         action: "Command".to_owned(),
         secondary: None,

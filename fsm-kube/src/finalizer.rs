@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::KubeResource;
 
 /// Whether `object` carries `finalizer`.
-pub fn has<K: Resource>(object: &K, finalizer: &str) -> bool {
+pub(crate) fn has<K: Resource>(object: &K, finalizer: &str) -> bool {
     object.finalizers().iter().any(|f| f == finalizer)
 }
 
@@ -17,7 +17,7 @@ pub fn has<K: Resource>(object: &K, finalizer: &str) -> bool {
 ///
 /// # Errors
 /// The API's, 409 when the object changed meanwhile.
-pub async fn add<K: KubeResource>(
+pub(crate) async fn add<K: KubeResource>(
     api: &Api<DynamicObject>,
     object: &K,
     finalizer: &str,
@@ -32,7 +32,7 @@ pub async fn add<K: KubeResource>(
 ///
 /// # Errors
 /// The API's, 409 when the object changed meanwhile.
-pub async fn remove<K: KubeResource>(
+pub(crate) async fn remove<K: KubeResource>(
     api: &Api<DynamicObject>,
     object: &K,
     finalizer: &str,

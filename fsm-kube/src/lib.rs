@@ -25,14 +25,13 @@
 //! | --- | --- | --- |
 //! | [`FsmReconciler`], [`ReconcilerBuilder`], [`ReconcilerOptions`], [`Error`] | the reconciler a `Controller` runs, and how it behaves | |
 //! | [`StatusStore`], [`ConfigMapStore`], [`SecretStore`], [`ObjectStore`], [`DerivingStore`], [`KubeStore`], [`store`] | where records live | |
-//! | [`FsmStatus`], [`conditions`], [`events`], [`metrics`] ([`FsmMetrics`]) | what the runtime reports on the object and to Prometheus | |
+//! | [`FsmStatus`], [`conditions`], [`events`], [`FsmMetrics`] | what the runtime reports on the object and to Prometheus | |
 //! | [`HandlerError`], [`classify_kube_error`] | Kubernetes errors in handlers, classed for retries | |
 //! | [`dependents`] | the objects an owner should have, converged and torn down | |
-//! | [`commands`], [`finalizer`] | the annotation commands arrive in; the runtime's finalizer | |
 //! | [`leader`], [`shard`] | one replica at a time, or replicas sharing the objects | |
-//! | [`lean`], [`decoding`] | the controller's watch: lean caches, objects that do not decode | |
-//! | [`records`] | the read side: where a record is and how to read it, without the machine's type | |
-//! | `http` (with `health`) | `/metrics`, `/healthz`, `/readyz` | `http` |
+//! | [`watch`] | the controller's watch: lean caches, objects that do not decode | |
+//! | [`records`] | the read side: where a record is and how to read it, without the machine's type; the annotation commands arrive in | |
+//! | `http` | `/metrics`, `/healthz`, `/readyz` and readiness holds | `http` |
 //! | `view` | the web view | `view` (with `http`) |
 //! | `cli` | the operator binary's command line | `cli` (with `view`), default |
 //! | [`prelude`] | everything an operator's author needs | |
@@ -58,25 +57,20 @@ mod cache;
 mod classify;
 #[cfg(feature = "cli")]
 pub mod cli;
-pub mod commands;
 pub mod conditions;
 mod decoded;
-pub mod decoding;
 pub mod dependents;
 pub mod events;
 mod fields;
-pub mod finalizer;
+mod finalizer;
 mod fsm_status;
 #[cfg(doctest)]
 mod guide;
 #[cfg(feature = "http")]
-pub mod health;
-#[cfg(feature = "http")]
 pub mod http;
 pub mod leader;
-pub mod lean;
 mod merge_patch;
-pub mod metrics;
+mod metrics;
 mod newer_record;
 mod options;
 mod reconciler;
@@ -85,6 +79,7 @@ pub mod shard;
 pub mod store;
 #[cfg(feature = "view")]
 pub mod view;
+pub mod watch;
 
 pub use classify::{HandlerError, classify_kube_error};
 pub use fsm_core;

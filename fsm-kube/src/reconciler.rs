@@ -343,11 +343,11 @@ where
     /// as this reconciler does (field manager, event reporter, events and
     /// conditions on or off, the Lease it checks), quoting serde's values
     /// only when the machine has no sensitive state: give it to
-    /// [`crate::decoding::controller`] so that one object that does not
+    /// [`DecodeReporter::controller`](crate::watch::DecodeReporter::controller) so that one object that does not
     /// decode cannot stop the others.
-    pub fn decode_reporter(&self) -> crate::decoding::DecodeReporter {
+    pub fn decode_reporter(&self) -> crate::watch::DecodeReporter {
         let inner = &self.inner;
-        let reporter = crate::decoding::DecodeReporter::with_recorder(
+        let reporter = crate::watch::DecodeReporter::with_recorder(
             inner.client.clone(),
             &inner.options,
             inner.recorder.clone(),
@@ -478,7 +478,7 @@ where
         let (status, spec) =
             crate::fields::status_and_spec(object.as_ref(), machine.snapshots_spec());
         let target = self.target(api.clone(), object.clone(), status);
-        let commands = match crate::commands::read(object.meta()) {
+        let commands = match crate::records::read_commands(object.meta()) {
             Ok(commands) => commands,
             Err(error) => {
                 tracing::warn!(%error, "the object's command list cannot be read; none of it is applied");

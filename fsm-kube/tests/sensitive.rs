@@ -168,10 +168,7 @@ async fn sensitive_data_stays_in_the_secret() {
     // once the reconcile returns, a moment later.
     let opened =
         r#"operator_fsm_transitions_total{machine="VaultState",from="Holding",to="Open"} 1"#;
-    while !fsm_kube::metrics::encode(&registry)
-        .unwrap()
-        .contains(opened)
-    {
+    while !encode_metrics(&registry).unwrap().contains(opened) {
         assert!(
             tokio::time::Instant::now() < deadline,
             "the transition to Open was never counted"
@@ -209,7 +206,7 @@ async fn sensitive_data_stays_in_the_secret() {
         "the retry was reported: {events}"
     );
     assert!(!events.contains(PASSWORD));
-    let metrics = fsm_kube::metrics::encode(&registry).unwrap();
+    let metrics = encode_metrics(&registry).unwrap();
     assert!(metrics.contains("operator_fsm_retries_total"), "{metrics}");
     assert!(
         metrics.contains(
@@ -222,4 +219,13 @@ async fn sensitive_data_stays_in_the_secret() {
         "{metrics}"
     );
     assert!(!metrics.contains(PASSWORD));
+}
+
+/// The registry's metrics in the Prometheus text format.
+fn encode_metrics(
+    registry: &prometheus_client::registry::Registry,
+) -> Result<String, std::fmt::Error> {
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, registry)?;
+    Ok(text)
 }

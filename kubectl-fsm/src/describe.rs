@@ -8,7 +8,7 @@
 
 use fsm_core::Timestamp;
 use fsm_core::text::{human_duration, push_line};
-use fsm_kube::commands::COMMANDS_ANNOTATION;
+use fsm_kube::records::COMMANDS_ANNOTATION;
 use fsm_kube::records::{ReadError, record_view};
 use k8s_openapi::api::events::v1::Event;
 use kube::{Client, ResourceExt};

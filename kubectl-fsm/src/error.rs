@@ -1,7 +1,7 @@
 //! Why a `kubectl fsm` command fails.
 
-use fsm_kube::commands::COMMANDS_ANNOTATION;
 use fsm_kube::fsm_core::CommandListError;
+use fsm_kube::records::COMMANDS_ANNOTATION;
 
 /// Why a command failed; `main` prints it with its causes and exits 1.
 #[derive(Debug, thiserror::Error)]

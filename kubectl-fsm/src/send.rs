@@ -38,7 +38,7 @@ use fsm_core::{
     Timestamp,
 };
 use fsm_kube::cli::{ConnectArgs, StoreKind};
-use fsm_kube::commands::COMMANDS_ANNOTATION;
+use fsm_kube::records::COMMANDS_ANNOTATION;
 use fsm_kube::records::ReadError;
 use fsm_kube::view::records;
 use kube::api::{Patch, PatchParams};

@@ -8,7 +8,7 @@
 //! machine batches commits, so with K > 1 a chain is one status write.
 //!
 //! The controller's cache keeps the apps without their `managedFields`
-//! (`fsm_kube::lean::lean_controller`); with `BENCH_KEEP_MANAGED_FIELDS=1`
+//! (`fsm_kube::watch::lean_controller`); with `BENCH_KEEP_MANAGED_FIELDS=1`
 //! it keeps them, as `Controller::new` does (to measure what that costs).
 //!
 //! `BENCH_OWN_WRITE_WAIT_MS=N` sets `ReconcilerOptions::own_write_wait`
@@ -125,7 +125,7 @@ async fn main() -> Result<(), kube::Error> {
     let controller = if std::env::var_os("BENCH_KEEP_MANAGED_FIELDS").is_some() {
         Controller::new(apps, watcher::Config::default())
     } else {
-        fsm_kube::lean::lean_controller(apps, watcher::Config::default())
+        fsm_kube::watch::lean_controller(apps, watcher::Config::default())
     };
     controller
         .owns(deployments, watcher::Config::default())

@@ -5,7 +5,7 @@
 //! As most operators are, its controller's cache keeps the apps whole,
 //! `managedFields` included; with `BENCH_STRIP_MANAGED_FIELDS=1` it drops
 //! them as the fsm operator does (the same few lines of kube-rs, here
-//! borrowed from `fsm_kube::lean`), to compare like with like.
+//! borrowed from `fsm_kube::watch`), to compare like with like.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -77,7 +77,7 @@ async fn main() -> Result<(), kube::Error> {
     let apps: Api<BenchApp> = Api::namespaced(client.clone(), workload::NAMESPACE);
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), workload::NAMESPACE);
     let controller = if std::env::var_os("BENCH_STRIP_MANAGED_FIELDS").is_some() {
-        fsm_kube::lean::lean_controller(apps, watcher::Config::default())
+        fsm_kube::watch::lean_controller(apps, watcher::Config::default())
     } else {
         Controller::new(apps, watcher::Config::default())
     };

@@ -143,16 +143,16 @@ pub async fn run_with(
 ) {
     // The cache keeps the Databases without their managedFields, and a
     // Database that does not decode is reported as the reconciler writes.
-    operator_fsm::decoding::lean_controller(
-        scoped_api::<Database>(client.clone(), namespace.as_deref()),
-        watcher::Config::default(),
-        fsm.decode_reporter(),
-    )
-    .owns(
-        scoped_api::<Secret>(client, namespace.as_deref()),
-        watcher::Config::default(),
-    )
-    .run(fsm.reconcile(), fsm.error_policy(), Arc::new(ctx))
-    .for_each(|_| async {})
-    .await;
+    fsm.decode_reporter()
+        .lean_controller(
+            scoped_api::<Database>(client.clone(), namespace.as_deref()),
+            watcher::Config::default(),
+        )
+        .owns(
+            scoped_api::<Secret>(client, namespace.as_deref()),
+            watcher::Config::default(),
+        )
+        .run(fsm.reconcile(), fsm.error_policy(), Arc::new(ctx))
+        .for_each(|_| async {})
+        .await;
 }

@@ -69,9 +69,9 @@ use futures::StreamExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::{Controller, watcher};
 use kube::{Client, ResourceExt};
-use operator_fsm::commands::COMMANDS_ANNOTATION;
 use operator_fsm::core::{Command, CommandAction, CommandListError};
 use operator_fsm::dependents::{DependentsRuntime, owns_dependents};
+use operator_fsm::records::COMMANDS_ANNOTATION;
 use operator_fsm::{FsmReconciler, ReconcilerOptions, StatusStore};
 
 use crate::support::scoped_api;
@@ -114,7 +114,7 @@ pub fn runtime(client: Client, ctx: &ShopContext) -> DependentsRuntime {
 /// A controller of Shops woken by changes of their schema and app.
 fn controller(client: &Client, namespace: Option<&str>) -> Controller<Shop> {
     // The cache keeps the Shops without their managedFields.
-    let shops = operator_fsm::lean::lean_controller(
+    let shops = operator_fsm::watch::lean_controller(
         scoped_api::<Shop>(client.clone(), namespace),
         watcher::Config::default(),
     );
@@ -161,7 +161,7 @@ pub async fn send_command(
             .and_then(|s| s.fsm.as_ref())
             .and_then(|f| f.record::<ShopState>().ok())
             .map_or(0, |r| r.command_seq);
-        let mut commands: Vec<Command> = operator_fsm::commands::read(&shop.metadata)?
+        let mut commands: Vec<Command> = operator_fsm::records::read_commands(&shop.metadata)?
             .into_iter()
             .filter(|c| c.seq > taken)
             .collect();

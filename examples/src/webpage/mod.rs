@@ -78,7 +78,7 @@ pub fn runtime(client: Client) -> DependentsRuntime {
 fn controller(client: &Client, namespace: Option<&str>) -> Controller<WebPage> {
     // The cache keeps the WebPages without their managedFields (the
     // dependents' caches keep theirs: the diff reads them).
-    let pages = operator_fsm::lean::lean_controller(
+    let pages = operator_fsm::watch::lean_controller(
         scoped_api::<WebPage>(client.clone(), namespace),
         watcher::Config::default(),
     );

@@ -30,8 +30,8 @@ use examples::database::Database;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, ResourceExt};
-use operator_fsm::commands::COMMANDS_ANNOTATION;
 use operator_fsm::core::{Command, CommandAction, StateRecord};
+use operator_fsm::records::COMMANDS_ANNOTATION;
 use soak::{NS, Proc, Rng, Stack, check_outcome, create_up_to, knob, name, settle};
 
 /// Who is killed.

@@ -8,7 +8,7 @@ use k8s_openapi::NamespaceResourceScope;
 use kube::{Api, Client};
 
 use super::{BoxError, Error, StoreKind};
-use crate::health::Health;
+use crate::http::Health;
 use crate::leader::Leadership;
 use crate::shard::ShardGuard;
 use crate::store::KubeStore;
@@ -181,12 +181,12 @@ where
     /// A `Controller` of the operator's resource `K` in the watched
     /// namespace (or all), whose
     /// cache keeps the objects without their `managedFields`
-    /// ([`crate::lean`]), watching
+    /// ([`crate::watch`]), watching
     /// what [`watcher_config`](RunContext::watcher_config) selects (under
     /// `--shards`, this replica's shard), and that survives objects that
     /// do not decode as `K`: they are left out and reported by
     /// [`decode_reporter`](RunContext::decode_reporter)
-    /// ([`crate::decoding`]).
+    /// ([`crate::watch`]).
     pub fn lean_controller<K>(&self) -> kube::runtime::Controller<K>
     where
         K: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>
@@ -197,7 +197,8 @@ where
             + Sync
             + 'static,
     {
-        crate::decoding::lean_controller(self.api(), self.watcher_config(), self.decode_reporter())
+        self.decode_reporter()
+            .lean_controller(self.api(), self.watcher_config())
     }
 
     /// As [`lean_controller`](RunContext::lean_controller), with a cache
@@ -228,20 +229,21 @@ where
             + Sync
             + 'static,
     {
-        crate::decoding::controller(self.api(), self.watcher_config(), self.decode_reporter())
+        self.decode_reporter()
+            .controller(self.api(), self.watcher_config())
     }
 
     /// The reporter of the objects that do not decode as the operator's
-    /// resource ([`crate::decoding`]), writing as
+    /// resource ([`crate::watch`]), writing as
     /// [`reconciler`](RunContext::reconciler)'s does (the operator's field
     /// manager, event reporter, events and conditions on or off; under
     /// `--leader-elect`, only while this replica holds the Lease), quoting
     /// serde's values only when the machine has no sensitive state.
     /// [`lean_controller`](RunContext::lean_controller) and
     /// [`controller`](RunContext::controller) use it.
-    pub fn decode_reporter(&self) -> crate::decoding::DecodeReporter {
+    pub fn decode_reporter(&self) -> crate::watch::DecodeReporter {
         let reporter =
-            crate::decoding::DecodeReporter::from_options(self.client.clone(), &self.options)
+            crate::watch::DecodeReporter::from_options(self.client.clone(), &self.options)
                 .quote_values(!crate::reconciler::has_sensitive_states::<F>());
         match &self.leadership {
             Some(leadership) => reporter.leadership(leadership.clone()),

@@ -29,7 +29,7 @@
 //!             // The store `Operator::new` names, the metrics `--metrics-addr`
 //!             // serves and, under `--leader-elect`, the hold on the Lease.
 //!             let fsm = run.reconciler();
-//!             // Survives objects that do not decode (fsm_kube::decoding).
+//!             // Survives objects that do not decode (fsm_kube::watch).
 //!             run.controller::<Database>()
 //!                 .run(fsm.reconcile(), fsm.error_policy(), Arc::new(()))
 //!                 .for_each(|_| async {})

@@ -8,7 +8,7 @@ use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::{Client, CustomResourceExt};
 
 use crate::KubeResource;
-use crate::health::NotReady;
+use crate::http::NotReady;
 use crate::records::ResourceInfo;
 
 /// The reason `/readyz` gives until the resource has been listed.

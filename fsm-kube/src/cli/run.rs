@@ -31,7 +31,7 @@ where
         let client = connect(&args.connect).await?;
         let mut registry = Registry::default();
         let metrics = FsmMetrics::new(&mut registry);
-        let health = crate::health::Health::new();
+        let health = crate::http::Health::new();
         let listing = tokio::spawn(super::readiness::hold_until_listed::<F::Resource>(
             client.clone(),
             args.namespace.clone(),

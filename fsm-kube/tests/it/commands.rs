@@ -8,9 +8,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fsm_kube::commands::COMMANDS_ANNOTATION;
 use fsm_kube::fsm_core::{Command, CommandAction, StateRecord};
 use fsm_kube::prelude::*;
+use fsm_kube::records::COMMANDS_ANNOTATION;
 use fsm_kube::{FsmReconciler, FsmStatus, StatusStore};
 use fsm_testkit::TestCluster;
 use futures::StreamExt;

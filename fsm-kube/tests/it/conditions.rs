@@ -16,12 +16,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use fsm_kube::commands::COMMANDS_ANNOTATION;
 use fsm_kube::dependents::{
     Dependent, DependentKind, DependentsError, DependentsRuntime, DesiredSet, SetError,
     owns_dependents,
 };
 use fsm_kube::prelude::*;
+use fsm_kube::records::COMMANDS_ANNOTATION;
 use fsm_kube::{ConfigMapStore, FsmReconciler, FsmStatus, KubeStore, StatusStore};
 use fsm_testkit::TestCluster;
 use futures::StreamExt;

@@ -1,4 +1,4 @@
-//! Objects that do not decode (`fsm_kube::decoding`): one stored object
+//! Objects that do not decode (`fsm_kube::watch`): one stored object
 //! whose spec no longer fits the Rust type must not stop the operator.
 //! The CRD's schema lets any spec through (as after a field's type changed
 //! in an upgrade); one Knob's `size` is a string where the Rust type wants

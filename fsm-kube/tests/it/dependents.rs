@@ -1000,7 +1000,7 @@ async fn applies_skips_and_prunes_are_counted_and_published_as_events() {
     converge(&rt, &owner, &set(2)).await.unwrap();
     converge(&rt, &owner, &set(1)).await.unwrap();
 
-    let text = fsm_kube::metrics::encode(&registry).unwrap();
+    let text = encode_metrics(&registry).unwrap();
     for line in [
         r#"operator_fsm_dependent_operations_total{kind="ConfigMap",outcome="applied"} 2"#,
         r#"operator_fsm_dependent_operations_total{kind="ConfigMap",outcome="unchanged"} 3"#,
@@ -1121,4 +1121,13 @@ async fn a_harness_lends_the_runtime_to_a_handler() {
     // The gate is not open: the state waits the runtime's requeue.
     assert_eq!(transition, Transition::wait(Duration::from_secs(7)));
     assert!(data_of(&env, "harnessed-config").await.is_some());
+}
+
+/// The registry's metrics in the Prometheus text format.
+fn encode_metrics(
+    registry: &prometheus_client::registry::Registry,
+) -> Result<String, std::fmt::Error> {
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, registry)?;
+    Ok(text)
 }

@@ -1,4 +1,4 @@
-//! The lean controller (`fsm_kube::lean`): a machine runs to `Ready` on a
+//! The lean controller (`fsm_kube::watch::lean_controller`): a machine runs to `Ready` on a
 //! controller whose cache holds the widgets without their `managedFields`,
 //! while the server still keeps them; on the embedded API server, or the
 //! real kube-apiserver named by `FSM_REAL_APISERVER_KUBECONFIG`.
@@ -28,7 +28,7 @@ async fn a_machine_runs_on_a_lean_cache_that_holds_no_managed_fields() {
         )
         .build();
     let widgets: Api<Widget> = Api::namespaced(env.client(), env.ns());
-    let controller = fsm_kube::lean::lean_controller(widgets.clone(), watcher::Config::default());
+    let controller = fsm_kube::watch::lean_controller(widgets.clone(), watcher::Config::default());
     let cache = controller.store();
     let running = tokio::spawn(
         controller

@@ -12,7 +12,7 @@
 use std::process::{Output, Stdio};
 
 use fsm_core::{Command, CommandAction, SCHEMA_VERSION};
-use fsm_kube::commands::COMMANDS_ANNOTATION;
+use fsm_kube::records::COMMANDS_ANNOTATION;
 use fsm_testkit::TestCluster;
 use fsm_testkit::faults::Fault;
 use kube::ResourceExt;

@@ -1,6 +1,6 @@
 //! The operator's health: `/healthz` (the process answers) and `/readyz`
 //! (nothing holds readiness back), served next to `/metrics` by
-//! [`crate::http`].
+//! [`serve`](super::serve).
 //!
 //! Readiness is a set of holds: each [`NotReady`] guard names a reason the
 //! operator is not ready yet, and `/readyz` answers 200 once none is alive.
@@ -20,7 +20,7 @@ const SYNC_POLL: Duration = Duration::from_millis(200);
 /// same holds.
 ///
 /// ```
-/// use fsm_kube::health::Health;
+/// use fsm_kube::http::Health;
 ///
 /// let health = Health::new();
 /// assert!(health.is_ready());
@@ -134,7 +134,7 @@ impl Drop for NotReady {
 
 /// The routes `GET /healthz` (200 `ok` while the process serves) and
 /// `GET /readyz` (200 `ok`, or 503 with the reasons, one a line).
-pub fn router(health: Health) -> axum::Router {
+pub fn health_router(health: Health) -> axum::Router {
     use axum::http::StatusCode;
     use axum::routing::get;
 

@@ -1,117 +1,6 @@
-//! Objects that do not decode: a watch of the operator's resource that
-//! survives them, reporting each on the object instead of failing the
-//! whole list.
-//!
-//! `kube::runtime::Controller::new` lists and watches the typed resource:
-//! one stored object whose spec no longer fits the Rust type (a field
-//! whose type changed in an upgrade, a schema loosened and restored, an
-//! object written around the schema) makes the whole typed list fail, so
-//! no object of the kind is reconciled, the bad one is told nothing, and
-//! kube's client logs the whole list response at every retry.
-//!
-//! The controllers of this module watch the kind as
-//! [`DynamicObject`](kube::api::DynamicObject)s (any JSON object with
-//! metadata decodes) and decode each object into the typed resource
-//! themselves ([`Controller::for_stream`]):
-//!
-//! - an object that decodes goes to the controller's cache and queue as
-//!   with `Controller::new`;
-//! - one that does not is left out of the cache (a copy from before it
-//!   stopped decoding is removed, so that no reconcile acts on a spec the
-//!   object no longer has), and reported by a [`DecodeReporter`]: one log
-//!   line, a `Degraded` condition (reason
-//!   [`UNDECODABLE_REASON`](crate::conditions::UNDECODABLE_REASON)) naming
-//!   the field the decoding failed on, and one Warning event, once per
-//!   object, generation and error;
-//! - once it decodes again it is reconciled, and the reconciler's next
-//!   write of the conditions replaces the report.
-//!
-//! [`crate::lean::lean_controller`] and the command line's
-//! [`RunContext::lean_controller`](crate::cli::RunContext::lean_controller)
-//! and [`RunContext::controller`](crate::cli::RunContext::controller) are
-//! built this way; a bare `Controller::new` is not (switch to
-//! [`controller`] with [`FsmReconciler::decode_reporter`](crate::FsmReconciler::decode_reporter)).
-//!
-//! ```
-//! # use std::sync::{Arc, Mutex};
-//! # use std::time::Duration;
-//! use futures::StreamExt;
-//! use kube::api::{Api, ApiResource, DynamicObject, PostParams};
-//! use kube::runtime::{controller::Action, watcher};
-//! use kube::{CustomResource, CustomResourceExt, ResourceExt};
-//! use serde_json::json;
-//!
-//! #[derive(CustomResource, Clone, Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
-//! #[kube(group = "example.io", version = "v1", kind = "Knob", namespaced, status = "KnobStatus")]
-//! pub struct KnobSpec { size: u32 }
-//! #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
-//! pub struct KnobStatus {
-//!     conditions: Option<Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>>,
-//! }
-//!
-//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
-//! let cluster = fsm_testkit::TestCluster::embedded();
-//! // A schema that lets any spec through, as one loosened in an upgrade.
-//! let mut crd = serde_json::to_value(Knob::crd()).unwrap();
-//! crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] =
-//!     json!({ "type": "object", "x-kubernetes-preserve-unknown-fields": true });
-//! cluster.install_crd(&serde_json::from_value(crd).unwrap()).await.unwrap();
-//! let client = cluster.client();
-//! let raw: Api<DynamicObject> =
-//!     Api::namespaced_with(client.clone(), "default", &ApiResource::erase::<Knob>(&()));
-//! for (name, size) in [("bad", json!("three")), ("good", json!(3))] {
-//!     let knob = json!({ "apiVersion": "example.io/v1", "kind": "Knob",
-//!                        "metadata": { "name": name }, "spec": { "size": size } });
-//!     raw.create(&PostParams::default(), &serde_json::from_value(knob).unwrap()).await.unwrap();
-//! }
-//!
-//! let seen = Arc::new(Mutex::new(Vec::new()));
-//! let reporter = fsm_kube::decoding::DecodeReporter::new(client.clone());
-//! let knobs = Api::<Knob>::namespaced(client.clone(), "default");
-//! let running = tokio::spawn(
-//!     fsm_kube::decoding::controller(knobs, watcher::Config::default(), reporter)
-//!         .run(
-//!             |knob: Arc<Knob>, seen: Arc<Mutex<Vec<String>>>| async move {
-//!                 seen.lock().unwrap().push(knob.name_any());
-//!                 Ok::<_, kube::Error>(Action::await_change())
-//!             },
-//!             |_, _, _| Action::await_change(),
-//!             seen.clone(),
-//!         )
-//!         .for_each(|_| async {}),
-//! );
-//! // The good Knob is reconciled; the bad one is not, and says why.
-//! let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-//! let message = loop {
-//!     let bad = raw.get("bad").await.unwrap();
-//!     let reconciled = seen.lock().unwrap().len() == 1;
-//!     if let Some(message) = bad.data["status"]["conditions"][0]["message"].as_str()
-//!         && reconciled
-//!     {
-//!         break message.to_owned();
-//!     }
-//!     assert!(tokio::time::Instant::now() < deadline, "no report: {bad:?}");
-//!     tokio::time::sleep(Duration::from_millis(20)).await;
-//! };
-//! assert!(message.contains("spec.size: invalid type: string, expected u32"), "{message}");
-//! assert_eq!(*seen.lock().unwrap(), ["good"]);
-//! running.abort();
-//! # });
-//! ```
-//!
-//! # What the report says
-//! The condition's message names the path of the field (`spec.size`) and
-//! serde's message, at most [`MESSAGE_LIMIT`] bytes. serde quotes the
-//! offending value (`invalid type: string "three", expected u32`); the
-//! reporter withholds it (`invalid type: string, expected u32`) unless
-//! [`DecodeReporter::quote_values`] allows it, which the reporters built
-//! from a reconciler or a `RunContext` do only when the machine has no
-//! sensitive state.
-//!
-//! # What it costs
-//! Each watch event is decoded twice: from JSON into a `DynamicObject`,
-//! then from that into the resource (no second parse of the text). The
-//! reporter keeps one entry per object that does not decode.
+//! The watch that survives objects that do not decode as the resource
+//! type, and the [`DecodeReporter`] that reports them (described in the
+//! [module](super)).
 
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -138,7 +27,7 @@ pub const MESSAGE_LIMIT: usize = 512;
 
 /// Reports the objects that do not decode as the resource type: one log
 /// line, the `Degraded` condition and one Warning event each, once per
-/// object, generation and error (see the [module](self)).
+/// object, generation and error (see the [module](super)).
 ///
 /// Clones share what they have reported.
 ///
@@ -219,7 +108,7 @@ impl DecodeReporter {
     ///
     /// ```no_run
     /// # fn demo(client: kube::Client) {
-    /// let reporter = fsm_kube::decoding::DecodeReporter::new(client);
+    /// let reporter = fsm_kube::watch::DecodeReporter::new(client);
     /// # drop(reporter); }
     /// ```
     #[must_use]
@@ -387,49 +276,44 @@ fn condition_message(kind: &str, error: &str) -> String {
     )
 }
 
-/// A `Controller` for the objects `api` and `config` select, like
-/// `Controller::new(api, config)`, that keeps going when an object does
-/// not decode as `K`: the object is left out and reported by `reporter`
-/// (see the [module](self)).
-///
-/// ```no_run
-/// use std::sync::Arc;
-/// use futures::StreamExt;
-/// use fsm_kube::{FsmReconciler, StatusStore};
-/// use kube::runtime::watcher;
-///
-/// # async fn run<F>(client: kube::Client, ctx: F::Context)
-/// # where F: fsm_core::Fsm, F::Resource: fsm_kube::KubeResource {
-/// let fsm = FsmReconciler::<F>::new(client.clone(), StatusStore::new());
-/// let api = kube::Api::<F::Resource>::all(client);
-/// fsm_kube::decoding::controller(api, watcher::Config::default(), fsm.decode_reporter())
-///     .run(fsm.reconcile(), fsm.error_policy(), Arc::new(ctx))
-///     .for_each(|_| async {})
-///     .await;
-/// # }
-/// ```
-pub fn controller<K>(
-    api: Api<K>,
-    config: watcher::Config,
-    reporter: DecodeReporter,
-) -> Controller<K>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-{
-    build(api, config, reporter, false)
-}
+impl DecodeReporter {
+    /// A `Controller` for the objects `api` and `config` select, like
+    /// `Controller::new(api, config)`, that keeps going when an object does
+    /// not decode as `K`: the object is left out and reported by this
+    /// reporter (see the [module](super)).
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use futures::StreamExt;
+    /// use fsm_kube::{FsmReconciler, StatusStore};
+    /// use kube::runtime::watcher;
+    ///
+    /// # async fn run<F>(client: kube::Client, ctx: F::Context)
+    /// # where F: fsm_core::Fsm, F::Resource: fsm_kube::KubeResource {
+    /// let fsm = FsmReconciler::<F>::new(client.clone(), StatusStore::new());
+    /// let api = kube::Api::<F::Resource>::all(client);
+    /// fsm.decode_reporter()
+    ///     .controller(api, watcher::Config::default())
+    ///     .run(fsm.reconcile(), fsm.error_policy(), Arc::new(ctx))
+    ///     .for_each(|_| async {})
+    ///     .await;
+    /// # }
+    /// ```
+    pub fn controller<K>(self, api: Api<K>, config: watcher::Config) -> Controller<K>
+    where
+        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    {
+        build(api, config, self, false)
+    }
 
-/// As [`controller`], with a cache that keeps each object without its
-/// `managedFields` (see [`crate::lean`]).
-pub fn lean_controller<K>(
-    api: Api<K>,
-    config: watcher::Config,
-    reporter: DecodeReporter,
-) -> Controller<K>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-{
-    build(api, config, reporter, true)
+    /// As [`controller`](Self::controller), with a cache that keeps each
+    /// object without its `managedFields` (see [`lean_controller`](super::lean_controller)).
+    pub fn lean_controller<K>(self, api: Api<K>, config: watcher::Config) -> Controller<K>
+    where
+        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    {
+        build(api, config, self, true)
+    }
 }
 
 fn build<K>(

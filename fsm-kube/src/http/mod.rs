@@ -1,14 +1,20 @@
-//! The operator's HTTP endpoint: `/metrics` ([`crate::metrics`]),
-//! `/healthz` and `/readyz` ([`crate::health`]) on one port, the one
-//! `run --http-addr` names and the Deployment's probes and scrapes use.
+//! The operator's HTTP endpoint: `/metrics` (what
+//! [`FsmMetrics`](crate::FsmMetrics) records), `/healthz` and `/readyz`
+//! ([`Health`]) on one port, the one `run --http-addr` names and the
+//! Deployment's probes and scrapes use. [`serve`] serves all three; the
+//! routers ([`metrics_router`], [`health_router`]) and
+//! [`serve_metrics`] are there for a server of one's own.
+
+mod health;
+mod metrics;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use prometheus_client::registry::Registry;
 
-use crate::health::{self, Health};
-use crate::metrics;
+pub use health::{Health, NotReady, health_router};
+pub use metrics::{metrics_router, serve_metrics, serve_metrics_listener};
 
 /// Serves `/metrics`, `/healthz` and `/readyz` on `addr` until the
 /// returned future is dropped.
@@ -32,7 +38,7 @@ pub async fn serve_listener(
     registry: Arc<Registry>,
     health: Health,
 ) -> std::io::Result<()> {
-    let app = metrics::router(registry).merge(health::router(health));
+    let app = metrics_router(registry).merge(health_router(health));
     axum::serve(listener, app).await
 }
 

@@ -1,29 +1,5 @@
-//! Lean watch caches: a `Controller` whose cache holds the watched objects
-//! without their `metadata.managedFields`.
-//!
-//! A `kube::runtime::Controller` keeps every watched object in its
-//! reflector's store for as long as the object exists. The API server adds
-//! `managedFields` to each object: one entry per field manager, with the
-//! set of fields it owns, often the largest part of a small custom
-//! resource's metadata. The runtime never reads them on the objects it
-//! reconciles (the status store patches with a `resourceVersion`
-//! precondition, not server-side apply), so an operator can drop them as
-//! they arrive, with [`lean_controller`] or, for the command line's
-//! operators, [`RunContext::lean_controller`](crate::cli::RunContext::lean_controller).
-//!
-//! # What it changes
-//! - The objects the reconciler receives have `managed_fields: None`.
-//!   A handler that reads them (to find who set a field) must use
-//!   `Controller::new` instead, or read the object from the API.
-//! - The size check before a status commit no longer counts the
-//!   `managedFields` bytes of the object; the server still refuses an
-//!   object over its limit, and that refusal is reported the same way.
-//! - Dependents' watch caches are separate and keep their `managedFields`,
-//!   which the dependents' diff needs.
-//!
-//! The lean controller also survives objects that do not decode as the
-//! resource type ([`crate::decoding`]): they are left out and reported,
-//! the others reconciled.
+//! Lean watch caches: objects kept without their `metadata.managedFields`
+//! (described in the [module](super)).
 
 use std::fmt::Debug;
 
@@ -31,6 +7,8 @@ use kube::Resource;
 use kube::api::Api;
 use kube::runtime::{Controller, watcher};
 use serde::de::DeserializeOwned;
+
+use super::decoding::DecodeReporter;
 
 /// Drops an object's `metadata.managedFields` (a no-op when it has none).
 ///
@@ -40,7 +18,7 @@ use serde::de::DeserializeOwned;
 ///
 /// let mut map = ConfigMap::default();
 /// map.metadata.managed_fields = Some(vec![ManagedFieldsEntry::default()]);
-/// fsm_kube::lean::strip_managed_fields(&mut map);
+/// fsm_kube::watch::strip_managed_fields(&mut map);
 /// assert!(map.metadata.managed_fields.is_none());
 /// ```
 pub fn strip_managed_fields<K: Resource>(object: &mut K) {
@@ -56,10 +34,10 @@ pub fn strip_managed_fields<K: Resource>(object: &mut K) {
 ///
 /// Unlike `Controller::new`, an object that does not decode as `K` does
 /// not stop the watch: it is left out and reported with
-/// [`DecodeReporter::new`](crate::decoding::DecodeReporter::new)'s
+/// [`DecodeReporter::new`](super::DecodeReporter::new)'s
 /// defaults (field manager and event reporter `operator-fsm`, values
 /// withheld). To report as the reconciler writes, use
-/// [`crate::decoding::lean_controller`] with
+/// [`DecodeReporter::lean_controller`](super::DecodeReporter::lean_controller) with
 /// [`FsmReconciler::decode_reporter`](crate::FsmReconciler::decode_reporter).
 ///
 /// ```no_run
@@ -72,7 +50,7 @@ pub fn strip_managed_fields<K: Resource>(object: &mut K) {
 /// # where F: fsm_core::Fsm, F::Resource: fsm_kube::KubeResource {
 /// let fsm = FsmReconciler::<F>::new(client.clone(), StatusStore::new());
 /// let api = kube::Api::<F::Resource>::all(client);
-/// fsm_kube::lean::lean_controller(api, watcher::Config::default())
+/// fsm_kube::watch::lean_controller(api, watcher::Config::default())
 ///     .run(fsm.reconcile(), fsm.error_policy(), Arc::new(ctx))
 ///     .for_each(|_| async {})
 ///     .await;
@@ -82,8 +60,7 @@ pub fn lean_controller<K>(api: Api<K>, config: watcher::Config) -> Controller<K>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
-    let reporter = crate::decoding::DecodeReporter::new(api.clone().into_client());
-    crate::decoding::lean_controller(api, config, reporter)
+    DecodeReporter::new(api.clone().into_client()).lean_controller(api, config)
 }
 
 #[cfg(test)]

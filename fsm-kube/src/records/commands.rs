@@ -6,7 +6,7 @@
 //! [`fsm_core::Command`]).
 //!
 //! ```
-//! use fsm_kube::commands::{COMMANDS_ANNOTATION, read};
+//! use fsm_kube::records::{COMMANDS_ANNOTATION, read_commands};
 //! use kube::api::ObjectMeta;
 //!
 //! let mut meta = ObjectMeta::default();
@@ -14,7 +14,7 @@
 //!     COMMANDS_ANNOTATION.to_owned(),
 //!     r#"[{"seq": 1, "command": "pause", "by": "alice"}]"#.to_owned(),
 //! )].into());
-//! let commands = read(&meta).unwrap();
+//! let commands = read_commands(&meta).unwrap();
 //! assert_eq!(commands[0].to_string(), "pause");
 //! ```
 
@@ -31,7 +31,7 @@ pub const COMMANDS_ANNOTATION: &str = "operator-fsm.io/commands";
 /// [`CommandListError`] for an annotation that is not a valid list: none
 /// of it is applied, and the runtime says so with a `CommandsUnreadable`
 /// event.
-pub fn read(meta: &ObjectMeta) -> Result<Vec<Command>, CommandListError> {
+pub fn read_commands(meta: &ObjectMeta) -> Result<Vec<Command>, CommandListError> {
     match meta
         .annotations
         .as_ref()
@@ -55,12 +55,12 @@ mod tests {
 
     #[test]
     fn an_object_without_the_annotation_carries_no_commands() {
-        assert_eq!(read(&ObjectMeta::default()), Ok(Vec::new()));
+        assert_eq!(read_commands(&ObjectMeta::default()), Ok(Vec::new()));
     }
 
     #[test]
     fn a_malformed_annotation_is_an_error_not_an_empty_list() {
-        let error = read(&meta("pause please")).unwrap_err();
+        let error = read_commands(&meta("pause please")).unwrap_err();
         assert!(matches!(error, CommandListError::Malformed(_)), "{error}");
     }
 }
