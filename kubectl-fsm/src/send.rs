@@ -37,9 +37,10 @@ use fsm_core::{
     Command, CommandAction, CommandListError, MAX_PENDING_COMMANDS, MachineGraph, StateRecord,
     Timestamp,
 };
-use fsm_kube::cli::{ConnectArgs, StoreKind};
+use fsm_kube::cli::ConnectArgs;
 use fsm_kube::records::COMMANDS_ANNOTATION;
 use fsm_kube::records::ReadError;
+use fsm_kube::store::RecordPlace;
 use fsm_kube::view::records;
 use kube::api::{Patch, PatchParams};
 use kube::{Client, ResourceExt};
@@ -344,10 +345,9 @@ async fn taken(
         Ok((record, _)) => Ok(Some(record)),
         Err(ReadError::NoRecord(_) | ReadError::MemoryStore) => Ok(None),
         Err(ReadError::Kube(error)) => {
-            let resource = match target.machine.store {
-                StoreKind::ConfigMap => "configmaps".to_owned(),
-                StoreKind::Secret => "secrets".to_owned(),
-                StoreKind::Status | StoreKind::Ephemeral => resource_name(target),
+            let resource = match target.machine.store.place() {
+                RecordPlace::Object(kind) => kind.plural().to_owned(),
+                RecordPlace::Status | RecordPlace::Memory => resource_name(target),
             };
             Err(Error::from_request(error, "get", &resource, namespace))
         }
@@ -400,8 +400,8 @@ pub async fn send(
             .map_err(|e| Error::from_request(e, "get", &resource, namespace))?
             .ok_or_else(|| Error::ObjectNotFound(format!("{} {object}", target.resource.kind)))?;
         let record = taken(client, target, namespace, name).await?;
-        let taken = match (&record, target.machine.store) {
-            (_, StoreKind::Ephemeral) => None,
+        let taken = match (&record, target.machine.store.place()) {
+            (_, RecordPlace::Memory) => None,
             (Some(record), _) => Some(record.command_seq),
             (None, _) => Some(0),
         };
@@ -448,9 +448,9 @@ pub async fn send(
 /// # Errors
 /// [`Error::CannotWait`] for the ephemeral store.
 pub fn can_wait(target: &Target) -> Result<(), Error> {
-    match target.machine.store {
-        StoreKind::Ephemeral => Err(Error::CannotWait(ReadError::MemoryStore)),
-        _ => Ok(()),
+    match target.machine.store.place() {
+        RecordPlace::Memory => Err(Error::CannotWait(ReadError::MemoryStore)),
+        RecordPlace::Status | RecordPlace::Object(_) => Ok(()),
     }
 }
 

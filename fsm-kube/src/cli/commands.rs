@@ -8,13 +8,12 @@ use kube::{Client, CustomResourceExt};
 
 use super::printer_columns::add_printer_columns;
 use super::rbac::{self, RbacScope};
-use super::{
-    CrdArgs, DiagramFormat, Error, Operator, OutputFormat, RbacArgs, StatusArgs, StoreKind,
-};
+use super::{CrdArgs, DiagramFormat, Error, Operator, OutputFormat, RbacArgs, StatusArgs};
 use crate::KubeResource;
 use crate::records::PublishedMachine;
 use crate::records::ResourceInfo;
 use crate::records::{ReadError, record_view};
+use crate::store::RecordPlace;
 
 impl<F, A> Operator<F, A>
 where
@@ -58,7 +57,7 @@ where
         }
         let yaml = rbac::to_yaml(&objects).map_err(Error::Yaml)?;
         let mut caveats = Vec::new();
-        let watches_all_namespaces = matches!(self.store, StoreKind::ConfigMap | StoreKind::Secret);
+        let watches_all_namespaces = matches!(self.store.place(), RecordPlace::Object(_));
         if args.namespace.is_some() && watches_all_namespaces {
             caveats.push(format!(
                 "the {:?} store watches its record objects in all namespaces unless it\n\

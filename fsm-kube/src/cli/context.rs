@@ -12,7 +12,6 @@ use crate::http::Health;
 use crate::leader::Leadership;
 use crate::shard::ShardGuard;
 use crate::store::KubeStore;
-use crate::store::store_kind_of;
 use crate::{
     KubeResource, metrics::FsmMetrics, options::ReconcilerOptions, reconciler::FsmReconciler,
     reconciler::ReconcilerBuilder,
@@ -260,19 +259,10 @@ where
     /// hold on the Lease. Build it once per call of the main function (an
     /// ephemeral store is new each time).
     pub fn reconciler(&self) -> FsmReconciler<F> {
-        let client = self.client.clone();
-        let builder = match (self.store, &self.namespace) {
-            (StoreKind::Status, _) => self.builder(crate::store::StatusStore::new()),
-            (StoreKind::ConfigMap, Some(ns)) => {
-                self.builder(crate::store::ConfigMapStore::namespaced(client, ns.clone()))
-            }
-            (StoreKind::ConfigMap, None) => self.builder(crate::store::ConfigMapStore::new(client)),
-            (StoreKind::Secret, Some(ns)) => {
-                self.builder(crate::store::SecretStore::namespaced(client, ns.clone()))
-            }
-            (StoreKind::Secret, None) => self.builder(crate::store::SecretStore::new(client)),
-            (StoreKind::Ephemeral, _) => self.builder(fsm_core::EphemeralStore::new()),
-        };
+        let store = self
+            .store
+            .store::<F::Resource>(self.client.clone(), self.namespace.as_deref());
+        let builder = self.builder(store);
         builder.build()
     }
 
@@ -288,7 +278,7 @@ where
     where
         S: KubeStore<F::Resource>,
     {
-        let given_kind = store_kind_of::<F, S>();
+        let given_kind = store.kind();
         if given_kind != Some(self.store) {
             return Err(Error::StoreMismatch {
                 declared: self.store,

@@ -53,7 +53,6 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use fsm_core::{Fsm, RawRecord, RecordCompatibility};
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use kube::{Api, Client, CustomResourceExt};
 use serde::Serialize;
@@ -62,10 +61,10 @@ use serde_json::Value;
 
 use super::{Error, Operator, OutputFormat, PreflightArgs, StoreKind};
 use crate::KubeResource;
-use crate::records::record_view::{Location, raw_record};
+use crate::records::record_view::Location;
 use crate::records::{ReadError, ResourceInfo};
 use crate::store::{
-    MANAGED_BY_LABEL, OWNER_LABEL, RecordObject, belongs_to, legacy_belongs_to,
+    MANAGED_BY_LABEL, OWNER_LABEL, RecordObjectKind, RecordPlace, belongs_to, legacy_belongs_to,
     legacy_record_object_name, record_object_name,
 };
 
@@ -408,11 +407,13 @@ pub async fn fetch(
     store: StoreKind,
     namespace: Option<&str>,
 ) -> Result<Fetched, Error> {
-    if store == StoreKind::Ephemeral {
-        return Err(ReadError::MemoryStore.into());
-    }
-    if !resource.namespaced && store != StoreKind::Status {
-        return Err(ReadError::ClusterScopedObjectStore.into());
+    let place = store.place();
+    match place {
+        RecordPlace::Memory => return Err(ReadError::MemoryStore.into()),
+        RecordPlace::Object(_) if !resource.namespaced => {
+            return Err(ReadError::ClusterScopedObjectStore.into());
+        }
+        RecordPlace::Object(_) | RecordPlace::Status => {}
     }
     let namespace = namespace.filter(|_| resource.namespaced);
     let gvk = GroupVersionKind::gvk(&resource.group, &resource.version, &resource.kind);
@@ -422,15 +423,12 @@ pub async fn fetch(
         None => Api::all_with(client.clone(), &api_resource),
     };
     let objects = list_all(&api, ListParams::default()).await?;
-    match store {
-        StoreKind::Status => Ok(from_status(resource, &objects)),
-        StoreKind::ConfigMap => {
-            from_record_objects::<ConfigMap>(client, resource, machine, namespace, &objects).await
+    match place {
+        RecordPlace::Status => Ok(from_status(resource, &objects)),
+        RecordPlace::Object(kind) => {
+            from_record_objects(client, kind, resource, machine, namespace, &objects).await
         }
-        StoreKind::Secret => {
-            from_record_objects::<Secret>(client, resource, machine, namespace, &objects).await
-        }
-        StoreKind::Ephemeral => Err(ReadError::MemoryStore.into()),
+        RecordPlace::Memory => Err(ReadError::MemoryStore.into()),
     }
 }
 
@@ -486,31 +484,29 @@ fn from_status(resource: &ResourceInfo, objects: &[DynamicObject]) -> Fetched {
 
 /// The records `objects` keep in record objects of kind `O`, and the
 /// record objects of machine `machine` on the kind whose object is gone.
-async fn from_record_objects<O: RecordObject>(
+async fn from_record_objects(
     client: &Client,
+    kind: RecordObjectKind,
     resource: &ResourceInfo,
     machine: &str,
     namespace: Option<&str>,
     objects: &[DynamicObject],
 ) -> Result<Fetched, Error> {
-    let api: Api<O> = match namespace {
-        Some(ns) => Api::namespaced(client.clone(), ns),
-        None => Api::all(client.clone()),
-    };
+    let api = kind.api(client.clone(), namespace);
     let selector = format!("{}={}", MANAGED_BY_LABEL.0, MANAGED_BY_LABEL.1);
-    let mut record_objects: BTreeMap<(String, String), O> =
+    let mut record_objects: BTreeMap<(String, String), DynamicObject> =
         list_all(&api, ListParams::default().labels(&selector))
             .await?
             .into_iter()
             .map(|o| {
                 let key = (
-                    o.meta().namespace.clone().unwrap_or_default(),
-                    o.meta().name.clone().unwrap_or_default(),
+                    o.metadata.namespace.clone().unwrap_or_default(),
+                    o.metadata.name.clone().unwrap_or_default(),
                 );
                 (key, o)
             })
             .collect();
-    let kind_name = O::kind(&()).into_owned();
+    let kind_name = kind.kind();
     let mut fetched = Fetched {
         records: Vec::new(),
         without_record: 0,
@@ -526,12 +522,12 @@ async fn from_record_objects<O: RecordObject>(
         let legacy = (ns.clone(), legacy_record_object_name(&name));
         let found = if record_objects
             .get(&own)
-            .is_some_and(|o| belongs_to(o.meta(), &uid))
+            .is_some_and(|o| belongs_to(&o.metadata, &uid))
         {
             record_objects.remove(&own)
         } else if record_objects
             .get(&legacy)
-            .is_some_and(|o| legacy_belongs_to(o.meta(), &uid, &resource.group, &resource.kind))
+            .is_some_and(|o| legacy_belongs_to(&o.metadata, &uid, &resource.group, &resource.kind))
         {
             record_objects.remove(&legacy)
         } else {
@@ -539,7 +535,7 @@ async fn from_record_objects<O: RecordObject>(
         };
         match found
             .as_ref()
-            .and_then(|o| raw_record(o).map(|raw| (o, raw)))
+            .and_then(|o| kind.raw_record(o).map(|raw| (o, raw)))
         {
             Some((record_object, raw)) => fetched.records.push(StoredRecord {
                 location: location(
@@ -547,7 +543,7 @@ async fn from_record_objects<O: RecordObject>(
                     object,
                     format!(
                         "{kind_name} {ns}/{}",
-                        record_object.meta().name.as_deref().unwrap_or_default()
+                        record_object.metadata.name.as_deref().unwrap_or_default()
                     ),
                 ),
                 raw,
@@ -559,7 +555,7 @@ async fn from_record_objects<O: RecordObject>(
     // What is left of this machine on this kind has no object (any more).
     let suffix = record_object_name("", &resource.group, &resource.kind, machine);
     for ((ns, name), record_object) in record_objects {
-        let meta = record_object.meta();
+        let meta = &record_object.metadata;
         let legacy_of_kind = name.ends_with("-fsm")
             && meta.owner_references.iter().flatten().any(|r| {
                 r.kind == resource.kind
@@ -568,7 +564,7 @@ async fn from_record_objects<O: RecordObject>(
         if !name.ends_with(&suffix) && !legacy_of_kind {
             continue;
         }
-        let Some(raw) = raw_record(&record_object) else {
+        let Some(raw) = kind.raw_record(&record_object) else {
             continue;
         };
         let owner = meta

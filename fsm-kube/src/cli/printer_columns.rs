@@ -5,7 +5,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 
 use super::Error;
-use crate::store::StoreKind;
+use crate::store::{RecordPlace, StoreKind};
 
 /// Adds `State`, `Attempt` and `In-State` (the time in the state) printer
 /// columns to every version of `crd`, read from `.status.fsm`, and `Age`
@@ -18,7 +18,7 @@ pub fn add_printer_columns(
     crd: &mut CustomResourceDefinition,
     store: StoreKind,
 ) -> Result<(), Error> {
-    if store != StoreKind::Status {
+    if store.place() != RecordPlace::Status {
         return Err(Error::PrinterColumnsNeedStatusStore(store));
     }
     let column =

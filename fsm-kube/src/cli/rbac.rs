@@ -11,7 +11,7 @@ use kube::api::ObjectMeta;
 use serde::Serialize;
 
 pub use crate::records::ResourceInfo;
-use crate::store::StoreKind;
+use crate::store::{RecordPlace, StoreKind};
 
 /// The verbs in the order Kubernetes documents them; any other verb sorts
 /// after these, alphabetically.
@@ -205,19 +205,23 @@ pub fn rules(operator: &OperatorDescription) -> Result<Vec<PolicyRule>, InvalidR
         &format!("{}/status", resource.plural),
         &["patch"],
     );
-    let owns_record_object = matches!(operator.store, StoreKind::ConfigMap | StoreKind::Secret);
-    if operator.needs_finalizer || owns_record_object {
+    let record_object = match operator.store.place() {
+        RecordPlace::Object(kind) => Some(kind),
+        RecordPlace::Status | RecordPlace::Memory => None,
+    };
+    if operator.needs_finalizer || record_object.is_some() {
         out.add(
             &resource.group,
             &format!("{}/finalizers", resource.plural),
             &["update"],
         );
     }
-    let record_verbs = ["list", "watch", "create", "update", "delete"];
-    match operator.store {
-        StoreKind::ConfigMap => out.add("", "configmaps", &record_verbs),
-        StoreKind::Secret => out.add("", "secrets", &record_verbs),
-        StoreKind::Status | StoreKind::Ephemeral => {}
+    if let Some(kind) = record_object {
+        out.add(
+            "",
+            kind.plural(),
+            &["list", "watch", "create", "update", "delete"],
+        );
     }
     out.add("events.k8s.io", "events", &["create", "patch"]);
     for rule in &operator.extra_rules {
@@ -241,10 +245,8 @@ pub fn view_rules(operator: &OperatorDescription) -> Vec<PolicyRule> {
         &operator.resource.plural,
         &["get"],
     );
-    match operator.store {
-        StoreKind::ConfigMap => out.add("", "configmaps", &["get"]),
-        StoreKind::Secret => out.add("", "secrets", &["get"]),
-        StoreKind::Status | StoreKind::Ephemeral => {}
+    if let RecordPlace::Object(kind) = operator.store.place() {
+        out.add("", kind.plural(), &["get"]);
     }
     out.add("events.k8s.io", "events", &["list"]);
     out.into_rules()

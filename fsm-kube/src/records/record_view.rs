@@ -8,7 +8,6 @@ use std::fmt::Write as _;
 
 use fsm_core::text::{human_duration, push_line};
 use fsm_core::{DecodeError, Fsm, Machine, RawRecord, StateRecord, Timestamp};
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::{Api, Client};
 use serde_json::Value;
@@ -17,8 +16,8 @@ use super::ReadError;
 use super::names::path_segment;
 use super::resource::ResourceInfo;
 use crate::store::{
-    RecordObject, StoreKind, belongs_to, legacy_belongs_to, legacy_record_object_name,
-    record_object_name,
+    RecordObjectKind, RecordPlace, StoreKind, belongs_to, legacy_belongs_to,
+    legacy_record_object_name, record_object_name,
 };
 
 /// What shows instead of a sensitive state's data.
@@ -108,14 +107,11 @@ pub fn location(
             .unwrap_or_else(|| client.default_namespace().to_owned())
     });
     let record_object = record_object_name(name, &resource.group, &resource.kind, machine);
-    let record = match (store, &namespace) {
-        (StoreKind::Status, _) => ".status.fsm".to_owned(),
-        (StoreKind::ConfigMap, Some(ns)) => format!("ConfigMap {ns}/{record_object}"),
-        (StoreKind::Secret, Some(ns)) => format!("Secret {ns}/{record_object}"),
-        (StoreKind::ConfigMap | StoreKind::Secret, None) => {
-            return Err(ReadError::ClusterScopedObjectStore);
-        }
-        (StoreKind::Ephemeral, _) => return Err(ReadError::MemoryStore),
+    let record = match (store.place(), &namespace) {
+        (RecordPlace::Status, _) => ".status.fsm".to_owned(),
+        (RecordPlace::Object(kind), Some(ns)) => format!("{} {ns}/{record_object}", kind.kind()),
+        (RecordPlace::Object(_), None) => return Err(ReadError::ClusterScopedObjectStore),
+        (RecordPlace::Memory, _) => return Err(ReadError::MemoryStore),
     };
     Ok(Location {
         kind: resource.kind.clone(),
@@ -147,30 +143,24 @@ pub async fn read_record(
     let namespace = location.namespace.clone();
     let name = location.name.clone();
     let record_object = record_object_name(&name, &resource.group, &resource.kind, machine);
-    let found = match (store, &namespace) {
-        (StoreKind::Status, _) => object
+    let found = match (store.place(), &namespace) {
+        (RecordPlace::Status, _) => object
             .data
             .get("status")
             .and_then(|s| s.get("fsm"))
             .filter(|v| !v.is_null())
             .map(|value| (RawRecord::Json(value.clone()), None)),
-        (StoreKind::ConfigMap, Some(ns)) => {
-            record_from_object::<ConfigMap>(client, ns, &record_object, &name, &owner).await?
+        (RecordPlace::Object(kind), Some(ns)) => {
+            record_from_object(client, kind, ns, &record_object, &name, &owner).await?
         }
-        (StoreKind::Secret, Some(ns)) => {
-            record_from_object::<Secret>(client, ns, &record_object, &name, &owner).await?
-        }
-        _ => None,
+        (RecordPlace::Object(_), None) | (RecordPlace::Memory, _) => None,
     };
     match found {
         Some((raw, read_from)) => {
-            if let (Some(read_from), Some(ns)) = (read_from, &namespace) {
-                let kind = if store == StoreKind::Secret {
-                    "Secret"
-                } else {
-                    "ConfigMap"
-                };
-                location.record = format!("{kind} {ns}/{read_from}");
+            if let (Some(read_from), Some(ns), RecordPlace::Object(kind)) =
+                (read_from, &namespace, store.place())
+            {
+                location.record = format!("{} {ns}/{read_from}", kind.kind());
             }
             Ok((raw, location))
         }
@@ -185,43 +175,37 @@ struct Owner<'a> {
     kind: &'a str,
 }
 
-/// The record of object `name` in its record object `record_object`, else
-/// in its legacy record object, with the name of the object it was read
-/// from; `None` when neither holds a record of `owner`.
-async fn record_from_object<O: RecordObject>(
+/// The record of object `name` in its record object `record_object` (of
+/// `kind`), else in its legacy record object, with the name of the object
+/// it was read from; `None` when neither holds a record of `owner`.
+async fn record_from_object(
     client: &Client,
+    kind: RecordObjectKind,
     namespace: &str,
     record_object: &str,
     name: &str,
     owner: &Owner<'_>,
 ) -> Result<Option<(RawRecord, Option<String>)>, ReadError> {
-    let api: Api<O> = Api::namespaced(client.clone(), &path_segment(namespace));
+    let api = kind.api(client.clone(), Some(&path_segment(namespace)));
     let own = api
         .get_opt(&path_segment(record_object))
         .await
         .map_err(ReadError::Kube)?
-        .filter(|o| belongs_to(o.meta(), &owner.uid));
+        .filter(|o| belongs_to(&o.metadata, &owner.uid));
     let object = match own {
         Some(object) => Some(object),
         None => api
             .get_opt(&path_segment(&legacy_record_object_name(name)))
             .await
             .map_err(ReadError::Kube)?
-            .filter(|o| legacy_belongs_to(o.meta(), &owner.uid, owner.group, owner.kind)),
+            .filter(|o| legacy_belongs_to(&o.metadata, &owner.uid, owner.group, owner.kind)),
     };
     let Some(object) = object else {
         return Ok(None);
     };
-    Ok(raw_record(&object).map(|raw| (raw, object.meta().name.clone())))
-}
-
-/// The record a record object holds, as the stores read it (text that is
-/// not UTF-8 is kept as a description, which does not decode).
-pub(crate) fn raw_record<O: RecordObject>(object: &O) -> Option<RawRecord> {
-    match object.record_text()? {
-        Ok(text) => Some(RawRecord::Text(text)),
-        Err(e) => Some(RawRecord::Text(format!("<not UTF-8: {e}>"))),
-    }
+    Ok(kind
+        .raw_record(&object)
+        .map(|raw| (raw, object.metadata.name.clone())))
 }
 
 /// Decodes `raw` for machine `F`, hiding the data of sensitive states.

@@ -8,6 +8,7 @@ use fsm_core::{
     StatusFields, StoreError, Version,
 };
 
+use super::kind::StoreKind;
 use super::{KubeStore, Target, report_corrupt_conditions};
 use crate::KubeResource;
 
@@ -51,6 +52,10 @@ impl<K: KubeResource> KubeStore<K> for EphemeralStore {
         error: &'a DecodeError,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(report_corrupt_conditions(target, error))
+    }
+
+    fn kind(&self) -> Option<StoreKind> {
+        Some(StoreKind::Ephemeral)
     }
 }
 
@@ -149,5 +154,9 @@ where
         error: &'a DecodeError,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         KubeStore::report_corrupt(&self.memory, target, error)
+    }
+
+    fn kind(&self) -> Option<StoreKind> {
+        Some(StoreKind::Ephemeral)
     }
 }

@@ -22,9 +22,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 pub use ephemeral::DerivingStore;
-pub use kind::StoreKind;
-#[cfg(feature = "cli")]
-pub(crate) use kind::store_kind_of;
+pub use kind::{RecordObjectKind, RecordPlace, StoreKind};
 pub use object::{
     ConfigMapStore, MANAGED_BY_LABEL, OWNER_KIND_LABEL, OWNER_LABEL, OWNER_UID_LABEL, ObjectStore,
     RECORD_KEY, RecordObject, SecretStore, legacy_record_object_name, record_object_name,
@@ -293,6 +291,13 @@ pub trait KubeStore<K: KubeResource>: Send + Sync + 'static {
         let _ = (uid, resource_version);
         None
     }
+
+    /// The [`StoreKind`] this store is, which tells the command line and
+    /// the read side where its records are; `None` (the default) for a
+    /// store no kind describes.
+    fn kind(&self) -> Option<StoreKind> {
+        None
+    }
 }
 
 /// A store shared by several reconcilers: memory that two builds of a
@@ -335,6 +340,10 @@ impl<K: KubeResource, S: KubeStore<K> + ?Sized> KubeStore<K> for Arc<S> {
 
     fn own_commit_in_flight(&self, uid: &str, resource_version: &str) -> Option<Instant> {
         S::own_commit_in_flight(self, uid, resource_version)
+    }
+
+    fn kind(&self) -> Option<StoreKind> {
+        S::kind(self)
     }
 }
 

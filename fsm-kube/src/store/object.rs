@@ -21,6 +21,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::OnceCell;
 
+use super::kind::{RecordObjectKind, RecordPlace, StoreKind};
 use super::{KubeStore, Target, namespace_of, report_corrupt_conditions, size, store_error};
 use crate::KubeResource;
 use crate::cache::{ABSENT, WrittenCache};
@@ -221,6 +222,16 @@ pub trait RecordObject:
     /// The record text, if the object holds one (`Err` when it is not
     /// UTF-8).
     fn record_text(&self) -> Option<Result<String, String>>;
+
+    /// The [`StoreKind`] of an [`ObjectStore`] of these objects, if one
+    /// describes it (`None`, the default, for a type of one's own: the
+    /// command line then cannot say where its records are).
+    fn store_kind() -> Option<StoreKind>
+    where
+        Self: Sized,
+    {
+        None
+    }
 }
 
 impl RecordObject for ConfigMap {
@@ -233,6 +244,9 @@ impl RecordObject for ConfigMap {
     }
     fn record_text(&self) -> Option<Result<String, String>> {
         self.data.as_ref()?.get(RECORD_KEY).cloned().map(Ok)
+    }
+    fn store_kind() -> Option<StoreKind> {
+        Some(StoreKind::ConfigMap)
     }
 }
 
@@ -251,6 +265,9 @@ impl RecordObject for Secret {
     fn record_text(&self) -> Option<Result<String, String>> {
         let bytes = self.data.as_ref()?.get(RECORD_KEY)?;
         Some(String::from_utf8(bytes.0.clone()).map_err(|e| e.to_string()))
+    }
+    fn store_kind() -> Option<StoreKind> {
+        Some(StoreKind::Secret)
     }
 }
 
@@ -291,6 +308,12 @@ pub struct ObjectStore<O: RecordObject> {
     cache: OnceCell<Store<O>>,
     written: WrittenCache,
     kind: PhantomData<fn() -> O>,
+}
+
+impl<O: RecordObject + k8s_openapi::Resource> ObjectStore<O> {
+    /// Where this store keeps records: an object of type `O` beside the
+    /// resource.
+    pub const PLACE: RecordPlace = RecordPlace::Object(RecordObjectKind::of::<O>());
 }
 
 /// The record in a ConfigMap beside the resource: state users must not
@@ -735,6 +758,10 @@ impl<K: KubeResource, O: RecordObject> KubeStore<K> for ObjectStore<O> {
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         self.written.forget(&target.uid);
         Box::pin(report_corrupt_conditions(target, error))
+    }
+
+    fn kind(&self) -> Option<StoreKind> {
+        O::store_kind()
     }
 }
 

@@ -16,6 +16,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
+use super::kind::{RecordPlace, StoreKind};
 use super::{KubeStore, Target, report_corrupt_conditions, size};
 use crate::KubeResource;
 use crate::cache::WrittenCache;
@@ -58,6 +59,9 @@ pub struct StatusStore {
 }
 
 impl StatusStore {
+    /// Where this store keeps records: the object's `.status.fsm`.
+    pub const PLACE: RecordPlace = RecordPlace::Status;
+
     /// A status store.
     pub fn new() -> Self {
         Self::default()
@@ -215,6 +219,10 @@ impl<K: KubeResource> KubeStore<K> for StatusStore {
 
     fn own_commit_in_flight(&self, uid: &str, resource_version: &str) -> Option<Instant> {
         self.written.superseded_at(uid, resource_version)
+    }
+
+    fn kind(&self) -> Option<StoreKind> {
+        Some(StoreKind::Status)
     }
 }
 

@@ -7,14 +7,12 @@
 use std::collections::HashMap;
 
 use futures::{Stream, StreamExt};
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::ObjectMeta;
+use kube::api::{DynamicObject, ObjectMeta};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 
 use super::Watched;
-use crate::store::StoreKind;
-use crate::store::{OWNER_KIND_LABEL, OWNER_UID_LABEL};
+use crate::store::{OWNER_KIND_LABEL, OWNER_UID_LABEL, RecordPlace};
 
 /// An object whose record may have changed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -83,25 +81,10 @@ fn name(meta: &ObjectMeta) -> String {
     meta.name.clone().unwrap_or_default()
 }
 
-fn scoped<K>(client: &Client, namespace: Option<&str>) -> Api<K>
-where
-    K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
-    K::DynamicType: Default,
-{
-    match namespace {
-        Some(ns) => Api::namespaced(client.clone(), ns),
-        None => Api::all(client.clone()),
-    }
-}
-
-fn record_changes<K>(
-    api: Api<K>,
+fn record_changes(
+    api: Api<DynamicObject>,
     kind: &str,
-) -> impl Stream<Item = Result<Change, watcher::Error>> + Send + 'static
-where
-    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
-    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
-{
+) -> impl Stream<Item = Result<Change, watcher::Error>> + Send + 'static {
     let config = watcher::Config::default().labels(&format!("{OWNER_KIND_LABEL}={kind}"));
     watcher(api, config)
         .default_backoff()
@@ -123,18 +106,13 @@ pub fn object_changes(
         .map(|event| event.map(Change::of_object))
         .boxed();
     let kind = &target.resource.kind;
-    let changes = match target.machine.store {
-        StoreKind::ConfigMap => futures::stream::select(
+    let changes = match target.machine.store.place() {
+        RecordPlace::Object(record_kind) => futures::stream::select(
             objects,
-            record_changes(scoped::<ConfigMap>(client, namespace), kind),
+            record_changes(record_kind.api(client.clone(), namespace), kind),
         )
         .boxed(),
-        StoreKind::Secret => futures::stream::select(
-            objects,
-            record_changes(scoped::<Secret>(client, namespace), kind),
-        )
-        .boxed(),
-        StoreKind::Status | StoreKind::Ephemeral => objects,
+        RecordPlace::Status | RecordPlace::Memory => objects,
     };
     // The objects by UID, for the record objects' changes.
     let mut by_uid: HashMap<String, (Option<String>, String)> = HashMap::new();
@@ -164,6 +142,7 @@ pub fn object_changes(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
 
     #[test]
     fn record_objects_name_their_owner_by_uid() {
