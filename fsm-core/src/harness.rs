@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::fsm::{CheckpointError, Checkpointer};
 use crate::record::{HistoryEntry, StateRecord, TrailEntry};
-use crate::store::{Loaded, ObjectKey, StateStore, StoreError, Version};
+use crate::store::{Commit, Loaded, ObjectKey, StateStore, StoreError, Version};
 use crate::{
     authority::Authority, classify::Classify, classify::ErrorClass, command::Command,
     command::CommandAction, engine::Effect, engine::Engine, engine::InvalidMachine, engine::Report,
@@ -633,7 +633,7 @@ impl<S: Fsm> Harness<S> {
             record.close_scope();
         }
         self.store
-            .save(&observed.key, &record, None)
+            .save(&observed.key, Commit::new(&record, None))
             .await
             .map_err(|e| HarnessError::Reconcile {
                 reconcile: 0,
@@ -1031,24 +1031,10 @@ impl StateStore for CrashingStore<'_> {
     fn save<'a>(
         &'a self,
         key: &'a ObjectKey,
-        record: &'a StateRecord,
-        expected: Option<&'a Version>,
+        commit: Commit<'a>,
     ) -> BoxFuture<'a, Result<Version, StoreError>> {
         match self.crashed() {
-            Ok(()) => self.inner.save(key, record, expected),
-            Err(e) => Box::pin(async { Err(e) }),
-        }
-    }
-
-    fn save_with_status<'a>(
-        &'a self,
-        key: &'a ObjectKey,
-        record: &'a StateRecord,
-        status: &'a crate::fsm::StatusFields,
-        expected: Option<&'a Version>,
-    ) -> BoxFuture<'a, Result<Version, StoreError>> {
-        match self.crashed() {
-            Ok(()) => self.inner.save_with_status(key, record, status, expected),
+            Ok(()) => self.inner.save(key, commit),
             Err(e) => Box::pin(async { Err(e) }),
         }
     }

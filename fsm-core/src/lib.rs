@@ -192,7 +192,7 @@ pub use record::{
     SCHEMA_VERSION, StateRecord, TrailEntry, Unwind, UnwindFailure,
 };
 pub use retry::{InvalidRetryPolicy, Jitter, RetryPolicy};
-pub use store::{Loaded, ObjectKey, StateStore, StoreError, Version};
+pub use store::{Commit, Loaded, ObjectKey, StateStore, StoreError, Version};
 pub use transition::Transition;
 pub use upgrade::{RecordCompatibility, Upgraded};
 

@@ -5,8 +5,8 @@ use std::sync::{Mutex, PoisonError};
 
 use crate::fsm::StatusFields;
 use crate::future::BoxFuture;
-use crate::record::{RawRecord, StateRecord};
-use crate::store::{Loaded, ObjectKey, StateStore, StoreError, Version};
+use crate::record::RawRecord;
+use crate::store::{Commit, Loaded, ObjectKey, StateStore, StoreError, Version};
 
 /// A store in process memory. Lost on restart; used by the harness, by tests
 /// and, in operators, for state that can be recomputed from the world.
@@ -100,30 +100,22 @@ impl StateStore for EphemeralStore {
     fn save<'a>(
         &'a self,
         key: &'a ObjectKey,
-        record: &'a StateRecord,
-        expected: Option<&'a Version>,
+        commit: Commit<'a>,
     ) -> BoxFuture<'a, Result<Version, StoreError>> {
-        let result = record.to_raw().map_err(StoreError::Encode).and_then(|raw| {
-            let version = self.next_version();
-            let mut entries = self.lock();
-            if !Self::matches(entries.get(key).map(|(_, v)| *v), expected) {
-                return Err(StoreError::Conflict);
-            }
-            entries.insert(key.clone(), (raw, version));
-            Ok(Version(version.to_string()))
-        });
-        Box::pin(async move { result })
-    }
-
-    fn save_with_status<'a>(
-        &'a self,
-        key: &'a ObjectKey,
-        record: &'a StateRecord,
-        status: &'a StatusFields,
-        expected: Option<&'a Version>,
-    ) -> BoxFuture<'a, Result<Version, StoreError>> {
-        Box::pin(async move {
-            let version = self.save(key, record, expected).await?;
+        let result = commit
+            .record
+            .to_raw()
+            .map_err(StoreError::Encode)
+            .and_then(|raw| {
+                let version = self.next_version();
+                let mut entries = self.lock();
+                if !Self::matches(entries.get(key).map(|(_, v)| *v), commit.expected) {
+                    return Err(StoreError::Conflict);
+                }
+                entries.insert(key.clone(), (raw, version));
+                Ok(Version(version.to_string()))
+            });
+        if let (Ok(_), Some(status)) = (&result, commit.status) {
             let mut published = self.status.lock().unwrap_or_else(PoisonError::into_inner);
             let fields = published.entry(key.clone()).or_default();
             for (name, value) in status {
@@ -133,8 +125,8 @@ impl StateStore for EphemeralStore {
                     fields.insert(name.clone(), value.clone());
                 }
             }
-            Ok(version)
-        })
+        }
+        Box::pin(async move { result })
     }
 
     fn delete<'a>(

@@ -91,6 +91,50 @@ pub enum StoreError {
     },
 }
 
+/// One write of a record, as a store's `save` is given it.
+///
+/// ```
+/// use fsm_core::{Commit, StateRecord, StatusFields, Version};
+///
+/// # fn f(record: &StateRecord, status: &StatusFields) {
+/// let first = Commit::new(record, None);
+/// let version = Version("7".to_owned());
+/// let next = Commit::new(record, Some(&version)).with_status(status);
+/// assert!(first.status.is_none() && next.status.is_some());
+/// # }
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Commit<'a> {
+    /// The record to store.
+    pub record: &'a StateRecord,
+    /// The status fields the step published since the last commit
+    /// ([`Step::publish_status`](crate::Step::publish_status)); `None`
+    /// when it published none.
+    pub status: Option<&'a StatusFields>,
+    /// The version the stored record must still be at; `None`: nothing may
+    /// be stored yet.
+    pub expected: Option<&'a Version>,
+}
+
+impl<'a> Commit<'a> {
+    /// A commit of `record` over version `expected`, publishing nothing.
+    pub fn new(record: &'a StateRecord, expected: Option<&'a Version>) -> Self {
+        Commit {
+            record,
+            status: None,
+            expected,
+        }
+    }
+
+    /// The same commit, publishing `status` with the record.
+    pub fn with_status(self, status: &'a StatusFields) -> Self {
+        Commit {
+            status: Some(status),
+            ..self
+        }
+    }
+}
+
 /// Persists records with optimistic concurrency.
 ///
 /// # Guarantees expected of an implementation
@@ -102,28 +146,15 @@ pub trait StateStore: Send + Sync {
     /// Loads the record of `key`.
     fn load<'a>(&'a self, key: &'a ObjectKey) -> BoxFuture<'a, Result<Loaded, StoreError>>;
 
-    /// Saves `record` if the stored version is `expected`.
+    /// Saves `commit.record` if the stored version is `commit.expected`,
+    /// with the status fields a step published (`commit.status`) in the
+    /// same write where the store keeps them (a store with no object to
+    /// publish on keeps only the record).
     fn save<'a>(
         &'a self,
         key: &'a ObjectKey,
-        record: &'a StateRecord,
-        expected: Option<&'a Version>,
+        commit: Commit<'a>,
     ) -> BoxFuture<'a, Result<Version, StoreError>>;
-
-    /// Saves `record` like [`StateStore::save`] and, in the same write, the
-    /// status fields a step published
-    /// ([`Step::publish_status`](crate::Step::publish_status)). A store
-    /// with no object to publish on keeps only the record: the default.
-    fn save_with_status<'a>(
-        &'a self,
-        key: &'a ObjectKey,
-        record: &'a StateRecord,
-        status: &'a StatusFields,
-        expected: Option<&'a Version>,
-    ) -> BoxFuture<'a, Result<Version, StoreError>> {
-        let _ = status;
-        self.save(key, record, expected)
-    }
 
     /// Deletes the record of `key` if the stored version is `expected`.
     fn delete<'a>(

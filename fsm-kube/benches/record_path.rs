@@ -231,7 +231,7 @@ async fn watched_commits(client: &Client, a: &StateRecord, b: &StateRecord, iter
         let expected = Version(over.resource_version.clone());
         black_box(
             store
-                .save(over, record, None, Some(&expected))
+                .save(over, fsm_core::Commit::new(record, Some(&expected)))
                 .await
                 .expect("commits"),
         );
@@ -252,7 +252,7 @@ async fn chained_commits(client: &Client, a: &StateRecord, b: &StateRecord, iter
         let record = if n % 2 == 0 { b } else { a };
         black_box(
             store
-                .save(&target, record, None, Some(&expected))
+                .save(&target, fsm_core::Commit::new(record, Some(&expected)))
                 .await
                 .expect("commits"),
         );

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::engine::{Decision, Effect, Engine, Observed, Plan, ReconcileError, Report, Then, plan};
 use crate::fsm::StatusFields;
 use crate::record::StateRecord;
-use crate::store::{StateStore, Version};
+use crate::store::{Commit, StateStore, Version};
 use crate::{clock::Timestamp, fsm::Fsm};
 
 /// One reconcile of one object, between its load and its report.
@@ -189,14 +189,12 @@ impl<'a, S: Fsm> InFlight<'a, S> {
     /// status fields published since the last commit.
     async fn commit(&mut self, record: &StateRecord) -> Result<(), ReconcileError> {
         let key = &self.observed.key;
-        let saved = match self.published.take() {
-            Some(status) => {
-                self.store
-                    .save_with_status(key, record, &status, self.version.as_ref())
-                    .await?
-            }
-            None => self.store.save(key, record, self.version.as_ref()).await?,
-        };
+        let published = self.published.take();
+        let mut commit = Commit::new(record, self.version.as_ref());
+        if let Some(status) = &published {
+            commit = commit.with_status(status);
+        }
+        let saved = self.store.save(key, commit).await?;
         self.version = Some(saved);
         self.report.commits += 1;
         self.unsaved = false;

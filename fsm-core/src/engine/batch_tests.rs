@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::prelude::*;
 use crate::{
-    Effect, Engine, EngineOptions, EphemeralStore, Loaded, ObjectKey, Observed, ReconcileError,
-    SeededRandom, StateRecord, StateStore, StoreError, Version,
+    Commit, Effect, Engine, EngineOptions, EphemeralStore, Loaded, ObjectKey, Observed,
+    ReconcileError, SeededRandom, StateRecord, StateStore, StoreError, Version,
 };
 
 /// `Config` picks an id (a new one each time it runs, like a name chosen
@@ -242,8 +242,7 @@ impl StateStore for BatchStore {
     fn save<'a>(
         &'a self,
         key: &'a ObjectKey,
-        record: &'a StateRecord,
-        expected: Option<&'a Version>,
+        commit: Commit<'a>,
     ) -> BoxFuture<'a, Result<Version, StoreError>> {
         Box::pin(async move {
             match self.faults.lock().unwrap().pop_front().flatten() {
@@ -259,9 +258,9 @@ impl StateStore for BatchStore {
                 }
                 None => {}
             }
-            let version = self.inner.save(key, record, expected).await?;
-            self.committed.lock().unwrap().push(record.clone());
-            *self.script.committed.lock().unwrap() = Some(record.clone());
+            let version = self.inner.save(key, commit).await?;
+            self.committed.lock().unwrap().push(commit.record.clone());
+            *self.script.committed.lock().unwrap() = Some(commit.record.clone());
             Ok(version)
         })
     }

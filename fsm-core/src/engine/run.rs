@@ -9,7 +9,7 @@ use crate::engine::describe::describe_error;
 use crate::engine::{Decider, Decision, Outcome, Plan, ReconcileError, UnwindResult};
 use crate::fsm::{CheckpointError, Checkpointer, StatusFields};
 use crate::record::StateRecord;
-use crate::store::{ObjectKey, StateStore, StoreError, Version};
+use crate::store::{Commit, ObjectKey, StateStore, StoreError, Version};
 use crate::{
     authority::AuthorityLost, classify::Classify, clock::Timestamp, fsm::Fsm, fsm::Step,
     future::BoxFuture,
@@ -320,7 +320,7 @@ impl<S: Fsm> Checkpointer<S> for StoreCheckpointer<'_> {
             next.data = data;
             match self
                 .store
-                .save(self.key, &next, self.version.as_ref())
+                .save(self.key, Commit::new(&next, self.version.as_ref()))
                 .await
             {
                 Ok(version) => {

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::prelude::*;
 use crate::{
-    Effect, Engine, EngineOptions, EphemeralStore, Loaded, ObjectKey, Observed, RawRecord,
+    Commit, Effect, Engine, EngineOptions, EphemeralStore, Loaded, ObjectKey, Observed, RawRecord,
     ReconcileError, SeededRandom, StateRecord, StateStore, StoreError, Version,
 };
 
@@ -930,8 +930,7 @@ impl StateStore for FaultyStore {
     fn save<'a>(
         &'a self,
         key: &'a ObjectKey,
-        record: &'a StateRecord,
-        expected: Option<&'a Version>,
+        commit: Commit<'a>,
     ) -> BoxFuture<'a, Result<Version, StoreError>> {
         Box::pin(async move {
             match self.next_fault.lock().unwrap().take() {
@@ -945,8 +944,8 @@ impl StateStore for FaultyStore {
                 }
                 None => {}
             }
-            let version = self.inner.save(key, record, expected).await?;
-            self.committed.lock().unwrap().push(record.clone());
+            let version = self.inner.save(key, commit).await?;
+            self.committed.lock().unwrap().push(commit.record.clone());
             Ok(version)
         })
     }
@@ -1716,15 +1715,14 @@ impl StateStore for CrashingStore {
     fn save<'a>(
         &'a self,
         key: &'a ObjectKey,
-        record: &'a StateRecord,
-        expected: Option<&'a Version>,
+        commit: Commit<'a>,
     ) -> BoxFuture<'a, Result<Version, StoreError>> {
         let mut allowed = self.allowed.lock().unwrap();
         if *allowed == 0 {
             return Box::pin(async { Err(StoreError::Backend("crashed".into())) });
         }
         *allowed -= 1;
-        self.inner.save(key, record, expected)
+        self.inner.save(key, commit)
     }
     fn delete<'a>(
         &'a self,

@@ -4,7 +4,7 @@
 
 use crate::engine::{Effect, ReconcileError};
 use crate::record::{DecodeError, RawRecord, StateRecord};
-use crate::store::{ObjectKey, StateStore, Version};
+use crate::store::{Commit, ObjectKey, StateStore, Version};
 use crate::{engine::Report, fsm::Fsm};
 
 /// Reads a stored record as this build of the machine does
@@ -41,7 +41,9 @@ pub(super) async fn load_upgraded<S: Fsm>(
         to_version: S::machine().version(),
     };
     tracing::info!(machine = S::machine().name(), object = %key, ?effect, "record upgraded");
-    let saved = store.save(key, &upgraded.record, version.as_ref()).await?;
+    let saved = store
+        .save(key, Commit::new(&upgraded.record, version.as_ref()))
+        .await?;
     *version = Some(saved);
     report.commits += 1;
     report.effects.push(effect);

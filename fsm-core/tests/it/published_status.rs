@@ -1,5 +1,5 @@
 //! `Step::publish_status`: status fields a step publishes are committed
-//! with the step's record, through `StateStore::save_with_status`, and a
+//! with the step's record, through `StateStore::save` (`Commit::status`), and a
 //! step that publishes but stays still commits them.
 
 use std::sync::Arc;

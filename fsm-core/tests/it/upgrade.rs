@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use fsm_core::prelude::*;
 use fsm_core::{
-    DecodeError, Effect, Engine, EphemeralStore, ObjectKey, Observed, RawRecord, ReconcileError,
-    RecordCompatibility, Report, StateRecord, StateStore,
+    Commit, DecodeError, Effect, Engine, EphemeralStore, ObjectKey, Observed, RawRecord,
+    ReconcileError, RecordCompatibility, Report, StateRecord, StateStore,
 };
 
 /// The cloud both builds call: how often each once-only call ran, per
@@ -229,7 +229,7 @@ async fn build_2_resumes_every_object_build_1_left_half_way_and_runs_nothing_twi
     // (its first reconcile would also have run the handler), ...
     let requested = StateRecord::new(&v1::Db::Requested, Timestamp::UNIX_EPOCH).unwrap();
     store
-        .save(&ObjectKey::cluster("fresh"), &requested, None)
+        .save(&ObjectKey::cluster("fresh"), Commit::new(&requested, None))
         .await
         .unwrap();
     // ... one waiting for its instance, one about to seed, one done.
@@ -580,10 +580,9 @@ impl StateStore for Racing {
     fn save<'a>(
         &'a self,
         key: &'a ObjectKey,
-        record: &'a StateRecord,
-        expected: Option<&'a fsm_core::Version>,
+        commit: Commit<'a>,
     ) -> BoxFuture<'a, Result<fsm_core::Version, fsm_core::StoreError>> {
-        self.inner.save(key, record, expected)
+        self.inner.save(key, commit)
     }
 
     fn delete<'a>(
@@ -604,7 +603,11 @@ async fn an_upgrade_that_conflicts_commits_nothing_and_runs_nothing() {
     let cloud = Arc::new(Cloud::default());
     let key = ObjectKey::cluster("raced");
     let requested = StateRecord::new(&v1::Db::Requested, Timestamp::UNIX_EPOCH).unwrap();
-    store.inner.save(&key, &requested, None).await.unwrap();
+    store
+        .inner
+        .save(&key, Commit::new(&requested, None))
+        .await
+        .unwrap();
     let written = store.inner.get_raw(&key);
 
     let engine = Engine::<v2::Db>::new().unwrap();

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use fsm_core::{
-    BoxFuture, DecodeError, EphemeralStore, Fsm, Loaded, ObjectKey, StateRecord, StateStore,
-    StatusFields, StoreError, Version,
+    BoxFuture, Commit, DecodeError, EphemeralStore, Fsm, Loaded, ObjectKey, StateRecord,
+    StateStore, StoreError, Version,
 };
 
 use super::kind::StoreKind;
@@ -27,12 +27,17 @@ impl<K: KubeResource> KubeStore<K> for EphemeralStore {
     fn save<'a>(
         &'a self,
         target: &'a Target<K>,
-        record: &'a StateRecord,
-        status: Option<&'a StatusFields>,
-        expected: Option<&'a Version>,
+        commit: Commit<'a>,
     ) -> BoxFuture<'a, Result<Version, StoreError>> {
+        let Commit {
+            record,
+            status,
+            expected,
+        } = commit;
         Box::pin(async move {
-            let version = StateStore::save(self, &uid_key(target), record, expected).await?;
+            // The object's status gets the published fields, not the memory.
+            let version =
+                StateStore::save(self, &uid_key(target), Commit::new(record, expected)).await?;
             target.sync_status(record, status, false).await?;
             Ok(version)
         })
@@ -133,11 +138,9 @@ where
     fn save<'a>(
         &'a self,
         target: &'a Target<F::Resource>,
-        record: &'a StateRecord,
-        status: Option<&'a StatusFields>,
-        expected: Option<&'a Version>,
+        commit: Commit<'a>,
     ) -> BoxFuture<'a, Result<Version, StoreError>> {
-        KubeStore::save(&self.memory, target, record, status, expected)
+        KubeStore::save(&self.memory, target, commit)
     }
 
     fn delete<'a>(

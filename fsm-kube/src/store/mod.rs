@@ -10,8 +10,8 @@ mod status_store;
 use std::sync::Arc;
 
 use fsm_core::{
-    BoxFuture, DecodeError, Loaded, Machine, ObjectKey, StateRecord, StateStore, StatusFields,
-    StoreError, Version,
+    BoxFuture, Commit, DecodeError, Loaded, Machine, ObjectKey, StateRecord, StateStore,
+    StatusFields, StoreError, Version,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::DynamicObject;
@@ -242,15 +242,14 @@ pub trait KubeStore<K: KubeResource>: Send + Sync + 'static {
     /// Loads the record of `target`.
     fn load<'a>(&'a self, target: &'a Target<K>) -> BoxFuture<'a, Result<Loaded, StoreError>>;
 
-    /// Saves `record` for `target` over version `expected`, with the
-    /// object's conditions and the status fields a step published
-    /// (`status`), in the same write where the record lives in the status.
+    /// Saves `commit.record` for `target` over version `commit.expected`,
+    /// with the object's conditions and the status fields a step published
+    /// (`commit.status`), in the same write where the record lives in the
+    /// status.
     fn save<'a>(
         &'a self,
         target: &'a Target<K>,
-        record: &'a StateRecord,
-        status: Option<&'a StatusFields>,
-        expected: Option<&'a Version>,
+        commit: Commit<'a>,
     ) -> BoxFuture<'a, Result<Version, StoreError>>;
 
     /// Deletes the record of `target` (deletion is complete).
@@ -311,11 +310,9 @@ impl<K: KubeResource, S: KubeStore<K> + ?Sized> KubeStore<K> for Arc<S> {
     fn save<'a>(
         &'a self,
         target: &'a Target<K>,
-        record: &'a StateRecord,
-        status: Option<&'a StatusFields>,
-        expected: Option<&'a Version>,
+        commit: Commit<'a>,
     ) -> BoxFuture<'a, Result<Version, StoreError>> {
-        S::save(self, target, record, status, expected)
+        S::save(self, target, commit)
     }
 
     fn delete<'a>(
@@ -361,20 +358,9 @@ impl<K: KubeResource> StateStore for Bound<'_, K> {
     fn save<'a>(
         &'a self,
         _: &'a ObjectKey,
-        record: &'a StateRecord,
-        expected: Option<&'a Version>,
+        commit: Commit<'a>,
     ) -> BoxFuture<'a, Result<Version, StoreError>> {
-        self.store.save(self.target, record, None, expected)
-    }
-
-    fn save_with_status<'a>(
-        &'a self,
-        _: &'a ObjectKey,
-        record: &'a StateRecord,
-        status: &'a StatusFields,
-        expected: Option<&'a Version>,
-    ) -> BoxFuture<'a, Result<Version, StoreError>> {
-        self.store.save(self.target, record, Some(status), expected)
+        self.store.save(self.target, commit)
     }
 
     fn delete<'a>(

@@ -6,9 +6,7 @@
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
-use fsm_core::{
-    BoxFuture, DecodeError, Fsm, Loaded, RawRecord, StateRecord, StatusFields, StoreError, Version,
-};
+use fsm_core::{BoxFuture, Commit, DecodeError, Fsm, Loaded, RawRecord, StoreError, Version};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
@@ -642,10 +640,13 @@ impl<K: KubeResource, O: RecordObject> KubeStore<K> for ObjectStore<O> {
     fn save<'a>(
         &'a self,
         target: &'a Target<K>,
-        record: &'a StateRecord,
-        status: Option<&'a StatusFields>,
-        expected: Option<&'a Version>,
+        commit: Commit<'a>,
     ) -> BoxFuture<'a, Result<Version, StoreError>> {
+        let Commit {
+            record,
+            status,
+            expected,
+        } = commit;
         Box::pin(async move {
             let names = self.names(target)?;
             let owner = target.object.name_any();

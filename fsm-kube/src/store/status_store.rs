@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use fsm_core::{
-    BoxFuture, DecodeError, DecodedRecord, Loaded, RawRecord, StateRecord, StatusFields,
+    BoxFuture, Commit, DecodeError, DecodedRecord, Loaded, RawRecord, StateRecord, StatusFields,
     StoreError, Version,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
@@ -98,10 +98,13 @@ impl<K: KubeResource> KubeStore<K> for StatusStore {
     fn save<'a>(
         &'a self,
         target: &'a Target<K>,
-        record: &'a StateRecord,
-        status: Option<&'a StatusFields>,
-        expected: Option<&'a Version>,
+        commit: Commit<'a>,
     ) -> BoxFuture<'a, Result<Version, StoreError>> {
+        let Commit {
+            record,
+            status,
+            expected,
+        } = commit;
         Box::pin(async move {
             // What the server holds now: our last commit while the watch
             // lags, else the watched object.
@@ -122,14 +125,14 @@ impl<K: KubeResource> KubeStore<K> for StatusStore {
             let value = serde_json::to_value(record).map_err(StoreError::Encode)?;
             let object_size = size::object_with_record(target.object.as_ref(), &value);
             size::check("the object", object_size, size::OBJECT_LIMIT)?;
-            let commit = Commit {
+            let patch = StatusPatch {
                 target,
                 record,
                 status,
                 value: &value,
                 stored: stored.as_ref(),
             };
-            let mut write = commit.write(&previous, expected);
+            let mut write = patch.write(&previous, expected);
             if !write.changes
                 && let Some(expected) = expected
             {
@@ -147,7 +150,7 @@ impl<K: KubeResource> KubeStore<K> for StatusStore {
                         // handler publishing on its own object, a label),
                         // the decision still holds: write it over the new
                         // version without running the handler again.
-                        let Some(fresh) = commit.rebase_onto().await? else {
+                        let Some(fresh) = patch.rebase_onto().await? else {
                             return Err(StoreError::Conflict);
                         };
                         rebases += 1;
@@ -156,7 +159,7 @@ impl<K: KubeResource> KubeStore<K> for StatusStore {
                             version = %fresh.version,
                             "status write rebased over a change outside the record and the spec"
                         );
-                        write = commit.write(&fresh.conditions, Some(&fresh.version));
+                        write = patch.write(&fresh.conditions, Some(&fresh.version));
                         if !write.changes {
                             return Ok(fresh.version);
                         }
@@ -232,7 +235,7 @@ const MAX_REBASES: u32 = 5;
 
 /// One commit of a record (and published status fields) to the object's
 /// status, and what it was decided from.
-struct Commit<'a, K: KubeResource> {
+struct StatusPatch<'a, K: KubeResource> {
     target: &'a Target<K>,
     record: &'a StateRecord,
     status: Option<&'a StatusFields>,
@@ -256,7 +259,7 @@ struct Fresh {
     conditions: Vec<Condition>,
 }
 
-impl<K: KubeResource> Commit<'_, K> {
+impl<K: KubeResource> StatusPatch<'_, K> {
     /// The status patch that writes this commit over an object whose
     /// conditions are `previous`, with `version` as its precondition; it
     /// `changes` nothing when the object already holds the record, the

@@ -365,7 +365,7 @@ async fn a_commit_is_rebased_over_a_label_but_not_over_a_changed_record_or_spec(
         .await
         .unwrap();
     let version = store
-        .save(&target, &record, None, Some(&expected))
+        .save(&target, fsm_core::Commit::new(&record, Some(&expected)))
         .await
         .expect("a label change is outside the record and the spec");
     let widget = widgets.get("r").await.unwrap();
@@ -397,7 +397,7 @@ async fn a_commit_is_rebased_over_a_label_but_not_over_a_changed_record_or_spec(
         "their record is stored"
     );
     let error = store
-        .save(&target, &record, None, Some(&expected))
+        .save(&target, fsm_core::Commit::new(&record, Some(&expected)))
         .await
         .unwrap_err();
     assert!(matches!(error, fsm_core::StoreError::Conflict), "{error:?}");
@@ -417,7 +417,7 @@ async fn a_commit_is_rebased_over_a_label_but_not_over_a_changed_record_or_spec(
         .await
         .unwrap();
     let error = store
-        .save(&target, &record, None, Some(&expected))
+        .save(&target, fsm_core::Commit::new(&record, Some(&expected)))
         .await
         .unwrap_err();
     assert!(matches!(error, fsm_core::StoreError::Conflict), "{error:?}");
@@ -444,7 +444,7 @@ async fn a_load_of_the_stores_own_commit_is_answered_decoded() {
 
     let expected = fsm_core::Version(target.resource_version.clone());
     let version = store
-        .save(&target, &record, None, Some(&expected))
+        .save(&target, fsm_core::Commit::new(&record, Some(&expected)))
         .await
         .unwrap();
 
@@ -471,7 +471,10 @@ async fn a_load_of_the_stores_own_commit_is_answered_decoded() {
     let mut next = record.clone();
     next.attempt += 1;
     let now = fsm_core::Version(fresh.resource_version.clone());
-    let version = store.save(&fresh, &next, None, Some(&now)).await.unwrap();
+    let version = store
+        .save(&fresh, fsm_core::Commit::new(&next, Some(&now)))
+        .await
+        .unwrap();
     let seen = target_of(&env, "d").await;
     let loaded = store.load(&seen).await.unwrap();
     assert_eq!(loaded.version.as_ref(), Some(&version));
@@ -503,7 +506,7 @@ async fn a_load_of_the_stores_own_commit_is_answered_decoded() {
     // A new commit, then the object's deletion: forgotten.
     let expected = fsm_core::Version(target.resource_version.clone());
     store
-        .save(&target, &record, None, Some(&expected))
+        .save(&target, fsm_core::Commit::new(&record, Some(&expected)))
         .await
         .unwrap();
     let target = target_of(&env, "d").await;
@@ -536,7 +539,7 @@ async fn a_record_without_error_text_commits_with_every_condition_worded() {
         let target = target_of(&env, "quiet").await;
         let expected = fsm_core::Version(target.resource_version.clone());
         store
-            .save(&target, &record, None, Some(&expected))
+            .save(&target, fsm_core::Commit::new(&record, Some(&expected)))
             .await
             .unwrap_or_else(|e| panic!("{} not committed: {e}", record.state));
         let status = widgets.get("quiet").await.unwrap().status.unwrap();

@@ -832,9 +832,13 @@ async fn a_commit_over_a_collected_stale_record_creates_and_an_unlabelled_object
     )
     .await
     .unwrap();
-    KubeStore::save(&store, &target, &record, None, Some(&token))
-        .await
-        .unwrap();
+    KubeStore::save(
+        &store,
+        &target,
+        fsm_core::Commit::new(&record, Some(&token)),
+    )
+    .await
+    .unwrap();
     let written = cms
         .get(&record_object_name_for::<WidgetState>("gone"))
         .await
@@ -856,7 +860,7 @@ async fn a_commit_over_a_collected_stale_record_creates_and_an_unlabelled_object
     let target = target_of(&env, taken);
     let loaded = KubeStore::load(&store, &target).await.unwrap();
     assert!(loaded.record.is_none() && loaded.version.is_none());
-    let error = KubeStore::save(&store, &target, &record, None, None)
+    let error = KubeStore::save(&store, &target, fsm_core::Commit::new(&record, None))
         .await
         .unwrap_err();
     let message = std::error::Error::source(&error)
