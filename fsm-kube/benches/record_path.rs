@@ -33,7 +33,7 @@ use fsm_core::{Fsm, HistoryEntry, StateRecord, TrailEntry, Version};
 use fsm_kube::prelude::*;
 use fsm_kube::{KubeStore, StatusStore, Target};
 use kube::api::{Api, ApiResource, ObjectMeta};
-use kube::{Client, CustomResource, ResourceExt};
+use kube::{Client, CustomResource};
 
 /// The benchmark's resource.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -180,21 +180,10 @@ fn target(client: &Client, stored: &StateRecord, resource_version: &str) -> Targ
         ..ObjectMeta::default()
     };
     let status = serde_json::json!({ "fsm": stored });
-    gadget.status = serde_json::from_value(status.clone()).ok();
+    gadget.status = serde_json::from_value(status).ok();
     let resource = ApiResource::erase::<Gadget>(&());
-    Target {
-        api: Api::namespaced_with(client.clone(), "default", &resource),
-        key: fsm_core::ObjectKey::namespaced("default", gadget.name_any()),
-        uid: gadget.uid().unwrap_or_default(),
-        resource_version: resource_version.into(),
-        generation: gadget.metadata.generation,
-        status,
-        machine: GadgetState::machine(),
-        field_manager: "bench".into(),
-        conditions: true,
-        reported: Default::default(),
-        object: Arc::new(gadget),
-    }
+    let api = Api::namespaced_with(client.clone(), "default", &resource);
+    Target::new(Arc::new(gadget), api, GadgetState::machine()).with_field_manager("bench")
 }
 
 /// A load and the engine's decoding of what it loaded.
@@ -228,7 +217,7 @@ async fn watched_commits(client: &Client, a: &StateRecord, b: &StateRecord, iter
         } else {
             (&holding_b, a)
         };
-        let expected = Version(over.resource_version.clone());
+        let expected = Version(over.resource_version().to_owned());
         black_box(
             store
                 .save(over, fsm_core::Commit::new(record, Some(&expected)))

@@ -78,7 +78,7 @@ impl NewerRecords {
         target
             .report_newer_record(newer.found, newer.supported)
             .await?;
-        let first = self.lock().insert((target.uid.clone(), newer.found));
+        let first = self.lock().insert((target.uid().to_owned(), newer.found));
         Ok(first.then(|| events::for_newer_record(newer.found, newer.supported)))
     }
 
@@ -90,7 +90,7 @@ impl NewerRecords {
     pub(crate) fn clear<K: KubeResource>(&self, target: &Target<K>) {
         let mut told = self.lock();
         if !told.is_empty() {
-            told.retain(|(uid, _)| *uid != target.uid);
+            told.retain(|(uid, _)| uid != target.uid());
         }
     }
 }

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fsm_core::{
-    Authority, AuthorityLost, Clock, Engine, Fsm, InvalidMachine, ObjectKey, Observed,
-    ReconcileError, Report, StoreError,
+    Authority, AuthorityLost, Clock, Engine, Fsm, InvalidMachine, Observed, ReconcileError, Report,
+    StoreError,
 };
 use kube::api::{ApiResource, DynamicObject, PatchParams};
 use kube::runtime::controller::Action;
@@ -489,8 +489,8 @@ where
         };
         let observed = Observed {
             commands,
-            key: target.key.clone(),
-            generation: target.generation,
+            key: target.key().clone(),
+            generation: target.generation(),
             deleting,
             spec,
         };
@@ -525,13 +525,13 @@ where
             }
             Err(other) => return Err(other.into()),
         };
-        self.forget_too_large(&target.uid);
+        self.forget_too_large(target.uid());
         inner.newer.clear(&target);
         // Events and metrics first: a failed refresh must not lose them.
         self.after(&target, &report).await;
         self.refresh_status(&target, &report).await?;
         if report.released {
-            inner.dependents.reported.forget(&target.uid);
+            inner.dependents.reported.forget(target.uid());
             finalizer::remove(&api, object.as_ref(), &inner.options.finalizer, &params)
                 .await
                 .map_err(|e| match &e {
@@ -571,7 +571,7 @@ where
         if report.released
             || inner
                 .store
-                .own_commit_in_flight(&target.uid, &target.resource_version)
+                .own_commit_in_flight(target.uid(), target.resource_version())
                 .is_some()
         {
             // The runtime's own commit, not yet seen by the watch, wrote
@@ -638,7 +638,7 @@ where
             && report
                 .version
                 .as_ref()
-                .is_some_and(|v| v.0 != target.resource_version);
+                .is_some_and(|v| v.0 != target.resource_version());
         match report.requeue {
             Some(Duration::ZERO) if wrote_the_object => Some(self.inner.options.own_write_wait),
             other => other,
@@ -654,12 +654,12 @@ where
         error: &StoreError,
     ) -> Result<Action, Error> {
         tracing::error!(error = %error, "the record does not fit; the last committed record is kept");
-        let key = (target.uid.clone(), target.generation);
+        let key = (target.uid().to_owned(), target.generation());
         if self.lock_too_large().contains(&key) {
             return Ok(Action::requeue(self.inner.options.engine.poll_interval));
         }
         if target.report_too_large(error).await.map_err(Error::Store)? {
-            self.publish(target.object.as_ref(), events::for_too_large(error))
+            self.publish(target.object().as_ref(), events::for_too_large(error))
                 .await;
         }
         self.lock_too_large().insert(key);
@@ -678,7 +678,7 @@ where
         size: usize,
         refusal: &str,
     ) -> Result<Action, Error> {
-        let key = (target.uid.clone(), target.generation);
+        let key = (target.uid().to_owned(), target.generation());
         let first = self.lock_too_large().insert(key);
         if first {
             tracing::error!(
@@ -687,7 +687,7 @@ where
                 "the object is too large for the finalizer its machine needs; nothing runs until it shrinks"
             );
             self.publish(
-                target.object.as_ref(),
+                target.object().as_ref(),
                 events::for_object_too_large(size, refusal),
             )
             .await;
@@ -727,7 +727,7 @@ where
             .await
             .map_err(Error::Store)?;
         if let Some(event) = event {
-            self.publish(target.object.as_ref(), event).await;
+            self.publish(target.object().as_ref(), event).await;
         }
         Ok(Action::requeue(self.inner.options.engine.poll_interval))
     }
@@ -738,25 +738,10 @@ where
         object: Arc<F::Resource>,
         status: serde_json::Value,
     ) -> Target<F::Resource> {
-        let meta = object.meta();
-        let name = object.name_any();
-        let key = match meta.namespace.clone() {
-            Some(ns) => ObjectKey::namespaced(ns, name),
-            None => ObjectKey::cluster(name),
-        };
-        Target {
-            uid: meta.uid.clone().unwrap_or_else(|| key.to_string()),
-            resource_version: meta.resource_version.clone().unwrap_or_default(),
-            generation: meta.generation,
-            key,
-            status,
-            api,
-            object,
-            machine: F::machine(),
-            field_manager: self.inner.options.field_manager.clone(),
-            conditions: self.inner.options.conditions,
-            reported: self.inner.dependents.reported.clone(),
-        }
+        Target::from_parts(object, api, F::machine(), status)
+            .with_field_manager(self.inner.options.field_manager.clone())
+            .with_conditions(self.inner.options.conditions)
+            .with_reported(self.inner.dependents.reported.clone())
     }
 
     /// Logs, events and metrics for what a reconcile did.
@@ -764,11 +749,11 @@ where
         for effect in &report.effects {
             tracing::debug!(?effect, "effect");
             if let Some(event) = events::for_effect(effect) {
-                self.publish(target.object.as_ref(), event).await;
+                self.publish(target.object().as_ref(), event).await;
             }
         }
         if let Some(metrics) = &self.inner.metrics {
-            metrics.observe(F::machine().name(), &target.uid, report);
+            metrics.observe(F::machine().name(), target.uid(), report);
         }
     }
 

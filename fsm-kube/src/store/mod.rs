@@ -34,36 +34,144 @@ pub use status_store::StatusStore;
 use crate::KubeResource;
 use crate::conditions;
 
-/// The object a reconcile works on, with what the stores need of it.
+/// The object a reconcile works on, with what the stores need of it: the
+/// reconciler makes one per reconcile; [`Target::new`] makes one to call a
+/// store directly (a store's own tests, a benchmark).
 pub struct Target<K: KubeResource> {
     /// The object, as the watch delivered it (or as the last write
     /// returned it).
-    pub object: Arc<K>,
+    object: Arc<K>,
     /// The API of the object's kind, in its namespace (dynamic, so that one
     /// code path serves namespaced and cluster-scoped kinds).
-    pub api: Api<DynamicObject>,
+    api: Api<DynamicObject>,
     /// The object's namespace and name.
-    pub key: ObjectKey,
+    key: ObjectKey,
     /// The object's UID (the key of in-memory state).
-    pub uid: String,
+    uid: String,
     /// The object's `resourceVersion`.
-    pub resource_version: String,
+    resource_version: String,
     /// The object's `metadata.generation`.
-    pub generation: Option<i64>,
+    generation: Option<i64>,
     /// The object's `status`, as JSON (`Null` when absent).
-    pub status: Value,
+    status: Value,
     /// The machine, for the conditions.
-    pub machine: &'static Machine,
+    machine: &'static Machine,
     /// The field manager of writes.
-    pub field_manager: String,
+    field_manager: String,
     /// Whether to maintain conditions on the object.
-    pub conditions: bool,
+    conditions: bool,
     /// Conditions reported during the step (`DependentsReady`), written
     /// with the record's.
-    pub reported: conditions::ReportedConditions,
+    reported: conditions::ReportedConditions,
 }
 
 impl<K: KubeResource> Target<K> {
+    /// A target for `object`, written through `api` (the API of its kind in
+    /// its namespace), whose record is of `machine`: writes as field
+    /// manager `operator-fsm`, and maintains conditions.
+    pub fn new(object: Arc<K>, api: Api<DynamicObject>, machine: &'static Machine) -> Self {
+        let (status, _) = crate::fields::status_and_spec(object.as_ref(), false);
+        Self::from_parts(object, api, machine, status)
+    }
+
+    /// As [`new`](Self::new), with the status already read from the object.
+    pub(crate) fn from_parts(
+        object: Arc<K>,
+        api: Api<DynamicObject>,
+        machine: &'static Machine,
+        status: Value,
+    ) -> Self {
+        let meta = object.meta();
+        let name = object.name_any();
+        let key = match meta.namespace.clone() {
+            Some(ns) => ObjectKey::namespaced(ns, name),
+            None => ObjectKey::cluster(name),
+        };
+        Target {
+            uid: meta.uid.clone().unwrap_or_else(|| key.to_string()),
+            resource_version: meta.resource_version.clone().unwrap_or_default(),
+            generation: meta.generation,
+            key,
+            status,
+            api,
+            object,
+            machine,
+            field_manager: "operator-fsm".to_owned(),
+            conditions: true,
+            reported: conditions::ReportedConditions::default(),
+        }
+    }
+
+    /// The same target, writing as field manager `name`.
+    pub fn with_field_manager(mut self, name: impl Into<String>) -> Self {
+        self.field_manager = name.into();
+        self
+    }
+
+    /// The same target, maintaining the object's conditions or not.
+    pub fn with_conditions(mut self, maintain: bool) -> Self {
+        self.conditions = maintain;
+        self
+    }
+
+    /// The same target, merging the conditions the step's dependents
+    /// reported into those it writes.
+    pub(crate) fn with_reported(mut self, reported: conditions::ReportedConditions) -> Self {
+        self.reported = reported;
+        self
+    }
+
+    /// The object, as the watch delivered it (or as the last write
+    /// returned it).
+    pub fn object(&self) -> &Arc<K> {
+        &self.object
+    }
+
+    /// The API of the object's kind, in its namespace.
+    pub fn api(&self) -> &Api<DynamicObject> {
+        &self.api
+    }
+
+    /// The object's namespace and name.
+    pub fn key(&self) -> &ObjectKey {
+        &self.key
+    }
+
+    /// The object's UID (its name, for an object without one).
+    pub fn uid(&self) -> &str {
+        &self.uid
+    }
+
+    /// The object's `resourceVersion`: the version token of a store whose
+    /// commits write the object.
+    pub fn resource_version(&self) -> &str {
+        &self.resource_version
+    }
+
+    /// The object's `metadata.generation`.
+    pub fn generation(&self) -> Option<i64> {
+        self.generation
+    }
+
+    /// The object's `status`, as JSON (`Null` when absent).
+    pub fn status(&self) -> &Value {
+        &self.status
+    }
+
+    /// The machine whose record the stores keep.
+    pub fn machine(&self) -> &'static Machine {
+        self.machine
+    }
+
+    /// The field manager of the stores' writes.
+    pub fn field_manager(&self) -> &str {
+        &self.field_manager
+    }
+
+    /// Whether the stores maintain conditions on the object.
+    pub fn maintains_conditions(&self) -> bool {
+        self.conditions
+    }
     /// The conditions currently on the object.
     pub fn current_conditions(&self) -> Vec<Condition> {
         self.status

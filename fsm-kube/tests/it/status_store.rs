@@ -330,19 +330,9 @@ async fn target_of(env: &Env, name: &str) -> fsm_kube::Target<Widget> {
     let widgets: Api<Widget> = Api::namespaced(env.client.clone(), &env.ns);
     let widget = widgets.get(name).await.unwrap();
     let resource = kube::api::ApiResource::erase::<Widget>(&());
-    fsm_kube::Target {
-        api: Api::namespaced_with(env.client.clone(), &env.ns, &resource),
-        key: fsm_core::ObjectKey::namespaced(env.ns.clone(), name),
-        uid: widget.metadata.uid.clone().unwrap(),
-        resource_version: widget.metadata.resource_version.clone().unwrap(),
-        generation: widget.metadata.generation,
-        status: serde_json::to_value(&widget.status).unwrap(),
-        machine: WidgetState::machine(),
-        field_manager: "test".into(),
-        conditions: true,
-        reported: Default::default(),
-        object: std::sync::Arc::new(widget),
-    }
+    let api = Api::namespaced_with(env.client.clone(), &env.ns, &resource);
+    fsm_kube::Target::new(std::sync::Arc::new(widget), api, WidgetState::machine())
+        .with_field_manager("test")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -359,7 +349,7 @@ async fn a_commit_is_rebased_over_a_label_but_not_over_a_changed_record_or_spec(
 
     // A label written between the read and the commit: rebased.
     let target = target_of(&env, "r").await;
-    let expected = fsm_core::Version(target.resource_version.clone());
+    let expected = fsm_core::Version(target.resource_version().to_owned());
     widgets
         .patch("r", &PatchParams::default(), &label("a"))
         .await
@@ -384,7 +374,7 @@ async fn a_commit_is_rebased_over_a_label_but_not_over_a_changed_record_or_spec(
     // Someone else committed a record in between: a conflict, nothing
     // written.
     let target = target_of(&env, "r").await;
-    let expected = fsm_core::Version(target.resource_version.clone());
+    let expected = fsm_core::Version(target.resource_version().to_owned());
     let theirs = serde_json::json!({"status": {"fsm": {"state": "Failed"}}});
     widgets
         .patch_status("r", &PatchParams::default(), &Patch::Merge(theirs))
@@ -410,7 +400,7 @@ async fn a_commit_is_rebased_over_a_label_but_not_over_a_changed_record_or_spec(
     // The spec changed in between: a conflict, so the next reconcile sees
     // the new spec.
     let target = target_of(&env, "r").await;
-    let expected = fsm_core::Version(target.resource_version.clone());
+    let expected = fsm_core::Version(target.resource_version().to_owned());
     let spec = Patch::Merge(serde_json::json!({"spec": {"color": "red"}}));
     widgets
         .patch("r", &PatchParams::default(), &spec)
@@ -442,7 +432,7 @@ async fn a_load_of_the_stores_own_commit_is_answered_decoded() {
     let loaded = store.load(&target).await.unwrap();
     assert!(!matches!(loaded.record, Some(RawRecord::Decoded(_))));
 
-    let expected = fsm_core::Version(target.resource_version.clone());
+    let expected = fsm_core::Version(target.resource_version().to_owned());
     let version = store
         .save(&target, fsm_core::Commit::new(&record, Some(&expected)))
         .await
@@ -470,7 +460,7 @@ async fn a_load_of_the_stores_own_commit_is_answered_decoded() {
     // A commit over the caught-up view, loaded once the watch has it too.
     let mut next = record.clone();
     next.attempt += 1;
-    let now = fsm_core::Version(fresh.resource_version.clone());
+    let now = fsm_core::Version(fresh.resource_version().to_owned());
     let version = store
         .save(&fresh, fsm_core::Commit::new(&next, Some(&now)))
         .await
@@ -504,7 +494,7 @@ async fn a_load_of_the_stores_own_commit_is_answered_decoded() {
     assert!(matches!(loaded.record, Some(RawRecord::Json(_))));
 
     // A new commit, then the object's deletion: forgotten.
-    let expected = fsm_core::Version(target.resource_version.clone());
+    let expected = fsm_core::Version(target.resource_version().to_owned());
     store
         .save(&target, fsm_core::Commit::new(&record, Some(&expected)))
         .await
@@ -537,7 +527,7 @@ async fn a_record_without_error_text_commits_with_every_condition_worded() {
     let failed = fsm_core::StateRecord::new(&WidgetState::Failed, now).unwrap();
     for record in [retrying, failed] {
         let target = target_of(&env, "quiet").await;
-        let expected = fsm_core::Version(target.resource_version.clone());
+        let expected = fsm_core::Version(target.resource_version().to_owned());
         store
             .save(&target, fsm_core::Commit::new(&record, Some(&expected)))
             .await

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use fsm_kube::fsm_core::{EphemeralStore, Fsm, ObjectKey, StateRecord, Timestamp};
+use fsm_kube::fsm_core::{EphemeralStore, Fsm, StateRecord, Timestamp};
 use fsm_kube::prelude::*;
 use fsm_kube::store::{
     MANAGED_BY_LABEL, OWNER_KIND_LABEL, OWNER_LABEL, OWNER_UID_LABEL, legacy_record_object_name,
@@ -775,19 +775,10 @@ async fn the_configmap_store_publishes_status_fields_and_repeats_cost_no_write()
 fn target_of(env: &Env, widget: Widget) -> Target<Widget> {
     let gvk = GroupVersionKind::gvk("test.operator-fsm.io", "v1", "Widget");
     let resource = ApiResource::from_gvk_with_plural(&gvk, "widgets");
-    Target {
-        api: Api::namespaced_with(env.client.clone(), &env.ns, &resource),
-        key: ObjectKey::namespaced(env.ns.clone(), widget.name_any()),
-        uid: widget.uid().unwrap(),
-        resource_version: widget.resource_version().unwrap(),
-        generation: widget.metadata.generation,
-        status: serde_json::Value::Null,
-        machine: WidgetState::machine(),
-        field_manager: "stores-test".into(),
-        conditions: false,
-        reported: Default::default(),
-        object: Arc::new(widget),
-    }
+    let api = Api::namespaced_with(env.client.clone(), &env.ns, &resource);
+    Target::new(Arc::new(widget), api, WidgetState::machine())
+        .with_field_manager("stores-test")
+        .with_conditions(false)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
