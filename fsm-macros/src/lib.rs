@@ -29,6 +29,9 @@ mod model;
 mod parse;
 mod suggest;
 
+#[cfg(test)]
+mod expansion_snapshots;
+
 /// Implements `fsm_core::Fsm` for a state enum.
 ///
 /// Each variant is a state; `#[fsm(...)]` on the enum and on the variants
