@@ -510,3 +510,31 @@ fn cycles_are_found_between_siblings_only() {
         ["k::e uses crate::T (defined in k::a)"]
     );
 }
+
+/// The public modules declared at the root of the crate in `dir`.
+fn public_root_modules(dir: &str) -> Vec<String> {
+    let lib = std::fs::read_to_string(workspace().join(dir).join("src/lib.rs"))
+        .expect("the crate root reads");
+    lib.lines()
+        .filter_map(|line| line.strip_prefix("pub mod "))
+        .map(|rest| rest.trim_end_matches([';', '{', ' ']).trim().to_owned())
+        .collect()
+}
+
+#[test]
+fn fsm_kube_has_at_most_twelve_public_modules_each_in_the_crate_docs_table() {
+    let modules = public_root_modules("fsm-kube");
+    assert!(
+        modules.len() <= 12,
+        "fsm-kube has {} public modules: {modules:?}",
+        modules.len()
+    );
+    let lib = std::fs::read_to_string(workspace().join("fsm-kube/src/lib.rs")).unwrap();
+    let table: Vec<&str> = lib.lines().filter(|l| l.starts_with("//! | ")).collect();
+    for module in &modules {
+        assert!(
+            table.iter().any(|row| row.contains(&format!("`{module}`"))),
+            "the crate docs' table does not say what `{module}` is for"
+        );
+    }
+}

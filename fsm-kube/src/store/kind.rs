@@ -1,24 +1,11 @@
 //! `StoreKind`: which of the crate's stores an operator keeps its records
-//! in, and the one place that maps each kind to what its store knows of
-//! itself: where the record lives ([`RecordPlace`]) and how to build it.
-//!
-//! Everything outside the stores (the command line's RBAC, `status` and
-//! `preflight`, the web view, `kubectl fsm`) asks a kind for its
-//! [`place`](StoreKind::place) instead of naming kinds, so a new store is
-//! its own file plus one variant here, whose arms the compiler asks for.
+//! in, and where a store keeps them ([`RecordPlace`]). Which store is of
+//! which kind is registered in `registry.rs`.
 
-use std::sync::Arc;
-
-use fsm_core::{EphemeralStore, RawRecord};
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use fsm_core::RawRecord;
 use kube::api::{ApiResource, DynamicObject};
 use kube::{Api, Client};
 use serde::{Deserialize, Serialize};
-
-use super::KubeStore;
-use super::object::{ObjectStore, RecordObject};
-use super::status_store::StatusStore;
-use crate::KubeResource;
 
 /// Where the operator keeps its records; decides the RBAC it needs and
 /// where `status` reads. Serialized as on the command line (`config-map`).
@@ -37,48 +24,6 @@ pub enum StoreKind {
     /// `fsm_core::EphemeralStore` or [`crate::DerivingStore`]: process
     /// memory (conditions still go to the status).
     Ephemeral,
-}
-
-impl StoreKind {
-    /// Where the stores of this kind keep an object's record.
-    ///
-    /// ```
-    /// use fsm_kube::store::{RecordPlace, StoreKind};
-    ///
-    /// assert_eq!(StoreKind::Status.place(), RecordPlace::Status);
-    /// let RecordPlace::Object(secrets) = StoreKind::Secret.place() else { panic!() };
-    /// assert_eq!((secrets.kind(), secrets.plural()), ("Secret", "secrets"));
-    /// ```
-    pub fn place(self) -> RecordPlace {
-        match self {
-            StoreKind::Status => StatusStore::PLACE,
-            StoreKind::ConfigMap => ObjectStore::<ConfigMap>::PLACE,
-            StoreKind::Secret => ObjectStore::<Secret>::PLACE,
-            StoreKind::Ephemeral => RecordPlace::Memory,
-        }
-    }
-
-    /// A store of this kind for resource `K`; with `namespace`, one that
-    /// keeps record objects in that namespace only (so that a Role there
-    /// is enough).
-    pub fn store<K: KubeResource>(
-        self,
-        client: Client,
-        namespace: Option<&str>,
-    ) -> Arc<dyn KubeStore<K>> {
-        match (self, namespace) {
-            (StoreKind::Status, _) => Arc::new(StatusStore::new()),
-            (StoreKind::ConfigMap, Some(ns)) => {
-                Arc::new(ObjectStore::<ConfigMap>::namespaced(client, ns))
-            }
-            (StoreKind::ConfigMap, None) => Arc::new(ObjectStore::<ConfigMap>::new(client)),
-            (StoreKind::Secret, Some(ns)) => {
-                Arc::new(ObjectStore::<Secret>::namespaced(client, ns))
-            }
-            (StoreKind::Secret, None) => Arc::new(ObjectStore::<Secret>::new(client)),
-            (StoreKind::Ephemeral, _) => Arc::new(EphemeralStore::new()),
-        }
-    }
 }
 
 /// Where a store keeps an object's record, as what reads it from outside
@@ -106,13 +51,14 @@ pub struct RecordObjectKind {
 }
 
 impl RecordObjectKind {
-    /// The record objects of type `O` (core API group, version `v1`).
-    pub const fn of<O: RecordObject + k8s_openapi::Resource>() -> Self {
-        RecordObjectKind {
-            kind: O::KIND,
-            plural: O::URL_PATH_SEGMENT,
-            text: text_of::<O>,
-        }
+    /// Record objects of kind `kind` (resource `plural`, core API group,
+    /// version `v1`) whose record `text` reads.
+    pub(crate) const fn new(
+        kind: &'static str,
+        plural: &'static str,
+        text: fn(DynamicObject) -> Option<Result<String, String>>,
+    ) -> Self {
+        RecordObjectKind { kind, plural, text }
     }
 
     /// The kind, as in `kind:` (`ConfigMap`).
@@ -168,97 +114,3 @@ impl PartialEq for RecordObjectKind {
 }
 
 impl Eq for RecordObjectKind {}
-
-/// `object`'s record text, read as `O`.
-fn text_of<O: RecordObject>(object: DynamicObject) -> Option<Result<String, String>> {
-    match object.try_parse::<O>() {
-        Ok(typed) => typed.record_text(),
-        Err(error) => Some(Err(error.to_string())),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use k8s_openapi::api::core::v1::Namespace;
-    use serde_json::json;
-
-    const KINDS: [StoreKind; 4] = [
-        StoreKind::Status,
-        StoreKind::ConfigMap,
-        StoreKind::Secret,
-        StoreKind::Ephemeral,
-    ];
-
-    fn client() -> Client {
-        let config = kube::Config::new("http://127.0.0.1:1".parse().unwrap());
-        Client::try_from(config).unwrap()
-    }
-
-    #[tokio::test]
-    async fn the_store_a_kind_builds_says_it_is_of_that_kind() {
-        for kind in KINDS {
-            for namespace in [None, Some("shop")] {
-                let store = kind.store::<Namespace>(client(), namespace);
-                assert_eq!(store.kind(), Some(kind), "{kind:?} in {namespace:?}");
-            }
-        }
-    }
-
-    #[test]
-    fn each_kind_keeps_its_records_where_its_store_says() {
-        let places: Vec<RecordPlace> = KINDS.into_iter().map(StoreKind::place).collect();
-        let RecordPlace::Object(config_maps) = places[1] else {
-            panic!("{places:?}")
-        };
-        assert_eq!(
-            (config_maps.kind(), config_maps.plural()),
-            ("ConfigMap", "configmaps")
-        );
-        assert_eq!(places[0], RecordPlace::Status);
-        assert_eq!(
-            places[2],
-            RecordPlace::Object(RecordObjectKind::of::<Secret>())
-        );
-        assert_eq!(places[3], RecordPlace::Memory);
-    }
-
-    fn dynamic(value: serde_json::Value) -> DynamicObject {
-        serde_json::from_value(value).unwrap()
-    }
-
-    #[test]
-    fn a_record_object_is_read_without_its_rust_type() {
-        let config_maps = RecordObjectKind::of::<ConfigMap>();
-        let secrets = RecordObjectKind::of::<Secret>();
-        let map = dynamic(json!({
-            "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "a" },
-            "data": { "record": "{\"state\":\"A\"}" }
-        }));
-        assert_eq!(
-            config_maps.raw_record(&map),
-            Some(RawRecord::Text("{\"state\":\"A\"}".to_owned()))
-        );
-        // A Secret's data is base64: "{}" is "e30=".
-        let secret = dynamic(json!({
-            "apiVersion": "v1", "kind": "Secret", "metadata": { "name": "a" },
-            "data": { "record": "e30=" }
-        }));
-        assert_eq!(
-            secrets.raw_record(&secret),
-            Some(RawRecord::Text("{}".to_owned()))
-        );
-        let not_utf8 = dynamic(json!({
-            "apiVersion": "v1", "kind": "Secret", "metadata": { "name": "a" },
-            "data": { "record": "/w==" }
-        }));
-        let Some(RawRecord::Text(text)) = secrets.raw_record(&not_utf8) else {
-            panic!()
-        };
-        assert!(text.starts_with("<not UTF-8"), "{text}");
-        let empty = dynamic(json!({
-            "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "a" }
-        }));
-        assert_eq!(config_maps.raw_record(&empty), None);
-    }
-}

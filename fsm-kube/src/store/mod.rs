@@ -4,6 +4,7 @@
 mod ephemeral;
 mod kind;
 mod object;
+mod registry;
 pub mod size;
 mod status_store;
 

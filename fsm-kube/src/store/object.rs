@@ -308,6 +308,21 @@ pub struct ObjectStore<O: RecordObject> {
     kind: PhantomData<fn() -> O>,
 }
 
+impl RecordObjectKind {
+    /// The record objects of type `O` (core API group, version `v1`).
+    pub const fn of<O: RecordObject + k8s_openapi::Resource>() -> Self {
+        RecordObjectKind::new(O::KIND, O::URL_PATH_SEGMENT, text_of::<O>)
+    }
+}
+
+/// `object`'s record text, read as `O`.
+fn text_of<O: RecordObject>(object: kube::api::DynamicObject) -> Option<Result<String, String>> {
+    match object.try_parse::<O>() {
+        Ok(typed) => typed.record_text(),
+        Err(error) => Some(Err(error.to_string())),
+    }
+}
+
 impl<O: RecordObject + k8s_openapi::Resource> ObjectStore<O> {
     /// Where this store keeps records: an object of type `O` beside the
     /// resource.
