@@ -30,7 +30,7 @@
 //! | [`dependents`] | the objects an owner should have, converged and torn down | |
 //! | [`leader`], [`shard`] | one replica at a time, or replicas sharing the objects | |
 //! | [`watch`] | the controller's watch: lean caches, objects that do not decode | |
-//! | [`records`] | the read side: where a record is and how to read it, without the machine's type; the annotation commands arrive in | |
+//! | [`records`] | the read side, without the machine's type: where a record is and how to read it, rows of objects and their changes, the annotation commands arrive in; what `kubectl fsm` and the web view read through | |
 //! | `http` | `/metrics`, `/healthz`, `/readyz` and readiness holds | `http` |
 //! | `view` | the web view | `view` (with `http`) |
 //! | `cli` | the operator binary's command line | `cli` (with `view`), default |

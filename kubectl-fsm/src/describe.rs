@@ -16,8 +16,8 @@ use kube::{Client, ResourceExt};
 use crate::error::Error;
 use crate::send;
 use crate::target::Target;
-use fsm_kube::view::object::{self, Condition, conditions, last_seen};
-use fsm_kube::view::records;
+use fsm_kube::records::object::{self, Condition, conditions, last_seen};
+use fsm_kube::records::rows;
 
 /// How many of the latest events `describe` shows.
 const EVENTS_SHOWN: usize = 10;
@@ -135,7 +135,7 @@ pub async fn describe(
         .namespaced
         .then(|| namespace.map_or_else(|| client.default_namespace().to_owned(), str::to_owned));
     let mut taken = 0;
-    let mut out = match records::record(client, target, namespace.as_deref(), name).await {
+    let mut out = match rows::record(client, target, namespace.as_deref(), name).await {
         Ok((record, location)) => {
             taken = record.command_seq;
             record_view::render_text(&location, &record, now)

@@ -7,8 +7,8 @@
 //! marks, the arrows; see `fsm_kube::records::PublishedMachine`). The plugin finds
 //! the CRD of the resource it is given ([`target`]), reads each object's
 //! record where that store keeps it, by the stores' conventions
-//! (`fsm_kube::view::records`, through `fsm_kube::records::record_view`), and never shows
-//! the data of a sensitive state.
+//! (`fsm_kube::records::rows`, through `fsm_kube::records::record_view`),
+//! and never shows the data of a sensitive state.
 //!
 //! ```text
 //! $ kubectl fsm get databases -n shop
@@ -46,7 +46,7 @@ pub use args::{
 pub use error::Error;
 use fsm_core::CommandAction;
 use fsm_kube::cli::connect;
-use fsm_kube::view::records;
+use fsm_kube::records::rows;
 use kube::Client;
 
 /// The namespace `scope` names: `None` for all namespaces, else its
@@ -76,7 +76,7 @@ pub async fn run(command: Command, out: &mut (dyn Write + Send)) -> Result<(), E
             let client = connect(&args.connect).await?;
             let target = target::resolve(&client, &args.resource).await?;
             let namespace = namespace_of(&args.scope, &client);
-            let rows = records::rows(&client, &target, namespace.as_deref()).await?;
+            let rows = rows::rows(&client, &target, namespace.as_deref()).await?;
             let text = match args.output {
                 GetFormat::Table => table::render(
                     &rows,
@@ -117,7 +117,7 @@ pub async fn run(command: Command, out: &mut (dyn Write + Send)) -> Result<(), E
                 }
                 DiagramFormat::Svg => {
                     let namespace = namespace_of(&args.scope, &client);
-                    let rows = records::rows(&client, &target, namespace.as_deref()).await?;
+                    let rows = rows::rows(&client, &target, namespace.as_deref()).await?;
                     let mut counts = BTreeMap::new();
                     for state in rows.iter().filter_map(|r| r.state.clone()) {
                         *counts.entry(state).or_insert(0) += 1;

@@ -40,8 +40,8 @@ use fsm_core::{
 use fsm_kube::cli::ConnectArgs;
 use fsm_kube::records::COMMANDS_ANNOTATION;
 use fsm_kube::records::ReadError;
+use fsm_kube::records::rows;
 use fsm_kube::store::RecordPlace;
-use fsm_kube::view::records;
 use kube::api::{Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use serde::Serialize;
@@ -341,7 +341,7 @@ async fn taken(
     namespace: Option<&str>,
     name: &str,
 ) -> Result<Option<StateRecord>, Error> {
-    match records::record(client, target, namespace, name).await {
+    match rows::record(client, target, namespace, name).await {
         Ok((record, _)) => Ok(Some(record)),
         Err(ReadError::NoRecord(_) | ReadError::MemoryStore) => Ok(None),
         Err(ReadError::Kube(error)) => {

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use fsm_core::Timestamp;
 use fsm_core::text::human_duration;
 
-use fsm_kube::view::records::Row;
+use fsm_kube::records::rows::Row;
 
 /// The longest last error a table shows; the rest is cut with `…`.
 const ERROR_WIDTH: usize = 60;

@@ -5,7 +5,7 @@
 
 use fsm_kube::cli::ResourceInfo;
 use fsm_kube::records::PublishedMachine;
-use fsm_kube::view::Watched;
+use fsm_kube::records::Watched;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{Api, Client, ResourceExt};
 

@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::io::Write;
 
 use fsm_core::Timestamp;
-use fsm_kube::view::changes::{ObjectChange, object_changes};
-use fsm_kube::view::records::{self, Row};
+use fsm_kube::records::changes::{ObjectChange, object_changes};
+use fsm_kube::records::rows::{self, Row};
 use futures::StreamExt;
 
 use crate::error::Error;
@@ -83,7 +83,7 @@ pub async fn watch(
                 namespace: ns,
                 name,
             }) => {
-                if let Some(row) = records::row(client, target, ns.as_deref(), &name).await?
+                if let Some(row) = rows::row(client, target, ns.as_deref(), &name).await?
                     && printed.is_news(&row)
                 {
                     write(out, &table::watch_line(&row, Timestamp::now(), namespaces))?;

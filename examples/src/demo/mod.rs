@@ -148,7 +148,7 @@ async fn serve_view(
     out: &mut impl Write,
 ) -> Result<ViewTask, DemoError> {
     use operator_fsm::cli::StoreKind;
-    use operator_fsm::view::Watched;
+    use operator_fsm::records::Watched;
     use operator_fsm::view::web::WebView;
 
     let listener = tokio::net::TcpListener::bind(addr).await?;

@@ -9,7 +9,7 @@ use kube::{Client, CustomResourceExt};
 
 use super::{Error, Operator, ViewAuth, ViewGuardArgs};
 use crate::KubeResource;
-use crate::view::Watched;
+use crate::records::Watched;
 use crate::view::web::WebView;
 
 /// A task that is stopped when this is dropped.

@@ -30,7 +30,7 @@ use k8s_openapi::api::authorization::v1::{
 use kube::Client;
 use kube::api::{Api, PostParams};
 
-use super::Watched;
+use crate::records::Watched;
 
 /// How long a token that was let in is let in without asking again.
 pub const ALLOWED_TTL: Duration = Duration::from_secs(60);

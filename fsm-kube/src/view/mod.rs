@@ -1,67 +1,13 @@
-//! Looking at the machines from outside the operator: the objects of a
-//! resource with their records ([`records`]), kept up to date from watches
-//! ([`changes`]), for `kubectl fsm` and the operator's web view
-//! ([`web`]).
-//!
-//! Everything here works from what the operator publishes on its CRD (a
-//! [`PublishedMachine`]): no machine type is needed, and the data of
+//! The operator's web view ([`web`]): the objects of a resource with
+//! their records, kept up to date from watches, served as pages behind an
+//! access check ([`access`]). What it shows it reads through
+//! [`crate::records`] (rows, changes, an object's conditions and events),
+//! as `kubectl fsm` does: no machine type is needed, and the data of
 //! sensitive states (or of states the published graph does not know) is
 //! never shown.
 
 pub mod access;
-pub mod changes;
-pub mod object;
 mod page;
-pub mod records;
 pub mod web;
 
-use fsm_core::Fsm;
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
-use kube::{Api, Client, CustomResourceExt};
-
-use crate::KubeResource;
-use crate::records::{PublishedMachine, ResourceInfo};
-use crate::store::StoreKind;
-
-/// A resource whose objects are looked at, and its machine.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Watched {
-    /// The resource.
-    pub resource: ResourceInfo,
-    /// Its machine and the store of its records.
-    pub machine: PublishedMachine,
-}
-
-impl Watched {
-    /// The resource of machine `F`, whose records are in `store`.
-    pub fn of<F>(store: StoreKind) -> Self
-    where
-        F: Fsm,
-        F::Resource: KubeResource + CustomResourceExt,
-    {
-        Watched {
-            resource: ResourceInfo::of::<F::Resource>(),
-            machine: PublishedMachine {
-                store,
-                graph: F::machine().graph(),
-            },
-        }
-    }
-
-    /// An API for the objects in `namespace` (`None`: every namespace, or
-    /// a cluster-scoped resource). The namespace goes into the URL as a
-    /// path segment ([`crate::records::names::path_segment`]).
-    pub fn api(&self, client: &Client, namespace: Option<&str>) -> Api<DynamicObject> {
-        let info = &self.resource;
-        let gvk = GroupVersionKind::gvk(&info.group, &info.version, &info.kind);
-        let api_resource = ApiResource::from_gvk_with_plural(&gvk, &info.plural);
-        match namespace {
-            Some(ns) if info.namespaced => Api::namespaced_with(
-                client.clone(),
-                &crate::records::names::path_segment(ns),
-                &api_resource,
-            ),
-            _ => Api::all_with(client.clone(), &api_resource),
-        }
-    }
-}
+pub use crate::records::Watched;

@@ -13,9 +13,9 @@ use k8s_openapi::api::events::v1::Event;
 use kube::ResourceExt;
 use kube::api::DynamicObject;
 
-use super::Watched;
-use super::object::{conditions, last_seen};
-use super::records::KindRow;
+use crate::records::Watched;
+use crate::records::object::{conditions, last_seen};
+use crate::records::rows::KindRow;
 
 /// Where the pages load their style from.
 pub(super) const STYLE_PATH: &str = "/assets/view.css";
@@ -414,9 +414,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::records::rows::Row;
     use crate::records::{PublishedMachine, ResourceInfo, record_view};
     use crate::store::StoreKind;
-    use crate::view::records::Row;
 
     static STATES: [StateMeta; 3] = [
         StateMeta::new("Pending")

@@ -67,13 +67,14 @@ use kube::api::DynamicObject;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast};
 
-use super::Watched;
 use super::access::{KubernetesAccess, Verdict, bearer_token};
-use super::changes::{ObjectChange, object_changes};
-pub use super::records::KindRow;
-use super::records::{self, Row};
-use super::{object, page};
+use super::page;
+use crate::records::Watched;
+use crate::records::changes::{ObjectChange, object_changes};
 use crate::records::names::{is_dns1123_label, is_dns1123_subdomain, path_segment};
+use crate::records::object;
+pub use crate::records::rows::KindRow;
+use crate::records::rows::{self, Row};
 
 /// An object in the view: (kind, namespace, name).
 type Key = (String, Option<String>, String);
@@ -223,7 +224,7 @@ struct Shared {
 /// # #[fsm(resource = Database)]
 /// # pub enum DbState { #[fsm(initial, final, ready)] Ready, #[fsm(failed)] Failed }
 /// use fsm_kube::cli::StoreKind;
-/// use fsm_kube::view::Watched;
+/// use fsm_kube::records::Watched;
 /// use fsm_kube::view::web::WebView;
 ///
 /// let view = WebView::new(client, vec![Watched::of::<DbState>(StoreKind::Status)], None);
@@ -357,8 +358,7 @@ impl WebView {
             }
             Ok(ObjectChange::Deleted { namespace, name }) => (namespace, name, None),
             Ok(ObjectChange::Touched { namespace, name }) => {
-                match records::row(&self.shared.client, watched, namespace.as_deref(), &name).await
-                {
+                match rows::row(&self.shared.client, watched, namespace.as_deref(), &name).await {
                     Ok(row) => (namespace, name, row),
                     Err(error) => {
                         tracing::warn!(%kind, %name, %error, "web view: cannot read the record");
@@ -610,7 +610,7 @@ async fn read_page(
         Ok(None) => return Ok(None),
         Err(error) => return Err(error.to_string()),
     };
-    let record = records::record_of(client, watched, &object)
+    let record = rows::record_of(client, watched, &object)
         .await
         .map(|(record, _)| record)
         .map_err(|error| error.to_string());

@@ -8,7 +8,7 @@
 use std::net::SocketAddr;
 
 use fsm_kube::cli::StoreKind;
-use fsm_kube::view::Watched;
+use fsm_kube::records::Watched;
 use fsm_kube::view::web::WebView;
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};

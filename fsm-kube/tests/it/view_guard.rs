@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use fsm_kube::cli::StoreKind;
-use fsm_kube::view::Watched;
+use fsm_kube::records::Watched;
 use fsm_kube::view::web::{ViewLimits, WebView};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;

@@ -15,7 +15,7 @@ use std::time::Duration;
 use fsm_kube::cli::{Command as OperatorCommand, CrdArgs, Operator, RunContext, StoreKind};
 use fsm_kube::prelude::*;
 use fsm_kube::records::MACHINE_ANNOTATION;
-use fsm_kube::view::records::Row;
+use fsm_kube::records::rows::Row;
 use fsm_kube::{ConfigMapStore, FsmReconciler, KubeStore, StatusStore};
 use fsm_testkit::{HttpServer, TestCluster};
 use futures::StreamExt;
@@ -694,7 +694,7 @@ async fn http(addr: std::net::SocketAddr, method: &str, path: &str) -> (String, 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_web_view_streams_rows_and_never_sensitive_data() {
-    use fsm_kube::view::Watched;
+    use fsm_kube::records::Watched;
     use fsm_kube::view::web::{KindRow, WebView};
 
     let env = env().await;

@@ -11,7 +11,7 @@ use kube::api::{DynamicObject, ObjectMeta};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 
-use super::Watched;
+use super::watched::Watched;
 use crate::store::{OWNER_KIND_LABEL, OWNER_UID_LABEL, RecordPlace};
 
 /// An object whose record may have changed.

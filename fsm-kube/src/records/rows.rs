@@ -10,8 +10,9 @@ use kube::{Client, ResourceExt};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::Watched;
-use crate::records::{ReadError, record_view};
+use super::error::ReadError;
+use super::record_view;
+use super::watched::Watched;
 
 /// Decodes `raw` by the record format alone, and hides the data of the
 /// states `graph` says are sensitive (or does not know).
