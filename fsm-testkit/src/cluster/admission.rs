@@ -18,7 +18,9 @@ use super::meta::{
 };
 use super::metadata_rules::{drop_unknown_metadata, metadata_causes};
 use super::ownership::{ownership_scope, record_ownership};
-use super::{Cluster, Ownership, Part, conflict, crds, namespaces, not_found, present};
+use super::{Cluster, Ownership, Part, conflict, namespaces, not_found, present};
+use crate::builtins::{KindRules, Written, rules_of};
+use crate::kinds::drop_empty;
 use crate::resources::ResourceDef;
 use crate::status::{ApiError, Cause, Subject};
 use crate::time::timestamp;
@@ -76,7 +78,7 @@ const CHAIN: &[Step] = &[
     check_body_type,
     decode_typed,
     convert_to_storage,
-    check_lease_times,
+    check_decoded,
     normalize_numbers,
     // Its metadata.
     check_url_name,
@@ -94,9 +96,9 @@ const CHAIN: &[Step] = &[
     // Validation and defaults.
     validate_metadata,
     init_new_metadata,
-    validate_event,
+    validate_as_written,
     apply_defaults,
-    validate_rbac,
+    validate_defaulted,
     enforce_custom_schema,
     record_field_ownership,
     prepare_crd,
@@ -124,6 +126,7 @@ impl Cluster {
         let mut admission = Admission {
             cluster: self,
             write,
+            rules: rules_of(write.def),
             object: body,
             name,
             generate_prefix: None,
@@ -163,6 +166,8 @@ impl Cluster {
 struct Admission<'c, 'w> {
     cluster: &'c mut Cluster,
     write: &'w Write<'w>,
+    /// The rules of the kind written.
+    rules: &'static KindRules,
     /// The object as it will be stored.
     object: Value,
     /// The object's name: the URL's, or (a create) the body's, generated
@@ -198,6 +203,17 @@ impl Admission<'_, '_> {
         metadata_mut(&mut self.object)
     }
 
+    /// The object as the kind's validation sees it.
+    fn written(&self) -> Written<'_> {
+        Written {
+            def: self.write.def,
+            ns: self.write.ns,
+            name: &self.name,
+            object: &self.object,
+            old: self.current.as_deref(),
+        }
+    }
+
     fn invalid(&self, causes: Vec<Cause>) -> ApiError {
         let def = self.def();
         ApiError::Invalid(Subject::new(&def.group, &def.kind, &self.name), causes)
@@ -217,17 +233,19 @@ fn decode_typed(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
     Ok(Flow::Next)
 }
 
-/// Events of either API are stored as core Events.
+/// The kind's stored form (Events of either API are stored as core Events).
 fn convert_to_storage(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
-    if crate::events::is_event(a.def()) {
-        a.object = crate::events::to_storage(a.write.def, std::mem::take(&mut a.object))?;
+    if let Some(to_storage) = a.rules.to_storage {
+        a.object = to_storage(a.write.def, std::mem::take(&mut a.object))?;
     }
     Ok(Flow::Next)
 }
 
-/// A Lease's times must decode (400).
-fn check_lease_times(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
-    crate::validation::check_lease_times(a.def(), &a.object)?;
+/// What the kind's decoder refuses (a Lease's times): 400.
+fn check_decoded(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
+    if let Some(check) = a.rules.check_decoded {
+        check(a.write.def, &a.object)?;
+    }
     Ok(Flow::Next)
 }
 
@@ -352,13 +370,14 @@ fn check_preconditions(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
         return Ok(Flow::Next);
     };
     let (def, name, part) = (a.write.def, a.name.clone(), a.part());
+    let unconditional = a.rules.unconditional_update;
     let meta = a.metadata()?;
     match meta.get("resourceVersion").and_then(Value::as_str) {
         Some(rv) if !rv.is_empty() && rv != str_at(&current, "resourceVersion") => {
             return Err(conflict(def, &name));
         }
         Some(rv) if !rv.is_empty() => {}
-        _ if !allows_unconditional_update(def) => {
+        _ if !unconditional => {
             // The real store names the resource, not the kind, here.
             return Err(ApiError::Invalid(
                 Subject::new(&def.group, &def.plural, &name),
@@ -382,15 +401,6 @@ fn check_preconditions(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
         return Err(a.invalid(vec![cause.clone(), cause]));
     }
     Ok(Flow::Next)
-}
-
-/// Whether a PUT without `metadata.resourceVersion` is an unconditional
-/// update (the real strategies' `AllowUnconditionalUpdate`): not for custom
-/// resources, CRDs and Leases.
-fn allows_unconditional_update(def: &ResourceDef) -> bool {
-    !(def.custom
-        || def.group_resource() == crds()
-        || (def.group == "coordination.k8s.io" && def.plural == "leases"))
 }
 
 /// An update's new object: the body with the stored status (when status is
@@ -475,7 +485,7 @@ fn bump_generation(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
 }
 
 /// `Invalid` with every cause found in a create's name and `generateName`,
-/// the metadata, and the kind's fields checked with them (a Lease's).
+/// the metadata, and the kind's fields checked with them (a Lease's spec).
 fn validate_metadata(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
     let def = a.write.def;
     let mut causes = Vec::new();
@@ -492,7 +502,9 @@ fn validate_metadata(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
     if let Some(meta) = a.object.get("metadata").and_then(Value::as_object) {
         causes.extend(metadata_causes(def, meta));
     }
-    causes.extend(crate::validation::lease_causes(def, &a.object));
+    if let Some(field_causes) = a.rules.field_causes {
+        causes.extend(field_causes(def, &a.object));
+    }
     if causes.is_empty() {
         Ok(Flow::Next)
     } else {
@@ -539,11 +551,11 @@ fn init_new_metadata(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
     Ok(Flow::Next)
 }
 
-/// An Event's rules, on the stored form as written (before defaults).
-fn validate_event(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
-    if crate::events::is_event(a.def()) {
-        let w = a.write;
-        crate::events::validate(w.def, w.ns, &a.name, &a.object, a.current.as_deref())?;
+/// The kind's validation of the object as written, before its defaults
+/// (Events).
+fn validate_as_written(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
+    if let Some(validate) = a.rules.validate_written {
+        validate(&a.written())?;
     }
     Ok(Flow::Next)
 }
@@ -554,16 +566,22 @@ fn validate_event(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
 fn apply_defaults(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
     if a.is_create() {
         a.cluster.sequence += 1;
-        crate::kinds::on_create(a.write.def, &mut a.object, a.cluster.sequence);
-    } else {
-        crate::kinds::on_write(a.write.def, &mut a.object);
+        if let Some(on_create) = a.rules.on_create {
+            on_create(&mut a.object, a.cluster.sequence);
+        }
     }
+    if let Some(on_write) = a.rules.on_write {
+        on_write(a.write.def, &mut a.object);
+    }
+    drop_empty(a.write.def, &mut a.object);
     Ok(Flow::Next)
 }
 
-/// The RBAC kinds' rules, on the defaulted object.
-fn validate_rbac(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
-    crate::rbac::validate(a.write.def, &a.name, &a.object, a.current.as_deref())?;
+/// The kind's validation of the defaulted object (the RBAC kinds).
+fn validate_defaulted(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
+    if let Some(validate) = a.rules.validate {
+        validate(&a.written())?;
+    }
     Ok(Flow::Next)
 }
 
@@ -608,9 +626,11 @@ fn answer_unchanged(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
     }
 }
 
-/// A ConfigMap's or Secret's data is at most 1 MiB.
+/// The kind's size limit (a ConfigMap's or Secret's data: 1 MiB).
 fn check_data_size(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
-    crate::limits::check_data_size(a.write.def, &a.name, &a.object)?;
+    if let Some(check) = a.rules.check_size {
+        check(a.write.def, &a.name, &a.object)?;
+    }
     Ok(Flow::Next)
 }
 

@@ -142,7 +142,7 @@ impl Cluster {
     #[must_use]
     pub fn new(history_limit: usize, channel_capacity: usize, seed: u64) -> Self {
         let mut c = Self {
-            registry: Registry::with_builtins(),
+            registry: crate::builtins::registry(),
             store: Store::new(history_limit, channel_capacity),
             ids: IdSource(seed),
             sequence: 0,

@@ -5,7 +5,8 @@ use serde_json::{Value, json};
 
 use super::admission::{Target, Write};
 use super::meta::{metadata_mut, name_mismatch, str_at};
-use super::{Cluster, Ownership, Part, crds};
+use super::{Cluster, Ownership, Part};
+use crate::builtins::rules_of;
 use crate::resources::ResourceDef;
 use crate::status::{ApiError, Subject};
 
@@ -143,7 +144,7 @@ impl Cluster {
     }
 
     /// A PUT: [`Cluster::update_as`], or, for an absent object of a kind
-    /// the real server creates on update (its definition's `creates_on_update`),
+    /// the real server creates on update (its rules' `creates_on_update`),
     /// [`Cluster::create_as`] under the URL's name. Returns the object and
     /// whether it was created.
     ///
@@ -178,7 +179,7 @@ impl Cluster {
                 ),
             ));
         }
-        if !(absent && part == Part::Main && def.creates_on_update()) {
+        if !(absent && part == Part::Main && rules_of(def).creates_on_update) {
             return self
                 .update_as(def, ns, name, body, part, dry_run, now, owner)
                 .map(|o| (o, false));
@@ -196,15 +197,14 @@ impl Cluster {
 }
 
 /// The etcd key of an object on the real server, as its storage errors
-/// name it: `/registry/<resource>/…` for built-in kinds,
-/// `/registry/<group>/<resource>/…` for custom resources and CRDs.
+/// name it: `/registry/<resource>/…` for built-in kinds (their rules'
+/// `etcd_resource`, else the plural), `/registry/<group>/<resource>/…` for
+/// custom resources.
 fn storage_key(def: &ResourceDef, ns: &str, name: &str) -> String {
-    let resource = if def.custom || def.group_resource() == crds() {
-        format!("{}/{}", def.group, def.plural)
-    } else if def.group.is_empty() && def.plural == "services" {
-        "services/specs".into()
-    } else {
-        def.plural.clone()
+    let resource = match rules_of(def).etcd_resource {
+        _ if def.custom => format!("{}/{}", def.group, def.plural),
+        Some(resource) => resource.to_string(),
+        None => def.plural.clone(),
     };
     if ns.is_empty() {
         format!("/registry/{resource}/{name}")
