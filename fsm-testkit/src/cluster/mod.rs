@@ -17,6 +17,7 @@ mod admission;
 mod apply;
 mod crd_controller;
 mod delete;
+mod delete_options;
 mod gc;
 mod ids;
 mod meta;
