@@ -28,10 +28,7 @@ use crate::status::{self, ApiError};
 
 /// `POST`: creates an object (`201`).
 pub(super) async fn create(r: &ObjectRequest<'_>, body: Body) -> Result<Response, ApiError> {
-    check_write_options(r.parts, WriteOptions::Create)?;
-    let mut obj = read_object(r.parts, body, &r.def).await?;
-    let warnings = field_validation(r.shared, &r.def, &r.query, &mut obj)?;
-    let manager = field_manager(&r.query, r.parts);
+    let (obj, warnings, manager) = read_written(r, WriteOptions::Create, body).await?;
     let owner = Ownership::Update(&manager);
     let created = r
         .shared
@@ -46,10 +43,7 @@ pub(super) async fn create(r: &ObjectRequest<'_>, body: Body) -> Result<Response
 
 /// `PUT`: replaces an object or its status (`201` when it creates one).
 pub(super) async fn update(r: &ObjectRequest<'_>, body: Body) -> Result<Response, ApiError> {
-    check_write_options(r.parts, WriteOptions::Update)?;
-    let mut obj = read_object(r.parts, body, &r.def).await?;
-    let warnings = field_validation(r.shared, &r.def, &r.query, &mut obj)?;
-    let manager = field_manager(&r.query, r.parts);
+    let (obj, warnings, manager) = read_written(r, WriteOptions::Update, body).await?;
     let owner = Ownership::Update(&manager);
     let (updated, created) = r.shared.cluster().replace_as(
         &r.def,
@@ -130,6 +124,20 @@ pub(super) async fn delete_collection(
         r.now,
     )?;
     Ok(json(StatusCode::OK, &list))
+}
+
+/// The body of a create or an update, read once its `options` pass, with
+/// the warnings about its unknown fields ([`field_validation`]) and the
+/// write's field manager.
+async fn read_written(
+    r: &ObjectRequest<'_>,
+    options: WriteOptions,
+    body: Body,
+) -> Result<(Value, Vec<String>, String), ApiError> {
+    check_write_options(r.parts, options)?;
+    let mut obj = read_object(r.parts, body, &r.def).await?;
+    let warnings = field_validation(r.shared, &r.def, &r.query, &mut obj)?;
+    Ok((obj, warnings, field_manager(&r.query, r.parts)))
 }
 
 /// The status of a write that may create: `201` if it did.

@@ -221,3 +221,87 @@ impl Admission<'_, '_> {
         ApiError::Invalid(Subject::new(&def.group, &def.kind, &self.name), causes)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::PatchOptions;
+    use super::*;
+    use crate::patch::PatchType;
+
+    fn now() -> jiff::Timestamp {
+        jiff::Timestamp::from_second(1_800_000_000).unwrap()
+    }
+
+    /// A Lease's spec is checked by a step of the chain (the kind's field
+    /// causes): a create, an update, a patch and an apply all meet it.
+    #[test]
+    fn every_write_verb_runs_the_chain() {
+        let mut c = Cluster::new(100, 16, 7);
+        let leases = c
+            .registry
+            .get("coordination.k8s.io", "v1", "leases")
+            .unwrap();
+        let lease = |seconds: i64| {
+            json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": "l"}, "spec": {"leaseDurationSeconds": seconds}})
+        };
+        let invalid = |r: Result<Value, ApiError>| r.unwrap_err().reason().to_string();
+        assert_eq!(
+            invalid(c.create(&leases, "default", lease(0), false, now())),
+            "Invalid"
+        );
+        let created = c
+            .create(&leases, "default", lease(15), false, now())
+            .unwrap();
+        let mut update = created.clone();
+        update["spec"]["leaseDurationSeconds"] = json!(0);
+        let updated = c.update(&leases, "default", "l", update, Part::Main, false, now());
+        assert_eq!(invalid(updated), "Invalid");
+        let opts = PatchOptions {
+            field_manager: Some("test".into()),
+            force: false,
+        };
+        let patch = br#"{"spec": {"leaseDurationSeconds": 0}}"#;
+        for kind in [PatchType::Merge, PatchType::Apply] {
+            let body: &[u8] = if kind == PatchType::Apply {
+                br#"{"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "spec": {"leaseDurationSeconds": 0}}"#
+            } else {
+                patch
+            };
+            let patched = c
+                .patch(
+                    &leases,
+                    "default",
+                    "l",
+                    kind,
+                    body,
+                    Part::Main,
+                    &opts,
+                    false,
+                    now(),
+                )
+                .map(|(o, _)| o);
+            assert_eq!(invalid(patched), "Invalid", "{kind:?}");
+        }
+        let stored = c.get(&leases, "default", "l").unwrap();
+        assert_eq!(stored["spec"]["leaseDurationSeconds"], 15);
+    }
+
+    /// A request that breaks two rules gets the error of the first step:
+    /// a name that does not match the URL before a stale resourceVersion.
+    #[test]
+    fn the_first_step_that_refuses_answers() {
+        let mut c = Cluster::new(100, 16, 7);
+        let cms = c.registry.get("", "v1", "configmaps").unwrap();
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}});
+        c.create(&cms, "default", cm, false, now()).unwrap();
+        let both = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "b", "resourceVersion": "1"}});
+        let e = c
+            .update(&cms, "default", "a", both, Part::Main, false, now())
+            .unwrap_err();
+        assert_eq!(e.reason(), "BadRequest", "{e}");
+    }
+}
