@@ -10,6 +10,7 @@ use super::super::metadata_rules::metadata_causes;
 use super::super::ownership::{ownership_scope, record_ownership};
 use super::super::present;
 use super::{Admission, Flow};
+use crate::builtins::Validate;
 use crate::kinds::drop_empty;
 use crate::status::{ApiError, Cause};
 use crate::time::timestamp;
@@ -85,10 +86,7 @@ pub(super) fn init_new_metadata(a: &mut Admission<'_, '_>) -> Result<Flow, ApiEr
 /// The kind's validation of the object as written, before its defaults
 /// (Events).
 pub(super) fn validate_as_written(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
-    if let Some(validate) = a.rules.validate_written {
-        validate(&a.written())?;
-    }
-    Ok(Flow::Next)
+    validate_with(a, a.rules.validate_written)
 }
 
 /// The kind's defaults: those of a new object (initial status, a
@@ -110,7 +108,12 @@ pub(super) fn apply_defaults(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError
 
 /// The kind's validation of the defaulted object (the RBAC kinds).
 pub(super) fn validate_defaulted(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
-    if let Some(validate) = a.rules.validate {
+    validate_with(a, a.rules.validate)
+}
+
+/// Runs a validation of the kind's, if it has one.
+fn validate_with(a: &Admission<'_, '_>, validate: Option<Validate>) -> Result<Flow, ApiError> {
+    if let Some(validate) = validate {
         validate(&a.written())?;
     }
     Ok(Flow::Next)
