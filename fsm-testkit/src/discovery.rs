@@ -253,7 +253,7 @@ mod tests {
 
     #[test]
     fn core_list_has_status_subresources() {
-        let r = Registry::with_builtins();
+        let r = crate::builtins::registry();
         let list = resource_list(&r, "", "v1").unwrap();
         assert_eq!(list["groupVersion"], "v1");
         let names: Vec<&str> = list["resources"]
@@ -270,7 +270,7 @@ mod tests {
 
     #[test]
     fn groups_have_preferred_versions() {
-        let r = Registry::with_builtins();
+        let r = crate::builtins::registry();
         let groups = api_groups(&r);
         let apps = groups["groups"]
             .as_array()
@@ -285,7 +285,7 @@ mod tests {
 
     #[test]
     fn review_resources_are_listed_create_only() {
-        let r = Registry::with_builtins();
+        let r = crate::builtins::registry();
         let names: Vec<Value> = api_groups(&r)["groups"]
             .as_array()
             .unwrap()
@@ -325,7 +325,7 @@ mod tests {
             "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
         ));
         assert!(!wants_aggregated("application/json, */*"));
-        let r = Registry::with_builtins();
+        let r = crate::builtins::registry();
         let core = aggregated(&r, true);
         assert_eq!(core["items"].as_array().unwrap().len(), 1);
         assert!(core["items"][0]["metadata"].get("name").is_none());

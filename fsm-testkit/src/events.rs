@@ -537,10 +537,9 @@ pub fn validate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::Registry;
 
     fn defs() -> (ResourceDef, ResourceDef) {
-        let r = Registry::with_builtins();
+        let r = crate::builtins::registry();
         let core = r.get("", "v1", "events").unwrap();
         let new = r.get(EVENTS_GROUP, "v1", "events").unwrap();
         ((*core).clone(), (*new).clone())

@@ -1,66 +1,65 @@
-//! What the real server does for particular built-in kinds on write:
-//! initial status (`Namespace` phase `Active`, `Pod` phase `Pending`, an
-//! `Ingress`'s empty load balancer),
-//! `Secret.stringData` folded into `data`, a `Service` cluster IP, the RBAC
-//! kinds' defaults (see [`crate::rbac::default`]).
+//! The defaults the real server gives particular built-in kinds on write
+//! (the kinds' table, `builtins`, says which kind takes which): initial
+//! status (`Namespace` phase `Active`, `Pod` phase `Pending`, an
+//! `Ingress`'s empty load balancer), `Secret.stringData` folded into
+//! `data`, a `Service` cluster IP; and what every kind's encoding drops
+//! ([`drop_empty`]). The RBAC kinds' defaults are in `rbac`.
 
 use serde_json::{Map, Value, json};
 
 use crate::resources::ResourceDef;
 
-/// Changes a new object of `def`'s kind as the real server's create strategy
-/// would. `sequence` is a per-server counter used to allocate cluster IPs.
-pub fn on_create(def: &ResourceDef, object: &mut Value, sequence: u64) {
-    match (def.group.as_str(), def.kind.as_str()) {
-        ("", "Namespace") => {
-            object["status"] = json!({"phase": "Active"});
-            if let Some(spec) = object.as_object_mut() {
-                spec.entry("spec")
-                    .or_insert_with(|| json!({"finalizers": ["kubernetes"]}));
-            }
-        }
-        ("networking.k8s.io", "Ingress") => {
-            object["status"] = json!({"loadBalancer": {}});
-        }
-        ("", "Pod") => {
-            object["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"});
-        }
-        ("", "Service") => {
-            if let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) {
-                let ty = spec
-                    .entry("type")
-                    .or_insert_with(|| json!("ClusterIP"))
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string();
-                if ty != "ExternalName" && !spec.contains_key("clusterIP") {
-                    let ip = format!("10.96.{}.{}", (sequence / 250) % 250, 1 + sequence % 250);
-                    spec.insert("clusterIP".into(), json!(ip));
-                    spec.insert("clusterIPs".into(), json!([ip]));
-                }
-            }
-        }
-        _ => {}
+/// A new Namespace: phase `Active`, and the `kubernetes` finalizer.
+pub fn namespace_defaults(object: &mut Value, _sequence: u64) {
+    object["status"] = json!({"phase": "Active"});
+    if let Some(spec) = object.as_object_mut() {
+        spec.entry("spec")
+            .or_insert_with(|| json!({"finalizers": ["kubernetes"]}));
     }
-    on_write(def, object);
 }
 
-/// Changes an object of `def`'s kind on every write (create or update).
-pub fn on_write(def: &ResourceDef, object: &mut Value) {
-    if def.group.is_empty() && def.kind == "Secret" {
-        fold_string_data(object);
-        if let Some(o) = object.as_object_mut() {
-            o.entry("type").or_insert_with(|| json!("Opaque"));
+/// A new Ingress: an empty load balancer.
+pub fn ingress_defaults(object: &mut Value, _sequence: u64) {
+    object["status"] = json!({"loadBalancer": {}});
+}
+
+/// A new Pod: `Pending`, `BestEffort`.
+pub fn pod_defaults(object: &mut Value, _sequence: u64) {
+    object["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"});
+}
+
+/// A new Service: type `ClusterIP`, and (but for an `ExternalName` one
+/// or one that names its own) a cluster IP from `sequence`, the count of
+/// creates.
+pub fn service_defaults(object: &mut Value, sequence: u64) {
+    if let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) {
+        let ty = spec
+            .entry("type")
+            .or_insert_with(|| json!("ClusterIP"))
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if ty != "ExternalName" && !spec.contains_key("clusterIP") {
+            let ip = format!("10.96.{}.{}", (sequence / 250) % 250, 1 + sequence % 250);
+            spec.insert("clusterIP".into(), json!(ip));
+            spec.insert("clusterIPs".into(), json!([ip]));
         }
     }
-    crate::rbac::default(def, object);
-    drop_empty(def, object);
+}
+
+/// Every write of a Secret: `stringData` folded into `data`, type `Opaque`
+/// unless given.
+pub fn secret_defaults(_def: &ResourceDef, object: &mut Value) {
+    fold_string_data(object);
+    if let Some(o) = object.as_object_mut() {
+        o.entry("type").or_insert_with(|| json!("Opaque"));
+    }
 }
 
 /// Drops what Go's `omitempty` drops when the real server encodes the
 /// object: empty metadata maps and lists for every kind, and empty
 /// top-level data maps for built-in kinds.
-fn drop_empty(def: &ResourceDef, object: &mut Value) {
+pub fn drop_empty(def: &ResourceDef, object: &mut Value) {
     let is_empty = |v: &Value| match v {
         Value::Object(m) => m.is_empty(),
         Value::Array(a) => a.is_empty(),
@@ -109,14 +108,13 @@ fn fold_string_data(secret: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::Registry;
 
     #[test]
     fn secret_string_data_is_folded() {
-        let r = Registry::with_builtins();
+        let r = crate::builtins::registry();
         let def = r.get("", "v1", "secrets").unwrap();
         let mut s = json!({"data": {"a": "YQ=="}, "stringData": {"b": "hi"}});
-        on_write(&def, &mut s);
+        secret_defaults(&def, &mut s);
         assert_eq!(
             s,
             json!({"data": {"a": "YQ==", "b": "aGk="}, "type": "Opaque"})
@@ -125,12 +123,11 @@ mod tests {
 
     #[test]
     fn initial_status_and_cluster_ip() {
-        let r = Registry::with_builtins();
         let mut ns = json!({"metadata": {"name": "x"}});
-        on_create(&r.get("", "v1", "namespaces").unwrap(), &mut ns, 0);
+        namespace_defaults(&mut ns, 0);
         assert_eq!(ns["status"]["phase"], "Active");
         let mut svc = json!({"spec": {"ports": []}});
-        on_create(&r.get("", "v1", "services").unwrap(), &mut svc, 3);
+        service_defaults(&mut svc, 3);
         assert_eq!(svc["spec"]["clusterIP"], "10.96.0.4");
         assert_eq!(svc["spec"]["type"], "ClusterIP");
     }

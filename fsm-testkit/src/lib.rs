@@ -113,12 +113,15 @@
 //    (→ log, status). `resources`: the kinds served and their registry.
 //    `patch`: the patch types (→ status). `protobuf`: the codec (→ base64).
 // 3. The kinds' rules, each over `resources`: `store`, `validation`,
-//    `crd`, `typed`, `limits`, `discovery`, `events` (→ validation),
-//    `rbac` (→ validation), `openapi` and `schema` (→ store), `kinds`
-//    (→ rbac), `selectors` (→ events), `table` (→ events); `reviews`
-//    (the review resources' paths and bodies), `authn` (ServiceAccount
-//    tokens, TokenReview → store, reviews) and `authz` (RBAC evaluation,
-//    SubjectAccessReview → store, reviews).
+//    `crd`, `limits`, `discovery`, `events` (→ validation), `rbac`
+//    (→ validation), `schema` (→ store), `kinds` (the kinds' defaults),
+//    `selectors` (→ events), `table` (→ events); `reviews` (the review
+//    resources' paths and bodies), `authn` (ServiceAccount tokens,
+//    TokenReview → store, reviews) and `authz` (RBAC evaluation,
+//    SubjectAccessReview → store, reviews). Then `builtins`: the table of
+//    the built-in kinds, one entry per kind with its type and rules
+//    (→ kinds, events, rbac, validation, limits), which `typed` (decoding
+//    against the kinds' types) and `openapi` (→ store) read.
 // 4. `cluster`: the verbs on the store, the namespace, CRD and token
 //    controllers, garbage collection (→ the kinds' rules, authn).
 // 5. `watch` (→ cluster, selectors, table); `state`: what every request
@@ -134,6 +137,7 @@
 mod authn;
 mod authz;
 mod base64;
+mod builtins;
 pub mod cluster;
 mod crd;
 pub mod debug;

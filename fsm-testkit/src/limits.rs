@@ -46,25 +46,38 @@ pub fn body_too_large() -> ApiError {
     ))
 }
 
-/// Refuses a ConfigMap or Secret (core group) whose data exceeds
-/// [`MAX_DATA_BYTES`], as the real server's validation does; other kinds
-/// pass. `object` is the object as it would be stored (`Secret.stringData`
-/// already folded into `data`).
+/// Refuses a ConfigMap whose data (`data` and `binaryData`, decoded)
+/// exceeds [`MAX_DATA_BYTES`], as the real server's validation does.
 ///
 /// # Errors
 /// `Invalid` with one `FieldValueTooLong` cause.
-pub fn check_data_size(def: &ResourceDef, name: &str, object: &Value) -> Result<(), ApiError> {
-    if !def.group.is_empty() {
-        return Ok(());
-    }
-    let (size, field) = match def.kind.as_str() {
-        "ConfigMap" => (
-            text_values(&object["data"]) + decoded_values(&object["binaryData"]),
-            "[]",
-        ),
-        "Secret" => (decoded_values(&object["data"]), "data"),
-        _ => return Ok(()),
-    };
+pub fn check_config_map_size(
+    def: &ResourceDef,
+    name: &str,
+    object: &Value,
+) -> Result<(), ApiError> {
+    let size = text_values(&object["data"]) + decoded_values(&object["binaryData"]);
+    check_data_bytes(def, name, size, "[]")
+}
+
+/// Refuses a Secret whose `data` (decoded) exceeds [`MAX_DATA_BYTES`], as
+/// the real server's validation does. `object` is the Secret as it would
+/// be stored (`stringData` already folded into `data`).
+///
+/// # Errors
+/// `Invalid` with one `FieldValueTooLong` cause.
+pub fn check_secret_size(def: &ResourceDef, name: &str, object: &Value) -> Result<(), ApiError> {
+    check_data_bytes(def, name, decoded_values(&object["data"]), "data")
+}
+
+/// `Invalid` (the real server's cause at `field`) when `size` is over
+/// [`MAX_DATA_BYTES`].
+fn check_data_bytes(
+    def: &ResourceDef,
+    name: &str,
+    size: usize,
+    field: &str,
+) -> Result<(), ApiError> {
     if size <= MAX_DATA_BYTES {
         return Ok(());
     }
@@ -148,10 +161,9 @@ mod tests {
 
     use super::*;
     use crate::base64::encode as base64;
-    use crate::resources::Registry;
 
     fn def(plural: &str) -> std::sync::Arc<ResourceDef> {
-        Registry::with_builtins()
+        crate::builtins::registry()
             .get("", "v1", plural)
             .expect("a built-in resource")
     }
@@ -161,10 +173,10 @@ mod tests {
         let cms = def("configmaps");
         let at_limit = json!({"data": {"k".repeat(300): "a".repeat(MAX_DATA_BYTES / 2),
                                         "j".repeat(300): "b".repeat(MAX_DATA_BYTES / 2)}});
-        assert_eq!(check_data_size(&cms, "cm", &at_limit), Ok(()));
+        assert_eq!(check_config_map_size(&cms, "cm", &at_limit), Ok(()));
         let over = json!({"data": {"k": "a".repeat(MAX_DATA_BYTES / 2)},
                           "binaryData": {"j": base64(&vec![0; MAX_DATA_BYTES / 2 + 1])}});
-        let err = check_data_size(&cms, "cm", &over).expect_err("over the limit");
+        let err = check_config_map_size(&cms, "cm", &over).expect_err("over the limit");
         let status = err.to_status();
         assert_eq!(status["code"], 422);
         assert_eq!(status["reason"], "Invalid");
@@ -183,10 +195,10 @@ mod tests {
     fn secret_data_counts_decoded_bytes() {
         let secrets = def("secrets");
         let at_limit = json!({"data": {"k": base64(&vec![0; MAX_DATA_BYTES])}});
-        assert_eq!(check_data_size(&secrets, "s", &at_limit), Ok(()));
+        assert_eq!(check_secret_size(&secrets, "s", &at_limit), Ok(()));
         let over = json!({"data": {"k": base64(&vec![0; MAX_DATA_BYTES / 2]),
                                    "x": base64(&vec![0; MAX_DATA_BYTES / 2 + 1])}});
-        let status = check_data_size(&secrets, "s", &over)
+        let status = check_secret_size(&secrets, "s", &over)
             .expect_err("over the limit")
             .to_status();
         assert_eq!(
@@ -199,8 +211,7 @@ mod tests {
     #[test]
     fn other_kinds_have_no_data_limit() {
         let pods = def("pods");
-        let big = json!({"data": {"k": "a".repeat(MAX_DATA_BYTES + 1)}});
-        assert_eq!(check_data_size(&pods, "p", &big), Ok(()));
+        assert!(crate::builtins::rules_of(&pods).check_size.is_none());
     }
 
     #[test]

@@ -39,9 +39,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
 
-use k8s_openapi::schemars::{JsonSchema, SchemaGenerator};
+use k8s_openapi::schemars::SchemaGenerator;
 use serde_json::{Map, Value, json};
 
+use crate::builtins as builtin_kinds;
 use crate::resources::{GroupResource, Registry, ResourceDef};
 use crate::store::Store;
 
@@ -77,9 +78,9 @@ const LIST_METADATA_DESCRIPTION: &str = "Standard list metadata. More info: http
 const EMBEDDED_API_VERSION_DESCRIPTION: &str = "apiVersion defines the versioned schema of this representation of an object. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources";
 const EMBEDDED_KIND_DESCRIPTION: &str = "kind is a string value representing the type of this object. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds";
 
-/// The built-in kinds: (group, version, kind) and the definition name of
-/// their schema, with the generated definitions (JSON Schema references,
-/// `#/$defs/<name>`).
+/// The built-in kinds with a type (from the kinds' table, `builtins`):
+/// (group, version, kind) and the definition name of their schema, with
+/// the generated definitions (JSON Schema references, `#/$defs/<name>`).
 struct Builtins {
     kinds: Vec<((&'static str, &'static str, &'static str), String)>,
     defs: Map<String, Value>,
@@ -88,68 +89,20 @@ struct Builtins {
 fn builtins() -> &'static Builtins {
     static BUILTINS: OnceLock<Builtins> = OnceLock::new();
     BUILTINS.get_or_init(|| {
-        use k8s_openapi::api::{apps, batch, coordination, core, events, networking, rbac};
-        use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
         use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
         let mut generator = SchemaGenerator::default();
-        let mut kinds = Vec::new();
-        let mut add = |gvk, name: std::borrow::Cow<'static, str>| kinds.push((gvk, name.into()));
-        macro_rules! kinds {
-            ($(($g:literal, $v:literal, $k:literal, $t:ty)),* $(,)?) => {$(
-                generator.subschema_for::<$t>();
-                add(($g, $v, $k), <$t as JsonSchema>::schema_name());
-            )*};
-        }
-        kinds![
-            ("", "v1", "Namespace", core::v1::Namespace),
-            ("", "v1", "ConfigMap", core::v1::ConfigMap),
-            ("", "v1", "Secret", core::v1::Secret),
-            ("", "v1", "Service", core::v1::Service),
-            ("", "v1", "Pod", core::v1::Pod),
-            ("", "v1", "Event", core::v1::Event),
-            ("", "v1", "ServiceAccount", core::v1::ServiceAccount),
-            ("events.k8s.io", "v1", "Event", events::v1::Event),
-            ("apps", "v1", "Deployment", apps::v1::Deployment),
-            ("apps", "v1", "StatefulSet", apps::v1::StatefulSet),
-            ("batch", "v1", "Job", batch::v1::Job),
-            (
-                "networking.k8s.io",
-                "v1",
-                "Ingress",
-                networking::v1::Ingress
-            ),
-            ("rbac.authorization.k8s.io", "v1", "Role", rbac::v1::Role),
-            (
-                "rbac.authorization.k8s.io",
-                "v1",
-                "ClusterRole",
-                rbac::v1::ClusterRole
-            ),
-            (
-                "rbac.authorization.k8s.io",
-                "v1",
-                "RoleBinding",
-                rbac::v1::RoleBinding
-            ),
-            (
-                "rbac.authorization.k8s.io",
-                "v1",
-                "ClusterRoleBinding",
-                rbac::v1::ClusterRoleBinding
-            ),
-            (
-                "coordination.k8s.io",
-                "v1",
-                "Lease",
-                coordination::v1::Lease
-            ),
-            (
-                "apiextensions.k8s.io",
-                "v1",
-                "CustomResourceDefinition",
-                apiext::CustomResourceDefinition
-            ),
-        ];
+        let kinds = builtin_kinds::table()
+            .iter()
+            .filter_map(|k| {
+                let name = (k.schema?.add_to)(&mut generator);
+                let gvk = (
+                    k.def.group.as_str(),
+                    k.def.version.as_str(),
+                    k.def.kind.as_str(),
+                );
+                Some((gvk, name.into_owned()))
+            })
+            .collect();
         // Lists of custom resources refer to ListMeta.
         generator.subschema_for::<meta::ListMeta>();
         Builtins {
@@ -819,7 +772,7 @@ mod tests {
 
     #[test]
     fn patch_operations_declare_field_validation() {
-        let r = Registry::with_builtins();
+        let r = crate::builtins::registry();
         let store = Store::new(10, 10);
         assert!(
             index(&r, &store)["paths"]["apis/apps/v1"]["serverRelativeURL"]
@@ -1001,7 +954,7 @@ mod tests {
 
     #[test]
     fn unknown_fields_by_the_published_schema() {
-        let registry = Registry::with_builtins();
+        let registry = crate::builtins::registry();
         let mut store = Store::new(10, 10);
         let crds = GroupResource {
             group: "apiextensions.k8s.io".into(),

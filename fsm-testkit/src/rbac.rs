@@ -12,18 +12,9 @@ use crate::validation::name_problem;
 /// The RBAC API group.
 pub const GROUP: &str = "rbac.authorization.k8s.io";
 
-/// Whether `def` is one of the RBAC kinds.
-#[must_use]
-pub fn is_rbac(def: &ResourceDef) -> bool {
-    def.group == GROUP
-}
-
 /// Fills what the real server defaults on a write: a role's `rules` read
 /// back as `null` when absent, a User or Group subject's `apiGroup`.
 pub fn default(def: &ResourceDef, object: &mut Value) {
-    if !is_rbac(def) {
-        return;
-    }
     let Some(o) = object.as_object_mut() else {
         return;
     };
@@ -189,9 +180,6 @@ pub fn validate(
     object: &Value,
     old: Option<&Value>,
 ) -> Result<(), ApiError> {
-    if !is_rbac(def) {
-        return Ok(());
-    }
     let mut causes = Vec::new();
     if def.kind.ends_with("Role") {
         for (i, rule) in object["rules"].as_array().into_iter().flatten().enumerate() {
@@ -268,10 +256,12 @@ pub fn validate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::Registry;
 
     fn def(plural: &str) -> ResourceDef {
-        (*Registry::with_builtins().get(GROUP, "v1", plural).unwrap()).clone()
+        (*crate::builtins::registry()
+            .get(GROUP, "v1", plural)
+            .unwrap())
+        .clone()
     }
 
     #[test]

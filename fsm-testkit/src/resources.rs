@@ -1,5 +1,6 @@
-//! The registry of resources the server serves: the built-in kinds, and the
-//! custom resources that `CustomResourceDefinition`s add at run time.
+//! The registry of resources the server serves: the built-in kinds (see
+//! `builtins`, their table), and the custom resources that
+//! `CustomResourceDefinition`s add at run time.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -164,26 +165,16 @@ impl ResourceDef {
         }
     }
 
-    /// Whether a PUT of an absent object creates it (the real server's
-    /// `AllowCreateOnUpdate`): Events, Services, Leases and the RBAC kinds.
-    #[must_use]
-    pub fn creates_on_update(&self) -> bool {
-        matches!(
-            (self.group.as_str(), self.plural.as_str()),
-            ("" | "events.k8s.io", "events")
-                | ("", "services")
-                | ("coordination.k8s.io", "leases")
-                | ("rbac.authorization.k8s.io", _)
-        )
-    }
-
     /// The kind of a list of these objects.
     #[must_use]
     pub fn list_kind(&self) -> String {
         format!("{}List", self.kind)
     }
 
-    fn builtin(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool) -> Self {
+    /// A built-in resource: its singular the lowercased kind, names RFC 1123
+    /// subdomains, no subresource, no generation, tables with an AGE column.
+    #[must_use]
+    pub fn builtin(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool) -> Self {
         Self {
             group: group.into(),
             version: version.into(),
@@ -206,27 +197,38 @@ impl ResourceDef {
         }
     }
 
-    fn with_status(mut self) -> Self {
+    /// With the `status` subresource.
+    #[must_use]
+    pub fn with_status(mut self) -> Self {
         self.status_subresource = true;
         self
     }
 
-    fn with_generation(mut self) -> Self {
+    /// Keeping `metadata.generation`.
+    #[must_use]
+    pub fn with_generation(mut self) -> Self {
         self.generation = true;
         self
     }
 
-    fn short(mut self, names: &[&str]) -> Self {
+    /// With these short names.
+    #[must_use]
+    pub fn short(mut self, names: &[&str]) -> Self {
         self.short_names = names.iter().map(|s| (*s).to_string()).collect();
         self
     }
 
-    fn all(mut self) -> Self {
+    /// In the category `all`.
+    #[must_use]
+    pub fn all(mut self) -> Self {
         self.categories = vec!["all".into()];
         self
     }
 
-    fn stored_as(mut self, group: &str, version: &str) -> Self {
+    /// Stored as `group/version` of the same plural (another group's
+    /// storage, or another version).
+    #[must_use]
+    pub fn stored_as(mut self, group: &str, version: &str) -> Self {
         self.storage_version_hash = storage_version_hash(group, version, &self.kind);
         self.stored_with = Some(GroupResource {
             group: group.into(),
@@ -235,17 +237,37 @@ impl ResourceDef {
         self
     }
 
-    fn returns_deleted(mut self) -> Self {
+    /// A DELETE that removes an object answers with the object.
+    #[must_use]
+    pub fn returns_deleted(mut self) -> Self {
         self.delete_returns_object = true;
         self
     }
 
-    fn fields(mut self, fields: &[&str]) -> Self {
+    /// Names validated by `rule`.
+    #[must_use]
+    pub fn names(mut self, rule: NameRule) -> Self {
+        self.name_rule = rule;
+        self
+    }
+
+    /// Tables without an AGE column.
+    #[must_use]
+    pub fn without_age(mut self) -> Self {
+        self.age_column = false;
+        self
+    }
+
+    /// Selectable by these fields too.
+    #[must_use]
+    pub fn fields(mut self, fields: &[&str]) -> Self {
         self.field_selectors = fields.iter().map(|s| (*s).to_string()).collect();
         self
     }
 
-    fn column(mut self, name: &str, type_: &str, json_path: &str) -> Self {
+    /// With this column in tables (after the others).
+    #[must_use]
+    pub fn column(mut self, name: &str, type_: &str, json_path: &str) -> Self {
         self.printer_columns.push(PrinterColumn {
             name: name.into(),
             type_: type_.into(),
@@ -267,177 +289,6 @@ pub struct GroupResource {
     pub resource: String,
 }
 
-/// The built-in resources every server starts with.
-#[must_use]
-pub fn builtins() -> Vec<ResourceDef> {
-    let d = ResourceDef::builtin;
-    let mut namespace = d("", "v1", "Namespace", "namespaces", false)
-        .with_status()
-        .short(&["ns"])
-        .fields(&["status.phase"])
-        .column("Status", "string", ".status.phase");
-    namespace.name_rule = NameRule::Label;
-    namespace.delete_returns_object = true;
-    let mut service = d("", "v1", "Service", "services", true)
-        .with_status()
-        .short(&["svc"])
-        .all()
-        .column("Type", "string", ".spec.type")
-        .column("Cluster-IP", "string", ".spec.clusterIP")
-        .column("External-IP", "externalIPs", ".spec")
-        .column("Port(s)", "ports", ".spec.ports")
-        .column("Selector", "selector", ".spec.selector");
-    service.name_rule = NameRule::Label1035;
-    service.delete_returns_object = true;
-    let mut crd = d(
-        "apiextensions.k8s.io",
-        "v1",
-        "CustomResourceDefinition",
-        "customresourcedefinitions",
-        false,
-    )
-    .with_status()
-    .with_generation()
-    .short(&["crd", "crds"])
-    .column("Created At", "string", ".metadata.creationTimestamp");
-    crd.age_column = false;
-    vec![
-        namespace,
-        d("", "v1", "ConfigMap", "configmaps", true)
-            .short(&["cm"])
-            .column("Data", "count", ".data,.binaryData"),
-        d("", "v1", "Secret", "secrets", true)
-            .fields(&["type"])
-            .column("Type", "string", ".type")
-            .column("Data", "count", ".data"),
-        service,
-        d("", "v1", "Pod", "pods", true)
-            .returns_deleted()
-            .with_status()
-            .with_generation()
-            .short(&["po"])
-            .all()
-            .fields(&["spec.nodeName", "spec.restartPolicy", "status.phase"])
-            .column("Ready", "podReady", "")
-            .column("Status", "podStatus", "")
-            .column("Restarts", "podRestarts", "")
-            .column("IP", "orNone", ".status.podIP")
-            .column("Node", "orNone", ".spec.nodeName")
-            .column("Nominated Node", "orNone", ".status.nominatedNodeName")
-            .column("Readiness Gates", "readinessGates", ""),
-        d("", "v1", "Event", "events", true)
-            .short(&["ev"])
-            .fields(&CORE_FIELD_LABELS),
-        d("events.k8s.io", "v1", "Event", "events", true)
-            .stored_as("", "v1")
-            .short(&["ev"])
-            .fields(&EVENTS_FIELD_LABELS.map(|(label, _)| label)),
-        d("apps", "v1", "Deployment", "deployments", true)
-            .with_status()
-            .with_generation()
-            .short(&["deploy"])
-            .all()
-            .column("Ready", "ratio", ".status.readyReplicas,.spec.replicas")
-            .column("Up-to-date", "int0", ".status.updatedReplicas")
-            .column("Available", "int0", ".status.availableReplicas")
-            .column("Containers", "containers", ".spec.template.spec.containers")
-            .column("Images", "images", ".spec.template.spec.containers")
-            .column("Selector", "selector", ".spec.selector"),
-        d("apps", "v1", "StatefulSet", "statefulsets", true)
-            .with_status()
-            .with_generation()
-            .short(&["sts"])
-            .all()
-            .column("Ready", "ratio", ".status.readyReplicas,.spec.replicas")
-            .column("Containers", "containers", ".spec.template.spec.containers")
-            .column("Images", "images", ".spec.template.spec.containers"),
-        // Served as v1 and stored as v1beta1 by the 1.20 server.
-        d("networking.k8s.io", "v1", "Ingress", "ingresses", true)
-            .stored_as("networking.k8s.io", "v1beta1")
-            .with_status()
-            .with_generation()
-            .short(&["ing"])
-            .column("Class", "ingressClass", ".spec.ingressClassName")
-            .column("Hosts", "ingressHosts", ".spec.rules")
-            .column("Address", "loadBalancer", ".status.loadBalancer")
-            .column("Ports", "ingressPorts", ".spec.tls"),
-        d("batch", "v1", "Job", "jobs", true)
-            .with_status()
-            .with_generation()
-            .all()
-            .column("Succeeded", "integer", ".status.succeeded"),
-        d("", "v1", "ServiceAccount", "serviceaccounts", true)
-            .short(&["sa"])
-            .column("Secrets", "count", ".secrets"),
-        rbac("Role", "roles", true).column(
-            "Created At",
-            "timestamp",
-            ".metadata.creationTimestamp",
-        ),
-        rbac("ClusterRole", "clusterroles", false).column(
-            "Created At",
-            "timestamp",
-            ".metadata.creationTimestamp",
-        ),
-        binding(rbac("RoleBinding", "rolebindings", true)),
-        binding(rbac("ClusterRoleBinding", "clusterrolebindings", false)),
-        d("coordination.k8s.io", "v1", "Lease", "leases", true).column(
-            "Holder",
-            "string",
-            ".spec.holderIdentity",
-        ),
-        // What an operator's deploy manifests include (`manifests`).
-        d(
-            "policy",
-            "v1",
-            "PodDisruptionBudget",
-            "poddisruptionbudgets",
-            true,
-        )
-        .with_status()
-        .with_generation()
-        .short(&["pdb"])
-        .column("Allowed Disruptions", "int0", ".status.disruptionsAllowed"),
-        // What `manifests --view-expose` includes.
-        d(
-            "networking.k8s.io",
-            "v1",
-            "NetworkPolicy",
-            "networkpolicies",
-            true,
-        )
-        .with_generation()
-        .short(&["netpol"]),
-        crd,
-    ]
-}
-
-/// A kind of `rbac.authorization.k8s.io/v1`: names are path segments;
-/// roles print their creation time instead of an age.
-fn rbac(kind: &str, plural: &str, namespaced: bool) -> ResourceDef {
-    let mut def = ResourceDef::builtin("rbac.authorization.k8s.io", "v1", kind, plural, namespaced);
-    def.name_rule = NameRule::PathSegment;
-    def.age_column = !kind.ends_with("Role");
-    def
-}
-
-/// A binding's columns: its role, then (after AGE, with `-o wide`) its
-/// subjects by kind.
-fn binding(def: ResourceDef) -> ResourceDef {
-    let mut def = def.column("Role", "roleRef", ".roleRef");
-    for (name, kind) in [
-        ("Users", "User"),
-        ("Groups", "Group"),
-        ("ServiceAccounts", "ServiceAccount"),
-    ] {
-        def = def.column(name, &format!("subjects:{kind}"), ".subjects");
-        if let Some(c) = def.printer_columns.last_mut() {
-            c.priority = 1;
-        }
-    }
-    def
-}
-
 /// A served group/version with its resources, in registration order.
 #[derive(Debug, Clone, Default)]
 pub struct Registry {
@@ -450,16 +301,6 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// A registry with the [`builtins`].
-    #[must_use]
-    pub fn with_builtins() -> Self {
-        let mut r = Self::default();
-        for def in builtins() {
-            r.insert(def, false);
-        }
-        r
-    }
-
     /// Adds (or replaces) a resource version; `preferred` makes its version the
     /// group's preferred one.
     pub fn insert(&mut self, def: ResourceDef, preferred: bool) {
@@ -571,7 +412,7 @@ mod tests {
 
     #[test]
     fn builtins_are_served() {
-        let r = Registry::with_builtins();
+        let r = crate::builtins::registry();
         let cm = r.get("", "v1", "configmaps").unwrap();
         assert!(cm.namespaced);
         assert_eq!(cm.api_version(), "v1");
@@ -593,7 +434,7 @@ mod tests {
             storage_version_hash("apps", "v1", "Deployment"),
             "8aSe+NMegvE="
         );
-        let ingress = Registry::with_builtins()
+        let ingress = crate::builtins::registry()
             .get("networking.k8s.io", "v1", "ingresses")
             .unwrap();
         assert_eq!(ingress.storage_version_hash, "ZOAfGflaKd0=");

@@ -231,7 +231,7 @@ fn end_watches_on(
     move |response: axum::response::Response| {
         if response
             .extensions()
-            .get::<handlers::objects::WatchResponse>()
+            .get::<handlers::WatchResponse>()
             .is_none()
         {
             return std::future::ready(response);

@@ -516,11 +516,10 @@ pub fn count(object: &Value, paths: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::Registry;
 
     #[test]
     fn an_ingress_prints_class_hosts_address_and_ports_as_the_real_server() {
-        let r = Registry::with_builtins();
+        let r = crate::builtins::registry();
         let def = r.get("networking.k8s.io", "v1", "ingresses").unwrap();
         let now = jiff::Timestamp::from_second(1_000_000).unwrap();
         let created = crate::time::timestamp(now);
@@ -568,7 +567,7 @@ mod tests {
 
     #[test]
     fn rows_have_name_columns_and_age() {
-        let r = Registry::with_builtins();
+        let r = crate::builtins::registry();
         let def = r.get("apps", "v1", "deployments").unwrap();
         let now = jiff::Timestamp::from_second(1_000_000).unwrap();
         let created =
@@ -606,7 +605,7 @@ mod tests {
 
     #[test]
     fn services_print_external_ips_ports_and_selector() {
-        let r = Registry::with_builtins();
+        let r = crate::builtins::registry();
         let def = r.get("", "v1", "services").unwrap();
         let now = jiff::Timestamp::from_second(1_000_000).unwrap();
         let created = crate::time::timestamp(now);
@@ -646,7 +645,7 @@ mod tests {
 
     #[test]
     fn pods_print_ready_status_restarts_and_wide_columns() {
-        let r = Registry::with_builtins();
+        let r = crate::builtins::registry();
         let def = r.get("", "v1", "pods").unwrap();
         let now = jiff::Timestamp::from_second(1_000_000).unwrap();
         let created = crate::time::timestamp(now);
@@ -703,7 +702,7 @@ mod tests {
 
     #[test]
     fn configmaps_count_their_data() {
-        let r = Registry::with_builtins();
+        let r = crate::builtins::registry();
         let def = r.get("", "v1", "configmaps").unwrap();
         let now = jiff::Timestamp::from_second(1_000_000).unwrap();
         let o = json!({"metadata": {"name": "c", "creationTimestamp": "1970-01-12T13:46:40Z"},
@@ -718,7 +717,7 @@ mod tests {
 
     #[test]
     fn crd_columns_carry_priority_and_bindings_print_subjects_after_age() {
-        let mut r = Registry::with_builtins();
+        let mut r = crate::builtins::registry();
         let crd = json!({"metadata": {"name": "widgets.example.com"},
             "spec": {"group": "example.com", "scope": "Namespaced",
             "names": {"plural": "widgets", "kind": "Widget"},

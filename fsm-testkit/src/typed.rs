@@ -4,9 +4,9 @@
 //! integer, base64 that does not decode) is `400 BadRequest` ("… cannot be
 //! handled as a …"), and fields the type does not have are dropped.
 //!
-//! One generic walk, not code per kind: each kind's k8s-openapi type gives
-//! its schema (through `schemars`), kept in a registry of kinds
-//! ([`KINDS`]); [`decode`] walks a body against it. Required fields are not
+//! One generic walk, not code per kind: each kind's k8s-openapi type (its
+//! entry in the kinds' table, `builtins`) gives its schema (through
+//! `schemars`); [`decode`] walks a body against it. Required fields are not
 //! checked here (Go's decoder does not either; validation says
 //! `Required value` later).
 //!
@@ -19,9 +19,9 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use k8s_openapi::schemars::{self, JsonSchema};
 use serde_json::{Map, Value};
 
+use crate::builtins;
 use crate::resources::ResourceDef;
 use crate::status::ApiError;
 
@@ -30,105 +30,28 @@ struct KindSchema {
     root: Value,
 }
 
-fn schema_of<T: JsonSchema>() -> KindSchema {
-    let root = schemars::generate::SchemaSettings::default()
-        .into_generator()
-        .into_root_schema_for::<T>();
-    KindSchema {
-        root: serde_json::to_value(root).unwrap_or_default(),
-    }
-}
-
-type Builder = fn() -> KindSchema;
-
-/// The registry of built-in kinds decoded against their k8s-openapi type:
-/// (group, version, kind) and the type's schema.
-const KINDS: &[(&str, &str, &str, Builder)] = {
-    use k8s_openapi::api::{apps, batch, coordination, core, events, networking, rbac};
-    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
-    &[
-        ("", "v1", "ConfigMap", schema_of::<core::v1::ConfigMap>),
-        ("", "v1", "Secret", schema_of::<core::v1::Secret>),
-        ("", "v1", "Namespace", schema_of::<core::v1::Namespace>),
-        ("", "v1", "Pod", schema_of::<core::v1::Pod>),
-        ("", "v1", "Service", schema_of::<core::v1::Service>),
-        (
-            "",
-            "v1",
-            "ServiceAccount",
-            schema_of::<core::v1::ServiceAccount>,
-        ),
-        ("", "v1", "Event", schema_of::<core::v1::Event>),
-        (
-            "events.k8s.io",
-            "v1",
-            "Event",
-            schema_of::<events::v1::Event>,
-        ),
-        (
-            "apps",
-            "v1",
-            "Deployment",
-            schema_of::<apps::v1::Deployment>,
-        ),
-        (
-            "apps",
-            "v1",
-            "StatefulSet",
-            schema_of::<apps::v1::StatefulSet>,
-        ),
-        ("batch", "v1", "Job", schema_of::<batch::v1::Job>),
-        (
-            "networking.k8s.io",
-            "v1",
-            "Ingress",
-            schema_of::<networking::v1::Ingress>,
-        ),
-        (
-            "coordination.k8s.io",
-            "v1",
-            "Lease",
-            schema_of::<coordination::v1::Lease>,
-        ),
-        (
-            "rbac.authorization.k8s.io",
-            "v1",
-            "Role",
-            schema_of::<rbac::v1::Role>,
-        ),
-        (
-            "rbac.authorization.k8s.io",
-            "v1",
-            "ClusterRole",
-            schema_of::<rbac::v1::ClusterRole>,
-        ),
-        (
-            "rbac.authorization.k8s.io",
-            "v1",
-            "RoleBinding",
-            schema_of::<rbac::v1::RoleBinding>,
-        ),
-        (
-            "rbac.authorization.k8s.io",
-            "v1",
-            "ClusterRoleBinding",
-            schema_of::<rbac::v1::ClusterRoleBinding>,
-        ),
-        (
-            "apiextensions.k8s.io",
-            "v1",
-            "CustomResourceDefinition",
-            schema_of::<apiextensions::v1::CustomResourceDefinition>,
-        ),
-    ]
-};
-
+/// The schemas of the built-in kinds that have a type (the table's
+/// [`BuiltinKind::schema`](crate::builtins::BuiltinKind)), by (group,
+/// version, kind).
 fn schemas() -> &'static HashMap<(&'static str, &'static str, &'static str), KindSchema> {
     static SCHEMAS: OnceLock<HashMap<(&str, &str, &str), KindSchema>> = OnceLock::new();
     SCHEMAS.get_or_init(|| {
-        KINDS
+        builtins::table()
             .iter()
-            .map(|(g, v, k, build)| ((*g, *v, *k), build()))
+            .filter_map(|k| {
+                let schema = k.schema?;
+                let key = (
+                    k.def.group.as_str(),
+                    k.def.version.as_str(),
+                    k.def.kind.as_str(),
+                );
+                Some((
+                    key,
+                    KindSchema {
+                        root: (schema.root_schema)(),
+                    },
+                ))
+            })
             .collect()
     })
 }
@@ -337,11 +260,10 @@ fn json_type(value: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::Registry;
     use serde_json::json;
 
     fn def(g: &str, p: &str) -> std::sync::Arc<ResourceDef> {
-        Registry::with_builtins().get(g, "v1", p).unwrap()
+        crate::builtins::registry().get(g, "v1", p).unwrap()
     }
 
     #[test]
@@ -416,7 +338,7 @@ mod tests {
 
     #[test]
     fn crd_schemas_keep_free_form_json() {
-        let crds = Registry::with_builtins()
+        let crds = crate::builtins::registry()
             .get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
             .unwrap();
         let mut crd = json!({"metadata": {"name": "things.example.com"},

@@ -169,10 +169,6 @@ fn is_subdomain(s: &str) -> bool {
     })
 }
 
-fn is_lease(def: &ResourceDef) -> bool {
-    def.group == "coordination.k8s.io" && def.kind == "Lease"
-}
-
 /// A `MicroTime` as Go decodes it: `2006-01-02T15:04:05.000000Z07:00`,
 /// exactly six fractional digits.
 fn is_micro_time(s: &str) -> bool {
@@ -209,9 +205,6 @@ fn is_micro_time(s: &str) -> bool {
 /// # Errors
 /// `BadRequest` naming the field.
 pub fn check_lease_times(def: &ResourceDef, body: &Value) -> Result<(), ApiError> {
-    if !is_lease(def) {
-        return Ok(());
-    }
     for (field, go) in [("acquireTime", "AcquireTime"), ("renewTime", "RenewTime")] {
         match &body["spec"][field] {
             Value::Null => {}
@@ -230,11 +223,8 @@ pub fn check_lease_times(def: &ResourceDef, body: &Value) -> Result<(), ApiError
 /// The causes the real server finds in a Lease's spec: a duration of at
 /// least 1 s, transitions not negative.
 #[must_use]
-pub fn lease_causes(def: &ResourceDef, body: &Value) -> Vec<Cause> {
+pub fn lease_causes(_def: &ResourceDef, body: &Value) -> Vec<Cause> {
     let mut causes = Vec::new();
-    if !is_lease(def) {
-        return causes;
-    }
     let spec = &body["spec"];
     if spec["leaseDurationSeconds"]
         .as_f64()

@@ -37,6 +37,13 @@ pub(super) fn check_type(def: &ResourceDef, body: &Value) -> Result<(), ApiError
     Ok(())
 }
 
+/// The answer to a body naming another object than the URL.
+pub(super) fn name_mismatch(in_body: &str, on_url: &str) -> ApiError {
+    ApiError::BadRequest(format!(
+        "the name of the object ({in_body}) does not match the name on the URL ({on_url})"
+    ))
+}
+
 pub(super) fn metadata_mut(body: &mut Value) -> Result<&mut Map<String, Value>, ApiError> {
     let obj = body.as_object_mut().ok_or_else(|| {
         ApiError::BadRequest("the body of the request must be a JSON object".into())
@@ -114,4 +121,40 @@ pub(super) fn finalizers(object: &Value) -> Vec<String> {
 /// A string field of `metadata`, or "".
 pub(super) fn str_at<'a>(object: &'a Value, field: &str) -> &'a str {
     object["metadata"][field].as_str().unwrap_or_default()
+}
+
+/// Gives `new` the apiVersion `current` was stored with (unless there is
+/// none) and `def`'s kind.
+pub(super) fn set_type(def: &ResourceDef, new: &mut Value, current: &Value) {
+    // Keep the version the object was stored with unless the writer named another.
+    let api_version = current
+        .get("apiVersion")
+        .cloned()
+        .unwrap_or_else(|| json!(def.api_version()));
+    if let Some(m) = new.as_object_mut() {
+        m.insert("apiVersion".into(), api_version);
+        m.insert("kind".into(), json!(def.kind));
+    }
+}
+
+/// Writes integral numbers as integers (`2.0` → `2`), as the real server
+/// re-encodes a custom resource (its JSON decoder reads numbers into
+/// `int64` or `float64`, and Go writes an integral `float64` without a
+/// fraction).
+pub(super) fn normalize_integers(v: &mut Value) {
+    match v {
+        Value::Number(n) if !n.is_i64() && !n.is_u64() => {
+            if let Some(f) = n.as_f64()
+                && f.fract() == 0.0
+                && f.abs() < 9.0e15
+            {
+                #[allow(clippy::cast_possible_truncation)]
+                let i = f as i64;
+                *v = json!(i);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(normalize_integers),
+        Value::Object(m) => m.values_mut().for_each(normalize_integers),
+        _ => {}
+    }
 }

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::json;
-use super::objects::query_map;
+use super::query::query_map;
 use crate::faults::{Fault, FaultKind, Faults};
 use crate::status::ApiError;
 

@@ -11,8 +11,14 @@
 
 pub mod fault_api;
 pub mod objects;
+mod query;
+mod reads;
+mod request;
 pub mod reviews;
 pub mod route;
+mod writes;
+
+pub use reads::WatchResponse;
 
 use std::sync::Arc;
 
@@ -84,11 +90,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         Some(Answer::ExpiredWatch) => expired_watch(),
         None => result.unwrap_or_else(IntoResponse::into_response),
     };
-    if response
-        .extensions()
-        .get::<objects::WatchResponse>()
-        .is_some()
-    {
+    if response.extensions().get::<WatchResponse>().is_some() {
         let dropped = shared.faults.watches_dropped(&record.resource);
         let (parts, body) = response.into_parts();
         let stream = futures::StreamExt::take_until(body.into_data_stream(), dropped);
@@ -216,10 +218,10 @@ pub fn describe(parts: &http::request::Parts, route: &Route) -> RequestRecord {
         code: 0,
     };
     if let Route::Resource(rp) = route {
-        let watch = objects::query_map(parts)
+        let watch = query::query_map(parts)
             .get("watch")
             .is_some_and(|w| w == "true" || w == "1");
-        record.verb = objects::Verb::of(&parts.method, rp.name.is_some(), watch)
+        record.verb = request::Verb::of(&parts.method, rp.name.is_some(), watch)
             .map_or_else(|_| method_verb(), |v| v.as_str().to_string());
         record.group.clone_from(&rp.group);
         record.resource.clone_from(&rp.resource);

@@ -9,7 +9,7 @@ use http::request::Parts;
 use http::{Method, StatusCode};
 
 use super::json;
-use super::objects::read_body;
+use super::request::read_body;
 use super::route::ResourcePath;
 use crate::reviews::{self, Review, SUBJECT_ACCESS_REVIEW, TOKEN_REVIEW};
 use crate::state::Shared;

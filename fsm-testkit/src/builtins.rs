@@ -1,0 +1,527 @@
+//! The built-in kinds: one table, one entry per kind ([`table`]). An
+//! entry says how the kind is served (group, version, kind, plural, scope,
+//! subresources, names and columns: its [`ResourceDef`]), its k8s-openapi
+//! type (typed decoding and OpenAPI read it), and what its writes do
+//! beyond what every kind's do ([`KindRules`]: defaults, validation,
+//! whether a PUT creates), each rule a function of the kind's own module.
+//!
+//! The registry ([`registry`]), the typed decoder (`typed`), OpenAPI
+//! (`openapi`) and the admission chain (`cluster::admission`) all read this
+//! table: serving another kind is one entry here, plus a module of its own
+//! if it has rules of its own.
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use k8s_openapi::schemars::{self, JsonSchema, SchemaGenerator};
+use serde_json::Value;
+
+use crate::kinds;
+use crate::resources::{CORE_FIELD_LABELS, EVENTS_FIELD_LABELS, NameRule, Registry, ResourceDef};
+use crate::status::{ApiError, Cause};
+use crate::{events, limits, rbac, validation};
+
+/// A built-in kind: how it is served, its type, its rules.
+pub struct BuiltinKind {
+    /// How the kind is served.
+    pub def: ResourceDef,
+    /// Its k8s-openapi type; `None`: served without a schema (bodies are
+    /// not decoded against a type, OpenAPI does not list it).
+    pub schema: Option<KindType>,
+    /// What its writes do beyond every kind's.
+    pub rules: KindRules,
+}
+
+/// A kind's k8s-openapi type, as the schemas read from it.
+#[derive(Clone, Copy)]
+pub struct KindType {
+    /// The type's JSON Schema, with the definitions its `$ref`s name under
+    /// `$defs` (what typed decoding walks).
+    pub root_schema: fn() -> Value,
+    /// Adds the type's schema, and those it uses, to a generator; returns
+    /// its definition name (`io.k8s.api.core.v1.ConfigMap`).
+    pub add_to: fn(&mut SchemaGenerator) -> Cow<'static, str>,
+}
+
+impl KindType {
+    /// The schemas of `T`.
+    #[must_use]
+    pub fn of<T: JsonSchema>() -> Self {
+        Self {
+            root_schema: root_schema_of::<T>,
+            add_to: add_schema_of::<T>,
+        }
+    }
+}
+
+fn root_schema_of<T: JsonSchema>() -> Value {
+    let root = schemars::generate::SchemaSettings::default()
+        .into_generator()
+        .into_root_schema_for::<T>();
+    serde_json::to_value(root).unwrap_or_default()
+}
+
+fn add_schema_of<T: JsonSchema>(generator: &mut SchemaGenerator) -> Cow<'static, str> {
+    generator.subschema_for::<T>();
+    T::schema_name()
+}
+
+/// An object a kind's validation looks at.
+#[derive(Debug, Clone, Copy)]
+pub struct Written<'a> {
+    /// The resource written.
+    pub def: &'a ResourceDef,
+    /// The namespace on the URL.
+    pub ns: &'a str,
+    /// The object's name.
+    pub name: &'a str,
+    /// The object as it would be stored.
+    pub object: &'a Value,
+    /// The stored object an update replaces; `None` for a create.
+    pub old: Option<&'a Value>,
+}
+
+/// Converts a body of the kind to its stored form.
+pub type Convert = fn(&ResourceDef, Value) -> Result<Value, ApiError>;
+/// Checks a body of the kind.
+pub type CheckBody = fn(&ResourceDef, &Value) -> Result<(), ApiError>;
+/// Validates an object of the kind as it would be written.
+pub type Validate = fn(&Written<'_>) -> Result<(), ApiError>;
+/// Checks the size of the object named (`&str`) as it would be stored.
+pub type CheckSize = fn(&ResourceDef, &str, &Value) -> Result<(), ApiError>;
+
+/// What a kind's writes do beyond every kind's, in the order the
+/// admission chain asks. `None`: nothing.
+#[derive(Clone, Copy)]
+pub struct KindRules {
+    /// Converts a body to its stored form (Events of either API are
+    /// stored as core Events).
+    pub to_storage: Option<Convert>,
+    /// Refuses a body the real server's decoder refuses (400).
+    pub check_decoded: Option<CheckBody>,
+    /// The causes found in the kind's fields, reported with the
+    /// metadata's.
+    pub field_causes: Option<fn(&ResourceDef, &Value) -> Vec<Cause>>,
+    /// Validates the object as written, before the kind's defaults.
+    pub validate_written: Option<Validate>,
+    /// The defaults of a new object; the number is the count of creates
+    /// (a Service's cluster IP is taken from it).
+    pub on_create: Option<fn(&mut Value, u64)>,
+    /// The defaults of every write.
+    pub on_write: Option<fn(&ResourceDef, &mut Value)>,
+    /// Validates the defaulted object.
+    pub validate: Option<Validate>,
+    /// Refuses an object over the kind's size limit (its data).
+    pub check_size: Option<CheckSize>,
+    /// Whether a PUT of an absent object creates it (the real server's
+    /// `AllowCreateOnUpdate`).
+    pub creates_on_update: bool,
+    /// Whether a PUT without `metadata.resourceVersion` is an
+    /// unconditional update (the real strategies' `AllowUnconditionalUpdate`).
+    pub unconditional_update: bool,
+    /// The resource part of the kind's etcd keys on the real server, as
+    /// its storage errors name them, when it is not the plural.
+    pub etcd_resource: Option<&'static str>,
+}
+
+impl KindRules {
+    /// A built-in kind with no rules of its own.
+    pub const NONE: Self = Self {
+        to_storage: None,
+        check_decoded: None,
+        field_causes: None,
+        validate_written: None,
+        on_create: None,
+        on_write: None,
+        validate: None,
+        check_size: None,
+        creates_on_update: false,
+        unconditional_update: true,
+        etcd_resource: None,
+    };
+
+    /// A custom resource: updates must carry a resourceVersion.
+    pub const CUSTOM: Self = Self {
+        unconditional_update: false,
+        ..Self::NONE
+    };
+
+    /// Either Events API: stored as core Events.
+    const EVENT: Self = Self {
+        to_storage: Some(events::to_storage),
+        validate_written: Some(|w| events::validate(w.def, w.ns, w.name, w.object, w.old)),
+        creates_on_update: true,
+        ..Self::NONE
+    };
+
+    /// The RBAC kinds.
+    const RBAC: Self = Self {
+        on_write: Some(rbac::default),
+        validate: Some(|w| rbac::validate(w.def, w.name, w.object, w.old)),
+        creates_on_update: true,
+        ..Self::NONE
+    };
+}
+
+/// The built-in kinds, in the order they are registered (discovery lists
+/// groups in that order).
+#[must_use]
+pub fn table() -> &'static [BuiltinKind] {
+    static TABLE: OnceLock<Vec<BuiltinKind>> = OnceLock::new();
+    TABLE.get_or_init(entries)
+}
+
+/// A registry serving every built-in kind.
+#[must_use]
+pub fn registry() -> Registry {
+    let mut r = Registry::default();
+    for kind in table() {
+        r.insert(kind.def.clone(), false);
+    }
+    r
+}
+
+/// The table's entry of `def`'s kind, if it is a built-in one.
+#[must_use]
+pub fn find(def: &ResourceDef) -> Option<&'static BuiltinKind> {
+    if def.custom {
+        return None;
+    }
+    table().iter().find(|k| {
+        k.def.group == def.group && k.def.version == def.version && k.def.plural == def.plural
+    })
+}
+
+/// The rules of `def`'s kind.
+#[must_use]
+pub fn rules_of(def: &ResourceDef) -> &'static KindRules {
+    if def.custom {
+        return &KindRules::CUSTOM;
+    }
+    find(def).map_or(&KindRules::NONE, |k| &k.rules)
+}
+
+#[allow(clippy::too_many_lines)]
+fn entries() -> Vec<BuiltinKind> {
+    use k8s_openapi::api::{apps, batch, coordination, core, events as ev, networking, rbac as rb};
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
+    let d = ResourceDef::builtin;
+    let kind = |def: ResourceDef, schema: Option<KindType>, rules: KindRules| BuiltinKind {
+        def,
+        schema,
+        rules,
+    };
+    vec![
+        kind(
+            d("", "v1", "Namespace", "namespaces", false)
+                .with_status()
+                .short(&["ns"])
+                .fields(&["status.phase"])
+                .column("Status", "string", ".status.phase")
+                .names(NameRule::Label)
+                .returns_deleted(),
+            Some(KindType::of::<core::v1::Namespace>()),
+            KindRules {
+                on_create: Some(kinds::namespace_defaults),
+                ..KindRules::NONE
+            },
+        ),
+        kind(
+            d("", "v1", "ConfigMap", "configmaps", true)
+                .short(&["cm"])
+                .column("Data", "count", ".data,.binaryData"),
+            Some(KindType::of::<core::v1::ConfigMap>()),
+            KindRules {
+                check_size: Some(limits::check_config_map_size),
+                ..KindRules::NONE
+            },
+        ),
+        kind(
+            d("", "v1", "Secret", "secrets", true)
+                .fields(&["type"])
+                .column("Type", "string", ".type")
+                .column("Data", "count", ".data"),
+            Some(KindType::of::<core::v1::Secret>()),
+            KindRules {
+                on_write: Some(kinds::secret_defaults),
+                check_size: Some(limits::check_secret_size),
+                ..KindRules::NONE
+            },
+        ),
+        kind(
+            d("", "v1", "Service", "services", true)
+                .with_status()
+                .short(&["svc"])
+                .all()
+                .column("Type", "string", ".spec.type")
+                .column("Cluster-IP", "string", ".spec.clusterIP")
+                .column("External-IP", "externalIPs", ".spec")
+                .column("Port(s)", "ports", ".spec.ports")
+                .column("Selector", "selector", ".spec.selector")
+                .names(NameRule::Label1035)
+                .returns_deleted(),
+            Some(KindType::of::<core::v1::Service>()),
+            KindRules {
+                on_create: Some(kinds::service_defaults),
+                creates_on_update: true,
+                etcd_resource: Some("services/specs"),
+                ..KindRules::NONE
+            },
+        ),
+        kind(
+            d("", "v1", "Pod", "pods", true)
+                .returns_deleted()
+                .with_status()
+                .with_generation()
+                .short(&["po"])
+                .all()
+                .fields(&["spec.nodeName", "spec.restartPolicy", "status.phase"])
+                .column("Ready", "podReady", "")
+                .column("Status", "podStatus", "")
+                .column("Restarts", "podRestarts", "")
+                .column("IP", "orNone", ".status.podIP")
+                .column("Node", "orNone", ".spec.nodeName")
+                .column("Nominated Node", "orNone", ".status.nominatedNodeName")
+                .column("Readiness Gates", "readinessGates", ""),
+            Some(KindType::of::<core::v1::Pod>()),
+            KindRules {
+                on_create: Some(kinds::pod_defaults),
+                ..KindRules::NONE
+            },
+        ),
+        kind(
+            d("", "v1", "Event", "events", true)
+                .short(&["ev"])
+                .fields(&CORE_FIELD_LABELS),
+            Some(KindType::of::<core::v1::Event>()),
+            KindRules::EVENT,
+        ),
+        kind(
+            d("events.k8s.io", "v1", "Event", "events", true)
+                .stored_as("", "v1")
+                .short(&["ev"])
+                .fields(&EVENTS_FIELD_LABELS.map(|(label, _)| label)),
+            Some(KindType::of::<ev::v1::Event>()),
+            KindRules::EVENT,
+        ),
+        kind(
+            d("apps", "v1", "Deployment", "deployments", true)
+                .with_status()
+                .with_generation()
+                .short(&["deploy"])
+                .all()
+                .column("Ready", "ratio", ".status.readyReplicas,.spec.replicas")
+                .column("Up-to-date", "int0", ".status.updatedReplicas")
+                .column("Available", "int0", ".status.availableReplicas")
+                .column("Containers", "containers", ".spec.template.spec.containers")
+                .column("Images", "images", ".spec.template.spec.containers")
+                .column("Selector", "selector", ".spec.selector"),
+            Some(KindType::of::<apps::v1::Deployment>()),
+            KindRules::NONE,
+        ),
+        kind(
+            d("apps", "v1", "StatefulSet", "statefulsets", true)
+                .with_status()
+                .with_generation()
+                .short(&["sts"])
+                .all()
+                .column("Ready", "ratio", ".status.readyReplicas,.spec.replicas")
+                .column("Containers", "containers", ".spec.template.spec.containers")
+                .column("Images", "images", ".spec.template.spec.containers"),
+            Some(KindType::of::<apps::v1::StatefulSet>()),
+            KindRules::NONE,
+        ),
+        // Served as v1 and stored as v1beta1 by the 1.20 server.
+        kind(
+            d("networking.k8s.io", "v1", "Ingress", "ingresses", true)
+                .stored_as("networking.k8s.io", "v1beta1")
+                .with_status()
+                .with_generation()
+                .short(&["ing"])
+                .column("Class", "ingressClass", ".spec.ingressClassName")
+                .column("Hosts", "ingressHosts", ".spec.rules")
+                .column("Address", "loadBalancer", ".status.loadBalancer")
+                .column("Ports", "ingressPorts", ".spec.tls"),
+            Some(KindType::of::<networking::v1::Ingress>()),
+            KindRules {
+                on_create: Some(kinds::ingress_defaults),
+                ..KindRules::NONE
+            },
+        ),
+        kind(
+            d("batch", "v1", "Job", "jobs", true)
+                .with_status()
+                .with_generation()
+                .all()
+                .column("Succeeded", "integer", ".status.succeeded"),
+            Some(KindType::of::<batch::v1::Job>()),
+            KindRules::NONE,
+        ),
+        kind(
+            d("", "v1", "ServiceAccount", "serviceaccounts", true)
+                .short(&["sa"])
+                .column("Secrets", "count", ".secrets"),
+            Some(KindType::of::<core::v1::ServiceAccount>()),
+            KindRules::NONE,
+        ),
+        kind(
+            role(d(rbac::GROUP, "v1", "Role", "roles", true)),
+            Some(KindType::of::<rb::v1::Role>()),
+            KindRules::RBAC,
+        ),
+        kind(
+            role(d(rbac::GROUP, "v1", "ClusterRole", "clusterroles", false)),
+            Some(KindType::of::<rb::v1::ClusterRole>()),
+            KindRules::RBAC,
+        ),
+        kind(
+            binding(d(rbac::GROUP, "v1", "RoleBinding", "rolebindings", true)),
+            Some(KindType::of::<rb::v1::RoleBinding>()),
+            KindRules::RBAC,
+        ),
+        kind(
+            binding(d(
+                rbac::GROUP,
+                "v1",
+                "ClusterRoleBinding",
+                "clusterrolebindings",
+                false,
+            )),
+            Some(KindType::of::<rb::v1::ClusterRoleBinding>()),
+            KindRules::RBAC,
+        ),
+        kind(
+            d("coordination.k8s.io", "v1", "Lease", "leases", true).column(
+                "Holder",
+                "string",
+                ".spec.holderIdentity",
+            ),
+            Some(KindType::of::<coordination::v1::Lease>()),
+            KindRules {
+                check_decoded: Some(validation::check_lease_times),
+                field_causes: Some(validation::lease_causes),
+                creates_on_update: true,
+                unconditional_update: false,
+                ..KindRules::NONE
+            },
+        ),
+        // What an operator's deploy manifests include (`manifests`).
+        kind(
+            d(
+                "policy",
+                "v1",
+                "PodDisruptionBudget",
+                "poddisruptionbudgets",
+                true,
+            )
+            .with_status()
+            .with_generation()
+            .short(&["pdb"])
+            .column("Allowed Disruptions", "int0", ".status.disruptionsAllowed"),
+            None,
+            KindRules::NONE,
+        ),
+        // What `manifests --view-expose` includes.
+        kind(
+            d(
+                "networking.k8s.io",
+                "v1",
+                "NetworkPolicy",
+                "networkpolicies",
+                true,
+            )
+            .with_generation()
+            .short(&["netpol"]),
+            None,
+            KindRules::NONE,
+        ),
+        kind(
+            d(
+                "apiextensions.k8s.io",
+                "v1",
+                "CustomResourceDefinition",
+                "customresourcedefinitions",
+                false,
+            )
+            .with_status()
+            .with_generation()
+            .short(&["crd", "crds"])
+            .column("Created At", "string", ".metadata.creationTimestamp")
+            .without_age(),
+            Some(KindType::of::<apiext::CustomResourceDefinition>()),
+            KindRules {
+                unconditional_update: false,
+                etcd_resource: Some("apiextensions.k8s.io/customresourcedefinitions"),
+                ..KindRules::NONE
+            },
+        ),
+    ]
+}
+
+/// A role of `rbac.authorization.k8s.io/v1`: names are path segments;
+/// tables print its creation time instead of an age.
+fn role(def: ResourceDef) -> ResourceDef {
+    def.names(NameRule::PathSegment)
+        .column("Created At", "timestamp", ".metadata.creationTimestamp")
+        .without_age()
+}
+
+/// A binding of `rbac.authorization.k8s.io/v1`: names are path segments;
+/// its columns are its role, then (after AGE, with `-o wide`) its subjects
+/// by kind.
+fn binding(def: ResourceDef) -> ResourceDef {
+    let mut def = def
+        .names(NameRule::PathSegment)
+        .column("Role", "roleRef", ".roleRef");
+    for (name, kind) in [
+        ("Users", "User"),
+        ("Groups", "Group"),
+        ("ServiceAccounts", "ServiceAccount"),
+    ] {
+        def = def.column(name, &format!("subjects:{kind}"), ".subjects");
+        if let Some(c) = def.printer_columns.last_mut() {
+            c.priority = 1;
+        }
+    }
+    def
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_is_served_once_with_its_rules() {
+        let r = registry();
+        for kind in table() {
+            let served = r
+                .get(&kind.def.group, &kind.def.version, &kind.def.plural)
+                .expect("served");
+            assert_eq!(*served, kind.def);
+            assert!(std::ptr::eq(rules_of(&served), &kind.rules));
+        }
+        assert_eq!(table().len(), 20);
+    }
+
+    #[test]
+    fn puts_create_the_kinds_the_real_server_creates_on_update() {
+        let creating: Vec<(&str, &str)> = table()
+            .iter()
+            .filter(|k| k.rules.creates_on_update)
+            .map(|k| (k.def.group.as_str(), k.def.plural.as_str()))
+            .collect();
+        assert_eq!(
+            creating,
+            [
+                ("", "services"),
+                ("", "events"),
+                ("events.k8s.io", "events"),
+                (rbac::GROUP, "roles"),
+                (rbac::GROUP, "clusterroles"),
+                (rbac::GROUP, "rolebindings"),
+                (rbac::GROUP, "clusterrolebindings"),
+                ("coordination.k8s.io", "leases"),
+            ]
+        );
+    }
+}

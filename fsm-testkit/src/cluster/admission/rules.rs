@@ -1,0 +1,169 @@
+//! The steps that validate and default the object: its metadata, a new
+//! object's system fields, the kind's rules (from its entry in the kinds'
+//! table, see `builtins`), a custom resource's schema, field ownership, a
+//! CRD's status.
+
+use serde_json::{Value, json};
+
+use super::super::meta::set_type;
+use super::super::metadata_rules::metadata_causes;
+use super::super::ownership::{ownership_scope, record_ownership};
+use super::super::present;
+use super::{Admission, Flow};
+use crate::builtins::Validate;
+use crate::kinds::drop_empty;
+use crate::status::{ApiError, Cause};
+use crate::time::timestamp;
+use crate::validation::{generate_name_problems, name_problems};
+
+/// `Invalid` with every cause found in a create's name and `generateName`,
+/// the metadata, and the kind's fields checked with them (a Lease's spec).
+pub(super) fn validate_metadata(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
+    let def = a.write.def;
+    let mut causes = Vec::new();
+    if a.is_create() {
+        if let Some(prefix) = &a.generate_prefix {
+            for problem in generate_name_problems(def.name_rule, prefix) {
+                causes.push(Cause::invalid("metadata.generateName", prefix, &problem));
+            }
+        }
+        for problem in name_problems(def.name_rule, &a.name) {
+            causes.push(Cause::invalid("metadata.name", &a.name, &problem));
+        }
+    }
+    if let Some(meta) = a.object.get("metadata").and_then(Value::as_object) {
+        causes.extend(metadata_causes(def, meta));
+    }
+    if let Some(field_causes) = a.rules.field_causes {
+        causes.extend(field_causes(def, &a.object));
+    }
+    if causes.is_empty() {
+        Ok(Flow::Next)
+    } else {
+        Err(a.invalid(causes))
+    }
+}
+
+/// A new object's metadata: its name, a uid, the creation time, the
+/// first generation; what the server owns dropped, and status when it is
+/// a subresource.
+pub(super) fn init_new_metadata(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
+    if !a.is_create() {
+        return Ok(Flow::Next);
+    }
+    let (def, now) = (a.write.def, a.write.now);
+    let (name, uid) = (a.name.clone(), a.cluster.ids.uid());
+    let meta = a.metadata()?;
+    let sent_resource_version = meta
+        .get("resourceVersion")
+        .and_then(Value::as_str)
+        .is_some_and(|rv| !rv.is_empty());
+    meta.insert("name".into(), json!(name));
+    meta.insert("uid".into(), json!(uid));
+    meta.insert("creationTimestamp".into(), json!(timestamp(now)));
+    for k in [
+        "resourceVersion",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "selfLink",
+    ] {
+        meta.remove(k);
+    }
+    if def.generation {
+        meta.insert("generation".into(), json!(1));
+    } else {
+        meta.remove("generation");
+    }
+    a.sent_resource_version = sent_resource_version;
+    if def.status_subresource
+        && let Some(o) = a.object.as_object_mut()
+    {
+        o.remove("status");
+    }
+    Ok(Flow::Next)
+}
+
+/// The kind's validation of the object as written, before its defaults
+/// (Events).
+pub(super) fn validate_as_written(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
+    validate_with(a, a.rules.validate_written)
+}
+
+/// The kind's defaults: those of a new object (initial status, a
+/// Service's cluster IP, from the count of creates), then those of every
+/// write.
+pub(super) fn apply_defaults(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
+    if a.is_create() {
+        a.cluster.sequence += 1;
+        if let Some(on_create) = a.rules.on_create {
+            on_create(&mut a.object, a.cluster.sequence);
+        }
+    }
+    if let Some(on_write) = a.rules.on_write {
+        on_write(a.write.def, &mut a.object);
+    }
+    drop_empty(a.write.def, &mut a.object);
+    Ok(Flow::Next)
+}
+
+/// The kind's validation of the defaulted object (the RBAC kinds).
+pub(super) fn validate_defaulted(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
+    validate_with(a, a.rules.validate)
+}
+
+/// Runs a validation of the kind's, if it has one.
+fn validate_with(a: &Admission<'_, '_>, validate: Option<Validate>) -> Result<Flow, ApiError> {
+    if let Some(validate) = validate {
+        validate(&a.written())?;
+    }
+    Ok(Flow::Next)
+}
+
+/// A custom resource is pruned and validated by its CRD's schema.
+pub(super) fn enforce_custom_schema(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
+    crate::schema::enforce(&a.cluster.store, a.write.def, &mut a.object)?;
+    Ok(Flow::Next)
+}
+
+/// `metadata.managedFields`, as the write's owner says.
+pub(super) fn record_field_ownership(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
+    let w = a.write;
+    let schema = a.cluster.crd_schema(w.def);
+    let scope = ownership_scope(w.def, a.part(), schema.as_ref());
+    let created = json!({});
+    let old = a.current.as_deref().unwrap_or(&created);
+    record_ownership(w.def, old, &mut a.object, scope, w.owner, w.now);
+    Ok(Flow::Next)
+}
+
+/// A CRD's defaults and status, and its storage version.
+pub(super) fn prepare_crd(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
+    a.crd_storage = a
+        .cluster
+        .crd_prepare(a.write.def, &mut a.object, a.write.now)?;
+    Ok(Flow::Next)
+}
+
+/// An update keeps the apiVersion the object was stored with.
+pub(super) fn keep_stored_type(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
+    if let Some(current) = &a.current {
+        set_type(a.write.def, &mut a.object, current);
+    }
+    Ok(Flow::Next)
+}
+
+/// An update that changes nothing writes nothing.
+pub(super) fn answer_unchanged(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
+    match &a.current {
+        Some(current) if a.object == **current => Ok(Flow::Answer(present(a.write.def, current))),
+        _ => Ok(Flow::Next),
+    }
+}
+
+/// The kind's size limit (a ConfigMap's or Secret's data: 1 MiB).
+pub(super) fn check_data_size(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
+    if let Some(check) = a.rules.check_size {
+        check(a.write.def, &a.name, &a.object)?;
+    }
+    Ok(Flow::Next)
+}
