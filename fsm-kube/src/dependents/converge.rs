@@ -9,10 +9,12 @@ use kube::Resource;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::Value;
 
+use super::create_only::{create_or_read, ownership_only};
 use super::diff::{conflicting_managers, only_updaters, up_to_date};
 use super::error::DependentsError;
 use super::object::{Owner, Placement, applied, owned_by, placement, selector};
 use super::order;
+use super::orphan;
 use super::pruned::PruneShape;
 use super::readiness::{Readiness, builtin_readiness};
 use super::report::{Convergence, DependentState};
@@ -155,7 +157,7 @@ pub(crate) async fn converge_for(
             )
         })
         .collect();
-    report.pruned = prune(runtime, owner, set, pruned_before).await?;
+    (report.pruned, report.orphaned) = prune(runtime, owner, set, pruned_before).await?;
     runtime.pruned.remember(&owner.uid, shape);
     Ok(report)
 }
@@ -233,10 +235,13 @@ async fn reconcile_object(
 ) -> Result<(Placement, Member, Option<bool>), DependentsError> {
     let kind = &dependent.kind;
     let place = placement(object, kind, owner);
-    let body = match applied(object, kind, owner, &dependent.key) {
+    let mut body = match applied(object, kind, owner, &dependent.key) {
         Ok(body) => body,
         Err(message) => return Ok((place, Member::Failed(message), None)),
     };
+    if dependent.keep {
+        orphan::mark(&mut body);
+    }
     let live = match runtime.read(kind, &place).await {
         Ok(live) => live,
         Err(error) => {
@@ -260,13 +265,12 @@ async fn reconcile_object(
         && !owned_by(live, owner)
         && !dependent.adopt
     {
-        let message = format!(
-            "{} exists and is not owned by {}; it is left alone (adopt() takes it over)",
-            place.display(),
-            owner.display()
-        );
         runtime.count(kind, "failed");
-        return Ok((place, Member::Failed(message), None));
+        let member = not_owned(&place, owner);
+        return Ok((place, member, None));
+    }
+    if dependent.create_only {
+        return reconcile_created(runtime, owner, dependent, place, &body, live).await;
     }
     if let Some(live) = live.as_ref()
         && up_to_date(live, &body, &runtime.field_manager)
@@ -283,11 +287,85 @@ async fn reconcile_object(
             return Ok((place, member, None));
         }
     };
-    runtime.count(kind, "applied");
-    let (reason, verb) = if live.is_some() {
-        ("Updated", "updated")
-    } else {
+    announce(runtime, owner, dependent, &place, live.is_none()).await;
+    let member = readiness(dependent, &written);
+    Ok((place, member, Some(true)))
+}
+
+/// A create-only object: created if absent, else only read (an adopted
+/// one gets its ownership metadata, nothing else); readiness is the live
+/// object's.
+async fn reconcile_created(
+    runtime: &DependentsRuntime,
+    owner: &Owner,
+    dependent: &Dependent,
+    place: Placement,
+    body: &Value,
+    live: Option<Value>,
+) -> Result<(Placement, Member, Option<bool>), DependentsError> {
+    let kind = &dependent.kind;
+    let (mut live, mut wrote) = match live {
+        Some(live) => (live, false),
+        None => match create_or_read(runtime, kind, &place, body).await {
+            Ok(found) => found,
+            Err(error) => {
+                runtime.count(kind, "failed");
+                let member = refused(dependent, &place, error)?;
+                return Ok((place, member, None));
+            }
+        },
+    };
+    if wrote {
+        announce(runtime, owner, dependent, &place, true).await;
+    }
+    if !owned_by(&live, owner) {
+        // Someone else created it since it was read.
+        if !dependent.adopt {
+            runtime.count(kind, "failed");
+            let member = not_owned(&place, owner);
+            return Ok((place, member, None));
+        }
+        let ownership = ownership_only(body);
+        live = match apply(runtime, dependent, &place, &ownership, Some(&live)).await {
+            Ok(adopted) => adopted,
+            Err(error) => {
+                runtime.count(kind, "failed");
+                let member = refused(dependent, &place, error)?;
+                return Ok((place, member, None));
+            }
+        };
+        announce(runtime, owner, dependent, &place, false).await;
+        wrote = true;
+    }
+    if !wrote {
+        runtime.count(kind, "unchanged");
+    }
+    let member = readiness(dependent, &live);
+    Ok((place, member, Some(wrote)))
+}
+
+/// The failure of an object that exists without being `owner`'s.
+fn not_owned(place: &Placement, owner: &Owner) -> Member {
+    Member::Failed(format!(
+        "{} exists and is not owned by {}; it is left alone (adopt() takes it over)",
+        place.display(),
+        owner.display()
+    ))
+}
+
+/// Logs, counts and publishes one write of a dependent's object.
+async fn announce(
+    runtime: &DependentsRuntime,
+    owner: &Owner,
+    dependent: &Dependent,
+    place: &Placement,
+    created: bool,
+) {
+    runtime.count(&dependent.kind, "applied");
+    let (reason, verb) = if created {
         ("Created", "created")
+    } else {
+        ("Updated", "updated")
     };
     tracing::info!(dependent = dependent.key, object = %place.display(), "{verb}");
     runtime
@@ -295,12 +373,10 @@ async fn reconcile_object(
             owner,
             reason,
             "Apply",
-            &place,
+            place,
             format!("{verb} {} (dependent {})", place.display(), dependent.key),
         )
         .await;
-    let member = readiness(dependent, &written);
-    Ok((place, member, Some(true)))
 }
 
 /// Server-side applies `body`. A conflict with managers that only updated
@@ -395,15 +471,15 @@ fn desired_placements(set: &DesiredSet, owner: &Owner) -> HashSet<Placement> {
 }
 
 /// Deletes `owner`'s labelled objects of the set's kinds that no active
-/// dependent desires. Returns them. With `pruned_before` (the set has the
-/// shape of the owner's last successful prune), kinds without a cache are
-/// not listed.
+/// dependent desires, or releases those marked kept. Returns them (deleted,
+/// released). With `pruned_before` (the set has the shape of the owner's
+/// last successful prune), kinds without a cache are not listed.
 async fn prune(
     runtime: &DependentsRuntime,
     owner: &Owner,
     set: &DesiredSet,
     pruned_before: bool,
-) -> Result<Vec<String>, DependentsError> {
+) -> Result<(Vec<String>, Vec<String>), DependentsError> {
     let desired = desired_placements(set, owner);
     let kinds: Vec<_> = set
         .kinds()
@@ -414,28 +490,28 @@ async fn prune(
     let mut doomed = Vec::new();
     for (kind, list) in kinds.iter().zip(lists) {
         for live in list? {
-            let place = Placement {
-                group: kind.resource.group.clone(),
-                kind: kind.resource.kind.clone(),
-                namespace: live
-                    .pointer("/metadata/namespace")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
-                name: super::set::object_name(&live).to_owned(),
-            };
+            let place = live_placement(kind, &live);
             if !desired.contains(&place) {
-                doomed.push((kind, place));
+                doomed.push((kind, place, live));
             }
         }
     }
-    let deletions = join_all(doomed.iter().map(|(kind, place)| async move {
-        delete(runtime, kind, place).await.map(|_| place.display())
+    let removals = join_all(doomed.iter().map(|(kind, place, live)| async move {
+        if orphan::is_kept(live) {
+            orphan::release(runtime, owner, kind, place, live)
+                .await
+                .map(|()| true)
+        } else {
+            delete(runtime, kind, place).await.map(|()| false)
+        }
     }))
     .await;
-    let mut pruned = Vec::new();
-    for ((kind, place), deletion) in doomed.iter().zip(deletions) {
-        match deletion {
-            Ok(shown) => {
+    let (mut pruned, mut released) = (Vec::new(), Vec::new());
+    for ((kind, place, _), removal) in doomed.iter().zip(removals) {
+        match removal {
+            Ok(true) => released.push(place.display()),
+            Ok(false) => {
+                let shown = place.display();
                 runtime.count(kind, "pruned");
                 tracing::info!(object = %shown, "pruned");
                 runtime
@@ -458,7 +534,20 @@ async fn prune(
             }
         }
     }
-    Ok(pruned)
+    Ok((pruned, released))
+}
+
+/// Where a live object of `kind` (listed or cached) is.
+pub(crate) fn live_placement(kind: &super::DependentKind, live: &Value) -> Placement {
+    Placement {
+        group: kind.resource.group.clone(),
+        kind: kind.resource.kind.clone(),
+        namespace: live
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        name: super::set::object_name(live).to_owned(),
+    }
 }
 
 /// `owner`'s labelled objects of `kind` (in its namespace when `kind` is

@@ -55,11 +55,13 @@
 
 mod converge;
 mod converge_attr;
+mod create_only;
 mod diff;
 mod error;
 mod kind;
 mod object;
 mod order;
+mod orphan;
 mod pruned;
 mod readiness;
 mod reconciler;
@@ -74,11 +76,12 @@ pub use converge::converge;
 pub use error::{DependentsError, SetError};
 pub use kind::DependentKind;
 pub use object::{DEPENDENT_LABEL, Owner};
+pub use orphan::KEEP_ANNOTATION;
 pub use readiness::{Readiness, builtin_readiness};
 pub use reconciler::{DEFAULT_RESYNC, DependentsReconciler};
 pub use report::{Convergence, DependentState, Teardown, TeardownState};
 pub use runtime::{DEFAULT_PENDING_REQUEUE, DependentsRuntime};
-pub use set::{Dependent, DesiredSet, DesiredSetBuilder};
+pub use set::{Dependent, DesiredSet, DesiredSetBuilder, attempt_name};
 pub use step::{StepDependents, converge_state};
 pub use teardown::teardown;
 pub use watch::owns_dependents;

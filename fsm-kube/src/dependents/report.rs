@@ -87,6 +87,10 @@ pub struct Convergence {
     /// inactive dependent, a family that shrank, a key gone), as
     /// `Kind namespace/name`.
     pub pruned: Vec<String>,
+    /// Objects no longer desired that were released instead of deleted
+    /// ([`Dependent::keep_on_prune`](super::Dependent::keep_on_prune)):
+    /// the owner's reference and labels removed, the object kept.
+    pub orphaned: Vec<String>,
     /// Objects applied (created or changed).
     pub applied: Vec<String>,
     /// Objects found as desired, so not written.
@@ -197,6 +201,9 @@ pub struct Teardown {
     pub dependents: Vec<(String, TeardownState)>,
     /// Deletions requested by this call, as `Kind namespace/name`, in order.
     pub deleted: Vec<String>,
+    /// Objects released instead of deleted by this call
+    /// ([`Dependent::keep_on_prune`](super::Dependent::keep_on_prune)).
+    pub orphaned: Vec<String>,
 }
 
 impl Teardown {

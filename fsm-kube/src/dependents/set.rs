@@ -80,6 +80,15 @@ impl Precondition {
 /// - [`delete_postcondition`](Dependent::delete_postcondition)
 ///   (`deletePostcondition`): when teardown may go on past it; default:
 ///   the object is gone.
+///
+/// # Lifecycle (java-operator-sdk's in brackets)
+/// - [`create_only`](Dependent::create_only) (a `Creator` without
+///   `Updater`): created once, never written again; the live object wins.
+/// - [`keep_on_prune`](Dependent::keep_on_prune) (neither `Deleter` nor
+///   `GarbageCollected`, when the dependent goes): released from the
+///   owner instead of deleted.
+/// - [`per_attempt`](Dependent::per_attempt): one create-only object per
+///   attempt of a state.
 #[derive(Clone)]
 pub struct Dependent {
     pub(crate) key: String,
@@ -93,6 +102,8 @@ pub struct Dependent {
     pub(crate) delete_postcondition: Option<LiveFn>,
     pub(crate) adopt: bool,
     pub(crate) force: bool,
+    pub(crate) create_only: bool,
+    pub(crate) keep: bool,
     pub(crate) encode_error: Option<String>,
 }
 
@@ -107,6 +118,8 @@ impl std::fmt::Debug for Dependent {
             .field("active", &self.active)
             .field("adopt", &self.adopt)
             .field("force", &self.force)
+            .field("create_only", &self.create_only)
+            .field("keep_on_prune", &self.keep)
             .finish_non_exhaustive()
     }
 }
@@ -131,6 +144,8 @@ impl Dependent {
             delete_postcondition: None,
             adopt: false,
             force: false,
+            create_only: false,
+            keep: false,
             encode_error,
         }
     }
@@ -183,6 +198,40 @@ impl Dependent {
         let objects: Vec<DynamicObject> = objects.into_iter().collect();
         let (objects, error) = encode_all(objects.iter(), &kind);
         Self::with_objects(key, kind, objects, true, error)
+    }
+
+    /// One object per attempt of a state: `object` renamed
+    /// [`attempt_name`]`(name, attempt)` and [`create_only`](Dependent::create_only).
+    /// The attempt's object is created once and then only read; the next
+    /// attempt (the engine's `cx.attempt()` after a retryable failure)
+    /// names a new object, and the previous attempt's, no longer in the
+    /// set, is pruned (or released, with [`keep_on_prune`](Dependent::keep_on_prune)).
+    ///
+    /// ```
+    /// use fsm_kube::dependents::Dependent;
+    /// use k8s_openapi::api::batch::v1::Job;
+    /// use kube::api::ObjectMeta;
+    ///
+    /// let job = Job { metadata: ObjectMeta { name: Some("build".into()), ..Default::default() }, ..Default::default() };
+    /// let build = Dependent::per_attempt("build", &job, 2);
+    /// assert_eq!(build.objects()[0]["metadata"]["name"], "build-2");
+    /// assert!(build.is_create_only());
+    /// ```
+    #[must_use]
+    pub fn per_attempt<T>(key: impl Into<String>, object: &T, attempt: u32) -> Self
+    where
+        T: Resource<DynamicType = ()> + Serialize,
+        T::Scope: 'static,
+    {
+        let mut dependent = Self::new(key, object);
+        for object in &mut dependent.objects {
+            if let Some(name) = object.pointer_mut("/metadata/name")
+                && let Some(base) = name.as_str()
+            {
+                *name = attempt_name(base, attempt).into();
+            }
+        }
+        dependent.create_only()
     }
 
     /// Applies this dependent only once the dependents named by `keys`
@@ -301,6 +350,83 @@ impl Dependent {
         self
     }
 
+    /// Create-only (java-operator-sdk's `Creator` without `Updater`): the
+    /// object is created if it does not exist (a create, not an apply)
+    /// and never written again. Once it exists the live object wins:
+    /// the desired one may differ on every converge (a freshly generated
+    /// password) and nothing is written; readiness, [`ready`](Dependent::ready)
+    /// or the built-in rules, is judged on the live object, and a ready
+    /// create-only dependent lets what depends on it go ahead.
+    ///
+    /// ```
+    /// use fsm_kube::dependents::{Dependent, DesiredSet};
+    /// use k8s_openapi::api::core::v1::Secret;
+    /// use kube::api::ObjectMeta;
+    ///
+    /// # let generate = || "s3cret".to_owned();
+    /// let secret = Secret {
+    ///     metadata: ObjectMeta { name: Some("db-password".into()), ..Default::default() },
+    ///     string_data: Some([("password".to_owned(), generate())].into()),
+    ///     ..Default::default()
+    /// };
+    /// let set = DesiredSet::builder()
+    ///     .dependent(Dependent::new("password", &secret).create_only())
+    ///     .build()?;
+    /// assert!(set.get("password").is_some_and(Dependent::is_create_only));
+    /// # Ok::<(), fsm_kube::dependents::SetError>(())
+    /// ```
+    ///
+    /// # Guarantees
+    /// - Written at most once per object by this dependent: the create.
+    ///   Someone else creating it first (another replica, a lost
+    ///   response) is fine: the object that exists is the one kept.
+    /// - A converge of an existing, owned object makes no write.
+    ///
+    /// # Caveats
+    /// - Nothing is taken back: a field someone edits stays edited, and a
+    ///   change of the desired object reaches the cluster only if the
+    ///   object is deleted (it is then created again, with the new
+    ///   content).
+    /// - An existing object the owner does not own fails the dependent,
+    ///   as for any dependent; with [`adopt`](Dependent::adopt) it gets
+    ///   the owner reference and labels (one apply of that metadata only),
+    ///   its content left as it is.
+    #[must_use]
+    pub fn create_only(mut self) -> Self {
+        self.create_only = true;
+        self
+    }
+
+    /// Keeps the objects when the dependent goes: pruned (its key left the
+    /// set, it turned inactive, a family shrank) or torn down, an object
+    /// is **released instead of deleted**: one merge patch removes the
+    /// owner's reference (other owners' stay) and the
+    /// `app.kubernetes.io/managed-by`, `operator-fsm.io/owner-uid` and
+    /// `operator-fsm.io/dependent` labels and the [`KEEP_ANNOTATION`](super::KEEP_ANNOTATION). The
+    /// object then belongs to no one: the garbage collector does not
+    /// delete it with the owner, pruning and teardown no longer see it,
+    /// and a converge that wants it back finds an object the owner does
+    /// not own (failed, unless [`adopt`](Dependent::adopt)ed). This is
+    /// Kubernetes' *orphan* deletion, applied to one dependent.
+    ///
+    /// While desired, the object carries the owner reference like any
+    /// dependent, and the [`KEEP_ANNOTATION`](super::KEEP_ANNOTATION): what pruning reads, since a
+    /// dependent no longer in the set has no declaration left.
+    ///
+    /// # Caveats
+    /// The owner deleted *without* a teardown (a
+    /// [`DependentsReconciler`](super::DependentsReconciler), which adds no
+    /// finalizer) takes the object with it: it still carries the owner
+    /// reference, and the garbage collector follows it. A machine whose
+    /// `cleanup` calls `cx.teardown(&set)` releases it first. A
+    /// create-only object keeps the annotation it was created with, even
+    /// if the dependent later stops keeping.
+    #[must_use]
+    pub fn keep_on_prune(mut self) -> Self {
+        self.keep = true;
+        self
+    }
+
     /// The dependent's key.
     pub fn key(&self) -> &str {
         &self.key
@@ -330,6 +456,17 @@ impl Dependent {
     pub fn is_active(&self) -> bool {
         self.active
     }
+
+    /// Whether it is [`create_only`](Dependent::create_only).
+    pub fn is_create_only(&self) -> bool {
+        self.create_only
+    }
+
+    /// Whether its objects are released rather than deleted
+    /// ([`keep_on_prune`](Dependent::keep_on_prune)).
+    pub fn keeps_on_prune(&self) -> bool {
+        self.keep
+    }
 }
 
 fn encode_all<'o, T: Serialize + 'o>(
@@ -353,6 +490,16 @@ fn encode_all<'o, T: Serialize + 'o>(
         }
     }
     (out, None)
+}
+
+/// The name of attempt `attempt`'s object of base name `base`:
+/// `{base}-{attempt}` (what [`Dependent::per_attempt`] names it).
+///
+/// ```
+/// assert_eq!(fsm_kube::dependents::attempt_name("build", 0), "build-0");
+/// ```
+pub fn attempt_name(base: &str, attempt: u32) -> String {
+    format!("{base}-{attempt}")
 }
 
 /// The name of a desired object (validated by the set's builder).

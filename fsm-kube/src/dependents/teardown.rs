@@ -6,10 +6,11 @@ use futures::future::join_all;
 use kube::Resource;
 use serde_json::Value;
 
-use super::converge::{delete, list_owned};
+use super::converge::{delete, list_owned, live_placement};
 use super::error::DependentsError;
 use super::object::{Owner, Placement, labelled_for, owned_by, placement};
 use super::order;
+use super::orphan;
 use super::report::{Teardown, TeardownState};
 use super::runtime::DependentsRuntime;
 use super::set::{Dependent, DesiredSet};
@@ -56,7 +57,7 @@ pub(crate) async fn teardown_for(
     runtime.pruned.forget(&owner.uid);
     let required_by = order::reverse(&set.requires);
     let mut report = Teardown::default();
-    let (states, deleted) = order::walk(
+    let (states, removed) = order::walk(
         &required_by,
         vec![None; set.len()],
         |state| matches!(state, TeardownState::Gone),
@@ -64,7 +65,10 @@ pub(crate) async fn teardown_for(
         |i| tear_down(runtime, owner, &set.dependents[i]),
     )
     .await?;
-    report.deleted.extend(deleted.into_iter().flatten());
+    for removed in removed {
+        report.deleted.extend(removed.deleted);
+        report.orphaned.extend(removed.orphaned);
+    }
     report.dependents = set
         .dependents
         .iter()
@@ -79,51 +83,72 @@ pub(crate) async fn teardown_for(
     if report.is_done() {
         for kind in set.kinds() {
             for live in list_owned(runtime, owner, &kind).await? {
-                let place = Placement {
-                    group: kind.resource.group.clone(),
-                    kind: kind.resource.kind.clone(),
-                    namespace: live
-                        .pointer("/metadata/namespace")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned),
-                    name: super::set::object_name(&live).to_owned(),
-                };
                 if live.pointer("/metadata/deletionTimestamp").is_some() {
                     continue;
                 }
-                delete(runtime, &kind, &place)
-                    .await
-                    .map_err(|source| DependentsError::Api {
-                        key: place.name.clone(),
-                        object: place.display(),
-                        source,
-                    })?;
-                runtime.count(&kind, "deleted");
-                report.deleted.push(place.display());
+                let place = live_placement(&kind, &live);
+                let kept = orphan::is_kept(&live);
+                let removal = if kept {
+                    orphan::release(runtime, owner, &kind, &place, &live).await
+                } else {
+                    delete(runtime, &kind, &place).await
+                };
+                removal.map_err(|source| DependentsError::Api {
+                    key: place.name.clone(),
+                    object: place.display(),
+                    source,
+                })?;
+                if kept {
+                    report.orphaned.push(place.display());
+                } else {
+                    runtime.count(&kind, "deleted");
+                    report.deleted.push(place.display());
+                }
             }
         }
     }
     Ok(report)
 }
 
-/// Deletes the objects of one dependent and checks its postcondition.
+/// What tearing down one dependent removed, as `Kind namespace/name`.
+#[derive(Default)]
+struct Removed {
+    deleted: Vec<String>,
+    orphaned: Vec<String>,
+}
+
+/// What became of one object of a dependent being torn down.
+enum Removal {
+    /// Nothing of the owner's was there, or its deletion was already
+    /// under way.
+    Nothing,
+    /// A delete was sent.
+    Deleted,
+    /// It was kept, and released from the owner.
+    Released,
+}
+
+/// Deletes (or releases) the objects of one dependent and checks its
+/// postcondition.
 async fn tear_down(
     runtime: &DependentsRuntime,
     owner: &Owner,
     dependent: &Dependent,
-) -> Result<(TeardownState, Vec<String>), DependentsError> {
+) -> Result<(TeardownState, Removed), DependentsError> {
     let results = join_all(dependent.objects.iter().map(|object| async move {
         let place = placement(object, &dependent.kind, owner);
         let outcome = tear_down_object(runtime, owner, dependent, &place).await;
         (place, outcome)
     }))
     .await;
-    let (mut deleted, mut deleting, mut failed) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut removed, mut deleting, mut failed) = (Removed::default(), Vec::new(), Vec::new());
     for (place, outcome) in results {
         match outcome {
-            Ok((gone, wrote)) => {
-                if wrote {
-                    deleted.push(place.display());
+            Ok((gone, removal)) => {
+                match removal {
+                    Removal::Nothing => {}
+                    Removal::Deleted => removed.deleted.push(place.display()),
+                    Removal::Released => removed.orphaned.push(place.display()),
                 }
                 if !gone {
                     deleting.push(place.display());
@@ -158,17 +183,18 @@ async fn tear_down(
     } else {
         TeardownState::Gone
     };
-    Ok((state, deleted))
+    Ok((state, removed))
 }
 
-/// Deletes one object if it is the owner's; returns whether the
-/// postcondition holds afterwards and whether a delete was sent.
+/// Deletes one object if it is the owner's (releases it if kept); returns
+/// whether the postcondition holds afterwards (a released object is done
+/// with: its postcondition is not asked) and what was sent.
 async fn tear_down_object(
     runtime: &DependentsRuntime,
     owner: &Owner,
     dependent: &Dependent,
     place: &Placement,
-) -> Result<(bool, bool), kube::Error> {
+) -> Result<(bool, Removal), kube::Error> {
     let api = runtime.api(&dependent.kind, place.namespace.as_deref());
     let live = fresh(&api, &place.name).await?;
     let ours = live
@@ -180,10 +206,14 @@ async fn tear_down_object(
     };
     let Some(live) = live.filter(|_| ours) else {
         // Absent, or someone else's: nothing of ours to wait for.
-        return Ok((true, false));
+        return Ok((true, Removal::Nothing));
     };
-    let mut wrote = false;
+    let mut removal = Removal::Nothing;
     if live.pointer("/metadata/deletionTimestamp").is_none() {
+        if dependent.keep || orphan::is_kept(&live) {
+            orphan::release(runtime, owner, &dependent.kind, place, &live).await?;
+            return Ok((true, Removal::Released));
+        }
         delete(runtime, &dependent.kind, place).await?;
         runtime.count(&dependent.kind, "deleted");
         runtime
@@ -195,10 +225,10 @@ async fn tear_down_object(
                 format!("deleted {} (dependent {})", place.display(), dependent.key),
             )
             .await;
-        wrote = true;
+        removal = Removal::Deleted;
     }
     let after = fresh(&api, &place.name).await?;
-    Ok((postcondition(after.as_ref()), wrote))
+    Ok((postcondition(after.as_ref()), removal))
 }
 
 /// The object as the server has it now (teardown does not trust a cache:
