@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::create_only::{create_or_read, ownership_only};
 use super::diff::{conflicting_managers, only_updaters, up_to_date};
 use super::error::DependentsError;
-use super::object::{Owner, Placement, applied, owned_by, placement, selector};
+use super::object::{DEPENDENT_LABEL, Owner, Placement, applied, owned_by, placement, selector};
 use super::order;
 use super::orphan;
 use super::pruned::PruneShape;
@@ -35,7 +35,13 @@ use super::set::{Dependent, DesiredSet, ReadyCheck};
 /// its readiness. Last, objects carrying the owner's labels that no active
 /// dependent desires are deleted (pruned): inactive dependents, family
 /// members scaled away, keys a newer set no longer has, kinds named by
-/// [`DesiredSetBuilder::prunes`](super::DesiredSetBuilder::prunes).
+/// [`DesiredSetBuilder::prunes`](super::DesiredSetBuilder::prunes);
+/// those of a [kept](super::Dependent::keep_on_prune) dependent are
+/// released instead, and earlier attempts of an active
+/// [per-attempt](super::Dependent::per_attempt) dependent stay.
+///
+/// A [create-only](super::Dependent::create_only) object is created
+/// (not applied) when absent, and otherwise only read.
 ///
 /// # When pruning lists
 /// Pruning finds the owner's objects by label: from the kind's watch cache
@@ -481,6 +487,19 @@ async fn prune(
     pruned_before: bool,
 ) -> Result<(Vec<String>, Vec<String>), DependentsError> {
     let desired = desired_placements(set, owner);
+    // Earlier attempts of an active per-attempt dependent stay.
+    let attempts: HashSet<&str> = set
+        .dependents
+        .iter()
+        .filter(|d| d.active && d.per_attempt)
+        .map(|d| d.key.as_str())
+        .collect();
+    let earlier_attempt = |live: &Value| {
+        live.pointer("/metadata/labels")
+            .and_then(|l| l.get(DEPENDENT_LABEL))
+            .and_then(Value::as_str)
+            .is_some_and(|key| attempts.contains(key))
+    };
     let kinds: Vec<_> = set
         .kinds()
         .into_iter()
@@ -491,7 +510,7 @@ async fn prune(
     for (kind, list) in kinds.iter().zip(lists) {
         for live in list? {
             let place = live_placement(kind, &live);
-            if !desired.contains(&place) {
+            if !desired.contains(&place) && !earlier_attempt(&live) {
                 doomed.push((kind, place, live));
             }
         }

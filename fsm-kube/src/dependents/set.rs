@@ -104,6 +104,7 @@ pub struct Dependent {
     pub(crate) force: bool,
     pub(crate) create_only: bool,
     pub(crate) keep: bool,
+    pub(crate) per_attempt: bool,
     pub(crate) encode_error: Option<String>,
 }
 
@@ -120,6 +121,7 @@ impl std::fmt::Debug for Dependent {
             .field("force", &self.force)
             .field("create_only", &self.create_only)
             .field("keep_on_prune", &self.keep)
+            .field("per_attempt", &self.per_attempt)
             .finish_non_exhaustive()
     }
 }
@@ -146,6 +148,7 @@ impl Dependent {
             force: false,
             create_only: false,
             keep: false,
+            per_attempt: false,
             encode_error,
         }
     }
@@ -204,8 +207,12 @@ impl Dependent {
     /// [`attempt_name`]`(name, attempt)` and [`create_only`](Dependent::create_only).
     /// The attempt's object is created once and then only read; the next
     /// attempt (the engine's `cx.attempt()` after a retryable failure)
-    /// names a new object, and the previous attempt's, no longer in the
-    /// set, is pruned (or released, with [`keep_on_prune`](Dependent::keep_on_prune)).
+    /// names a new object. Earlier attempts' objects (those labelled with
+    /// this key) are not pruned while the dependent is in the set and
+    /// active: they stay owned, for inspection, and go with the owner (the
+    /// garbage collector, or [`teardown`](super::teardown)), or are pruned
+    /// once the key leaves the set or turns inactive. Only the current
+    /// attempt's object decides readiness.
     ///
     /// ```
     /// use fsm_kube::dependents::Dependent;
@@ -231,6 +238,7 @@ impl Dependent {
                 *name = attempt_name(base, attempt).into();
             }
         }
+        dependent.per_attempt = true;
         dependent.create_only()
     }
 

@@ -375,7 +375,7 @@ async fn teardown_releases_a_kept_dependent_and_deletes_the_others() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn each_attempt_gets_its_own_object_and_the_previous_one_is_pruned() {
+async fn each_attempt_gets_its_own_object_and_earlier_ones_stay_until_the_dependent_goes() {
     let env = env().await;
     let owner = owner(&env, "attempts").await;
     let rt = runtime(&env);
@@ -389,14 +389,37 @@ async fn each_attempt_gets_its_own_object_and_the_previous_one_is_pruned() {
             .build()
             .unwrap()
     };
+    let ns = &env.ns;
     let first = converge(&rt, &owner, &set(0, "a")).await.unwrap();
-    assert_eq!(first.applied, [format!("ConfigMap {}/run-0", env.ns)]);
+    assert_eq!(first.applied, [format!("ConfigMap {ns}/run-0")]);
     // The same attempt again, with other content: only read.
+    let since = log_position(&env);
     let again = converge(&rt, &owner, &set(0, "b")).await.unwrap();
     assert!(again.applied.is_empty(), "{:?}", again.applied);
+    assert_eq!(writes_since(&env, since), Vec::<String>::new());
+    // The next attempt: a new object; the earlier one stays, owned.
     let second = converge(&rt, &owner, &set(1, "c")).await.unwrap();
-    assert_eq!(second.applied, [format!("ConfigMap {}/run-1", env.ns)]);
-    assert_eq!(second.pruned, [format!("ConfigMap {}/run-0", env.ns)]);
-    let run1 = configmaps(&env).get("run-1").await.unwrap();
-    assert_eq!(run1.data.unwrap()["content"], "c");
+    assert_eq!(second.applied, [format!("ConfigMap {ns}/run-1")]);
+    assert!(second.pruned.is_empty(), "{:?}", second.pruned);
+    assert_eq!(
+        configmaps(&env).get("run-1").await.unwrap().data.unwrap()["content"],
+        "c"
+    );
+    let earlier = configmaps(&env).get("run-0").await.unwrap();
+    assert_eq!(earlier.data.as_ref().unwrap()["content"], "a");
+    assert_eq!(owner_uids(&earlier), [owner.uid().unwrap()]);
+    // The dependent leaves the set: every attempt's object is pruned.
+    let empty = DesiredSet::builder()
+        .prunes([fsm_kube::dependents::DependentKind::of::<ConfigMap>()])
+        .build()
+        .unwrap();
+    let mut gone = converge(&rt, &owner, &empty).await.unwrap().pruned;
+    gone.sort();
+    assert_eq!(
+        gone,
+        [
+            format!("ConfigMap {ns}/run-0"),
+            format!("ConfigMap {ns}/run-1")
+        ]
+    );
 }
