@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::{Container, EnvVar, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, ObjectMeta};
 use kube::{CustomResource, Resource, ResourceExt};
 use operator_fsm::FsmStatus;
+use operator_fsm::dependents::attempt_name;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -77,15 +78,21 @@ pub fn kit_image(digest: &str) -> String {
     format!("registry.local/camel-k/kit-{digest}")
 }
 
-/// The name of the build Job of `digest` for attempt `attempt`.
-pub fn kit_job_name(integration: &Integration, digest: &str, attempt: u32) -> String {
-    format!("{}-kit-{digest}-{attempt}", integration.name_any())
+/// The base name of the build Jobs of `digest`; each attempt's Job adds
+/// the attempt number ([`kit_job_name`]).
+fn kit_job_base(integration: &Integration, digest: &str) -> String {
+    format!("{}-kit-{digest}", integration.name_any())
 }
 
-/// The build Job of the kit `digest` (attempt `attempt`), owned by
-/// `integration`.
-pub fn kit_job(integration: &Integration, digest: &str, attempt: u32) -> Job {
-    let mut meta = owned_meta(integration, &kit_job_name(integration, digest, attempt));
+/// The name of the build Job of `digest` for attempt `attempt`.
+pub fn kit_job_name(integration: &Integration, digest: &str, attempt: u32) -> String {
+    attempt_name(&kit_job_base(integration, digest), attempt)
+}
+
+/// The build Job of the kit `digest`, owned by `integration`, under its
+/// base name: `Dependent::per_attempt` names each attempt's.
+pub fn kit_job(integration: &Integration, digest: &str) -> Job {
+    let mut meta = owned_meta(integration, &kit_job_base(integration, digest));
     meta.labels
         .get_or_insert_with(BTreeMap::new)
         .insert(KIT_DIGEST_LABEL.to_owned(), digest.to_owned());

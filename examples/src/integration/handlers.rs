@@ -5,12 +5,14 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 
-use operator_fsm::dependents::{Dependent, DesiredSet, converge_state};
+use operator_fsm::dependents::{
+    Dependent, DependentState, DesiredSet, Readiness, StepDependents, converge_state,
+};
 use operator_fsm::prelude::*;
 
 use super::crd::{KIT_DIGEST_LABEL, integration_deployment, kit_image, kit_job, kit_job_name};
 use super::{Integration, IntegrationError, IntegrationPhase, IntegrationSpec};
-use crate::support::{JobPhase, create_or_get, job_phase};
+use crate::support::{JobPhase, job_phase};
 
 type Result<T> = std::result::Result<T, IntegrationError>;
 
@@ -48,35 +50,50 @@ pub(super) async fn initialize(
 }
 
 /// `BuildingKit`: reuse a kit already built for `digest`, or run this
-/// attempt's build Job and wait for it. A failed build is a retryable
-/// error: the next attempt starts a new Job.
+/// attempt's build Job (a per-attempt dependent: created once, then only
+/// read) and wait for it. A failed build is a retryable error: the next
+/// attempt starts a new Job.
 pub(super) async fn build_kit(
     cx: &mut Step<'_, IntegrationPhase>,
     digest: &str,
 ) -> Result<Transition<IntegrationPhase>> {
     let integration = cx.resource();
-    let ctx = cx.context();
-    let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &namespace(integration)?);
+    let jobs: Api<Job> = Api::namespaced(cx.context().client.clone(), &namespace(integration)?);
     let built = jobs
         .list(&ListParams::default().labels(&format!("{KIT_DIGEST_LABEL}={digest}")))
         .await?
         .items
         .iter()
         .any(|job| job_phase(job) == JobPhase::Succeeded);
+    let deploying = IntegrationPhase::Deploying {
+        digest: digest.to_owned(),
+    };
     if built {
-        return Ok(Transition::next(IntegrationPhase::Deploying {
-            digest: digest.to_owned(),
-        }));
+        return Ok(Transition::next(deploying));
     }
-    let job = create_or_get(&jobs, &kit_job(integration, digest, cx.attempt())).await?;
-    match job_phase(&job) {
-        JobPhase::Succeeded => Ok(Transition::next(IntegrationPhase::Deploying {
-            digest: digest.to_owned(),
-        })),
-        JobPhase::Failed => Err(IntegrationError::BuildFailed {
-            job: kit_job_name(integration, digest, cx.attempt()),
-        }),
-        JobPhase::Running => Ok(Transition::wait(ctx.poll)),
+    let build = Dependent::per_attempt("kit-build", &kit_job(integration, digest), cx.attempt())
+        .ready_as(kit_built);
+    let convergence = cx
+        .converge(&DesiredSet::builder().dependent(build).build()?)
+        .await?;
+    match convergence.state("kit-build") {
+        Some(DependentState::Ready) => Ok(Transition::next(deploying)),
+        Some(DependentState::Failed(why)) => {
+            tracing::warn!(integration = %integration.name_any(), %why, "kit build failed");
+            Err(IntegrationError::BuildFailed {
+                job: kit_job_name(integration, digest, cx.attempt()),
+            })
+        }
+        _ => Ok(Transition::wait(cx.context().poll)),
+    }
+}
+
+/// A build Job is ready once a pod succeeded, failed once one failed.
+fn kit_built(job: &Job) -> Readiness {
+    match job_phase(job) {
+        JobPhase::Succeeded => Readiness::Ready,
+        JobPhase::Failed => Readiness::Failed("the build failed".to_owned()),
+        JobPhase::Running => Readiness::pending("building"),
     }
 }
 
@@ -145,6 +162,15 @@ mod tests {
         }
     }
 
+    /// A harness for `it` with a dependents runtime, as the reconciler
+    /// installs one.
+    fn harness(it: &Integration, client: &Client) -> Harness<IntegrationPhase> {
+        let runtime = operator_fsm::dependents::DependentsRuntime::new(client.clone())
+            .pending_requeue(Duration::from_secs(5));
+        Harness::<IntegrationPhase>::new(it.clone(), ctx(client))
+            .with_extension(std::sync::Arc::new(runtime))
+    }
+
     fn ctx(client: &Client) -> IntegrationContext {
         IntegrationContext {
             poll: Duration::from_secs(5),
@@ -188,8 +214,7 @@ mod tests {
         let building = IntegrationPhase::BuildingKit {
             digest: digest.clone(),
         };
-        let first =
-            Harness::<IntegrationPhase>::new(it.clone(), ctx(&client)).in_state(building.clone());
+        let first = harness(&it, &client).in_state(building.clone());
         assert_eq!(
             first.run_handler().await.unwrap(),
             Transition::wait(Duration::from_secs(5))
@@ -204,9 +229,7 @@ mod tests {
         assert_eq!(err.class(), ErrorClass::RETRYABLE);
 
         // The engine counted the failure: the next attempt starts job 1.
-        let second = Harness::<IntegrationPhase>::new(it.clone(), ctx(&client))
-            .in_state(building)
-            .attempt(1);
+        let second = harness(&it, &client).in_state(building).attempt(1);
         assert_eq!(
             second.run_handler().await.unwrap(),
             Transition::wait(Duration::from_secs(5))
@@ -225,9 +248,9 @@ mod tests {
         let it = create(&client, Integration::new("orders", spec("from: timer:a"))).await;
         let digest = it.spec.kit_digest();
         let jobs: Api<Job> = Api::namespaced(client.clone(), NS);
-        jobs.create(&PostParams::default(), &kit_job(&it, &digest, 2))
-            .await
-            .unwrap();
+        let mut job = kit_job(&it, &digest);
+        job.metadata.name = Some(kit_job_name(&it, &digest, 2));
+        jobs.create(&PostParams::default(), &job).await.unwrap();
         set_job_status(
             &client,
             &kit_job_name(&it, &digest, 2),
@@ -235,7 +258,7 @@ mod tests {
         )
         .await;
 
-        let out = Harness::<IntegrationPhase>::new(it.clone(), ctx(&client))
+        let out = harness(&it, &client)
             .in_state(IntegrationPhase::BuildingKit {
                 digest: digest.clone(),
             })
@@ -257,13 +280,9 @@ mod tests {
         let (_server, client) = server().await;
         let it = create(&client, Integration::new("orders", spec("from: timer:a"))).await;
         let digest = it.spec.kit_digest();
-        let runtime = operator_fsm::dependents::DependentsRuntime::new(client.clone())
-            .pending_requeue(Duration::from_secs(5));
-        let deploying = Harness::<IntegrationPhase>::new(it.clone(), ctx(&client))
-            .with_extension(std::sync::Arc::new(runtime))
-            .in_state(IntegrationPhase::Deploying {
-                digest: digest.clone(),
-            });
+        let deploying = harness(&it, &client).in_state(IntegrationPhase::Deploying {
+            digest: digest.clone(),
+        });
         assert_eq!(
             deploying.run_handler().await.unwrap(),
             Transition::wait(Duration::from_secs(5))
