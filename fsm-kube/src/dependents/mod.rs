@@ -48,6 +48,14 @@
 //! `operator-fsm.io/dependent=<key>` ([`DEPENDENT_LABEL`]); pruning and
 //! teardown select on them.
 //!
+//! # Lifecycle
+//! By default a dependent's objects are applied on every converge where
+//! they differ and deleted when pruned or torn down.
+//! [`Dependent::create_only`] creates once and then only reads;
+//! [`Dependent::keep_on_prune`] releases the objects (owner reference and
+//! labels removed) instead of deleting them; [`Dependent::per_attempt`]
+//! is one create-only object per attempt of a state.
+//!
 //! # Caveats
 //! What counts as "no change" is decided from the live object without the
 //! server's defaulting: see [`converge`] (write desired objects in the

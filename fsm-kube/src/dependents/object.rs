@@ -222,19 +222,25 @@ pub(crate) fn selector(owner: &Owner) -> String {
     )
 }
 
+/// An owner for unit tests: `App` `web` (UID `u-1`) in `namespace`.
+#[cfg(test)]
+pub(crate) fn test_owner(namespace: Option<&str>) -> Owner {
+    Owner {
+        api_version: "example.com/v1".into(),
+        kind: "App".into(),
+        name: "web".into(),
+        namespace: namespace.map(Into::into),
+        uid: "u-1".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 
     fn owner(namespace: Option<&str>) -> Owner {
-        Owner {
-            api_version: "example.com/v1".into(),
-            kind: "App".into(),
-            name: "web".into(),
-            namespace: namespace.map(Into::into),
-            uid: "u-1".into(),
-        }
+        test_owner(namespace)
     }
 
     #[test]

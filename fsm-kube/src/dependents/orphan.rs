@@ -112,15 +112,10 @@ pub(crate) async fn release(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dependents::object::test_owner;
 
     fn owner() -> Owner {
-        Owner {
-            api_version: "v1".into(),
-            kind: "ConfigMap".into(),
-            name: "o".into(),
-            namespace: Some("ns".into()),
-            uid: "u1".into(),
-        }
+        test_owner(Some("ns"))
     }
 
     #[test]
@@ -130,7 +125,7 @@ mod tests {
         mark(&mut body);
         assert!(is_kept(&body));
         let live = json!({"metadata": {"name": "x", "resourceVersion": "7",
-            "ownerReferences": [{"uid": "u1"}, {"uid": "other"}]}});
+            "ownerReferences": [{"uid": "u-1"}, {"uid": "other"}]}});
         let patch = release_patch(&live, &owner());
         assert_eq!(
             patch["metadata"]["ownerReferences"],
@@ -142,7 +137,7 @@ mod tests {
             patch["metadata"]["annotations"],
             json!({ KEEP_ANNOTATION: null })
         );
-        let alone = json!({"metadata": {"ownerReferences": [{"uid": "u1"}]}});
+        let alone = json!({"metadata": {"ownerReferences": [{"uid": "u-1"}]}});
         assert_eq!(
             release_patch(&alone, &owner())["metadata"]["ownerReferences"],
             Value::Null

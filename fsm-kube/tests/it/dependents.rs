@@ -26,7 +26,7 @@ use kube::runtime::{Controller, watcher};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
-fn cm(name: &str, data: &[(&str, &str)]) -> ConfigMap {
+pub(crate) fn cm(name: &str, data: &[(&str, &str)]) -> ConfigMap {
     ConfigMap {
         metadata: ObjectMeta {
             name: Some(name.into()),
@@ -46,7 +46,7 @@ fn ready_flag(live: &Value) -> bool {
     live.pointer("/data/ready").and_then(Value::as_str) == Some("yes")
 }
 
-async fn owner(env: &Env, name: &str) -> Widget {
+pub(crate) async fn owner(env: &Env, name: &str) -> Widget {
     create_widget(
         env,
         name,
@@ -59,7 +59,7 @@ async fn owner(env: &Env, name: &str) -> Widget {
     .await
 }
 
-fn configmaps(env: &Env) -> Api<ConfigMap> {
+pub(crate) fn configmaps(env: &Env) -> Api<ConfigMap> {
     Api::namespaced(env.client.clone(), &env.ns)
 }
 
@@ -85,7 +85,7 @@ fn runtime(env: &Env) -> DependentsRuntime {
 
 /// The write requests (create, update, patch, delete) the embedded server
 /// logged since `since`.
-fn writes_since(env: &Env, since: usize) -> Vec<String> {
+pub(crate) fn writes_since(env: &Env, since: usize) -> Vec<String> {
     let Some(server) = env.embedded() else {
         return Vec::new();
     };
@@ -114,7 +114,7 @@ fn reads_since(env: &Env, since: usize) -> usize {
     })
 }
 
-fn log_position(env: &Env) -> usize {
+pub(crate) fn log_position(env: &Env) -> usize {
     env.embedded()
         .map_or(0, |s| s.request_log().records_since(0).0)
 }

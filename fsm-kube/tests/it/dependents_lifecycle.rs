@@ -10,6 +10,7 @@ use crate::common;
 
 use std::collections::BTreeMap;
 
+use crate::dependents::{cm, configmaps, log_position, owner, writes_since};
 use common::*;
 use fsm_kube::dependents::{
     Dependent, DependentState, DependentsRuntime, DesiredSet, KEEP_ANNOTATION, TeardownState,
@@ -21,29 +22,13 @@ use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 
-fn meta(name: &str) -> ObjectMeta {
-    ObjectMeta {
-        name: Some(name.into()),
-        ..ObjectMeta::default()
-    }
-}
-
-fn cm(name: &str, data: &[(&str, &str)]) -> ConfigMap {
-    ConfigMap {
-        metadata: meta(name),
-        data: Some(
-            data.iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect(),
-        ),
-        ..ConfigMap::default()
-    }
-}
-
 /// The Secret a handler would build with a freshly generated password.
 fn password_secret(password: &str) -> Secret {
     Secret {
-        metadata: meta("db-password"),
+        metadata: ObjectMeta {
+            name: Some("db-password".into()),
+            ..ObjectMeta::default()
+        },
         data: Some(BTreeMap::from([(
             "password".to_owned(),
             ByteString(password.as_bytes().to_vec()),
@@ -52,40 +37,8 @@ fn password_secret(password: &str) -> Secret {
     }
 }
 
-async fn owner(env: &Env, name: &str) -> Widget {
-    create_widget(env, name, WidgetSpec::colored("owner")).await
-}
-
 fn runtime(env: &Env) -> DependentsRuntime {
     DependentsRuntime::new(env.client.clone()).field_manager("lifecycle-test")
-}
-
-fn configmaps(env: &Env) -> Api<ConfigMap> {
-    Api::namespaced(env.client.clone(), &env.ns)
-}
-
-/// The write requests the embedded server logged since `since` (none on
-/// a real server, where resource versions tell instead).
-fn writes_since(env: &Env, since: usize) -> Vec<String> {
-    let Some(server) = env.embedded() else {
-        return Vec::new();
-    };
-    let (_, records) = server.request_log().records_since(since);
-    records
-        .into_iter()
-        .filter(|r| {
-            matches!(
-                r.verb.as_str(),
-                "create" | "update" | "patch" | "delete" | "deletecollection"
-            )
-        })
-        .map(|r| format!("{} {} {}", r.verb, r.resource, r.name.unwrap_or_default()))
-        .collect()
-}
-
-fn log_position(env: &Env) -> usize {
-    env.embedded()
-        .map_or(0, |s| s.request_log().records_since(0).0)
 }
 
 fn owner_uids(object: &impl Resource) -> Vec<String> {
