@@ -27,7 +27,8 @@ fn histogram() -> Histogram {
 /// `compensations_total{machine, outcome}`, `objects{machine, state}`, and
 /// for dependent resources `dependent_operations_total{kind, outcome}`
 /// (outcome `applied`: created or changed, `unchanged`: found as desired
-/// and not written, `pruned`, `deleted` by a teardown, `failed`); in
+/// and not written, `pruned`, `deleted` by a teardown, `orphaned`: a
+/// kept dependent released instead of deleted, `failed`); in
 /// sharded mode ([`crate::shard`]) `shard_objects{operator, shard}` (the
 /// active assigner's count per shard label), `shard_ring_member{operator,
 /// shard}` (the active assigner's view of each shard Lease: 1 while the
@@ -107,7 +108,7 @@ impl FsmMetrics {
         registry.register("objects", "Objects per state", metrics.objects.clone());
         registry.register(
             "dependent_operations",
-            "Dependent resource operations by kind and outcome (applied, unchanged, pruned, deleted, failed)",
+            "Dependent resource operations by kind and outcome (applied, unchanged, pruned, deleted, orphaned, failed)",
             metrics.dependent_operations.clone(),
         );
         registry.register(
