@@ -312,9 +312,18 @@ where
     /// A builder of a reconciler keeping records in `store`: options,
     /// metrics, leadership, clock, then [`ReconcilerBuilder::build`].
     pub fn builder(client: Client, store: impl KubeStore<F::Resource>) -> ReconcilerBuilder<F> {
+        Self::builder_boxed(client, Box::new(store))
+    }
+
+    /// As [`builder`](Self::builder), with a store already boxed (one
+    /// chosen at run time), which is not boxed again.
+    pub(crate) fn builder_boxed(
+        client: Client,
+        store: Box<dyn KubeStore<F::Resource>>,
+    ) -> ReconcilerBuilder<F> {
         ReconcilerBuilder {
             client,
-            store: Box::new(store),
+            store,
             options: ReconcilerOptions::default(),
             metrics: None,
             leadership: None,

@@ -262,8 +262,7 @@ where
         let store = self
             .store
             .store::<F::Resource>(self.client.clone(), self.namespace.as_deref());
-        let builder = self.builder(store);
-        builder.build()
+        self.builder(store).build()
     }
 
     /// As [`reconciler`](RunContext::reconciler), with `store` (a
@@ -286,11 +285,11 @@ where
                 given: std::any::type_name::<S>(),
             });
         }
-        Ok(self.builder(store).build())
+        Ok(self.builder(Box::new(store)).build())
     }
 
-    fn builder(&self, store: impl KubeStore<F::Resource>) -> ReconcilerBuilder<F> {
-        let builder = FsmReconciler::<F>::builder(self.client.clone(), store)
+    fn builder(&self, store: Box<dyn KubeStore<F::Resource>>) -> ReconcilerBuilder<F> {
+        let builder = FsmReconciler::<F>::builder_boxed(self.client.clone(), store)
             .options(self.options.clone())
             .metrics(self.metrics.clone());
         let builder = match &self.leadership {

@@ -7,8 +7,6 @@
 //! its own file plus a variant of [`StoreKind`] and its arms here, which
 //! the compiler asks for.
 
-use std::sync::Arc;
-
 use fsm_core::EphemeralStore;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Client;
@@ -45,18 +43,18 @@ impl StoreKind {
         self,
         client: Client,
         namespace: Option<&str>,
-    ) -> Arc<dyn KubeStore<K>> {
+    ) -> Box<dyn KubeStore<K>> {
         match (self, namespace) {
-            (StoreKind::Status, _) => Arc::new(StatusStore::new()),
+            (StoreKind::Status, _) => Box::new(StatusStore::new()),
             (StoreKind::ConfigMap, Some(ns)) => {
-                Arc::new(ObjectStore::<ConfigMap>::namespaced(client, ns))
+                Box::new(ObjectStore::<ConfigMap>::namespaced(client, ns))
             }
-            (StoreKind::ConfigMap, None) => Arc::new(ObjectStore::<ConfigMap>::new(client)),
+            (StoreKind::ConfigMap, None) => Box::new(ObjectStore::<ConfigMap>::new(client)),
             (StoreKind::Secret, Some(ns)) => {
-                Arc::new(ObjectStore::<Secret>::namespaced(client, ns))
+                Box::new(ObjectStore::<Secret>::namespaced(client, ns))
             }
-            (StoreKind::Secret, None) => Arc::new(ObjectStore::<Secret>::new(client)),
-            (StoreKind::Ephemeral, _) => Arc::new(EphemeralStore::new()),
+            (StoreKind::Secret, None) => Box::new(ObjectStore::<Secret>::new(client)),
+            (StoreKind::Ephemeral, _) => Box::new(EphemeralStore::new()),
         }
     }
 }
