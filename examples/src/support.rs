@@ -93,7 +93,9 @@ pub async fn run_owning_workloads<F>(
 /// to replace it.
 const CRD_REPLACE_ATTEMPTS: u32 = 10;
 
-/// Installs `crd`, replacing an older definition of the same name.
+/// Installs `crd`, replacing an older definition of the same name (its
+/// spec, and the annotations `crd` sets, such as the published machine
+/// `kubectl fsm` reads; other annotations stay).
 ///
 /// Another process may install the same definition at the same moment, and
 /// the server's own controllers update its status: a replace refused with a
@@ -113,6 +115,13 @@ pub async fn install_crd(
             Err(kube::Error::Api(status)) if status.is_already_exists() => {
                 let mut current = api.get(&crd.name_any()).await?;
                 current.spec = crd.spec.clone();
+                if let Some(annotations) = &crd.metadata.annotations {
+                    current
+                        .metadata
+                        .annotations
+                        .get_or_insert_with(Default::default)
+                        .extend(annotations.clone());
+                }
                 api.replace(&crd.name_any(), &PostParams::default(), &current)
                     .await
                     .map(drop)

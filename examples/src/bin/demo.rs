@@ -1,6 +1,6 @@
 //! The main demo: `cargo run -p examples --bin demo`.
 //!
-//! Runs the three example operators against an embedded, in-memory
+//! Runs the five example operators against an embedded, in-memory
 //! Kubernetes API server (or `--kubeconfig`'s cluster), shows their
 //! progress, and exits 0 when every object rests in its expected state.
 
@@ -14,7 +14,7 @@ use examples::demo::{DemoOptions, run};
 use examples::support::parse_duration;
 use operator_fsm::core::text::display_chain;
 
-/// Three operators written with operator-fsm, at work on an embedded API
+/// Five operators written with operator-fsm, at work on an embedded API
 /// server.
 #[derive(Parser, Debug)]
 #[command(name = "demo", version)]

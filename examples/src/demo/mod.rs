@@ -19,9 +19,11 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
-use kube::{Client, CustomResourceExt};
 use operator_fsm::ReconcilerOptions;
+use operator_fsm::cli::{CrdArgs, Operator, StoreKind};
 use operator_fsm::core::Fsm;
 use operator_fsm::testkit::simulation::Simulation;
 use operator_fsm::testkit::{ApiServer, HttpServer, ServeError};
@@ -29,13 +31,13 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::database::cloud::{CloudConfig, CloudService, Ledger};
-use crate::database::{self, Database, DbContext, DbState};
-use crate::integration::{self, Integration, IntegrationContext, IntegrationPhase};
-use crate::mutable_jar::{self, JarContext, JarState, Keycloak};
-use crate::shop::{self, Shop, ShopContext, ShopState};
+use crate::database::{self, DbContext, DbState};
+use crate::integration::{self, IntegrationContext, IntegrationPhase};
+use crate::mutable_jar::{self, JarContext, JarState};
+use crate::shop::{self, ShopContext, ShopState};
 use crate::support::{human, install_crd};
-use crate::webpage::{self, PageState, WebPage};
-use observe::{ObjectView, observe};
+use crate::webpage::{self, PageState};
+use observe::{Kind, ObjectView, observe};
 use render::Progress;
 use shop_story::{ShopStory, StoryError};
 
@@ -61,7 +63,7 @@ pub struct DemoOptions {
     pub live: bool,
     /// How often to look at the objects.
     pub refresh: Duration,
-    /// Serve the web view of the three machines and their objects on this
+    /// Serve the web view of the five machines and their objects on this
     /// address while the demo runs (and, with `serve`, until Ctrl-C).
     pub view: Option<std::net::SocketAddr>,
 }
@@ -93,6 +95,9 @@ pub enum DemoError {
     /// The embedded API server could not listen.
     #[error("cannot serve the embedded API server")]
     Serve(#[from] ServeError),
+    /// A definition to install could not be built.
+    #[error("cannot build a custom resource definition")]
+    Crd(#[source] operator_fsm::cli::Error),
     /// The cloud API could not start, or output failed.
     #[error(transparent)]
     Io(#[from] io::Error),
@@ -139,7 +144,7 @@ impl Drop for ViewTask {
     }
 }
 
-/// Serves the web view of the demo's three machines on `addr`, and says
+/// Serves the web view of the demo's five machines on `addr`, and says
 /// where.
 async fn serve_view(
     client: &Client,
@@ -147,7 +152,6 @@ async fn serve_view(
     namespace: &str,
     out: &mut impl Write,
 ) -> Result<ViewTask, DemoError> {
-    use operator_fsm::cli::StoreKind;
     use operator_fsm::records::Watched;
     use operator_fsm::view::web::WebView;
 
@@ -159,6 +163,8 @@ async fn serve_view(
             Watched::of::<JarState>(StoreKind::Status),
             Watched::of::<IntegrationPhase>(StoreKind::Status),
             Watched::of::<DbState>(StoreKind::Secret),
+            Watched::of::<PageState>(StoreKind::Status),
+            Watched::of::<ShopState>(StoreKind::Status),
         ],
         Some(namespace.to_owned()),
     );
@@ -236,7 +242,7 @@ async fn connect(options: &DemoOptions, out: &mut impl Write) -> Result<Cluster,
         let http = server.serve_http().await?;
         writeln!(
             out,
-            "Serving it on {}; try:  kubectl --kubeconfig {} get keycloaks,integrations,databases -A",
+            "Serving it on {}; try:  kubectl --kubeconfig {} get keycloaks,integrations,databases,webpages,shops -A",
             http.url(),
             http.kubeconfig().display()
         )?;
@@ -251,6 +257,46 @@ async fn connect(options: &DemoOptions, out: &mut impl Write) -> Result<Cluster,
         http,
         simulation: Some(simulation),
     })
+}
+
+/// The store each demo operator keeps its records in: the store its
+/// runner ([`start_operators`]) builds.
+pub const STORES: [(Kind, StoreKind); 5] = [
+    (Kind::Keycloak, StoreKind::Status),
+    (Kind::Integration, StoreKind::Status),
+    (Kind::Database, StoreKind::Secret),
+    (Kind::WebPage, StoreKind::Status),
+    (Kind::Shop, StoreKind::Status),
+];
+
+/// The definitions the demo installs: for each kind, exactly what its
+/// operator's `crd` command prints (with `--printer-columns` where the
+/// records are in the status, as printer columns can only read the
+/// object), so that `kubectl fsm get|describe|diagram|watch` find the
+/// published machine on them and `kubectl get` shows each object's state.
+///
+/// # Errors
+/// [`DemoError::Crd`]: a definition could not be built (not expected).
+pub fn crds() -> Result<Vec<CustomResourceDefinition>, DemoError> {
+    STORES
+        .iter()
+        .map(|&(kind, store)| {
+            let args = CrdArgs {
+                printer_columns: store == StoreKind::Status,
+            };
+            let name = format!("{}-operator", kind.name());
+            match kind {
+                Kind::Keycloak => Operator::<JarState>::new(name, store).crd_definition(&args),
+                Kind::Integration => {
+                    Operator::<IntegrationPhase>::new(name, store).crd_definition(&args)
+                }
+                Kind::Database => Operator::<DbState>::new(name, store).crd_definition(&args),
+                Kind::WebPage => Operator::<PageState>::new(name, store).crd_definition(&args),
+                Kind::Shop => Operator::<ShopState>::new(name, store).crd_definition(&args),
+            }
+            .map_err(DemoError::Crd)
+        })
+        .collect()
 }
 
 fn reconciler_options() -> ReconcilerOptions {
@@ -441,13 +487,7 @@ pub async fn run(options: &DemoOptions, out: &mut impl Write) -> Result<DemoRepo
     let started = Instant::now();
     let cluster = connect(options, out).await?;
     let client = cluster.client.clone();
-    for crd in [
-        Keycloak::crd(),
-        Integration::crd(),
-        Database::crd(),
-        WebPage::crd(),
-        Shop::crd(),
-    ] {
+    for crd in crds()? {
         install_crd(&client, &crd).await?;
     }
     let cloud = CloudService::start(CloudConfig::default()).await?;

@@ -78,6 +78,46 @@ where
     /// # Errors
     /// [`Error::PrinterColumnsNeedStatusStore`].
     pub fn crd(&self, args: &CrdArgs) -> Result<String, Error> {
+        crd_yaml(&self.crd_definition(args)?)
+    }
+
+    /// The definition [`crd`](Self::crd) prints, as an object: for a
+    /// program that installs it itself (the examples' demo, a test) and
+    /// must install exactly what `crd` prints, so that `kubectl fsm` finds
+    /// the published machine on it.
+    ///
+    /// ```
+    /// use fsm_kube::cli::{CrdArgs, Operator, StoreKind};
+    /// use fsm_kube::records::PublishedMachine;
+    /// # use fsm_kube::prelude::*;
+    /// # use kube::CustomResource;
+    /// # #[derive(CustomResource, Clone, Debug, Serialize, Deserialize, JsonSchema)]
+    /// # #[kube(group = "example.com", version = "v1", kind = "Job", namespaced, status = "JobStatus")]
+    /// # pub struct JobSpec {}
+    /// # #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+    /// # pub struct JobStatus { fsm: Option<FsmStatus> }
+    /// # #[derive(Debug, thiserror::Error)]
+    /// # #[error("never")]
+    /// # pub struct Never;
+    /// # impl Classify for Never {}
+    /// # #[derive(OperatorFsm, Clone, Debug, PartialEq, Serialize, Deserialize)]
+    /// # #[fsm(resource = Job, error = Never)]
+    /// # pub enum JobState {
+    /// #     #[fsm(initial, ready, final)]
+    /// #     Done,
+    /// # }
+    /// let crd = Operator::<JobState>::new("job-operator", StoreKind::Status)
+    ///     .crd_definition(&CrdArgs { printer_columns: true })?;
+    /// let published = PublishedMachine::from_crd(&crd)?.expect("published");
+    /// assert_eq!(published.store, StoreKind::Status);
+    /// let columns = crd.spec.versions[0].additional_printer_columns.as_ref();
+    /// assert_eq!(columns.map(Vec::len), Some(4));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::PrinterColumnsNeedStatusStore`].
+    pub fn crd_definition(&self, args: &CrdArgs) -> Result<CustomResourceDefinition, Error> {
         let mut crd = F::Resource::crd();
         PublishedMachine {
             store: self.store,
@@ -88,7 +128,7 @@ where
         if args.printer_columns {
             add_printer_columns(&mut crd, self.store)?;
         }
-        crd_yaml(&crd)
+        Ok(crd)
     }
 
     /// What `status` prints for `args` (text or JSON), read through

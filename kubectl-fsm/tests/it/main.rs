@@ -6,5 +6,6 @@
 //! module and its function: `cargo test -p kubectl-fsm --test it -- FILE::`
 //! runs one file's tests.
 
+mod demo_serve;
 mod plugin;
 mod plugin_commands;

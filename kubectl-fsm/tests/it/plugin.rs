@@ -314,7 +314,7 @@ pub(crate) async fn wait_for_state(env: &Env, name: &str, state: &str, attempt: 
 
 // ---------------------------------------------------------------- kubectl
 
-fn kubectl_binary() -> PathBuf {
+pub(crate) fn kubectl_binary() -> PathBuf {
     let found = std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
             .map(|dir| dir.join("kubectl"))
