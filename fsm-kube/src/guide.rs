@@ -1,8 +1,19 @@
 //! The guide in `docs/`, pulled in here so that every Rust block in it is
 //! compiled (and run, unless marked `no_run`) as a doc test:
-//! `cargo test -p fsm-kube --doc guide`. (`docs/concepts.md` is the crate's
-//! own documentation, tested with it; the tutorial, written against the
-//! `operator-fsm` crate, is tested there.)
+//! `cargo test -p fsm-kube --doc guide`. (The tutorial, written against
+//! the `operator-fsm` crate, is tested there.)
+
+#[doc = include_str!("../../docs/concepts.md")]
+pub mod concepts {}
+
+#[doc = include_str!("../../docs/troubleshooting.md")]
+pub mod troubleshooting {}
+
+#[doc = include_str!("../../docs/served-kinds.md")]
+pub mod served_kinds {}
+
+#[doc = include_str!("../../docs/tools.md")]
+pub mod tools {}
 
 #[doc = include_str!("../../docs/attributes.md")]
 pub mod attributes {}

@@ -46,11 +46,11 @@
 //! depends on `operator-fsm` (or `fsm-kube`) with `default-features =
 //! false`.
 //!
-//! The guide lives in the repository's `docs/` (tutorial, attribute
-//! reference, semantics, stores, testing, observability, deploying); its
-//! overview follows.
-//!
-#![doc = include_str!("../concepts.md")]
+//! The guide lives in the repository's `docs/`, not in these pages:
+//! `docs/concepts.md` names the pieces and how they fit, then the
+//! tutorial, the attribute reference, semantics, stores, testing,
+//! observability, deploying and troubleshooting (`docs/README.md` lists
+//! them all). Its code blocks are compiled as this crate's doc tests.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 mod cache;

@@ -2,8 +2,12 @@
 //!
 //! [`ApiServer`] serves the Kubernetes API from memory: discovery, the
 //! built-in kinds operators touch (Namespace, ConfigMap, Secret, Service,
-//! Pod, Event, ServiceAccount, Deployment, StatefulSet, Job, Ingress, Lease, the RBAC
-//! kinds), custom resources
+//! Pod, Event (core and `events.k8s.io`), ServiceAccount, Deployment,
+//! StatefulSet, Job, Ingress, NetworkPolicy, PodDisruptionBudget, Lease,
+//! CustomResourceDefinition, the RBAC kinds, and the create-only
+//! TokenReview and SubjectAccessReview; the table with each kind's version,
+//! subresources and simulation is the guide's `docs/served-kinds.md`),
+//! custom resources
 //! registered by creating a `CustomResourceDefinition`, get/list/watch with
 //! selectors, paging and bookmarks, create/update/patch/delete with the
 //! real server's rules (resourceVersion conflicts, the status subresource,
@@ -32,8 +36,11 @@
 //!
 //! # Caveats
 //!
-//! - Bodies are JSON only: `kubectl create configmap …` and other
-//!   generator subcommands send protobuf and get `415`; use `-f` files.
+//! - Bodies are JSON, YAML or Kubernetes protobuf (the built-in kinds; a
+//!   custom resource's protobuf body is refused as the real server refuses
+//!   it), so `kubectl create configmap …` and the other generator
+//!   subcommands, which send protobuf, work; answers are JSON unless
+//!   protobuf is all a client accepts ([`protobuf`]).
 //! - Patches: merge, JSON (with `test`), strategic merge (built-in kinds;
 //!   with the real server's merge keys for the lists of built-in kinds) and
 //!   server-side apply with `managedFields` and conflicts; apply
