@@ -7,5 +7,6 @@
 //! runs one file's tests.
 
 mod demo_serve;
+mod describe_sample;
 mod plugin;
 mod plugin_commands;
