@@ -623,6 +623,22 @@ async fn the_served_kinds_table_is_what_the_server_serves() {
     }
 }
 
+#[test]
+fn the_readiness_rules_table_is_the_modules() {
+    let source = std::fs::read_to_string(workspace().join("fsm-kube/src/dependents/readiness.rs"))
+        .expect("readiness.rs");
+    let in_source: Vec<Vec<String>> = source
+        .lines()
+        .filter_map(|l| l.strip_prefix("//! "))
+        .filter(|l| l.starts_with('|'))
+        .skip(2)
+        .map(cells)
+        .collect();
+    assert!(in_source.len() > 5, "{in_source:?}");
+    let in_guide = table_after(&doc("dependents.md"), "### Built-in readiness rules");
+    assert_eq!(in_guide, in_source);
+}
+
 // ------------------------------------------------------------ links
 
 /// GitHub's anchor of a heading.

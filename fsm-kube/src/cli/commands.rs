@@ -105,6 +105,8 @@ where
     /// # pub enum JobState {
     /// #     #[fsm(initial, ready, final)]
     /// #     Done,
+    /// #     #[fsm(failed)]
+    /// #     Failed,
     /// # }
     /// let crd = Operator::<JobState>::new("job-operator", StoreKind::Status)
     ///     .crd_definition(&CrdArgs { printer_columns: true })?;
