@@ -15,6 +15,9 @@ pub mod served_kinds {}
 #[doc = include_str!("../../docs/tools.md")]
 pub mod tools {}
 
+#[doc = include_str!("../../docs/conformance.md")]
+pub mod conformance {}
+
 #[doc = include_str!("../../docs/attributes.md")]
 pub mod attributes {}
 

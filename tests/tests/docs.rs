@@ -460,9 +460,12 @@ fn the_metric_names_in_the_guide_are_the_registered_ones() {
 
 // ------------------------------------------------------------ the CLI
 
-/// The long flags of one subcommand of the operator CLI: name →
-/// (aliases, env var, default values).
-fn flags_of(subcommand: &str) -> BTreeMap<String, (Vec<String>, Option<String>, Vec<String>)> {
+/// What a flag table row is checked against: the flag's aliases, its
+/// environment variable and its default values.
+type FlagFacts = (Vec<String>, Option<String>, Vec<String>);
+
+/// The long flags of one subcommand of the operator CLI, by name.
+fn flags_of(subcommand: &str) -> BTreeMap<String, FlagFacts> {
     let cli = fsm_kube::cli::Cli::<()>::command();
     let sub = cli
         .find_subcommand(subcommand)
