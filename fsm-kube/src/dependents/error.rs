@@ -106,17 +106,38 @@ pub enum DependentsError {
     /// the convergence says which and the server's message.
     #[error("dependents failed: {}", .0.failure_summary())]
     Failed(Box<Convergence>),
+    /// A converge state's [`then`](super::DesiredSet::then) built another
+    /// state than the `next` its attribute declares.
+    #[error("the converge state declares next({declared}) but its `then` built {built}")]
+    WrongNext {
+        /// The state the attribute's `next(..)` names.
+        declared: &'static str,
+        /// The state `then` built.
+        built: &'static str,
+    },
+    /// The finalizer of a [`DependentsReconciler`](super::DependentsReconciler)
+    /// with [`teardown_on_delete`](super::DependentsReconciler::teardown_on_delete)
+    /// could not be added or removed.
+    #[error("the dependents' finalizer could not be written")]
+    Finalizer(#[source] kube::Error),
+    /// An async desired function of a
+    /// [`DependentsReconciler`](super::DependentsReconciler) gave no set.
+    #[error("the desired set could not be computed")]
+    Desired(#[source] super::reads::DesiredError),
 }
 
 impl Classify for DependentsError {
     fn class(&self) -> ErrorClass {
         match self {
-            DependentsError::NoRuntime | DependentsError::Owner(_) | DependentsError::Set(_) => {
-                ErrorClass::Permanent
-            }
+            DependentsError::NoRuntime
+            | DependentsError::Owner(_)
+            | DependentsError::Set(_)
+            | DependentsError::WrongNext { .. } => ErrorClass::Permanent,
+            DependentsError::Desired(e) => e.class(),
             DependentsError::List { source, .. }
             | DependentsError::Api { source, .. }
-            | DependentsError::Condition(source) => crate::classify::classify_kube_error(source),
+            | DependentsError::Condition(source)
+            | DependentsError::Finalizer(source) => crate::classify::classify_kube_error(source),
             // A refused object or a failed Job may be fixed by a new spec
             // or by a person: retried under the state's policy.
             DependentsError::Failed(_) => ErrorClass::RETRYABLE,
