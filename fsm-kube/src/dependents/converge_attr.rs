@@ -96,7 +96,7 @@ impl DesiredSet {
     ///
     /// ```no_run
     /// use fsm_kube::prelude::*;
-    /// use fsm_kube::dependents::{Convergence, ConvergeThen, Dependent, DependentsError, DesiredSet, LiveError, SetError};
+    /// use fsm_kube::dependents::{Convergence, Dependent, DependentsError, DesiredSet, LiveError, SetError};
     /// use k8s_openapi::api::core::v1::{ConfigMap, Service};
     ///
     /// #[derive(Debug, thiserror::Error)]
@@ -118,9 +118,7 @@ impl DesiredSet {
     ///     Failed,
     /// }
     ///
-    /// type Deployed = ConvergeThen<App, fn(&Convergence) -> Result<App, LiveError>, LiveError>;
-    ///
-    /// fn desired(_: &Step<'_, App>) -> Result<Deployed, AppError> {
+    /// fn desired(_: &Step<'_, App>) -> Result<impl Converge<App> + use<>, AppError> {
     ///     let service = Service { metadata: kube::api::ObjectMeta { name: Some("web".into()), ..Default::default() }, ..Default::default() };
     ///     let set = DesiredSet::builder().dependent(Dependent::new("web", &service)).build()?;
     ///     Ok(set.then(|done: &Convergence| {

@@ -23,6 +23,15 @@
 //! Either way, [`owns_dependents`] makes the controller watch the
 //! dependents' kinds so that a change of a dependent wakes its owner.
 //!
+//! A desired set may depend on the world: a desired function may be
+//! `async` and read secondary objects ([`Reads`]: `cx.reads()` in a
+//! state, [`DesiredContext`] with [`DependentsReconciler::new_async`]); a
+//! [derived](Dependent::derived) dependent is computed from its
+//! dependencies' live objects during the converge; a converge state
+//! enters its next state built from the [`Convergence`]
+//! ([`DesiredSet::then`]). [`DependentsReconciler::teardown_on_delete`]
+//! tears the set down in order when the owner is deleted.
+//!
 //! ```no_run
 //! use fsm_kube::dependents::{Dependent, DesiredSet, converge, DependentsRuntime};
 //! use k8s_openapi::api::{apps::v1::Deployment, core::v1::{ConfigMap, Service}};

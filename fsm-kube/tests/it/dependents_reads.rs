@@ -6,7 +6,7 @@
 //! state, and `DependentsReconciler::teardown_on_delete`.
 
 use crate::common;
-use crate::dependents::{cm, configmaps, owner};
+use crate::dependents::{cm, configmaps, log_position, owner, writes_since};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -127,7 +127,9 @@ async fn a_configmap_is_derived_from_the_live_cluster_ip_of_a_service() {
     assert_eq!(cluster_ip(&first.live::<Service>("svc").unwrap()), ip);
 
     // Converged: nothing written, nothing pruned, the derived object kept.
+    let since = log_position(&env);
     let again = converge(&rt, &owner, &set).await.unwrap();
+    assert_eq!(writes_since(&env, since), Vec::<String>::new());
     assert!(again.is_ready());
     assert_eq!(again.applied, Vec::<String>::new());
     assert_eq!(again.pruned, Vec::<String>::new());
