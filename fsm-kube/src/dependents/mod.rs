@@ -95,14 +95,14 @@ mod watch;
 
 pub use converge::converge;
 pub use converge_attr::ConvergeThen;
-pub use error::{DependentsError, SetError};
+pub use error::{DependentsError, DesiredError, ReadError, SetError};
 pub use kind::DependentKind;
 pub use live::{LiveDependents, LiveError};
 pub use object::{DEPENDENT_LABEL, Owner};
 pub use on_delete::TEARDOWN_FINALIZER;
 pub use orphan::KEEP_ANNOTATION;
 pub use readiness::{Readiness, builtin_readiness};
-pub use reads::{DesiredContext, DesiredError, ReadError, Reads};
+pub use reads::{DesiredContext, Reads};
 pub use reconciler::{DEFAULT_RESYNC, DependentsReconciler};
 pub use report::{Convergence, DependentState, Teardown, TeardownState};
 pub use runtime::{DEFAULT_PENDING_REQUEUE, DependentsRuntime};

@@ -7,49 +7,10 @@ use std::sync::Arc;
 use kube::Resource;
 use serde::de::DeserializeOwned;
 
-use super::error::SetError;
+use super::error::ReadError;
 use super::kind::DependentKind;
 use super::object::{Owner, Placement};
 use super::runtime::DependentsRuntime;
-
-/// Why a read of a secondary object failed.
-#[derive(Debug, thiserror::Error)]
-pub enum ReadError {
-    /// [`Reads::get`] found no object of that name.
-    #[error("{object} does not exist")]
-    Missing {
-        /// The object, `Kind namespace/name`.
-        object: String,
-    },
-    /// The server could not be asked (unavailable, refused the read).
-    #[error("{object} could not be read")]
-    Api {
-        /// The object, `Kind namespace/name`.
-        object: String,
-        /// The API error.
-        #[source]
-        source: kube::Error,
-    },
-    /// The object exists but does not read as the type asked for.
-    #[error("{object} could not be decoded: {message}")]
-    Decode {
-        /// The object, `Kind namespace/name`.
-        object: String,
-        /// serde's message.
-        message: String,
-    },
-}
-
-impl fsm_core::Classify for ReadError {
-    fn class(&self) -> fsm_core::ErrorClass {
-        match self {
-            ReadError::Api { source, .. } => crate::classify::classify_kube_error(source),
-            // Someone may create it, or fix it: looked at again under the
-            // state's (or the reconciler's) retry.
-            ReadError::Missing { .. } | ReadError::Decode { .. } => fsm_core::ErrorClass::RETRYABLE,
-        }
-    }
-}
 
 /// Typed reads of objects in the owner's namespace, for a desired
 /// function: [`StepDependents::reads`](super::StepDependents::reads) in a
@@ -161,39 +122,6 @@ impl Reads {
     }
 }
 
-/// Why an async desired function of a
-/// [`DependentsReconciler`](super::DependentsReconciler) gave no set: `?`
-/// converts both a read and a set that does not build.
-#[derive(Debug, thiserror::Error)]
-pub enum DesiredError {
-    /// A read failed.
-    #[error(transparent)]
-    Read(#[from] ReadError),
-    /// The set did not build.
-    #[error(transparent)]
-    Set(#[from] SetError),
-    /// Anything else the function reports, with its message.
-    #[error("{0}")]
-    Other(String),
-}
-
-impl DesiredError {
-    /// An error of the desired function's own, with `message`.
-    pub fn other(message: impl std::fmt::Display) -> Self {
-        DesiredError::Other(message.to_string())
-    }
-}
-
-impl fsm_core::Classify for DesiredError {
-    fn class(&self) -> fsm_core::ErrorClass {
-        match self {
-            DesiredError::Read(e) => e.class(),
-            DesiredError::Set(_) => fsm_core::ErrorClass::Permanent,
-            DesiredError::Other(_) => fsm_core::ErrorClass::RETRYABLE,
-        }
-    }
-}
-
 /// What an async desired function of a
 /// [`DependentsReconciler`](super::DependentsReconciler) gets besides the
 /// owner: the controller's context and [`Reads`] in the owner's
@@ -261,9 +189,7 @@ mod tests {
         };
         assert_eq!(missing.to_string(), "Secret ns/db does not exist");
         assert_eq!(missing.class(), fsm_core::ErrorClass::RETRYABLE);
-        let desired: DesiredError = missing.into();
+        let desired: super::super::DesiredError = missing.into();
         assert_eq!(desired.to_string(), "Secret ns/db does not exist");
-        let invalid: DesiredError = SetError::DuplicateKey("a".into()).into();
-        assert_eq!(invalid.class(), fsm_core::ErrorClass::Permanent);
     }
 }

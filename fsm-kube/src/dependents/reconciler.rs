@@ -16,10 +16,10 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::converge::converge_for;
-use super::error::{DependentsError, SetError};
+use super::error::{DependentsError, DesiredError, SetError};
 use super::object::Owner;
 use super::on_delete::{TEARDOWN_FINALIZER, TeardownOnDelete};
-use super::reads::{DesiredContext, DesiredError, Reads};
+use super::reads::{DesiredContext, Reads};
 use super::report::{Convergence, Teardown};
 use super::runtime::DependentsRuntime;
 use super::set::DesiredSet;
