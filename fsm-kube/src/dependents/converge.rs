@@ -136,9 +136,10 @@ pub(crate) async fn converge_for(
     let derives = set.dependents.iter().any(Dependent::is_derived);
     let mut shape = PruneShape::of(set, owner);
     let mut pruned_before = !derives && runtime.pruned.is_current(&owner.uid, &shape);
-    if !pruned_before {
+    if !pruned_before && !derives {
         // Forgotten before the first apply: if this converge fails half
-        // way, the next one lists again.
+        // way, the next one lists again. (A set with derived dependents
+        // is compared after the walk, and forgotten if the walk fails.)
         runtime.pruned.forget(&owner.uid);
     }
     let inactive = set
@@ -148,7 +149,7 @@ pub(crate) async fn converge_for(
         .collect();
     let live = Mutex::new(LiveDependents::default());
     let resolved: Mutex<Vec<Option<Dependent>>> = Mutex::new(vec![None; set.len()]);
-    let (states, outcomes) = order::walk(
+    let walked = order::walk(
         &set.requires,
         inactive,
         DependentState::satisfies,
@@ -159,8 +160,8 @@ pub(crate) async fn converge_for(
                 let dependent = &set.dependents[i];
                 let derived_now;
                 let dependent = if dependent.is_derived() {
-                    let seen = lock(live).clone();
-                    match derived::resolve(dependent, &seen) {
+                    let resolving = derived::resolve(dependent, &lock(live));
+                    match resolving {
                         Ok(d) => {
                             lock(resolved)[i] = Some(d.clone());
                             derived_now = d;
@@ -181,7 +182,11 @@ pub(crate) async fn converge_for(
             }
         },
     )
-    .await?;
+    .await;
+    if walked.is_err() && derives {
+        runtime.pruned.forget(&owner.uid);
+    }
+    let (states, outcomes) = walked?;
     for outcome in outcomes {
         report.applied.extend(outcome.applied);
         report.unchanged += outcome.unchanged;

@@ -123,7 +123,7 @@ impl DesiredSet {
     ///     let set = DesiredSet::builder().dependent(Dependent::new("web", &service)).build()?;
     ///     Ok(set.then(|done: &Convergence| {
     ///         let service: Service = done.live("web")?;
-    ///         Ok(App::Running { ip: service.spec.and_then(|s| s.cluster_ip).unwrap_or_default() })
+    ///         Ok::<_, LiveError>(App::Running { ip: service.spec.and_then(|s| s.cluster_ip).unwrap_or_default() })
     ///     }))
     /// }
     /// ```

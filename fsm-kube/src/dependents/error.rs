@@ -57,7 +57,7 @@ pub enum SetError {
 /// Why a read of a secondary object failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
-    /// [`Reads::get`] found no object of that name.
+    /// [`Reads::get`](super::Reads::get) found no object of that name.
     #[error("{object} does not exist")]
     Missing {
         /// The object, `Kind namespace/name`.

@@ -94,6 +94,15 @@ fn user_of(secret: &Secret) -> String {
         .unwrap_or_default()
 }
 
+/// How many lists the embedded server logged since `since` (0 on a real
+/// server).
+fn lists_since(env: &Env, since: usize) -> usize {
+    env.embedded().map_or(0, |server| {
+        let (_, records) = server.request_log().records_since(since);
+        records.iter().filter(|r| r.verb == "list").count()
+    })
+}
+
 async fn data_of(env: &Env, name: &str) -> Option<BTreeMap<String, String>> {
     let cm = configmaps(env).get_opt(name).await.unwrap()?;
     Some(cm.data.unwrap_or_default())
@@ -130,6 +139,7 @@ async fn a_configmap_is_derived_from_the_live_cluster_ip_of_a_service() {
     let since = log_position(&env);
     let again = converge(&rt, &owner, &set).await.unwrap();
     assert_eq!(writes_since(&env, since), Vec::<String>::new());
+    assert_eq!(lists_since(&env, since), 0, "the shape is remembered");
     assert!(again.is_ready());
     assert_eq!(again.applied, Vec::<String>::new());
     assert_eq!(again.pruned, Vec::<String>::new());
