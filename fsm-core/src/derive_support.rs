@@ -68,3 +68,84 @@ impl<T: Default> ConvergeTargetField for T {
         T::default()
     }
 }
+
+/// What a `converge` state's function returned, told apart by type (the
+/// derive's autoref specialisation): a `Result` now ([`DesiredNow`], tried
+/// first) or anything else, which must be a future of one
+/// ([`DesiredLater`]). The generated code calls
+/// `(&returned).__fsm_desired_kind().desired(returned).await` with both
+/// traits in scope.
+pub trait DesiredNow {
+    /// The kind of a `Result`: ready now.
+    fn __fsm_desired_kind(&self) -> Now {
+        Now
+    }
+}
+
+impl<D, E> DesiredNow for Result<D, E> {}
+
+/// The kind of anything but a `Result` (found one autoref later than
+/// [`DesiredNow`]): it must be a future of a `Result`.
+pub trait DesiredLater {
+    /// The kind of an `async fn`'s future.
+    fn __fsm_desired_kind(&self) -> Later {
+        Later
+    }
+}
+
+impl<T> DesiredLater for &T {}
+
+/// A `converge` function that returned its `Result` now.
+#[derive(Clone, Copy, Debug)]
+pub struct Now;
+
+impl Now {
+    /// The result, as an already finished future.
+    pub fn desired<D, E>(self, returned: Result<D, E>) -> std::future::Ready<Result<D, E>> {
+        std::future::ready(returned)
+    }
+}
+
+/// A `converge` function that returned something else: an `async fn`'s
+/// future, checked by [`DesiredFuture`].
+#[derive(Clone, Copy, Debug)]
+pub struct Later;
+
+impl Later {
+    /// The future itself, once checked.
+    pub fn desired<F: DesiredFuture>(self, returned: F) -> F {
+        returned
+    }
+}
+
+/// A future a `converge` function may return: `Send` (the handler's
+/// future is), with a `Result` as output.
+#[diagnostic::on_unimplemented(
+    message = "a `converge` function must return `Result<D, Error>`, or be an `async fn` returning one (`{Self}` is neither)",
+    label = "this `converge` function returns neither a `Result` nor a future of one",
+    note = "write `fn desired_fn(cx: &Step<'_, S>, /* the state's fields by reference */) -> Result<D, Error>`, or `async fn desired_fn(cx: &mut Step<'_, S>, ...) -> Result<D, Error>` (an `async` one takes the step by unique reference, so that its future is `Send`), where `D` implements `Converge<S>`"
+)]
+pub trait DesiredFuture:
+    std::future::Future<Output = <Self as DesiredFuture>::Returned> + Send
+{
+    /// The `Result` it resolves to.
+    type Returned: DesiredResult;
+}
+
+impl<F> DesiredFuture for F
+where
+    F: std::future::Future + Send,
+    F::Output: DesiredResult,
+{
+    type Returned = F::Output;
+}
+
+/// A `Result`, the only output a `converge` function's future may have.
+#[diagnostic::on_unimplemented(
+    message = "an `async` `converge` function must return `Result<D, Error>`, not `{Self}`",
+    label = "this `converge` function's future does not resolve to a `Result`",
+    note = "write `async fn desired_fn(cx: &mut Step<'_, S>, /* the state's fields by reference */) -> Result<D, Error>`, where `D` implements `Converge<S>`"
+)]
+pub trait DesiredResult {}
+
+impl<D, E> DesiredResult for Result<D, E> {}

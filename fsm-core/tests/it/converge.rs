@@ -273,3 +273,68 @@ async fn a_converge_state_that_stays_pending_times_out() {
     // Moving to a state that is not `failed` compensates nothing.
     assert!(!world.log().iter().any(|l| l.starts_with("undeploy")));
 }
+
+// ---- an `async` desired function ----
+
+#[derive(OperatorFsm, Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[fsm(resource = String, context = Arc<World>, error = AppError)]
+enum LateApp {
+    #[fsm(initial, converge = pods_later, next(Running), timeout = "1m")]
+    Deploying { replicas: u32 },
+    #[fsm(ready, final)]
+    Running,
+    #[fsm(failed)]
+    Failed,
+}
+
+/// What `Deploying` converges, found out asynchronously (a read).
+async fn pods_later(cx: &mut Step<'_, LateApp>, replicas: &u32) -> Result<LatePods, AppError> {
+    tokio::task::yield_now().await;
+    if cx.resource().is_empty() {
+        return Err(AppError::NoName);
+    }
+    cx.context()
+        .note(format!("desired {} x{replicas}, later", cx.resource()));
+    Ok(LatePods)
+}
+
+struct LatePods;
+
+impl Converge<LateApp> for LatePods {
+    fn converge_state<'a>(
+        &'a self,
+        cx: &'a mut Step<'_, LateApp>,
+        next: LateApp,
+    ) -> BoxFuture<'a, Result<Transition<LateApp>, AppError>> {
+        Box::pin(async move {
+            match cx.context().next_look() {
+                Look::Ready => Ok(Transition::next(next)),
+                _ => Ok(Transition::wait(Duration::from_secs(5))),
+            }
+        })
+    }
+}
+
+#[tokio::test]
+async fn an_async_desired_function_is_awaited_and_its_errors_are_the_handlers() {
+    let world = World::new([Look::Pending, Look::Ready]);
+    let settled = Harness::<LateApp>::new("web".to_owned(), world.clone())
+        .run_until_settled()
+        .await
+        .unwrap();
+    assert_eq!(settled.path(), ["Deploying", "Running"]);
+    assert_eq!(
+        world.log(),
+        ["desired web x0, later", "desired web x0, later"]
+    );
+
+    let refused = Harness::<LateApp>::new(String::new(), World::new([Look::Ready]))
+        .run_until_settled()
+        .await
+        .unwrap();
+    assert_eq!(refused.state, LateApp::Failed);
+    assert_eq!(
+        refused.record.last_error.as_deref(),
+        Some("the resource names no application")
+    );
+}

@@ -3,6 +3,7 @@
 //! what is no longer desired.
 
 use std::collections::HashSet;
+use std::sync::Mutex;
 
 use futures::future::join_all;
 use kube::Resource;
@@ -10,8 +11,10 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::Value;
 
 use super::create_only::{create_or_read, ownership_only};
+use super::derived;
 use super::diff::{conflicting_managers, only_updaters, up_to_date};
 use super::error::DependentsError;
+use super::live::LiveDependents;
 use super::object::{DEPENDENT_LABEL, Owner, Placement, applied, owned_by, placement, selector};
 use super::order;
 use super::orphan;
@@ -128,11 +131,15 @@ pub(crate) async fn converge_for(
     set: &DesiredSet,
 ) -> Result<Convergence, DependentsError> {
     let mut report = Convergence::default();
-    let shape = PruneShape::of(set, owner);
-    let pruned_before = runtime.pruned.is_current(&owner.uid, &shape);
-    if !pruned_before {
+    // A set with derived dependents has its shape only once they are
+    // computed, after the walk.
+    let derives = set.dependents.iter().any(Dependent::is_derived);
+    let mut shape = PruneShape::of(set, owner);
+    let mut pruned_before = !derives && runtime.pruned.is_current(&owner.uid, &shape);
+    if !pruned_before && !derives {
         // Forgotten before the first apply: if this converge fails half
-        // way, the next one lists again.
+        // way, the next one lists again. (A set with derived dependents
+        // is compared after the walk, and forgotten if the walk fails.)
         runtime.pruned.forget(&owner.uid);
     }
     let inactive = set
@@ -140,14 +147,46 @@ pub(crate) async fn converge_for(
         .iter()
         .map(|d| (!d.active).then_some(DependentState::Inactive))
         .collect();
-    let (states, outcomes) = order::walk(
+    let live = Mutex::new(LiveDependents::default());
+    let resolved: Mutex<Vec<Option<Dependent>>> = Mutex::new(vec![None; set.len()]);
+    let walked = order::walk(
         &set.requires,
         inactive,
         DependentState::satisfies,
         |blockers| DependentState::Waiting(set.keys_of(blockers)),
-        |i| reconcile_dependent(runtime, owner, &set.dependents[i]),
+        |i| {
+            let (live, resolved) = (&live, &resolved);
+            async move {
+                let dependent = &set.dependents[i];
+                let derived_now;
+                let dependent = if dependent.is_derived() {
+                    let resolving = derived::resolve(dependent, &lock(live));
+                    match resolving {
+                        Ok(d) => {
+                            lock(resolved)[i] = Some(d.clone());
+                            derived_now = d;
+                            &derived_now
+                        }
+                        Err(why) => {
+                            return Ok((DependentState::Failed(why), Outcome::default()));
+                        }
+                    }
+                } else {
+                    dependent
+                };
+                let (state, outcome) = reconcile_dependent(runtime, owner, dependent).await?;
+                if state.is_ready() {
+                    lock(live).insert(dependent.key.clone(), outcome.live.clone());
+                }
+                Ok((state, outcome))
+            }
+        },
     )
-    .await?;
+    .await;
+    if walked.is_err() && derives {
+        runtime.pruned.forget(&owner.uid);
+    }
+    let (states, outcomes) = walked?;
     for outcome in outcomes {
         report.applied.extend(outcome.applied);
         report.unchanged += outcome.unchanged;
@@ -163,9 +202,47 @@ pub(crate) async fn converge_for(
             )
         })
         .collect();
+    report.live = take(live);
+    let resolved_set;
+    let set = if derives {
+        resolved_set = with_resolved(set, take(resolved));
+        shape = PruneShape::of(&resolved_set, owner);
+        pruned_before = runtime.pruned.is_current(&owner.uid, &shape);
+        if !pruned_before {
+            runtime.pruned.forget(&owner.uid);
+        }
+        &resolved_set
+    } else {
+        set
+    };
     (report.pruned, report.orphaned) = prune(runtime, owner, set, pruned_before).await?;
     runtime.pruned.remember(&owner.uid, shape);
     Ok(report)
+}
+
+/// The walk's shared state, usable after a panic elsewhere (plain data).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn take<T>(mutex: Mutex<T>) -> T {
+    mutex
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// `set` with its derived dependents replaced by what they resolved to
+/// in this converge (those that did not resolve stay without objects).
+fn with_resolved(set: &DesiredSet, resolved: Vec<Option<Dependent>>) -> DesiredSet {
+    let mut set = set.clone();
+    for (slot, resolved) in set.dependents.iter_mut().zip(resolved) {
+        if let Some(resolved) = resolved {
+            *slot = resolved;
+        }
+    }
+    set
 }
 
 /// What reconciling one dependent did.
@@ -173,11 +250,13 @@ pub(crate) async fn converge_for(
 struct Outcome {
     applied: Vec<String>,
     unchanged: u32,
+    /// The live objects of its ready members.
+    live: Vec<Value>,
 }
 
 /// One object of a dependent, reconciled.
 enum Member {
-    Ready,
+    Ready(Value),
     NotReady(String),
     Held,
     Failed(String),
@@ -212,7 +291,7 @@ async fn reconcile_dependent(
             }
         };
         match member {
-            Member::Ready => {}
+            Member::Ready(live) => outcome.live.push(live),
             Member::NotReady(why) => not_ready.push(name(why)),
             Member::Held => held = true,
             Member::Failed(why) => failed.push(name(why)),
@@ -461,7 +540,7 @@ fn readiness(dependent: &Dependent, live: &Value) -> Member {
         ReadyCheck::Custom(check) => check(live),
     };
     match readiness {
-        Readiness::Ready => Member::Ready,
+        Readiness::Ready => Member::Ready(live.clone()),
         Readiness::Pending(why) => Member::NotReady(why),
         Readiness::Failed(why) => Member::Failed(why),
     }
@@ -491,7 +570,9 @@ async fn prune(
     let attempts: HashSet<&str> = set
         .dependents
         .iter()
-        .filter(|d| d.active && d.per_attempt)
+        // Earlier attempts stay, and so do a derived dependent's objects
+        // while it could not be computed.
+        .filter(|d| d.active && (d.per_attempt || d.is_derived()))
         .map(|d| d.key.as_str())
         .collect();
     let earlier_attempt = |live: &Value| {

@@ -54,6 +54,78 @@ pub enum SetError {
     },
 }
 
+/// Why a read of a secondary object failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// [`Reads::get`](super::Reads::get) found no object of that name.
+    #[error("{object} does not exist")]
+    Missing {
+        /// The object, `Kind namespace/name`.
+        object: String,
+    },
+    /// The server could not be asked (unavailable, refused the read).
+    #[error("{object} could not be read")]
+    Api {
+        /// The object, `Kind namespace/name`.
+        object: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+    /// The object exists but does not read as the type asked for.
+    #[error("{object} could not be decoded: {message}")]
+    Decode {
+        /// The object, `Kind namespace/name`.
+        object: String,
+        /// serde's message.
+        message: String,
+    },
+}
+
+impl fsm_core::Classify for ReadError {
+    fn class(&self) -> fsm_core::ErrorClass {
+        match self {
+            ReadError::Api { source, .. } => crate::classify::classify_kube_error(source),
+            // Someone may create it, or fix it: looked at again under the
+            // state's (or the reconciler's) retry.
+            ReadError::Missing { .. } | ReadError::Decode { .. } => fsm_core::ErrorClass::RETRYABLE,
+        }
+    }
+}
+
+/// Why an async desired function of a
+/// [`DependentsReconciler`](super::DependentsReconciler) gave no set: `?`
+/// converts both a read and a set that does not build.
+#[derive(Debug, thiserror::Error)]
+pub enum DesiredError {
+    /// A read failed.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// The set did not build.
+    #[error(transparent)]
+    Set(#[from] SetError),
+    /// Anything else the function reports, with its message.
+    #[error("{0}")]
+    Other(String),
+}
+
+impl DesiredError {
+    /// An error of the desired function's own, with `message`.
+    pub fn other(message: impl std::fmt::Display) -> Self {
+        DesiredError::Other(message.to_string())
+    }
+}
+
+impl fsm_core::Classify for DesiredError {
+    fn class(&self) -> fsm_core::ErrorClass {
+        match self {
+            DesiredError::Read(e) => e.class(),
+            DesiredError::Set(_) => fsm_core::ErrorClass::Permanent,
+            DesiredError::Other(_) => fsm_core::ErrorClass::RETRYABLE,
+        }
+    }
+}
+
 /// Why [`converge`](super::converge) or [`teardown`](super::teardown) could
 /// not run, or (from [`converge_state`](super::converge_state)) why a
 /// dependent failed. A dependent the server refuses is not an error of
@@ -106,17 +178,38 @@ pub enum DependentsError {
     /// the convergence says which and the server's message.
     #[error("dependents failed: {}", .0.failure_summary())]
     Failed(Box<Convergence>),
+    /// A converge state's [`then`](super::DesiredSet::then) built another
+    /// state than the `next` its attribute declares.
+    #[error("the converge state declares next({declared}) but its `then` built {built}")]
+    WrongNext {
+        /// The state the attribute's `next(..)` names.
+        declared: &'static str,
+        /// The state `then` built.
+        built: &'static str,
+    },
+    /// The finalizer of a [`DependentsReconciler`](super::DependentsReconciler)
+    /// with [`teardown_on_delete`](super::DependentsReconciler::teardown_on_delete)
+    /// could not be added or removed.
+    #[error("the dependents' finalizer could not be written")]
+    Finalizer(#[source] kube::Error),
+    /// An async desired function of a
+    /// [`DependentsReconciler`](super::DependentsReconciler) gave no set.
+    #[error("the desired set could not be computed")]
+    Desired(#[source] DesiredError),
 }
 
 impl Classify for DependentsError {
     fn class(&self) -> ErrorClass {
         match self {
-            DependentsError::NoRuntime | DependentsError::Owner(_) | DependentsError::Set(_) => {
-                ErrorClass::Permanent
-            }
+            DependentsError::NoRuntime
+            | DependentsError::Owner(_)
+            | DependentsError::Set(_)
+            | DependentsError::WrongNext { .. } => ErrorClass::Permanent,
+            DependentsError::Desired(e) => e.class(),
             DependentsError::List { source, .. }
             | DependentsError::Api { source, .. }
-            | DependentsError::Condition(source) => crate::classify::classify_kube_error(source),
+            | DependentsError::Condition(source)
+            | DependentsError::Finalizer(source) => crate::classify::classify_kube_error(source),
             // A refused object or a failed Job may be fixed by a new spec
             // or by a person: retried under the state's policy.
             DependentsError::Failed(_) => ErrorClass::RETRYABLE,
@@ -145,6 +238,8 @@ mod tests {
     fn a_handler_error_keeps_the_dependents_errors_class() {
         let invalid: crate::classify::HandlerError =
             DependentsError::Set(SetError::DuplicateKey("web".into())).into();
+        assert_eq!(invalid.class(), ErrorClass::Permanent);
+        let invalid: DesiredError = SetError::DuplicateKey("a".into()).into();
         assert_eq!(invalid.class(), ErrorClass::Permanent);
         let missing: crate::classify::HandlerError = DependentsError::NoRuntime.into();
         assert_eq!(missing.class(), ErrorClass::Permanent);

@@ -23,6 +23,15 @@
 //! Either way, [`owns_dependents`] makes the controller watch the
 //! dependents' kinds so that a change of a dependent wakes its owner.
 //!
+//! A desired set may depend on the world: a desired function may be
+//! `async` and read secondary objects ([`Reads`]: `cx.reads()` in a
+//! state, [`DesiredContext`] with [`DependentsReconciler::new_async`]); a
+//! [derived](Dependent::derived) dependent is computed from its
+//! dependencies' live objects during the converge; a converge state
+//! enters its next state built from the [`Convergence`]
+//! ([`DesiredSet::then`]). [`DependentsReconciler::teardown_on_delete`]
+//! tears the set down in order when the owner is deleted.
+//!
 //! ```no_run
 //! use fsm_kube::dependents::{Dependent, DesiredSet, converge, DependentsRuntime};
 //! use k8s_openapi::api::{apps::v1::Deployment, core::v1::{ConfigMap, Service}};
@@ -64,14 +73,18 @@
 mod converge;
 mod converge_attr;
 mod create_only;
+mod derived;
 mod diff;
 mod error;
 mod kind;
+mod live;
 mod object;
+mod on_delete;
 mod order;
 mod orphan;
 mod pruned;
 mod readiness;
+mod reads;
 mod reconciler;
 mod report;
 mod runtime;
@@ -81,11 +94,15 @@ mod teardown;
 mod watch;
 
 pub use converge::converge;
-pub use error::{DependentsError, SetError};
+pub use converge_attr::ConvergeThen;
+pub use error::{DependentsError, DesiredError, ReadError, SetError};
 pub use kind::DependentKind;
+pub use live::{LiveDependents, LiveError};
 pub use object::{DEPENDENT_LABEL, Owner};
+pub use on_delete::TEARDOWN_FINALIZER;
 pub use orphan::KEEP_ANNOTATION;
 pub use readiness::{Readiness, builtin_readiness};
+pub use reads::{DesiredContext, Reads};
 pub use reconciler::{DEFAULT_RESYNC, DependentsReconciler};
 pub use report::{Convergence, DependentState, Teardown, TeardownState};
 pub use runtime::{DEFAULT_PENDING_REQUEUE, DependentsRuntime};

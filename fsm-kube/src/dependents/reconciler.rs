@@ -2,8 +2,11 @@
 //! the `reconcile` and `error_policy` of a `kube::runtime::Controller`,
 //! with no machine and no stored record.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
+
+use fsm_core::BoxFuture;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
@@ -13,15 +16,21 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::converge::converge_for;
-use super::error::{DependentsError, SetError};
+use super::error::{DependentsError, DesiredError, SetError};
 use super::object::Owner;
-use super::report::Convergence;
+use super::on_delete::{TEARDOWN_FINALIZER, TeardownOnDelete};
+use super::reads::{DesiredContext, Reads};
+use super::report::{Convergence, Teardown};
 use super::runtime::DependentsRuntime;
 use super::set::DesiredSet;
 use super::step::condition_of;
-use crate::{KubeResource, conditions};
+use super::teardown::teardown_for;
+use crate::{KubeResource, conditions, finalizer};
 
-type DesiredFn<K, C> = dyn Fn(&K, &C) -> Result<DesiredSet, SetError> + Send + Sync;
+/// The desired function, sync or async, as one shape.
+type DesiredFn<K, C> = dyn Fn(Arc<K>, DesiredContext<C>) -> BoxFuture<'static, Result<DesiredSet, DependentsError>>
+    + Send
+    + Sync;
 
 /// Reconciles objects of kind `K` (context `C`) by converging the set
 /// `desired` computes from each, and reporting it in a `DependentsReady`
@@ -66,10 +75,10 @@ type DesiredFn<K, C> = dyn Fn(&K, &C) -> Result<DesiredSet, SetError> + Send + S
 /// during a re-list) is repaired all the same.
 ///
 /// # Caveats
-/// No finalizer is added: when the owner is deleted, its dependents go
+/// Without [`teardown_on_delete`](DependentsReconciler::teardown_on_delete)
+/// no finalizer is added: when the owner is deleted, its dependents go
 /// with it through the garbage collector (their owner references), in no
-/// particular order. An operator whose dependents must go in order is a
-/// machine with a `cleanup` calling [`teardown`](super::teardown). The
+/// particular order. The
 /// condition write replaces the status' `conditions` list as read with the
 /// object; another writer of that list may race it. The status needs a
 /// `conditions` field (a list of `Condition`).
@@ -77,6 +86,7 @@ pub struct DependentsReconciler<K, C> {
     runtime: DependentsRuntime,
     desired: Arc<DesiredFn<K, C>>,
     resync: Duration,
+    on_delete: Option<TeardownOnDelete>,
 }
 
 /// How long a converged object waits, without events, before
@@ -89,6 +99,7 @@ impl<K, C> Clone for DependentsReconciler<K, C> {
             runtime: self.runtime.clone(),
             desired: self.desired.clone(),
             resync: self.resync,
+            on_delete: self.on_delete.clone(),
         }
     }
 }
@@ -98,6 +109,7 @@ impl<K, C> std::fmt::Debug for DependentsReconciler<K, C> {
         f.debug_struct("DependentsReconciler")
             .field("runtime", &self.runtime)
             .field("resync", &self.resync)
+            .field("teardown_on_delete", &self.on_delete.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -122,11 +134,99 @@ where
     where
         F: Fn(&K, &C) -> Result<DesiredSet, SetError> + Send + Sync + 'static,
     {
+        let desired: Arc<DesiredFn<K, C>> =
+            Arc::new(move |owner: Arc<K>, cx: DesiredContext<C>| {
+                let set = desired(owner.as_ref(), cx.context()).map_err(DependentsError::Set);
+                Box::pin(std::future::ready(set)) as BoxFuture<'static, _>
+            });
+        Self::from_desired(runtime, desired)
+    }
+
+    /// A reconciler whose desired function is `async`: it gets the owner
+    /// and a [`DesiredContext`] (the controller's context, and
+    /// [`Reads`](super::Reads) of secondary objects in the owner's
+    /// namespace, through the runtime's watch caches), and may read a
+    /// Secret or any other object before building the set. `?` converts a
+    /// [`ReadError`](super::ReadError) and a [`SetError`] into
+    /// [`DesiredError`]; the reconcile fails with
+    /// [`DependentsError::Desired`] (retried by the error policy).
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use fsm_kube::dependents::{Dependent, DependentsReconciler, DesiredContext, DesiredSet};
+    /// use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+    /// # use kube::ResourceExt;
+    /// # fn demo<K: fsm_kube::KubeResource>(client: kube::Client) {
+    /// let reconciler = DependentsReconciler::<K, ()>::new_async(client, |owner: Arc<K>, cx: DesiredContext<()>| async move {
+    ///     let tls: Secret = cx.reads().get("shared-tls").await?;
+    ///     let mut copy = Secret { data: tls.data, ..Secret::default() };
+    ///     copy.metadata.name = Some(format!("{}-tls", owner.name_any()));
+    ///     Ok(DesiredSet::builder().dependent(Dependent::new("tls", &copy)).build()?)
+    /// });
+    /// # let _ = reconciler; }
+    /// ```
+    pub fn new_async<F, Fut>(client: Client, desired: F) -> Self
+    where
+        F: Fn(Arc<K>, DesiredContext<C>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<DesiredSet, DesiredError>> + Send + 'static,
+    {
+        Self::with_runtime_async(DependentsRuntime::new(client), desired)
+    }
+
+    /// [`new_async`](DependentsReconciler::new_async) with its own runtime.
+    pub fn with_runtime_async<F, Fut>(runtime: DependentsRuntime, desired: F) -> Self
+    where
+        F: Fn(Arc<K>, DesiredContext<C>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<DesiredSet, DesiredError>> + Send + 'static,
+    {
+        let desired: Arc<DesiredFn<K, C>> =
+            Arc::new(move |owner: Arc<K>, cx: DesiredContext<C>| {
+                let set = desired(owner, cx);
+                Box::pin(async move { set.await.map_err(DependentsError::Desired) })
+                    as BoxFuture<'static, _>
+            });
+        Self::from_desired(runtime, desired)
+    }
+
+    fn from_desired(runtime: DependentsRuntime, desired: Arc<DesiredFn<K, C>>) -> Self {
         DependentsReconciler {
             runtime,
-            desired: Arc::new(desired),
+            desired,
             resync: DEFAULT_RESYNC,
+            on_delete: None,
         }
+    }
+
+    /// Deletes the dependents in order when the owner is deleted, instead
+    /// of leaving them to the garbage collector: a finalizer
+    /// ([`TEARDOWN_FINALIZER`]) is added before the first converge, and
+    /// once the owner is being deleted each reconcile runs
+    /// [`teardown`](super::teardown) of its set (reverse dependency order,
+    /// delete postconditions waited for, [kept](super::Dependent::keep_on_prune)
+    /// objects released) until it is done, then removes the finalizer.
+    ///
+    /// # Expected flow
+    /// The set torn down is the one the desired function computes for the
+    /// deleted owner. When it cannot compute one (a Secret it reads was
+    /// deleted with the namespace), the last set it computed for that
+    /// owner in this process is torn down instead; when there is none
+    /// either (the operator restarted since), the finalizer is removed
+    /// with a warning and the garbage collector takes the dependents, in
+    /// no particular order (kept objects too). The owner is never held
+    /// because its set cannot be computed; it is held while a delete
+    /// postcondition does not hold, or a deletion is refused.
+    ///
+    /// ```no_run
+    /// # use fsm_kube::dependents::{DependentsReconciler, DesiredSet};
+    /// # fn demo<K: fsm_kube::KubeResource>(client: kube::Client) {
+    /// let reconciler = DependentsReconciler::<K, ()>::new(client, |_, _| DesiredSet::builder().build())
+    ///     .teardown_on_delete();
+    /// # let _ = reconciler; }
+    /// ```
+    #[must_use]
+    pub fn teardown_on_delete(mut self) -> Self {
+        self.on_delete = Some(TeardownOnDelete::default());
+        self
     }
 
     /// How long a converged object waits before its dependents are looked
@@ -177,12 +277,20 @@ where
         context: Arc<C>,
     ) -> Result<(Action, Convergence), DependentsError> {
         if object.meta().deletion_timestamp.is_some() {
-            // The garbage collector deletes the dependents (owner references).
-            return Ok((Action::await_change(), Convergence::default()));
+            // With teardown_on_delete, in order; else the garbage
+            // collector deletes the dependents (owner references).
+            let (action, _) = self.reconcile_deletion(object, context).await?;
+            return Ok((action, Convergence::default()));
         }
-        let set =
-            (self.desired)(object.as_ref(), context.as_ref()).map_err(DependentsError::Set)?;
         let owner = Owner::of(object.as_ref())?;
+        let object = match &self.on_delete {
+            Some(on_delete) => on_delete.hold(&self.runtime, object).await?,
+            None => object,
+        };
+        let set = self.desired_set(object.clone(), context).await?;
+        if let Some(on_delete) = &self.on_delete {
+            on_delete.remember(&owner.uid, &set);
+        }
         let convergence = converge_for(&self.runtime, &owner, &set).await?;
         self.write_condition(object.as_ref(), &owner, &convergence)
             .await?;
@@ -192,6 +300,68 @@ where
             Action::requeue(self.runtime.pending_requeue.max(Duration::from_millis(1)))
         };
         Ok((action, convergence))
+    }
+
+    /// Reconciles an owner being deleted: with
+    /// [`teardown_on_delete`](DependentsReconciler::teardown_on_delete)
+    /// and its finalizer still on it, one [`teardown`](super::teardown)
+    /// round (requeued after the runtime's `pending_requeue` until done,
+    /// then the finalizer removed); otherwise nothing. Returns the action
+    /// and what the round did.
+    ///
+    /// # Errors
+    /// As [`teardown`](super::teardown), and
+    /// [`DependentsError::Finalizer`] when the finalizer could not be
+    /// removed.
+    pub async fn reconcile_deletion(
+        &self,
+        object: Arc<K>,
+        context: Arc<C>,
+    ) -> Result<(Action, Teardown), DependentsError> {
+        let Some(on_delete) = &self.on_delete else {
+            return Ok((Action::await_change(), Teardown::default()));
+        };
+        if !finalizer::has(object.as_ref(), TEARDOWN_FINALIZER) {
+            return Ok((Action::await_change(), Teardown::default()));
+        }
+        let owner = Owner::of(object.as_ref())?;
+        let set = match self.desired_set(object.clone(), context).await {
+            Ok(set) => Some(set),
+            Err(error) => {
+                let last = on_delete.last(&owner.uid);
+                tracing::warn!(owner = %owner.name, %error, known = last.is_some(),
+                    "the desired set of a deleted owner could not be computed: tearing down the last one known");
+                last
+            }
+        };
+        let teardown = match set {
+            Some(set) => teardown_for(&self.runtime, &owner, &set).await?,
+            None => {
+                tracing::warn!(owner = %owner.name,
+                    "no desired set known for the deleted owner: its dependents are left to the garbage collector");
+                Teardown::default()
+            }
+        };
+        if !teardown.is_done() {
+            tracing::info!(owner = %owner.name, pending = %teardown.summary(), "tearing down");
+            let delay = self.runtime.pending_requeue.max(Duration::from_millis(1));
+            return Ok((Action::requeue(delay), teardown));
+        }
+        on_delete
+            .release(&self.runtime, object.as_ref(), &owner)
+            .await?;
+        Ok((Action::await_change(), teardown))
+    }
+
+    /// The desired set of `object`.
+    async fn desired_set(
+        &self,
+        object: Arc<K>,
+        context: Arc<C>,
+    ) -> Result<DesiredSet, DependentsError> {
+        let owner = Owner::of(object.as_ref())?;
+        let reads = Reads::new(self.runtime.clone(), &owner);
+        (self.desired)(object, DesiredContext::new(context, reads)).await
     }
 
     /// Writes `DependentsReady` unless the object already says it.

@@ -2,6 +2,8 @@
 
 use std::fmt::Write as _;
 
+use super::live::{LiveDependents, LiveError};
+
 /// The state of one dependent after a [`converge`](super::converge).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DependentState {
@@ -95,6 +97,10 @@ pub struct Convergence {
     pub applied: Vec<String>,
     /// Objects found as desired, so not written.
     pub unchanged: u32,
+    /// The live objects of the dependents found ready, by key: what a
+    /// converge state hands on to its next state
+    /// ([`Convergence::live`]).
+    pub live: LiveDependents,
 }
 
 impl Convergence {
@@ -104,6 +110,17 @@ impl Convergence {
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, state)| state)
+    }
+
+    /// The live object of ready dependent `key`, read as `T` (a
+    /// Service's allocated `spec.clusterIP`, a Job's `status`).
+    ///
+    /// # Errors
+    /// [`LiveError`] when `key` is not ready here, is a family (see
+    /// [`LiveDependents::family`] on [`Convergence::live`](field@Convergence::live)),
+    /// or does not read as `T`.
+    pub fn live<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<T, LiveError> {
+        self.live.get(key)
     }
 
     /// Whether every dependent is ready or inactive: the set converged.

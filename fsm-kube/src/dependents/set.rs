@@ -18,6 +18,9 @@ use super::readiness::Readiness;
 pub(crate) type ReadyFn = Arc<dyn Fn(&Value) -> Readiness + Send + Sync>;
 /// A predicate over the live object (`None`: it does not exist).
 pub(crate) type LiveFn = Arc<dyn Fn(Option<&Value>) -> bool + Send + Sync>;
+/// How a [derived](Dependent::derived) dependent's objects are computed.
+pub(crate) type DeriveFn =
+    Arc<dyn Fn(&super::live::LiveDependents) -> Result<Vec<Value>, String> + Send + Sync>;
 
 /// How a dependent's readiness is decided.
 #[derive(Clone)]
@@ -106,6 +109,9 @@ pub struct Dependent {
     pub(crate) keep: bool,
     pub(crate) per_attempt: bool,
     pub(crate) encode_error: Option<String>,
+    /// Set for a [derived](Dependent::derived) dependent: its objects are
+    /// computed during the converge, from its dependencies' live objects.
+    pub(crate) derive: Option<DeriveFn>,
 }
 
 impl std::fmt::Debug for Dependent {
@@ -122,12 +128,13 @@ impl std::fmt::Debug for Dependent {
             .field("create_only", &self.create_only)
             .field("keep_on_prune", &self.keep)
             .field("per_attempt", &self.per_attempt)
+            .field("derived", &self.derive.is_some())
             .finish_non_exhaustive()
     }
 }
 
 impl Dependent {
-    fn with_objects(
+    pub(crate) fn with_objects(
         key: impl Into<String>,
         kind: DependentKind,
         objects: Vec<Value>,
@@ -150,6 +157,7 @@ impl Dependent {
             keep: false,
             per_attempt: false,
             encode_error,
+            derive: None,
         }
     }
 
@@ -477,7 +485,7 @@ impl Dependent {
     }
 }
 
-fn encode_all<'o, T: Serialize + 'o>(
+pub(crate) fn encode_all<'o, T: Serialize + 'o>(
     objects: impl Iterator<Item = &'o T>,
     kind: &DependentKind,
 ) -> (Vec<Value>, Option<String>) {

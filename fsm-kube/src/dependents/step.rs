@@ -9,6 +9,7 @@ use fsm_core::{Fsm, Step, Transition};
 use super::converge::converge_for;
 use super::error::DependentsError;
 use super::object::Owner;
+use super::reads::Reads;
 use super::report::{Convergence, Teardown};
 use super::runtime::DependentsRuntime;
 use super::set::DesiredSet;
@@ -35,6 +36,30 @@ pub trait StepDependents {
     /// # Errors
     /// [`DependentsError::NoRuntime`] when the engine has none.
     fn dependents_runtime(&self) -> Result<&DependentsRuntime, DependentsError>;
+
+    /// Typed reads of secondary objects in the step's object's namespace
+    /// (a Secret, a ConfigMap another operator writes), through the
+    /// runtime and its watch caches: for a desired function that needs
+    /// more than the object. Owned, so an `async` function holds it
+    /// across `.await`s.
+    ///
+    /// ```no_run
+    /// # use fsm_kube::prelude::*;
+    /// # use fsm_kube::dependents::{DependentsError, ReadError};
+    /// # #[derive(Debug, thiserror::Error)]
+    /// # enum AppError { #[error(transparent)] D(#[from] DependentsError), #[error(transparent)] R(#[from] ReadError) }
+    /// # async fn demo<S: Fsm>(cx: &mut Step<'_, S>) -> Result<(), AppError> where S::Resource: fsm_kube::KubeResource {
+    /// use k8s_openapi::api::core::v1::Secret;
+    ///
+    /// let reads = cx.reads()?;
+    /// let password: Secret = reads.get("db-password").await?;
+    /// # let _ = password; Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`DependentsError::NoRuntime`] without a runtime,
+    /// [`DependentsError::Owner`] when the object has no name or UID.
+    fn reads(&self) -> Result<Reads, DependentsError>;
 
     /// [`converge`](super::converge)s `set` for the step's object, and
     /// reports the `DependentsReady` condition, which the store writes with
@@ -67,6 +92,11 @@ where
     fn dependents_runtime(&self) -> Result<&DependentsRuntime, DependentsError> {
         self.extension::<DependentsRuntime>()
             .ok_or(DependentsError::NoRuntime)
+    }
+
+    fn reads(&self) -> Result<Reads, DependentsError> {
+        let runtime = self.dependents_runtime()?;
+        Ok(Reads::new(runtime.clone(), &Owner::of(self.resource())?))
     }
 
     fn converge<'s>(
@@ -153,6 +183,20 @@ pub fn converge_state<'s, S: Fsm>(
 where
     S::Resource: KubeResource,
 {
+    converge_then(cx, set, move |_| Ok(next))
+}
+
+/// [`converge_state`] whose next state is built, once the set is ready,
+/// from the [`Convergence`] (what [`DesiredSet::then`] converges).
+pub(crate) fn converge_then<'s, S: Fsm, E>(
+    cx: &'s Step<'_, S>,
+    set: &'s DesiredSet,
+    next: impl FnOnce(&Convergence) -> Result<S, E> + Send + 's,
+) -> impl Future<Output = Result<Transition<S>, E>> + Send + 's
+where
+    S::Resource: KubeResource,
+    E: From<DependentsError>,
+{
     // The step itself is not `Sync`: take what the future needs from it
     // now, so that a handler returning this future stays `Send`.
     let converging = cx.converge(set);
@@ -160,9 +204,9 @@ where
     async move {
         let convergence = converging.await?;
         if convergence.is_ready() {
-            Ok(Transition::next(next))
+            Ok(Transition::next(next(&convergence)?))
         } else if convergence.is_failed() {
-            Err(DependentsError::Failed(Box::new(convergence)))
+            Err(DependentsError::Failed(Box::new(convergence)).into())
         } else {
             Ok(Transition::wait(requeue?))
         }

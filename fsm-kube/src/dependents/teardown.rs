@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::converge::{delete, list_owned, live_placement};
 use super::error::DependentsError;
-use super::object::{Owner, Placement, labelled_for, owned_by, placement};
+use super::object::{DEPENDENT_LABEL, Owner, Placement, labelled_for, owned_by, placement};
 use super::order;
 use super::orphan;
 use super::report::{Teardown, TeardownState};
@@ -26,7 +26,10 @@ use super::set::{Dependent, DesiredSet};
 /// the object no longer exists), checked with a fresh read right after the
 /// delete. Independent dependents are deleted concurrently. Once all are
 /// gone, other objects carrying the owner's labels (of the set's kinds)
-/// are deleted too. Inactive dependents are torn down like the others.
+/// are deleted too. Inactive dependents are torn down like the others;
+/// a [derived](super::Dependent::derived) one (its object is computed only
+/// while converging) by its label: the owner's objects of its kind
+/// labelled with its key.
 ///
 /// # Guarantees
 /// Only objects owned by `owner` (owner reference) or carrying its labels
@@ -135,8 +138,8 @@ async fn tear_down(
     owner: &Owner,
     dependent: &Dependent,
 ) -> Result<(TeardownState, Removed), DependentsError> {
-    let results = join_all(dependent.objects.iter().map(|object| async move {
-        let place = placement(object, &dependent.kind, owner);
+    let places = places_of(runtime, owner, dependent).await?;
+    let results = join_all(places.into_iter().map(|place| async move {
         let outcome = tear_down_object(runtime, owner, dependent, &place).await;
         (place, outcome)
     }))
@@ -184,6 +187,35 @@ async fn tear_down(
         TeardownState::Gone
     };
     Ok((state, removed))
+}
+
+/// Where a dependent's objects are: those it names, or for a
+/// [derived](super::Dependent::derived) one (whose object is only known
+/// during a converge) the owner's objects of its kind labelled with its
+/// key.
+async fn places_of(
+    runtime: &DependentsRuntime,
+    owner: &Owner,
+    dependent: &Dependent,
+) -> Result<Vec<Placement>, DependentsError> {
+    if !dependent.is_derived() {
+        return Ok(dependent
+            .objects
+            .iter()
+            .map(|object| placement(object, &dependent.kind, owner))
+            .collect());
+    }
+    Ok(list_owned(runtime, owner, &dependent.kind)
+        .await?
+        .iter()
+        .filter(|live| {
+            live.pointer("/metadata/labels")
+                .and_then(|l| l.get(DEPENDENT_LABEL))
+                .and_then(Value::as_str)
+                == Some(dependent.key.as_str())
+        })
+        .map(|live| live_placement(&dependent.kind, live))
+        .collect())
 }
 
 /// Deletes one object if it is the owner's (releases it if kept); returns

@@ -159,7 +159,10 @@ fn call(path: &syn::Path, cx: &Ident, fields: &[Ident], core: &TokenStream) -> T
 /// does not convert, or a value that does not converge is reported there.
 ///
 /// The step goes in as `&mut *cx`, so that `desired` may take `&Step` (it
-/// coerces) or `&mut Step`.
+/// coerces) or `&mut Step`. `desired` may be a plain fn returning a
+/// `Result` or an `async fn` (its future awaited): which one is decided
+/// by the type it returns (`fsm_core::__derive::DesiredNow`, then
+/// `DesiredLater`, whose future must be `Send` and give a `Result`).
 fn converge_call(
     model: &Model,
     desired: &syn::Path,
@@ -181,11 +184,19 @@ fn converge_call(
         // The analysis has refused an unknown target.
         None => quote!(Self::#next),
     };
+    let returned = located("__fsm_returned");
     quote_spanned! {span=>
         {
             let #function = #desired;
             ::std::boxed::Box::pin(async move {
-                let #value = #function(&mut *#cx #(, #fields)*)?;
+                let #returned = #function(&mut *#cx #(, #fields)*);
+                let #value = {
+                    #[allow(unused_imports)]
+                    use #core::__derive::{DesiredLater as _, DesiredNow as _};
+                    (&#returned).__fsm_desired_kind()
+                }
+                .desired(#returned)
+                .await?;
                 #core::Converge::<Self>::converge_state(&#value, #cx, #target).await
             })
         }

@@ -1,0 +1,33 @@
+use fsm_core::prelude::*;
+
+#[derive(OperatorFsm, Clone, Serialize, Deserialize)]
+#[fsm(resource = ())]
+enum Job {
+    #[fsm(initial, converge = desired, next(Done))]
+    Pending,
+    #[fsm(final)]
+    Done,
+    #[fsm(failed)]
+    Failed,
+}
+
+struct Ready;
+
+impl Converge<Job> for Ready {
+    fn converge_state<'a>(
+        &'a self,
+        _cx: &'a mut Step<'_, Job>,
+        next: Job,
+    ) -> BoxFuture<'a, Result<Transition<Job>, std::convert::Infallible>> {
+        Box::pin(async move { Ok(Transition::next(next)) })
+    }
+}
+
+// An `async fn` holding `&Step` (not `Sync`) across an await is not `Send`.
+async fn desired(cx: &Step<'_, Job>) -> Result<Ready, std::convert::Infallible> {
+    std::future::ready(()).await;
+    let _ = cx.attempt();
+    Ok(Ready)
+}
+
+fn main() {}

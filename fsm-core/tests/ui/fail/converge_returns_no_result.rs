@@ -1,0 +1,31 @@
+use fsm_core::prelude::*;
+
+#[derive(OperatorFsm, Clone, Serialize, Deserialize)]
+#[fsm(resource = ())]
+enum Job {
+    #[fsm(initial, converge = desired, next(Done))]
+    Pending,
+    #[fsm(final)]
+    Done,
+    #[fsm(failed)]
+    Failed,
+}
+
+struct Ready;
+
+impl Converge<Job> for Ready {
+    fn converge_state<'a>(
+        &'a self,
+        _cx: &'a mut Step<'_, Job>,
+        next: Job,
+    ) -> BoxFuture<'a, Result<Transition<Job>, std::convert::Infallible>> {
+        Box::pin(async move { Ok(Transition::next(next)) })
+    }
+}
+
+// The value itself, not a `Result` of it.
+fn desired(_cx: &Step<'_, Job>) -> Ready {
+    Ready
+}
+
+fn main() {}
