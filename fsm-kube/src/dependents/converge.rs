@@ -10,14 +10,15 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::Value;
 
 use super::create_only::{create_or_read, ownership_only};
-use super::diff::{conflicting_managers, only_updaters, up_to_date};
+use super::diff::{conflicting_managers, only_updaters};
 use super::error::DependentsError;
+use super::matching;
 use super::object::{DEPENDENT_LABEL, Owner, Placement, applied, owned_by, placement, selector};
 use super::order;
 use super::orphan;
 use super::pruned::PruneShape;
 use super::readiness::{Readiness, builtin_readiness};
-use super::report::{Convergence, DependentState};
+use super::report::{Convergence, DependentFailure, DependentState, FailureKind};
 use super::runtime::DependentsRuntime;
 use super::set::{Dependent, DesiredSet, ReadyCheck};
 
@@ -180,7 +181,7 @@ enum Member {
     Ready,
     NotReady(String),
     Held,
-    Failed(String),
+    Failed(DependentFailure),
 }
 
 async fn reconcile_dependent(
@@ -196,7 +197,8 @@ async fn reconcile_dependent(
     )
     .await;
     let mut outcome = Outcome::default();
-    let (mut not_ready, mut held, mut failed) = (Vec::new(), false, Vec::new());
+    let (mut not_ready, mut held) = (Vec::new(), false);
+    let mut failed: Vec<DependentFailure> = Vec::new();
     for result in results {
         let (place, member, wrote) = result?;
         match wrote {
@@ -215,11 +217,20 @@ async fn reconcile_dependent(
             Member::Ready => {}
             Member::NotReady(why) => not_ready.push(name(why)),
             Member::Held => held = true,
-            Member::Failed(why) => failed.push(name(why)),
+            Member::Failed(failure) => failed.push(DependentFailure::new(
+                failure.kind().clone(),
+                name(failure.message().to_owned()),
+            )),
         }
     }
-    let state = if !failed.is_empty() {
-        DependentState::Failed(failed.join("; "))
+    let state = if let Some(first) = failed.first() {
+        // A family's members may fail differently: the first one's kind,
+        // every member's message.
+        let messages: Vec<&str> = failed.iter().map(DependentFailure::message).collect();
+        DependentState::Failed(DependentFailure::new(
+            first.kind().clone(),
+            messages.join("; "),
+        ))
     } else if held {
         DependentState::PreconditionUnmet
     } else if !not_ready.is_empty() {
@@ -243,7 +254,10 @@ async fn reconcile_object(
     let place = placement(object, kind, owner);
     let mut body = match applied(object, kind, owner, &dependent.key) {
         Ok(body) => body,
-        Err(message) => return Ok((place, Member::Failed(message), None)),
+        Err(message) => {
+            let failure = DependentFailure::new(FailureKind::InvalidDesired, message);
+            return Ok((place, Member::Failed(failure), None));
+        }
     };
     if dependent.keep {
         orphan::mark(&mut body);
@@ -278,8 +292,11 @@ async fn reconcile_object(
     if dependent.create_only {
         return reconcile_created(runtime, owner, dependent, place, &body, live).await;
     }
+    let desired_hash = matching::desired_hash(&body);
+    matching::prepare(dependent, &mut body, live.as_ref());
     if let Some(live) = live.as_ref()
-        && up_to_date(live, &body, &runtime.field_manager)
+        && matching::already_matches(runtime, owner, dependent, &place, live, &body, desired_hash)
+            .await
     {
         runtime.count(kind, "unchanged");
         let member = readiness(dependent, live);
@@ -352,10 +369,13 @@ async fn reconcile_created(
 
 /// The failure of an object that exists without being `owner`'s.
 fn not_owned(place: &Placement, owner: &Owner) -> Member {
-    Member::Failed(format!(
-        "{} exists and is not owned by {}; it is left alone (adopt() takes it over)",
-        place.display(),
-        owner.display()
+    Member::Failed(DependentFailure::new(
+        FailureKind::NotOwned,
+        format!(
+            "{} exists and is not owned by {}; it is left alone (adopt() takes it over)",
+            place.display(),
+            owner.display()
+        ),
     ))
 }
 
@@ -419,8 +439,10 @@ async fn apply(
     Ok(serde_json::to_value(written).unwrap_or(Value::Null))
 }
 
-/// A refusal by the server is a failed dependent with its message; an
-/// unavailable server is an error, retried without blaming the dependent.
+/// A refusal by the server is a failed dependent with its kind (a
+/// conflict naming the managers, forbidden, or refused with the code) and
+/// message; an unavailable server is an error, retried without blaming
+/// the dependent.
 fn refused(
     dependent: &Dependent,
     place: &Placement,
@@ -429,17 +451,24 @@ fn refused(
     match error {
         kube::Error::Api(status) if (400..500).contains(&status.code) && status.code != 429 => {
             let managers = conflicting_managers(&status);
-            let message = if status.code == 409 && !managers.is_empty() {
-                format!(
+            let failure = if status.code == 409 && !managers.is_empty() {
+                let message = format!(
                     "{}: conflict with field manager {} ({}); force() takes their fields",
                     place.display(),
                     managers.join(", "),
                     status.message
-                )
+                );
+                DependentFailure::new(FailureKind::Conflict { managers }, message)
             } else {
-                format!("{}: {} ({})", place.display(), status.message, status.code)
+                let message = format!("{}: {} ({})", place.display(), status.message, status.code);
+                let kind = if status.code == 403 {
+                    FailureKind::Forbidden
+                } else {
+                    FailureKind::Refused { code: status.code }
+                };
+                DependentFailure::new(kind, message)
             };
-            Ok(Member::Failed(message))
+            Ok(Member::Failed(failure))
         }
         source => Err(DependentsError::Api {
             key: dependent.key.clone(),
@@ -463,7 +492,9 @@ fn readiness(dependent: &Dependent, live: &Value) -> Member {
     match readiness {
         Readiness::Ready => Member::Ready,
         Readiness::Pending(why) => Member::NotReady(why),
-        Readiness::Failed(why) => Member::Failed(why),
+        Readiness::Failed(why) => {
+            Member::Failed(DependentFailure::new(FailureKind::ReadinessFailed, why))
+        }
     }
 }
 

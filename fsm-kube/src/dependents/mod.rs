@@ -67,6 +67,7 @@ mod create_only;
 mod diff;
 mod error;
 mod kind;
+mod matching;
 mod object;
 mod order;
 mod orphan;
@@ -87,7 +88,9 @@ pub use object::{DEPENDENT_LABEL, Owner};
 pub use orphan::KEEP_ANNOTATION;
 pub use readiness::{Readiness, builtin_readiness};
 pub use reconciler::{DEFAULT_RESYNC, DependentsReconciler};
-pub use report::{Convergence, DependentState, Teardown, TeardownState};
+pub use report::{
+    Convergence, DependentFailure, DependentState, FailureKind, Teardown, TeardownState,
+};
 pub use runtime::{DEFAULT_PENDING_REQUEUE, DependentsRuntime};
 pub use set::{Dependent, DesiredSet, DesiredSetBuilder, attempt_name};
 pub use step::{StepDependents, converge_state};

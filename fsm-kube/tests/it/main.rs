@@ -21,6 +21,7 @@ mod converge_attr;
 mod decode;
 mod dependents;
 mod dependents_lifecycle;
+mod dependents_matching;
 mod health;
 mod leader;
 mod lean;
