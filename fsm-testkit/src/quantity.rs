@@ -14,7 +14,18 @@
 //!   that exponent's suffix (`k`, `m`, …) or as `e<exp>` (none for 0);
 //! - a binary value strictly between -1024 and 1024, or that is not a
 //!   whole number, is written in the decimal form; otherwise as the
-//!   largest power of 1024 that divides it (`1536Mi`, `1Gi`).
+//!   largest power of 1024 that divides it (`1536Mi`, `1Gi`);
+//! - but a quantity written in what the parser takes for canonical form
+//!   is kept as written (its fast path: a decimal number of at most 18
+//!   digits, at a scale that is a multiple of 3 and at least nano, whose
+//!   digits neither start with `0` nor end with `000`, such as `1E3`,
+//!   `+5` or `1.`; a whole binary number whose value is not a multiple of
+//!   8, such as `5Gi`);
+//! - a decimal value past `E` (`1000E`) loses its suffix, as apimachinery's
+//!   does (`1000E` is written `1`);
+//! - in a resource list (a map of quantities: a container's `resources`,
+//!   a quota), a value finer than milli is rounded up to milli first (core
+//!   v1's `SetDefaults_ResourceList`): `0.1Ki` is `102400m`.
 //!
 //! # Caveats
 //! A value whose digits do not fit 38 decimal digits (far beyond what a
@@ -32,23 +43,101 @@ enum Format {
     DecimalExponent,
 }
 
-/// A parsed quantity: `mantissa × 10^exponent`, and its format.
+/// A parsed quantity: `mantissa × 10^exponent`, its format, and whether
+/// the parser keeps the text as written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Quantity {
     mantissa: i128,
     exponent: i32,
     format: Format,
+    keeps_text: bool,
 }
 
-/// The canonical form of `text`, or `None` when it is no quantity (see
-/// [`QUANTITY_SYNTAX`]). A quantity too large to canonicalise here is
-/// returned as written.
+/// How the server writes `text` back, or `None` when it is no quantity
+/// (see [`QUANTITY_SYNTAX`]). A quantity too large to canonicalise here
+/// is returned as written.
 pub fn canonical(text: &str) -> Option<String> {
+    written(text, false)
+}
+
+/// [`canonical`] for a value of a resource list: rounded up to milli first.
+pub fn canonical_in_resource_list(text: &str) -> Option<String> {
+    written(text, true)
+}
+
+fn written(text: &str, resource_list: bool) -> Option<String> {
     let trimmed = text.trim();
     match parse(trimmed) {
-        Parsed::Quantity(q) => Some(format(q)),
+        Parsed::Quantity(mut q) => {
+            if resource_list && q.exponent < -3 {
+                round_up(&mut q, -3);
+            }
+            if q.keeps_text {
+                Some(trimmed.to_owned())
+            } else {
+                Some(format(q))
+            }
+        }
         Parsed::TooLarge => Some(trimmed.to_owned()),
         Parsed::Invalid => None,
+    }
+}
+
+/// Rounds `q` up (away from zero) to `10^exponent`, when it is finer.
+fn round_up(q: &mut Quantity, exponent: i32) {
+    if q.exponent >= exponent {
+        return;
+    }
+    q.keeps_text = false;
+    match u32::try_from(exponent - q.exponent)
+        .ok()
+        .and_then(|p| 10i128.checked_pow(p))
+    {
+        Some(divisor) => {
+            let rounded = q.mantissa / divisor;
+            q.mantissa = if q.mantissa % divisor == 0 {
+                rounded
+            } else {
+                rounded + q.mantissa.signum()
+            };
+        }
+        None => q.mantissa = q.mantissa.signum(),
+    }
+    q.exponent = exponent;
+}
+
+/// Whether apimachinery's parser keeps `whole.fraction` with a suffix of
+/// `format` (times `2^base2` or `10^base10`) as written: its fast path's
+/// test for a number already in canonical form.
+fn parser_keeps_text(whole: &str, fraction: &str, format: Format, base2: u32, base10: i32) -> bool {
+    let digits = whole.len() + fraction.len();
+    let shifted = format!("{whole}{fraction}");
+    let Ok(value) = shifted.parse::<i64>() else {
+        return false;
+    };
+    match format {
+        Format::BinarySi => {
+            // 1Mi has about 6 decimal digits: precision as the parser counts it.
+            let precision = 15 - digits as i64 - i64::from(base2 * 3 / 10) - 1;
+            fraction.is_empty()
+                && precision >= 0
+                && 1i64
+                    .checked_shl(base2)
+                    .is_some_and(|f| value.checked_mul(f).is_some())
+                && base2 % 10 == 0
+                && value & 0x07 != 0
+        }
+        Format::DecimalSi | Format::DecimalExponent => {
+            let Ok(fraction_len) = i32::try_from(fraction.len()) else {
+                return false;
+            };
+            let scale = base10 - fraction_len;
+            digits <= 18
+                && scale >= -9
+                && scale % 3 == 0
+                && !shifted.ends_with("000")
+                && !shifted.starts_with('0')
+        }
     }
 }
 
@@ -76,6 +165,7 @@ fn parse(text: &str) -> Parsed {
     let Some((format, base2, base10)) = suffix_value(suffix) else {
         return Parsed::Invalid;
     };
+    let keeps_text = parser_keeps_text(whole, fraction, format, base2, base10);
     let digits = whole.trim_start_matches('0').len() + fraction.len();
     if digits > 36 {
         return Parsed::TooLarge;
@@ -111,6 +201,7 @@ fn parse(text: &str) -> Parsed {
                 mantissa: mantissa.signum(),
                 exponent: -9,
                 format,
+                keeps_text: false,
             };
             return Parsed::Quantity(q);
         };
@@ -126,6 +217,7 @@ fn parse(text: &str) -> Parsed {
         mantissa,
         exponent,
         format,
+        keeps_text,
     })
 }
 
@@ -204,11 +296,8 @@ fn format(q: Quantity) -> String {
             format!("{amount}e{exponent}")
         };
     }
-    // Past `E`, the mantissa grows.
-    while exponent > 18 {
-        amount *= 1000;
-        exponent -= 3;
-    }
+    // Past `E` apimachinery finds no suffix and writes none: `1000E` is
+    // written `1` (kept as it does).
     let suffix = match exponent {
         -9 => "n",
         -6 => "u",
@@ -253,24 +342,67 @@ mod tests {
             ("1000Ki", "1000Ki"),
             ("2048", "2048"),
             ("1e3", "1e3"),
-            ("1E3", "1e3"),
+            ("1E3", "1E3"),
             ("1e1", "10"),
             ("1000k", "1M"),
             ("0.001", "1m"),
             ("0.0000000001", "1n"),
-            ("+5", "5"),
+            ("+5", "+5"),
+            ("5Gi", "5Gi"),
+            ("0.1Ki", "102400m"),
             ("-1000m", "-1"),
             ("0", "0"),
             ("0Gi", "0"),
             ("000.0", "0"),
-            ("1.", "1"),
+            ("1.", "1."),
             (".5", "500m"),
             ("12e-3", "12e-3"),
-            ("1000E", "1000E"),
-            ("10000E", "10000E"),
+            ("1000E", "1"),
+            ("10000E", "10"),
+            ("1E", "1E"),
             (" 2 ", "2"),
         ] {
             assert_eq!(canonical(written).as_deref(), Some(stored), "{written}");
+        }
+    }
+
+    /// What a real kube-apiserver 1.20 stored for a container's CPU limit
+    /// (a resource list) written as each of these.
+    #[test]
+    fn resource_lists_are_rounded_up_to_milli_as_the_real_server_does() {
+        for (written, stored) in [
+            ("1e3", "1e3"),
+            ("12e-3", "12e-3"),
+            ("0.1Ki", "102400m"),
+            ("1000k", "1M"),
+            ("0.0000000001", "1m"),
+            ("1E3", "1E3"),
+            ("1000E", "1"),
+            ("0.5Ki", "512"),
+            ("1.5", "1500m"),
+            ("100Gi", "100Gi"),
+            ("1e1", "10"),
+            (".5", "500m"),
+            ("1.", "1."),
+            ("0.5Gi", "512Mi"),
+            ("1536Mi", "1536Mi"),
+            ("0Gi", "0"),
+            ("000.0", "0"),
+            ("+5", "+5"),
+            ("10000E", "10"),
+            ("1Ki", "1Ki"),
+            ("2048", "2048"),
+            ("1e-3", "1e-3"),
+            ("1.5Gi", "1536Mi"),
+            ("0.1", "100m"),
+            ("1000m", "1"),
+            ("1024Mi", "1Gi"),
+        ] {
+            assert_eq!(
+                canonical_in_resource_list(written).as_deref(),
+                Some(stored),
+                "{written}"
+            );
         }
     }
 

@@ -11,8 +11,9 @@
 //! `Required value` later).
 //!
 //! A `Quantity` is written back in its canonical form (`1000m` as `1`,
-//! `1024Mi` as `1Gi`: `quantity`), as the real server does; one that is no
-//! quantity is `400 BadRequest`.
+//! `1024Mi` as `1Gi`; in a resource list rounded up to milli first:
+//! `quantity`), as the real server does; one that is no quantity is
+//! `400 BadRequest`.
 //!
 //! # Caveats
 //! - A `Quantity` given as a JSON number is read from the number's text as
@@ -263,8 +264,14 @@ fn canonical_quantity(value: &mut Value, path: &str) -> Result<(), String> {
             ));
         }
     };
-    let canonical = crate::quantity::canonical(&text)
-        .ok_or_else(|| format!("{path}: {}", crate::quantity::QUANTITY_SYNTAX))?;
+    // A map entry's path ends `["key"]`: a map of quantities is a resource
+    // list, whose values core v1's defaults round up to milli.
+    let canonical = if path.ends_with("\"]") {
+        crate::quantity::canonical_in_resource_list(&text)
+    } else {
+        crate::quantity::canonical(&text)
+    }
+    .ok_or_else(|| format!("{path}: {}", crate::quantity::QUANTITY_SYNTAX))?;
     *value = Value::String(canonical);
     Ok(())
 }
@@ -399,12 +406,15 @@ mod tests {
     fn quantities_are_stored_canonical_and_bad_ones_refused() {
         let deployment = def("apps", "deployments");
         let mut b = json!({"metadata": {"name": "d"}, "spec": {"template": {"spec": {"containers": [
-            {"name": "app", "resources": {"limits": {"cpu": "1000m", "memory": "1024Mi"}, "requests": {"cpu": 0.5}}}
+            {"name": "app", "resources": {"limits": {"cpu": "1000m", "memory": "1024Mi"}, "requests": {"cpu": 0.5, "memory": "0.0001"}}}
         ]}}}});
         decode(&deployment, &mut b).unwrap();
         let resources = &b["spec"]["template"]["spec"]["containers"][0]["resources"];
         assert_eq!(resources["limits"], json!({"cpu": "1", "memory": "1Gi"}));
-        assert_eq!(resources["requests"], json!({"cpu": "500m"}));
+        assert_eq!(
+            resources["requests"],
+            json!({"cpu": "500m", "memory": "1m"})
+        );
         let mut bad = json!({"metadata": {"name": "d"}, "spec": {"template": {"spec": {"containers": [
             {"name": "app", "resources": {"limits": {"cpu": "lots"}}}
         ]}}}});
