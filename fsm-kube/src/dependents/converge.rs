@@ -67,14 +67,36 @@ use super::set::{Dependent, DesiredSet, ReadyCheck};
 /// owners (then it starts over, costing each owner one list again).
 ///
 /// # When nothing is written
-/// An apply is skipped when both hold:
-/// - every field of the applied configuration is in the live object with
-///   the same value (objects compared key by key, lists element by element
-///   and of the same length, owner references by UID as the server merges
-///   them);
-/// - every field the field manager's `Apply` entry of `managedFields` owns
-///   is still in the configuration, so that a field we stopped applying is
-///   removed by the next apply.
+/// Once the object exists, its [ignored](super::Dependent::ignore) fields
+/// take their live values (an apply keeps them as someone set them). Then
+/// an apply is needed when a field the field manager's `Apply` entry of
+/// `managedFields` owns is no longer in the configuration (an apply
+/// removes it). Otherwise it is skipped when:
+/// - the dependent has a [`matcher`](super::Dependent::matcher) and it
+///   says the live object matches; with a matcher nothing below is asked;
+/// - or every field of the configuration (ignored fields left out) is in
+///   the live object with the same value (objects compared key by key,
+///   lists element by element and of the same length, owner references by
+///   UID as the server merges them);
+/// - or the live object still holds the server's normal form learned for
+///   this very configuration (below);
+/// - or, when the comparison says "differs", a **dry-run apply**
+///   (`dryRun=All`: the same field manager and `force`, a request but not
+///   a write) answers the live object unchanged: every field, and every
+///   manager's fields in `managedFields`, but for times, `resourceVersion`
+///   and `status`. Then nothing is written, and the fields of the
+///   configuration as the server holds them (its normal form: `1000m` as
+///   `1`, `stringData` folded into `data`, lists with the elements other
+///   managers added) are remembered for this object, keyed by the hash of
+///   the configuration: while the live object holds them, later converges
+///   of the same configuration cost no dry run and no write. A changed
+///   configuration (a new hash) is compared afresh; a dry run that fails
+///   is followed by the real apply, which reports why.
+///
+/// The runtime remembers normal forms for up to 100,000 objects (then it
+/// starts over, costing each one dry run again), shared by its clones and
+/// lost at a restart. [`dry_run_compare(false)`](super::Dependent::dry_run_compare)
+/// turns the dry run off for a dependent.
 ///
 /// # Guarantees
 /// - A dependent is applied only when everything it depends on was found
@@ -98,17 +120,18 @@ use super::set::{Dependent, DesiredSet, ReadyCheck};
 /// stays the same is not pruned until the shape changes or the process
 /// restarts.
 ///
-/// The comparison sees no defaults: a value the server normalises (a
-/// quantity `1000m` read back as `1`) differs on every read, so its
-/// dependent is applied on every converge (a no-op for the server, but a
-/// request). Inside lists, ownership is compared at the list: an element
-/// someone else added to a list we apply makes the lengths differ, and the
-/// list is applied again each time.
+/// A value the server normalises, a field it defaults or folds away, or a
+/// list element another manager added costs one dry-run apply (a request,
+/// no write) at the first converge after each process start and after
+/// each change of the configuration, or of the live object's fields that
+/// the configuration names.
 ///
 /// # Errors
 /// The server refusing a dependent (422 invalid, 403, a conflict) is not
-/// an error: the dependent is [`DependentState::Failed`] with the server's
-/// message. [`DependentsError::Owner`] when `owner` was not read from the
+/// an error: the dependent is [`DependentState::Failed`], whose
+/// [`FailureKind`] says which (`Refused { code }`, `Forbidden`,
+/// `Conflict { managers }`; `NotOwned`, `ReadinessFailed` for the others)
+/// with the server's message. [`DependentsError::Owner`] when `owner` was not read from the
 /// server; [`DependentsError::Api`] and [`DependentsError::List`] when the
 /// server is unavailable (5xx, 429, network), so the caller retries.
 pub async fn converge<K>(
