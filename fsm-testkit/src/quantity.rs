@@ -124,7 +124,7 @@ fn parser_keeps_text(whole: &str, fraction: &str, format: Format, base2: u32, ba
                 && 1i64
                     .checked_shl(base2)
                     .is_some_and(|f| value.checked_mul(f).is_some())
-                && base2 % 10 == 0
+                && base2.is_multiple_of(10)
                 && value & 0x07 != 0
         }
         Format::DecimalSi | Format::DecimalExponent => {
