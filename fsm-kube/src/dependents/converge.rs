@@ -666,3 +666,74 @@ pub(crate) async fn delete(
         Err(error) => Err(error),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dependents::Dependent;
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    fn failure_of(code: u16, message: &str) -> Result<DependentFailure, String> {
+        let cm = ConfigMap {
+            metadata: kube::api::ObjectMeta {
+                name: Some("c".into()),
+                ..Default::default()
+            },
+            ..ConfigMap::default()
+        };
+        let dependent = Dependent::new("config", &cm);
+        let place = Placement {
+            group: String::new(),
+            kind: "ConfigMap".into(),
+            namespace: Some("ns".into()),
+            name: "c".into(),
+        };
+        let status = kube::core::Status {
+            code,
+            message: message.into(),
+            ..kube::core::Status::default()
+        };
+        match refused(&dependent, &place, kube::Error::Api(Box::new(status))) {
+            Ok(Member::Failed(failure)) => Ok(failure),
+            Ok(_) => Err("not a failure".into()),
+            Err(error) => Err(error.to_string()),
+        }
+    }
+
+    #[test]
+    fn a_refusal_says_its_kind_and_an_unavailable_server_is_an_error() {
+        let invalid = failure_of(422, "spec.template: field is immutable").unwrap();
+        assert_eq!(invalid.kind(), &FailureKind::Refused { code: 422 });
+        assert!(
+            invalid.message().contains("field is immutable") && invalid.message().contains("422")
+        );
+        assert_eq!(
+            failure_of(403, "forbidden").unwrap().kind(),
+            &FailureKind::Forbidden
+        );
+        let conflict = failure_of(
+            409,
+            r#"Apply failed with 1 conflict: conflict with "helm": .data.x"#,
+        )
+        .unwrap();
+        assert_eq!(
+            conflict.kind(),
+            &FailureKind::Conflict {
+                managers: vec!["helm".into()]
+            }
+        );
+        assert!(conflict.is_conflict() && conflict.message().contains("force()"));
+        assert_eq!(
+            failure_of(409, "the object has been modified")
+                .unwrap()
+                .kind(),
+            &FailureKind::Refused { code: 409 }
+        );
+        for unavailable in [429, 500, 503] {
+            assert!(
+                failure_of(unavailable, "try later").is_err(),
+                "{unavailable}"
+            );
+        }
+    }
+}

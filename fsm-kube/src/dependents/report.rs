@@ -386,3 +386,72 @@ impl Teardown {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_reads_as_its_message_and_names_its_kind() {
+        let conflict = DependentFailure::new(
+            FailureKind::Conflict {
+                managers: vec!["helm".into()],
+            },
+            "ConfigMap ns/c: conflict with field manager helm",
+        );
+        assert!(
+            conflict.is_conflict() && !conflict.is_refused() && !conflict.is_readiness_failed()
+        );
+        assert_eq!(conflict.kind().name(), "conflict");
+        let state = DependentState::Failed(conflict.clone());
+        assert_eq!(state.failure(), Some(&conflict));
+        assert_eq!(
+            state.describe(),
+            "failed: ConfigMap ns/c: conflict with field manager helm"
+        );
+        assert_eq!(DependentState::Ready.failure(), None);
+        let names: Vec<&str> = [
+            FailureKind::Refused { code: 422 },
+            FailureKind::Forbidden,
+            FailureKind::NotOwned,
+            FailureKind::InvalidDesired,
+            FailureKind::ReadinessFailed,
+        ]
+        .iter()
+        .map(FailureKind::name)
+        .collect();
+        assert_eq!(
+            names,
+            [
+                "refused",
+                "forbidden",
+                "not-owned",
+                "invalid-desired",
+                "readiness-failed"
+            ]
+        );
+    }
+
+    #[test]
+    fn failures_lists_the_failed_dependents_in_order() {
+        let failed = |kind| DependentState::Failed(DependentFailure::new(kind, "x"));
+        let c = Convergence {
+            dependents: vec![
+                ("a".into(), failed(FailureKind::NotOwned)),
+                ("b".into(), DependentState::Ready),
+                ("c".into(), failed(FailureKind::Refused { code: 400 })),
+            ],
+            ..Convergence::default()
+        };
+        let kinds: Vec<(&str, &FailureKind)> = c.failures().map(|(k, f)| (k, f.kind())).collect();
+        assert_eq!(
+            kinds,
+            [
+                ("a", &FailureKind::NotOwned),
+                ("c", &FailureKind::Refused { code: 400 })
+            ]
+        );
+        assert!(c.is_failed());
+        assert_eq!(c.failed().collect::<Vec<_>>(), ["a", "c"]);
+    }
+}
