@@ -21,6 +21,7 @@ use super::readiness::{Readiness, builtin_readiness};
 use super::report::{Convergence, DependentFailure, DependentState, FailureKind};
 use super::runtime::DependentsRuntime;
 use super::set::{Dependent, DesiredSet, ReadyCheck};
+use super::unchanged;
 
 /// Brings the dependents of `owner` to `set`, as far as they can go now.
 ///
@@ -315,10 +316,10 @@ async fn reconcile_object(
     if dependent.create_only {
         return reconcile_created(runtime, owner, dependent, place, &body, live).await;
     }
-    let desired_hash = matching::desired_hash(&body);
-    matching::prepare(dependent, &mut body, live.as_ref());
+    let desired_hash = unchanged::desired_hash(&body);
+    matching::prepare(&dependent.matching, &mut body, live.as_ref());
     if let Some(live) = live.as_ref()
-        && matching::already_matches(runtime, owner, dependent, &place, live, &body, desired_hash)
+        && unchanged::already_matches(runtime, owner, dependent, &place, live, &body, desired_hash)
             .await
     {
         runtime.count(kind, "unchanged");

@@ -88,6 +88,7 @@ mod runtime;
 mod set;
 mod step;
 mod teardown;
+mod unchanged;
 mod watch;
 
 pub use converge::converge;

@@ -1,8 +1,8 @@
-//! Whether a dependent's live object already matches what we would apply,
-//! so that the apply is skipped: the ignore paths, the dependent's own
-//! matcher, the structural comparison ([`diff`](super::diff)) and, when
-//! that says "differs", a dry-run apply whose answer is remembered
-//! ([`learned`]). The rules are documented on
+//! How a dependent decides that its live object already matches what we
+//! would apply, without the server: the ignore paths, the dependent's own
+//! matcher, the structural comparison ([`diff`](super::diff)) and the
+//! normal forms learned from dry runs ([`learned`]). Asking the server (the
+//! dry run) is `unchanged`'s. The rules are documented on
 //! [`converge`](super::converge), under *When nothing is written*.
 
 mod ignore;
@@ -11,20 +11,15 @@ mod server_form;
 
 use std::sync::Arc;
 
-use kube::api::{Patch, PatchParams};
 use serde_json::Value;
 
 use super::diff::{holds, stops_nothing};
-use super::object::{Owner, Placement};
-use super::runtime::DependentsRuntime;
-use super::set::Dependent;
 
-pub(crate) use ignore::IgnorePath;
-pub(crate) use learned::LearnedForms;
+pub(crate) use ignore::{IgnorePath, remove_paths};
+pub(crate) use learned::{LearnedForms, LearnedKey, body_hash};
+pub(crate) use server_form::{normal_form, unchanged_by_apply};
 
-use ignore::{keep_live_values, remove_paths};
-use learned::{LearnedKey, body_hash};
-use server_form::{normal_form, unchanged_by_apply};
+use ignore::keep_live_values;
 
 /// A dependent's own matcher: `(desired, live) -> matches`.
 pub(crate) type MatchFn = Arc<dyn Fn(&Value, &Value) -> bool + Send + Sync>;
@@ -70,85 +65,21 @@ impl Matching {
 
 /// What the comparison without the server concluded.
 #[derive(Debug, PartialEq, Eq)]
-enum Verdict {
+pub(crate) enum Verdict {
+    /// The live object matches: no write.
     Matches,
+    /// It differs: apply.
     Differs,
+    /// The comparison cannot tell: a dry run can.
     AskServer,
 }
 
 /// Prepares `body` for an apply onto `live`: ignored fields take the live
 /// values (so an apply leaves them as someone set them).
-pub(crate) fn prepare(dependent: &Dependent, body: &mut Value, live: Option<&Value>) {
+pub(crate) fn prepare(matching: &Matching, body: &mut Value, live: Option<&Value>) {
     if let Some(live) = live {
-        keep_live_values(body, live, &dependent.matching.ignored);
+        keep_live_values(body, live, &matching.ignored);
     }
-}
-
-/// Whether `live` already matches `body` (prepared), so that the apply can
-/// be skipped. `desired_hash` is the hash of the body before [`prepare`]:
-/// what is learned is learned for it. May send one dry-run apply (no
-/// write); a dry run that fails says "differs", and the real apply
-/// reports why.
-pub(crate) async fn already_matches(
-    runtime: &DependentsRuntime,
-    owner: &Owner,
-    dependent: &Dependent,
-    place: &Placement,
-    live: &Value,
-    body: &Value,
-    desired_hash: u64,
-) -> bool {
-    let key = LearnedKey {
-        owner_uid: owner.uid.clone(),
-        dependent: dependent.key.clone(),
-        object: place.display(),
-    };
-    let learned = runtime.learned.form(&key, desired_hash);
-    match verdict(
-        dependent,
-        live,
-        body,
-        &runtime.field_manager,
-        learned.as_ref(),
-    ) {
-        Verdict::Matches => return true,
-        Verdict::Differs => {
-            runtime.learned.forget(&key);
-            return false;
-        }
-        Verdict::AskServer => {}
-    }
-    let api = runtime.api(&dependent.kind, place.namespace.as_deref());
-    let mut params = PatchParams::apply(&runtime.field_manager).dry_run();
-    if dependent.force {
-        params = params.force();
-    }
-    let answer = api.patch(&place.name, &params, &Patch::Apply(body)).await;
-    let dry_run = match answer.map(serde_json::to_value) {
-        Ok(Ok(dry_run)) => dry_run,
-        Ok(Err(error)) => {
-            tracing::debug!(object = %place.display(), %error, "the dry run's answer could not be read");
-            return false;
-        }
-        Err(error) => {
-            tracing::debug!(object = %place.display(), %error, "the dry run failed; applying");
-            return false;
-        }
-    };
-    if !unchanged_by_apply(live, &dry_run) {
-        runtime.learned.forget(&key);
-        return false;
-    }
-    let mut form = normal_form(&dry_run, body);
-    remove_paths(&mut form, &dependent.matching.ignored);
-    tracing::debug!(dependent = dependent.key, object = %place.display(), "the server's normal form matches: no write, remembered");
-    runtime.learned.remember(key, desired_hash, form);
-    true
-}
-
-/// The hash what is learned is keyed by.
-pub(crate) fn desired_hash(body: &Value) -> u64 {
-    body_hash(body)
 }
 
 /// The decision without the server: a field we stopped applying differs;
@@ -156,14 +87,13 @@ pub(crate) fn desired_hash(body: &Value) -> u64 {
 /// object holding the body's values (ignored paths left out), or the
 /// learned normal form, matches; else the server is asked (unless the
 /// dependent turned dry runs off).
-fn verdict(
-    dependent: &Dependent,
+pub(crate) fn verdict(
+    matching: &Matching,
     live: &Value,
     body: &Value,
     manager: &str,
     learned: Option<&Value>,
 ) -> Verdict {
-    let matching = &dependent.matching;
     if !stops_nothing(live, body, manager) {
         return Verdict::Differs;
     }
@@ -188,40 +118,34 @@ fn verdict(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::ConfigMap;
-    use kube::api::ObjectMeta;
     use serde_json::json;
 
-    fn dependent() -> Dependent {
-        let cm = ConfigMap {
-            metadata: ObjectMeta {
-                name: Some("c".into()),
-                ..ObjectMeta::default()
-            },
-            ..ConfigMap::default()
+    fn ignoring(paths: &[&str]) -> Matching {
+        let mut m = Matching {
+            ignore_given: paths.iter().map(|p| (*p).to_owned()).collect(),
+            ..Matching::default()
         };
-        Dependent::new("c", &cm)
-    }
-
-    fn parsed(mut d: Dependent) -> Dependent {
-        d.matching.parse_ignored().unwrap();
-        d
+        m.parse_ignored().unwrap();
+        m
     }
 
     #[test]
     fn equal_values_match_and_a_difference_asks_the_server_unless_turned_off() {
         let live = json!({"data": {"cpu": "1"}});
-        let d = dependent();
+        let m = Matching::default();
         assert_eq!(
-            verdict(&d, &live, &json!({"data": {"cpu": "1"}}), "op", None),
+            verdict(&m, &live, &json!({"data": {"cpu": "1"}}), "op", None),
             Verdict::Matches
         );
         let normalised = json!({"data": {"cpu": "1000m"}});
         assert_eq!(
-            verdict(&d, &live, &normalised, "op", None),
+            verdict(&m, &live, &normalised, "op", None),
             Verdict::AskServer
         );
-        let off = dependent().dry_run_compare(false);
+        let off = Matching {
+            dry_run: false,
+            ..Matching::default()
+        };
         assert_eq!(
             verdict(&off, &live, &normalised, "op", None),
             Verdict::Differs
@@ -230,33 +154,33 @@ mod tests {
 
     #[test]
     fn a_learned_form_matches_while_the_live_object_holds_it() {
-        let d = dependent();
+        let m = Matching::default();
         let body = json!({"data": {"cpu": "1000m"}});
         let form = json!({"data": {"cpu": "1"}});
         assert_eq!(
-            verdict(&d, &json!({"data": {"cpu": "1"}}), &body, "op", Some(&form)),
+            verdict(&m, &json!({"data": {"cpu": "1"}}), &body, "op", Some(&form)),
             Verdict::Matches
         );
         assert_eq!(
-            verdict(&d, &json!({"data": {"cpu": "2"}}), &body, "op", Some(&form)),
+            verdict(&m, &json!({"data": {"cpu": "2"}}), &body, "op", Some(&form)),
             Verdict::AskServer
         );
     }
 
     #[test]
     fn ignored_paths_are_left_out_of_the_comparison() {
-        let d = parsed(dependent().ignore("/spec/replicas"));
+        let m = ignoring(&["/spec/replicas"]);
         let live = json!({"spec": {"replicas": 5, "image": "a"}});
         let body = json!({"spec": {"replicas": 1, "image": "a"}});
-        assert_eq!(verdict(&d, &live, &body, "op", None), Verdict::Matches);
+        assert_eq!(verdict(&m, &live, &body, "op", None), Verdict::Matches);
         let mut prepared = body.clone();
-        prepare(&d, &mut prepared, Some(&live));
+        prepare(&m, &mut prepared, Some(&live));
         assert_eq!(
             prepared["spec"]["replicas"], 5,
             "an apply keeps the live value"
         );
         let mut created = body.clone();
-        prepare(&d, &mut created, None);
+        prepare(&m, &mut created, None);
         assert_eq!(
             created["spec"]["replicas"], 1,
             "a create applies the desired value"
@@ -264,18 +188,32 @@ mod tests {
     }
 
     #[test]
+    fn a_malformed_ignore_path_is_named_with_why() {
+        let mut m = Matching {
+            ignore_given: vec!["/spec/replicas".into(), "spec.replicas".into()],
+            ..Matching::default()
+        };
+        let (path, why) = m.parse_ignored().unwrap_err();
+        assert_eq!(path, "spec.replicas");
+        assert!(why.contains("starts with `/`"), "{why}");
+    }
+
+    #[test]
     fn the_matcher_decides_but_a_field_we_stopped_applying_still_differs() {
-        let d = dependent().matcher(|desired: &Value, live: &Value| {
-            desired["data"]["version"] == live["data"]["version"]
-        });
+        let m = Matching {
+            matcher: Some(Arc::new(|desired: &Value, live: &Value| {
+                desired["data"]["version"] == live["data"]["version"]
+            })),
+            ..Matching::default()
+        };
         let live = json!({"data": {"version": "1", "noise": "x"},
             "metadata": {"managedFields": [{"manager": "op", "operation": "Apply",
                 "fieldsV1": {"f:data": {"f:version": {}, "f:old": {}}}}]}});
         let body = json!({"data": {"version": "1", "noise": "y"}});
-        assert_eq!(verdict(&d, &live, &body, "someone", None), Verdict::Matches);
+        assert_eq!(verdict(&m, &live, &body, "someone", None), Verdict::Matches);
         assert_eq!(
             verdict(
-                &d,
+                &m,
                 &live,
                 &json!({"data": {"version": "2"}}),
                 "someone",
@@ -284,7 +222,7 @@ mod tests {
             Verdict::Differs
         );
         assert_eq!(
-            verdict(&d, &live, &body, "op", None),
+            verdict(&m, &live, &body, "op", None),
             Verdict::Differs,
             "data.old is ours and no longer applied"
         );
