@@ -355,7 +355,10 @@ fn entries() -> Vec<BuiltinKind> {
                 .all()
                 .column("Succeeded", "integer", ".status.succeeded"),
             Some(KindType::of::<batch::v1::Job>()),
-            KindRules::NONE,
+            KindRules {
+                validate: Some(|w| kinds::job_template_unchanged(w.name, w.old, w.object)),
+                ..KindRules::NONE
+            },
         ),
         kind(
             d("", "v1", "ServiceAccount", "serviceaccounts", true)

@@ -3,11 +3,13 @@
 //! status (`Namespace` phase `Active`, `Pod` phase `Pending`, an
 //! `Ingress`'s empty load balancer), `Secret.stringData` folded into
 //! `data`, a `Service` cluster IP; and what every kind's encoding drops
-//! ([`drop_empty`]). The RBAC kinds' defaults are in `rbac`.
+//! ([`drop_empty`]); and a rule of updates: a Job's pod template does not
+//! change ([`job_template_unchanged`]). The RBAC kinds' defaults are in `rbac`.
 
 use serde_json::{Map, Value, json};
 
 use crate::resources::ResourceDef;
+use crate::status::{ApiError, Cause, Subject};
 
 /// A new Namespace: phase `Active`, and the `kubernetes` finalizer.
 pub fn namespace_defaults(object: &mut Value, _sequence: u64) {
@@ -84,6 +86,37 @@ pub fn drop_empty(def: &ResourceDef, object: &mut Value) {
     }
 }
 
+/// An update of Job `name` from `old` to `new` keeps `spec.template`, as
+/// the real server's Job validation requires (`422`, `spec.template:
+/// field is immutable`). A create, and an update of a suspended Job (whose
+/// scheduling directives later versions let change), are not checked.
+///
+/// # Errors
+/// [`ApiError::Invalid`] naming `spec.template`.
+pub fn job_template_unchanged(
+    name: &str,
+    old: Option<&Value>,
+    new: &Value,
+) -> Result<(), ApiError> {
+    let Some(old) = old else {
+        return Ok(());
+    };
+    let template = |job: &Value| job.pointer("/spec/template").cloned();
+    let suspended = |job: &Value| job.pointer("/spec/suspend") == Some(&Value::Bool(true));
+    if suspended(old) || suspended(new) || template(old) == template(new) {
+        return Ok(());
+    }
+    let shown = template(new).unwrap_or(Value::Null).to_string();
+    Err(ApiError::Invalid(
+        Subject::new("batch", "Job", name),
+        vec![Cause::invalid(
+            "spec.template",
+            &shown,
+            "field is immutable",
+        )],
+    ))
+}
+
 fn fold_string_data(secret: &mut Value) {
     let Some(obj) = secret.as_object_mut() else {
         return;
@@ -130,5 +163,19 @@ mod tests {
         service_defaults(&mut svc, 3);
         assert_eq!(svc["spec"]["clusterIP"], "10.96.0.4");
         assert_eq!(svc["spec"]["type"], "ClusterIP");
+    }
+
+    #[test]
+    fn a_jobs_template_cannot_change() {
+        let job = |image: &str| json!({"spec": {"template": {"spec": {"containers": [{"name": "m", "image": image}]}}}});
+        assert!(job_template_unchanged("j", None, &job("a")).is_ok());
+        assert!(job_template_unchanged("j", Some(&job("a")), &job("a")).is_ok());
+        let err = job_template_unchanged("j", Some(&job("a")), &job("b")).unwrap_err();
+        assert_eq!(err.code().as_u16(), 422);
+        assert!(err.to_string().contains("spec.template"), "{err}");
+        assert!(err.to_string().contains("field is immutable"), "{err}");
+        let mut suspended = job("b");
+        suspended["spec"]["suspend"] = json!(true);
+        assert!(job_template_unchanged("j", Some(&job("a")), &suspended).is_ok());
     }
 }

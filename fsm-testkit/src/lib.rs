@@ -115,7 +115,8 @@
 // cycle).
 //
 // 1. Leaves: `status` (errors as `Status` documents, built in one place),
-//    `log` (the request log), `time`, `base64`, `formats`, `kubeconfig`.
+//    `log` (the request log), `time`, `base64`, `formats`, `kubeconfig`, `quantity`
+//    (`resource.Quantity`'s canonical form).
 // 2. `faults`: the fault model, what to inject into which requests
 //    (→ log, status). `resources`: the kinds served and their registry.
 //    `patch`: the patch types (→ status). `protobuf`: the codec (→ base64).
@@ -160,6 +161,7 @@ mod log;
 mod openapi;
 mod patch;
 pub mod protobuf;
+mod quantity;
 mod rbac;
 mod resources;
 mod reviews;

@@ -10,9 +10,15 @@
 //! checked here (Go's decoder does not either; validation says
 //! `Required value` later).
 //!
+//! A `Quantity` is written back in its canonical form (`1000m` as `1`,
+//! `1024Mi` as `1Gi`; in a resource list rounded up to milli first:
+//! `quantity`), as the real server does; one that is no quantity is
+//! `400 BadRequest`.
+//!
 //! # Caveats
-//! - A `Quantity` given as a JSON number is kept as the number's text, not
-//!   canonicalised (`0.5` stays `"0.5"`, the real server answers `"500m"`).
+//! - A `Quantity` given as a JSON number is read from the number's text as
+//!   serde prints it (`1e3` as `1000.0`, so `1k`, where the real server,
+//!   reading the JSON text itself, answers `1e3`).
 //! - Timestamps are not parsed; `fieldValidation=Strict` does not refuse
 //!   the unknown fields this drops (it is not passed down to the cluster).
 
@@ -132,12 +138,11 @@ impl Walker<'_> {
         let (node, def_name) = self.resolve(node);
         if node.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true)) {
             let quantity = def_name.is_some_and(|n| n.ends_with(".Quantity"));
+            if quantity {
+                return canonical_quantity(value, path);
+            }
             return match value {
                 Value::String(_) | Value::Null => Ok(()),
-                Value::Number(n) if quantity => {
-                    *value = Value::String(n.to_string());
-                    Ok(())
-                }
                 Value::Number(n) if n.is_i64() || n.is_u64() => Ok(()),
                 other => Err(format!(
                     "{path}: expected a string or an integer, found {}",
@@ -244,6 +249,31 @@ impl Walker<'_> {
             _ => Ok(()),
         }
     }
+}
+
+/// A quantity in its canonical form (`quantity`), or why it is none.
+fn canonical_quantity(value: &mut Value, path: &str) -> Result<(), String> {
+    let text = match value {
+        Value::Null => return Ok(()),
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        other => {
+            return Err(format!(
+                "{path}: expected a string or an integer, found {}",
+                json_type(other)
+            ));
+        }
+    };
+    // A map entry's path ends `["key"]`: a map of quantities is a resource
+    // list, whose values core v1's defaults round up to milli.
+    let canonical = if path.ends_with("\"]") {
+        crate::quantity::canonical_in_resource_list(&text)
+    } else {
+        crate::quantity::canonical(&text)
+    }
+    .ok_or_else(|| format!("{path}: {}", crate::quantity::QUANTITY_SYNTAX))?;
+    *value = Value::String(canonical);
+    Ok(())
 }
 
 fn json_type(value: &Value) -> &'static str {
@@ -370,5 +400,30 @@ mod tests {
         let before = w.clone();
         decode(&custom, &mut w).unwrap();
         assert_eq!(w, before);
+    }
+
+    #[test]
+    fn quantities_are_stored_canonical_and_bad_ones_refused() {
+        let deployment = def("apps", "deployments");
+        let mut b = json!({"metadata": {"name": "d"}, "spec": {"template": {"spec": {"containers": [
+            {"name": "app", "resources": {"limits": {"cpu": "1000m", "memory": "1024Mi"}, "requests": {"cpu": 0.5, "memory": "0.0001"}}}
+        ]}}}});
+        decode(&deployment, &mut b).unwrap();
+        let resources = &b["spec"]["template"]["spec"]["containers"][0]["resources"];
+        assert_eq!(resources["limits"], json!({"cpu": "1", "memory": "1Gi"}));
+        assert_eq!(
+            resources["requests"],
+            json!({"cpu": "500m", "memory": "1m"})
+        );
+        let mut bad = json!({"metadata": {"name": "d"}, "spec": {"template": {"spec": {"containers": [
+            {"name": "app", "resources": {"limits": {"cpu": "lots"}}}
+        ]}}}});
+        let e = decode(&deployment, &mut bad).unwrap_err();
+        assert_eq!(e.code().as_u16(), 400);
+        assert!(
+            e.to_string()
+                .contains("quantities must match the regular expression"),
+            "{e}"
+        );
     }
 }

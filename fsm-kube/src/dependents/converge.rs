@@ -12,17 +12,19 @@ use serde_json::Value;
 
 use super::create_only::{create_or_read, ownership_only};
 use super::derived;
-use super::diff::{conflicting_managers, only_updaters, up_to_date};
+use super::diff::{conflicting_managers, only_updaters};
 use super::error::DependentsError;
 use super::live::LiveDependents;
+use super::matching;
 use super::object::{DEPENDENT_LABEL, Owner, Placement, applied, owned_by, placement, selector};
 use super::order;
 use super::orphan;
 use super::pruned::PruneShape;
 use super::readiness::{Readiness, builtin_readiness};
-use super::report::{Convergence, DependentState};
+use super::report::{Convergence, DependentFailure, DependentState, FailureKind};
 use super::runtime::DependentsRuntime;
 use super::set::{Dependent, DesiredSet, ReadyCheck};
+use super::unchanged;
 
 /// Brings the dependents of `owner` to `set`, as far as they can go now.
 ///
@@ -69,14 +71,36 @@ use super::set::{Dependent, DesiredSet, ReadyCheck};
 /// owners (then it starts over, costing each owner one list again).
 ///
 /// # When nothing is written
-/// An apply is skipped when both hold:
-/// - every field of the applied configuration is in the live object with
-///   the same value (objects compared key by key, lists element by element
-///   and of the same length, owner references by UID as the server merges
-///   them);
-/// - every field the field manager's `Apply` entry of `managedFields` owns
-///   is still in the configuration, so that a field we stopped applying is
-///   removed by the next apply.
+/// Once the object exists, its [ignored](super::Dependent::ignore) fields
+/// take their live values (an apply keeps them as someone set them). Then
+/// an apply is needed when a field the field manager's `Apply` entry of
+/// `managedFields` owns is no longer in the configuration (an apply
+/// removes it). Otherwise it is skipped when:
+/// - the dependent has a [`matcher`](super::Dependent::matcher) and it
+///   says the live object matches; with a matcher nothing below is asked;
+/// - or every field of the configuration (ignored fields left out) is in
+///   the live object with the same value (objects compared key by key,
+///   lists element by element and of the same length, owner references by
+///   UID as the server merges them);
+/// - or the live object still holds the server's normal form learned for
+///   this very configuration (below);
+/// - or, when the comparison says "differs", a **dry-run apply**
+///   (`dryRun=All`: the same field manager and `force`, a request but not
+///   a write) answers the live object unchanged: every field, and every
+///   manager's fields in `managedFields`, but for times, `resourceVersion`
+///   and `status`. Then nothing is written, and the fields of the
+///   configuration as the server holds them (its normal form: `1000m` as
+///   `1`, `stringData` folded into `data`, lists with the elements other
+///   managers added) are remembered for this object, keyed by the hash of
+///   the configuration: while the live object holds them, later converges
+///   of the same configuration cost no dry run and no write. A changed
+///   configuration (a new hash) is compared afresh; a dry run that fails
+///   is followed by the real apply, which reports why.
+///
+/// The runtime remembers normal forms for up to 100,000 objects (then it
+/// starts over, costing each one dry run again), shared by its clones and
+/// lost at a restart. [`dry_run_compare(false)`](super::Dependent::dry_run_compare)
+/// turns the dry run off for a dependent.
 ///
 /// # Guarantees
 /// - A dependent is applied only when everything it depends on was found
@@ -100,17 +124,18 @@ use super::set::{Dependent, DesiredSet, ReadyCheck};
 /// stays the same is not pruned until the shape changes or the process
 /// restarts.
 ///
-/// The comparison sees no defaults: a value the server normalises (a
-/// quantity `1000m` read back as `1`) differs on every read, so its
-/// dependent is applied on every converge (a no-op for the server, but a
-/// request). Inside lists, ownership is compared at the list: an element
-/// someone else added to a list we apply makes the lengths differ, and the
-/// list is applied again each time.
+/// A value the server normalises, a field it defaults or folds away, or a
+/// list element another manager added costs one dry-run apply (a request,
+/// no write) at the first converge after each process start and after
+/// each change of the configuration, or of the live object's fields that
+/// the configuration names.
 ///
 /// # Errors
 /// The server refusing a dependent (422 invalid, 403, a conflict) is not
-/// an error: the dependent is [`DependentState::Failed`] with the server's
-/// message. [`DependentsError::Owner`] when `owner` was not read from the
+/// an error: the dependent is [`DependentState::Failed`], whose
+/// [`FailureKind`] says which (`Refused { code }`, `Forbidden`,
+/// `Conflict { managers }`; `NotOwned`, `ReadinessFailed` for the others)
+/// with the server's message. [`DependentsError::Owner`] when `owner` was not read from the
 /// server; [`DependentsError::Api`] and [`DependentsError::List`] when the
 /// server is unavailable (5xx, 429, network), so the caller retries.
 pub async fn converge<K>(
@@ -259,7 +284,7 @@ enum Member {
     Ready(Value),
     NotReady(String),
     Held,
-    Failed(String),
+    Failed(DependentFailure),
 }
 
 async fn reconcile_dependent(
@@ -275,7 +300,8 @@ async fn reconcile_dependent(
     )
     .await;
     let mut outcome = Outcome::default();
-    let (mut not_ready, mut held, mut failed) = (Vec::new(), false, Vec::new());
+    let (mut not_ready, mut held) = (Vec::new(), false);
+    let mut failed: Vec<DependentFailure> = Vec::new();
     for result in results {
         let (place, member, wrote) = result?;
         match wrote {
@@ -294,11 +320,20 @@ async fn reconcile_dependent(
             Member::Ready(live) => outcome.live.push(live),
             Member::NotReady(why) => not_ready.push(name(why)),
             Member::Held => held = true,
-            Member::Failed(why) => failed.push(name(why)),
+            Member::Failed(failure) => failed.push(DependentFailure::new(
+                failure.kind().clone(),
+                name(failure.message().to_owned()),
+            )),
         }
     }
-    let state = if !failed.is_empty() {
-        DependentState::Failed(failed.join("; "))
+    let state = if let Some(first) = failed.first() {
+        // A family's members may fail differently: the first one's kind,
+        // every member's message.
+        let messages: Vec<&str> = failed.iter().map(DependentFailure::message).collect();
+        DependentState::Failed(DependentFailure::new(
+            first.kind().clone(),
+            messages.join("; "),
+        ))
     } else if held {
         DependentState::PreconditionUnmet
     } else if !not_ready.is_empty() {
@@ -322,7 +357,10 @@ async fn reconcile_object(
     let place = placement(object, kind, owner);
     let mut body = match applied(object, kind, owner, &dependent.key) {
         Ok(body) => body,
-        Err(message) => return Ok((place, Member::Failed(message), None)),
+        Err(message) => {
+            let failure = DependentFailure::new(FailureKind::InvalidDesired, message);
+            return Ok((place, Member::Failed(failure), None));
+        }
     };
     if dependent.keep {
         orphan::mark(&mut body);
@@ -357,8 +395,11 @@ async fn reconcile_object(
     if dependent.create_only {
         return reconcile_created(runtime, owner, dependent, place, &body, live).await;
     }
+    let desired_hash = unchanged::desired_hash(&body);
+    matching::prepare(&dependent.matching, &mut body, live.as_ref());
     if let Some(live) = live.as_ref()
-        && up_to_date(live, &body, &runtime.field_manager)
+        && unchanged::already_matches(runtime, owner, dependent, &place, live, &body, desired_hash)
+            .await
     {
         runtime.count(kind, "unchanged");
         let member = readiness(dependent, live);
@@ -431,10 +472,13 @@ async fn reconcile_created(
 
 /// The failure of an object that exists without being `owner`'s.
 fn not_owned(place: &Placement, owner: &Owner) -> Member {
-    Member::Failed(format!(
-        "{} exists and is not owned by {}; it is left alone (adopt() takes it over)",
-        place.display(),
-        owner.display()
+    Member::Failed(DependentFailure::new(
+        FailureKind::NotOwned,
+        format!(
+            "{} exists and is not owned by {}; it is left alone (adopt() takes it over)",
+            place.display(),
+            owner.display()
+        ),
     ))
 }
 
@@ -498,8 +542,10 @@ async fn apply(
     Ok(serde_json::to_value(written).unwrap_or(Value::Null))
 }
 
-/// A refusal by the server is a failed dependent with its message; an
-/// unavailable server is an error, retried without blaming the dependent.
+/// A refusal by the server is a failed dependent with its kind (a
+/// conflict naming the managers, forbidden, or refused with the code) and
+/// message; an unavailable server is an error, retried without blaming
+/// the dependent.
 fn refused(
     dependent: &Dependent,
     place: &Placement,
@@ -508,17 +554,24 @@ fn refused(
     match error {
         kube::Error::Api(status) if (400..500).contains(&status.code) && status.code != 429 => {
             let managers = conflicting_managers(&status);
-            let message = if status.code == 409 && !managers.is_empty() {
-                format!(
+            let failure = if status.code == 409 && !managers.is_empty() {
+                let message = format!(
                     "{}: conflict with field manager {} ({}); force() takes their fields",
                     place.display(),
                     managers.join(", "),
                     status.message
-                )
+                );
+                DependentFailure::new(FailureKind::Conflict { managers }, message)
             } else {
-                format!("{}: {} ({})", place.display(), status.message, status.code)
+                let message = format!("{}: {} ({})", place.display(), status.message, status.code);
+                let kind = if status.code == 403 {
+                    FailureKind::Forbidden
+                } else {
+                    FailureKind::Refused { code: status.code }
+                };
+                DependentFailure::new(kind, message)
             };
-            Ok(Member::Failed(message))
+            Ok(Member::Failed(failure))
         }
         source => Err(DependentsError::Api {
             key: dependent.key.clone(),
@@ -542,7 +595,9 @@ fn readiness(dependent: &Dependent, live: &Value) -> Member {
     match readiness {
         Readiness::Ready => Member::Ready(live.clone()),
         Readiness::Pending(why) => Member::NotReady(why),
-        Readiness::Failed(why) => Member::Failed(why),
+        Readiness::Failed(why) => {
+            Member::Failed(DependentFailure::new(FailureKind::ReadinessFailed, why))
+        }
     }
 }
 
@@ -691,5 +746,76 @@ pub(crate) async fn delete(
         Ok(_) => Ok(()),
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
         Err(error) => Err(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dependents::Dependent;
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    fn failure_of(code: u16, message: &str) -> Result<DependentFailure, String> {
+        let cm = ConfigMap {
+            metadata: kube::api::ObjectMeta {
+                name: Some("c".into()),
+                ..Default::default()
+            },
+            ..ConfigMap::default()
+        };
+        let dependent = Dependent::new("config", &cm);
+        let place = Placement {
+            group: String::new(),
+            kind: "ConfigMap".into(),
+            namespace: Some("ns".into()),
+            name: "c".into(),
+        };
+        let status = kube::core::Status {
+            code,
+            message: message.into(),
+            ..kube::core::Status::default()
+        };
+        match refused(&dependent, &place, kube::Error::Api(Box::new(status))) {
+            Ok(Member::Failed(failure)) => Ok(failure),
+            Ok(_) => Err("not a failure".into()),
+            Err(error) => Err(error.to_string()),
+        }
+    }
+
+    #[test]
+    fn a_refusal_says_its_kind_and_an_unavailable_server_is_an_error() {
+        let invalid = failure_of(422, "spec.template: field is immutable").unwrap();
+        assert_eq!(invalid.kind(), &FailureKind::Refused { code: 422 });
+        assert!(
+            invalid.message().contains("field is immutable") && invalid.message().contains("422")
+        );
+        assert_eq!(
+            failure_of(403, "forbidden").unwrap().kind(),
+            &FailureKind::Forbidden
+        );
+        let conflict = failure_of(
+            409,
+            r#"Apply failed with 1 conflict: conflict with "helm": .data.x"#,
+        )
+        .unwrap();
+        assert_eq!(
+            conflict.kind(),
+            &FailureKind::Conflict {
+                managers: vec!["helm".into()]
+            }
+        );
+        assert!(conflict.is_conflict() && conflict.message().contains("force()"));
+        assert_eq!(
+            failure_of(409, "the object has been modified")
+                .unwrap()
+                .kind(),
+            &FailureKind::Refused { code: 409 }
+        );
+        for unavailable in [429, 500, 503] {
+            assert!(
+                failure_of(unavailable, "try later").is_err(),
+                "{unavailable}"
+            );
+        }
     }
 }

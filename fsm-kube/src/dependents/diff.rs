@@ -1,5 +1,6 @@
 //! Whether an apply would change anything, decided from the live object
-//! alone, so that a converged set costs no write. Pure.
+//! alone, so that a converged set costs no write: the structural
+//! comparison that [`matching`](super::matching) starts with. Pure.
 //!
 //! The rules (and their caveats) are documented on
 //! [`converge`](super::converge), under *When nothing is written*.
@@ -11,9 +12,17 @@ use serde_json::Value;
 type Path = Vec<String>;
 
 /// Whether applying `config` as `manager` onto `live` would change
-/// nothing.
-pub(crate) fn up_to_date(live: &Value, config: &Value, manager: &str) -> bool {
-    contains(live, config, &mut Vec::new()) && stops_nothing(live, config, manager)
+/// nothing, as far as the live object alone tells.
+#[cfg(test)]
+fn up_to_date(live: &Value, config: &Value, manager: &str) -> bool {
+    holds(live, config) && stops_nothing(live, config, manager)
+}
+
+/// Whether `live` holds every field of `desired` with the same value
+/// (objects key by key, lists element by element and of the same length,
+/// owner references by UID).
+pub(crate) fn holds(live: &Value, desired: &Value) -> bool {
+    contains(live, desired, &mut Vec::new())
 }
 
 /// Whether `live` holds every field of `desired` with the same value.
@@ -62,7 +71,7 @@ fn is_owner_references(path: &[String]) -> bool {
 }
 
 /// Whether every field `manager` applied before is still in `config`.
-fn stops_nothing(live: &Value, config: &Value, manager: &str) -> bool {
+pub(crate) fn stops_nothing(live: &Value, config: &Value, manager: &str) -> bool {
     let owned = owned_paths(live, manager);
     if owned.is_empty() {
         return true;

@@ -44,6 +44,17 @@ pub enum SetError {
     /// A desired object has no `metadata.name`.
     #[error("an object of dependent `{0}` has no metadata.name")]
     Unnamed(String),
+    /// An [ignore path](super::Dependent::ignore) is malformed or names
+    /// what cannot be ignored.
+    #[error("dependent `{key}`: ignore path `{path}` is invalid: {reason}")]
+    InvalidIgnorePath {
+        /// The dependent.
+        key: String,
+        /// The path as given.
+        path: String,
+        /// Why it is invalid.
+        reason: String,
+    },
     /// A desired object could not be encoded as JSON.
     #[error("an object of dependent `{key}` could not be encoded: {message}")]
     Encode {

@@ -65,10 +65,19 @@
 //! labels removed) instead of deleting them; [`Dependent::per_attempt`]
 //! is one create-only object per attempt of a state.
 //!
-//! # Caveats
-//! What counts as "no change" is decided from the live object without the
-//! server's defaulting: see [`converge`] (write desired objects in the
-//! server's canonical form).
+//! # Matching
+//! An apply is skipped when the live object already is as desired: a
+//! structural comparison, [ignore paths](Dependent::ignore), a
+//! [matcher](Dependent::matcher) of the dependent's own, and a dry-run
+//! apply that learns the server's normal form (a quantity `1000m` stored
+//! as `1`) when the comparison finds a difference: see [`converge`],
+//! *When nothing is written*.
+//!
+//! # Failures
+//! A failed dependent says how it failed: [`DependentFailure::kind`] is a
+//! [`FailureKind`] (the server refused it, with the code; a conflict
+//! naming the managers; forbidden; not owned; its readiness failed), and
+//! [`Convergence::failures`] lists them.
 
 mod converge;
 mod converge_attr;
@@ -78,6 +87,7 @@ mod diff;
 mod error;
 mod kind;
 mod live;
+mod matching;
 mod object;
 mod on_delete;
 mod order;
@@ -91,6 +101,7 @@ mod runtime;
 mod set;
 mod step;
 mod teardown;
+mod unchanged;
 mod watch;
 
 pub use converge::converge;
@@ -104,7 +115,9 @@ pub use orphan::KEEP_ANNOTATION;
 pub use readiness::{Readiness, builtin_readiness};
 pub use reads::{DesiredContext, Reads};
 pub use reconciler::{DEFAULT_RESYNC, DependentsReconciler};
-pub use report::{Convergence, DependentState, Teardown, TeardownState};
+pub use report::{
+    Convergence, DependentFailure, DependentState, FailureKind, Teardown, TeardownState,
+};
 pub use runtime::{DEFAULT_PENDING_REQUEUE, DependentsRuntime};
 pub use set::{Dependent, DesiredSet, DesiredSetBuilder, attempt_name};
 pub use step::{StepDependents, converge_state};

@@ -18,10 +18,122 @@ pub enum DependentState {
     /// Not desired ([`Dependent::when`](super::Dependent::when) is
     /// false): not created, deleted if it existed.
     Inactive,
-    /// It failed: the server refused it (with the server's message), it
-    /// conflicts with another field manager (named), it exists without
+    /// It failed; [`DependentFailure::kind`] says how: the server refused
+    /// it, it conflicts with another field manager, it exists without
     /// being owned, or its readiness says it failed (a failed Job).
-    Failed(String),
+    Failed(DependentFailure),
+}
+
+/// How a dependent failed: what kind of failure, and the message (the
+/// object, and the server's words or the readiness rule's).
+///
+/// ```
+/// use fsm_kube::dependents::{DependentFailure, FailureKind};
+///
+/// let failure = DependentFailure::new(FailureKind::Refused { code: 422 }, "Service web: field is immutable");
+/// assert!(failure.is_refused());
+/// assert_eq!(failure.to_string(), "Service web: field is immutable");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DependentFailure {
+    kind: FailureKind,
+    message: String,
+}
+
+/// The kinds of [`DependentFailure`], each with what a handler needs to
+/// decide (the HTTP code, the field managers). New kinds may be added.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FailureKind {
+    /// The server refused the object: `422 Invalid` (a field that is
+    /// immutable, a value out of range), `400`, `404` (its namespace is
+    /// missing), or another 4xx but 403, 409 with managers and 429.
+    /// Changing the desired object (or deleting the live one) is the
+    /// way out.
+    Refused {
+        /// The HTTP status code.
+        code: u16,
+    },
+    /// A field we apply is owned by another *applier* (`409 Conflict`):
+    /// [`Dependent::force`](super::Dependent::force) takes their fields;
+    /// otherwise one of the two must stop applying it.
+    Conflict {
+        /// The field managers the server named.
+        managers: Vec<String>,
+    },
+    /// `403 Forbidden`: the operator's RBAC (or an admission policy) does
+    /// not allow the write or read.
+    Forbidden,
+    /// An object of the same name exists and the owner does not own it:
+    /// left alone ([`Dependent::adopt`](super::Dependent::adopt) takes it
+    /// over).
+    NotOwned,
+    /// The desired object cannot be owned as declared (in another
+    /// namespace than its owner, not a JSON object): nothing was sent.
+    InvalidDesired,
+    /// The object was applied, and its readiness says it failed
+    /// ([`Readiness::Failed`](super::Readiness::Failed): a failed Job or
+    /// Pod, a stalled rollout, a custom rule).
+    ReadinessFailed,
+}
+
+impl FailureKind {
+    /// A short name for logs and metrics: `refused`, `conflict`,
+    /// `forbidden`, `not-owned`, `invalid-desired`, `readiness-failed`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            FailureKind::Refused { .. } => "refused",
+            FailureKind::Conflict { .. } => "conflict",
+            FailureKind::Forbidden => "forbidden",
+            FailureKind::NotOwned => "not-owned",
+            FailureKind::InvalidDesired => "invalid-desired",
+            FailureKind::ReadinessFailed => "readiness-failed",
+        }
+    }
+}
+
+impl DependentFailure {
+    /// A failure of `kind` with `message`.
+    pub fn new(kind: FailureKind, message: impl Into<String>) -> Self {
+        DependentFailure {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// What kind of failure. For a family whose members failed, the first
+    /// failed member's (the message names each).
+    pub fn kind(&self) -> &FailureKind {
+        &self.kind
+    }
+
+    /// The message: the object and why.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// Whether the server refused the object ([`FailureKind::Refused`]).
+    pub fn is_refused(&self) -> bool {
+        matches!(self.kind, FailureKind::Refused { .. })
+    }
+
+    /// Whether it conflicts with another field manager
+    /// ([`FailureKind::Conflict`]).
+    pub fn is_conflict(&self) -> bool {
+        matches!(self.kind, FailureKind::Conflict { .. })
+    }
+
+    /// Whether its readiness says it failed
+    /// ([`FailureKind::ReadinessFailed`]).
+    pub fn is_readiness_failed(&self) -> bool {
+        self.kind == FailureKind::ReadinessFailed
+    }
+}
+
+impl std::fmt::Display for DependentFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
 }
 
 impl DependentState {
@@ -44,6 +156,14 @@ impl DependentState {
     /// Whether it is [`DependentState::Failed`].
     pub fn is_failed(&self) -> bool {
         matches!(self, DependentState::Failed(_))
+    }
+
+    /// The failure, when it is [`DependentState::Failed`].
+    pub fn failure(&self) -> Option<&DependentFailure> {
+        match self {
+            DependentState::Failed(failure) => Some(failure),
+            _ => None,
+        }
     }
 
     /// Whether dependents that depend on it may go ahead: ready, or
@@ -146,6 +266,29 @@ impl Convergence {
     /// The keys of the failed dependents.
     pub fn failed(&self) -> impl Iterator<Item = &str> {
         self.keys_where(DependentState::is_failed)
+    }
+
+    /// The failed dependents, each with its failure (kind and message),
+    /// in the set's order.
+    ///
+    /// ```
+    /// use fsm_kube::dependents::{Convergence, DependentFailure, DependentState, FailureKind};
+    ///
+    /// let c = Convergence {
+    ///     dependents: vec![
+    ///         ("build".into(), DependentState::Failed(DependentFailure::new(FailureKind::ReadinessFailed, "the Job failed"))),
+    ///         ("service".into(), DependentState::Failed(DependentFailure::new(FailureKind::Refused { code: 422 }, "field is immutable"))),
+    ///         ("config".into(), DependentState::Ready),
+    ///     ],
+    ///     ..Convergence::default()
+    /// };
+    /// let refused: Vec<&str> = c.failures().filter(|(_, f)| f.is_refused()).map(|(k, _)| k).collect();
+    /// assert_eq!(refused, ["service"]);
+    /// ```
+    pub fn failures(&self) -> impl Iterator<Item = (&str, &DependentFailure)> {
+        self.dependents
+            .iter()
+            .filter_map(|(k, s)| s.failure().map(|f| (k.as_str(), f)))
     }
 
     fn keys_where(&self, pick: fn(&DependentState) -> bool) -> impl Iterator<Item = &str> {
@@ -258,5 +401,74 @@ impl Teardown {
         } else {
             items.join(", ")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_reads_as_its_message_and_names_its_kind() {
+        let conflict = DependentFailure::new(
+            FailureKind::Conflict {
+                managers: vec!["helm".into()],
+            },
+            "ConfigMap ns/c: conflict with field manager helm",
+        );
+        assert!(
+            conflict.is_conflict() && !conflict.is_refused() && !conflict.is_readiness_failed()
+        );
+        assert_eq!(conflict.kind().name(), "conflict");
+        let state = DependentState::Failed(conflict.clone());
+        assert_eq!(state.failure(), Some(&conflict));
+        assert_eq!(
+            state.describe(),
+            "failed: ConfigMap ns/c: conflict with field manager helm"
+        );
+        assert_eq!(DependentState::Ready.failure(), None);
+        let names: Vec<&str> = [
+            FailureKind::Refused { code: 422 },
+            FailureKind::Forbidden,
+            FailureKind::NotOwned,
+            FailureKind::InvalidDesired,
+            FailureKind::ReadinessFailed,
+        ]
+        .iter()
+        .map(FailureKind::name)
+        .collect();
+        assert_eq!(
+            names,
+            [
+                "refused",
+                "forbidden",
+                "not-owned",
+                "invalid-desired",
+                "readiness-failed"
+            ]
+        );
+    }
+
+    #[test]
+    fn failures_lists_the_failed_dependents_in_order() {
+        let failed = |kind| DependentState::Failed(DependentFailure::new(kind, "x"));
+        let c = Convergence {
+            dependents: vec![
+                ("a".into(), failed(FailureKind::NotOwned)),
+                ("b".into(), DependentState::Ready),
+                ("c".into(), failed(FailureKind::Refused { code: 400 })),
+            ],
+            ..Convergence::default()
+        };
+        let kinds: Vec<(&str, &FailureKind)> = c.failures().map(|(k, f)| (k, f.kind())).collect();
+        assert_eq!(
+            kinds,
+            [
+                ("a", &FailureKind::NotOwned),
+                ("c", &FailureKind::Refused { code: 400 })
+            ]
+        );
+        assert!(c.is_failed());
+        assert_eq!(c.failed().collect::<Vec<_>>(), ["a", "c"]);
     }
 }

@@ -11,6 +11,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use serde_json::Value;
 
 use super::kind::DependentKind;
+use super::matching::LearnedForms;
 use super::object::{Owner, Placement, labelled_for};
 use super::pruned::PrunedShapes;
 use crate::conditions::ReportedConditions;
@@ -58,6 +59,8 @@ pub struct DependentsRuntime {
     pub(crate) pending_requeue: Duration,
     pub(crate) reported: ReportedConditions,
     pub(crate) pruned: PrunedShapes,
+    /// The server's normal forms of applied bodies (see `matching`).
+    pub(crate) learned: LearnedForms,
 }
 
 impl std::fmt::Debug for DependentsRuntime {
@@ -89,6 +92,7 @@ impl DependentsRuntime {
             pending_requeue: DEFAULT_PENDING_REQUEUE,
             reported: ReportedConditions::default(),
             pruned: PrunedShapes::default(),
+            learned: LearnedForms::default(),
         }
     }
 

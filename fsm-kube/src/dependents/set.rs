@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::error::SetError;
 use super::kind::DependentKind;
+use super::matching::Matching;
 use super::order;
 use super::readiness::Readiness;
 
@@ -108,6 +109,7 @@ pub struct Dependent {
     pub(crate) create_only: bool,
     pub(crate) keep: bool,
     pub(crate) per_attempt: bool,
+    pub(crate) matching: Matching,
     pub(crate) encode_error: Option<String>,
     /// Set for a [derived](Dependent::derived) dependent: its objects are
     /// computed during the converge, from its dependencies' live objects.
@@ -129,6 +131,9 @@ impl std::fmt::Debug for Dependent {
             .field("keep_on_prune", &self.keep)
             .field("per_attempt", &self.per_attempt)
             .field("derived", &self.derive.is_some())
+            .field("ignore", &self.matching.ignore_given)
+            .field("matcher", &self.matching.matcher.is_some())
+            .field("dry_run_compare", &self.matching.dry_run)
             .finish_non_exhaustive()
     }
 }
@@ -156,6 +161,7 @@ impl Dependent {
             create_only: false,
             keep: false,
             per_attempt: false,
+            matching: Matching::default(),
             encode_error,
             derive: None,
         }
@@ -443,6 +449,105 @@ impl Dependent {
         self
     }
 
+    /// Leaves the field at `path` to others once the object exists: it is
+    /// not compared, and an apply keeps its live value (a field the live
+    /// object lacks is left out), so a change someone else makes there
+    /// (an autoscaler's `/spec/replicas`, an injected annotation) is not
+    /// taken back. The object's creation applies the desired value.
+    ///
+    /// `path` is a JSON pointer (RFC 6901: `/spec/replicas`; `~1` stands
+    /// for a `/` inside a key, `~0` for a `~`) where a segment `*` stands
+    /// for every list element or object entry:
+    /// `/spec/template/spec/containers/*/image`,
+    /// `/metadata/annotations/*`. List elements are paired with the live
+    /// ones by `name` when they have one, else by position.
+    ///
+    /// A malformed path (not starting with `/`, an empty segment, a bad
+    /// `~` escape) or one naming what identifies the object or what the
+    /// runtime applies (`/kind`, `/metadata/name`, the owner reference,
+    /// the dependent labels) makes [`DesiredSetBuilder::build`] fail with
+    /// [`SetError::InvalidIgnorePath`].
+    ///
+    /// ```
+    /// use fsm_kube::dependents::{Dependent, DesiredSet, SetError};
+    /// use k8s_openapi::api::apps::v1::Deployment;
+    /// use kube::api::ObjectMeta;
+    ///
+    /// let web = Deployment { metadata: ObjectMeta { name: Some("web".into()), ..Default::default() }, ..Default::default() };
+    /// // An autoscaler owns the replica count.
+    /// let set = DesiredSet::builder()
+    ///     .dependent(Dependent::new("web", &web).ignore("/spec/replicas"))
+    ///     .build()?;
+    /// # let _ = set;
+    /// let bad = DesiredSet::builder()
+    ///     .dependent(Dependent::new("web", &web).ignore("spec.replicas"))
+    ///     .build();
+    /// assert!(matches!(bad, Err(SetError::InvalidIgnorePath { .. })));
+    /// # Ok::<(), SetError>(())
+    /// ```
+    #[must_use]
+    pub fn ignore(mut self, path: impl Into<String>) -> Self {
+        self.matching.ignore_given.push(path.into());
+        self
+    }
+
+    /// [`ignore`](Dependent::ignore)s each of `paths`.
+    #[must_use]
+    pub fn ignore_paths<I>(mut self, paths: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: Into<String>,
+    {
+        self.matching
+            .ignore_given
+            .extend(paths.into_iter().map(Into::into));
+        self
+    }
+
+    /// Decides with `matches(desired, live)` whether the live object
+    /// already is as desired (java-operator-sdk's `Matcher`): `true` skips
+    /// the apply, `false` applies. It replaces the comparison of values
+    /// and the dry run; `desired` is the object as it would be applied
+    /// (owner reference, labels, ignored fields holding the live values),
+    /// `live` the object read. One check stays: a field this operator
+    /// applied before and no longer applies is removed by an apply,
+    /// whatever the matcher says.
+    ///
+    /// ```
+    /// use fsm_kube::dependents::Dependent;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use serde_json::Value;
+    /// # let config = ConfigMap { metadata: kube::api::ObjectMeta { name: Some("c".into()), ..Default::default() }, ..Default::default() };
+    /// // Only the version decides; anything else others may change.
+    /// let dependent = Dependent::new("config", &config)
+    ///     .matcher(|desired: &Value, live: &Value| desired["data"]["version"] == live["data"]["version"]);
+    /// # let _ = dependent;
+    /// ```
+    #[must_use]
+    pub fn matcher<F>(mut self, matches: F) -> Self
+    where
+        F: Fn(&Value, &Value) -> bool + Send + Sync + 'static,
+    {
+        self.matching.matcher = Some(Arc::new(matches));
+        self
+    }
+
+    /// Whether a live object that the comparison finds different is
+    /// checked with a dry-run apply before the real one (default `true`):
+    /// the server's answer tells a real difference from a value it
+    /// normalises (`1000m` read back as `1`), a field it defaults or drops,
+    /// or a list element another manager added; what it answers is
+    /// remembered, so the same desired object costs no dry run again. With
+    /// `false` such an object is applied on every converge (a request the
+    /// server sees as a no-op), and no dry-run request is ever sent (for
+    /// a kind whose admission webhooks have side effects and no dry-run
+    /// support).
+    #[must_use]
+    pub fn dry_run_compare(mut self, enabled: bool) -> Self {
+        self.matching.dry_run = enabled;
+        self
+    }
+
     /// The dependent's key.
     pub fn key(&self) -> &str {
         &self.key
@@ -659,9 +764,22 @@ impl DesiredSetBuilder {
     /// # Errors
     /// [`SetError`], naming the keys: a duplicate or invalid key, an
     /// unknown dependency, a cycle, two dependents naming the same object,
-    /// an object without a name or that could not be encoded.
+    /// an object without a name or that could not be encoded, an ignore
+    /// path that does not parse.
     pub fn build(self) -> Result<DesiredSet, SetError> {
-        let DesiredSetBuilder { dependents, prunes } = self;
+        let DesiredSetBuilder {
+            mut dependents,
+            prunes,
+        } = self;
+        for d in &mut dependents {
+            d.matching
+                .parse_ignored()
+                .map_err(|(path, reason)| SetError::InvalidIgnorePath {
+                    key: d.key.clone(),
+                    path,
+                    reason,
+                })?;
+        }
         let mut index: HashMap<&str, usize> = HashMap::new();
         for (i, d) in dependents.iter().enumerate() {
             if !valid_label_value(&d.key) {

@@ -222,7 +222,13 @@ mod tests {
     fn the_condition_says_failed_before_pending_and_stays_short() {
         let convergence = Convergence {
             dependents: vec![
-                ("a".into(), DependentState::Failed("x".repeat(5000))),
+                (
+                    "a".into(),
+                    DependentState::Failed(crate::dependents::DependentFailure::new(
+                        crate::dependents::FailureKind::ReadinessFailed,
+                        "x".repeat(5000),
+                    )),
+                ),
                 ("b".into(), DependentState::Waiting(vec!["a".into()])),
             ],
             ..Convergence::default()

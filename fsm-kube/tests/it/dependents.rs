@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use common::*;
 use fsm_kube::dependents::{
-    Dependent, DependentKind, DependentState, DependentsError, DependentsReconciler,
-    DependentsRuntime, DesiredSet, SetError, TeardownState, converge, converge_state,
-    owns_dependents, teardown,
+    Dependent, DependentFailure, DependentKind, DependentState, DependentsError,
+    DependentsReconciler, DependentsRuntime, DesiredSet, FailureKind, SetError, TeardownState,
+    converge, converge_state, owns_dependents, teardown,
 };
 use fsm_kube::prelude::*;
 use fsm_kube::{FsmReconciler, StatusStore};
@@ -435,10 +435,16 @@ async fn a_conflict_with_another_applier_fails_the_dependent_naming_it_unless_fo
         .unwrap();
 
     let c = converge(&rt, &owner, &set(false)).await.unwrap();
-    let Some(DependentState::Failed(message)) = c.state("config") else {
+    let Some(DependentState::Failed(failure)) = c.state("config") else {
         panic!("{}", c.summary())
     };
-    assert!(message.contains("other-operator"), "{message}");
+    assert_eq!(
+        failure.kind(),
+        &FailureKind::Conflict {
+            managers: vec!["other-operator".into()]
+        }
+    );
+    assert!(failure.message().contains("other-operator"), "{failure}");
     assert_eq!(data_of(&env, "config").await.unwrap()["shared"], "theirs");
 
     let forced = converge(&rt, &owner, &set(true)).await.unwrap();
@@ -488,9 +494,10 @@ async fn a_failed_job_is_a_failed_dependent() {
     assert!(c.is_failed());
     assert_eq!(
         c.state("migration"),
-        Some(&DependentState::Failed(
-            "the Job failed: Job has reached the specified backoff limit".into()
-        ))
+        Some(&DependentState::Failed(DependentFailure::new(
+            FailureKind::ReadinessFailed,
+            "the Job failed: Job has reached the specified backoff limit"
+        )))
     );
     assert_eq!(
         c.state("app"),
@@ -567,9 +574,11 @@ async fn an_apply_the_server_refuses_is_a_failed_dependent_with_its_message() {
         .unwrap();
     for _ in 0..2 {
         let c = converge(&rt, &owner, &set).await.unwrap();
-        let Some(DependentState::Failed(message)) = c.state("bad") else {
+        let Some(DependentState::Failed(failure)) = c.state("bad") else {
             panic!("{}", c.summary())
         };
+        assert_eq!(failure.kind(), &FailureKind::Refused { code: 422 });
+        let message = failure.message();
         assert!(
             message.contains("Not_A_Valid_Name") && message.contains("422"),
             "{message}"
@@ -598,9 +607,11 @@ async fn an_object_the_owner_does_not_own_is_taken_over_only_when_adopted() {
             .unwrap()
     };
     let c = converge(&rt, &owner, &set(false)).await.unwrap();
-    let Some(DependentState::Failed(message)) = c.state("existing") else {
+    let Some(DependentState::Failed(failure)) = c.state("existing") else {
         panic!("{}", c.summary())
     };
+    assert_eq!(failure.kind(), &FailureKind::NotOwned);
+    let message = failure.message();
     assert!(
         message.contains("not owned") && message.contains("adopt()"),
         "{message}"

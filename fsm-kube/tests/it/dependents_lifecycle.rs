@@ -193,7 +193,7 @@ async fn a_create_only_object_someone_else_owns_is_taken_over_only_when_adopted(
     };
     let refused = converge(&rt, &owner, &set(false)).await.unwrap();
     assert!(
-        matches!(refused.state("found"), Some(DependentState::Failed(why)) if why.contains("not owned")),
+        matches!(refused.state("found"), Some(DependentState::Failed(why)) if why.message().contains("not owned")),
         "{}",
         refused.summary()
     );

@@ -22,6 +22,7 @@ mod decode;
 mod dependents;
 mod dependents_lifecycle;
 mod dependents_reads;
+mod dependents_matching;
 mod health;
 mod leader;
 mod lean;

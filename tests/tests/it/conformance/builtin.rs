@@ -642,3 +642,98 @@ pub async fn deployment_generation_and_status(s: &mut Scene) -> Fallible {
     );
     Ok(())
 }
+
+/// Quantities of a built-in kind are stored in canonical form (`1000m` as
+/// `1`, `1024Mi` as `1Gi`, `0.5` as `500m`); a dry-run apply of the same
+/// configuration answers the object unchanged and stores nothing; a Job's
+/// pod template is immutable.
+pub async fn quantities_dry_run_apply_and_immutable_job_template(s: &mut Scene) -> Fallible {
+    let path = s.core("deployments").replace("/api/v1/", "/apis/apps/v1/");
+    let item = format!("{path}/sized");
+    let limits = json!({"cpu": "1000m", "memory": "1024Mi", "ephemeral-storage": "1.5Gi"});
+    let requests = json!({"cpu": "0.5", "memory": "1000Ki", "ephemeral-storage": "2048"});
+    let deployment = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "sized"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "sized"}},
+            "template": {
+                "metadata": {"labels": {"app": "sized"}},
+                "spec": {"containers": [
+                    {"name": "app", "image": "nginx:1",
+                        "resources": {"limits": limits, "requests": requests}},
+                    // Kept as written (the parser's canonical-looking
+                    // forms), and rounded up to milli.
+                    {"name": "odd", "image": "nginx:1", "resources": {"limits":
+                        {"cpu": "0.0000000001", "memory": "+5", "ephemeral-storage": "1E3"}}}
+                ]}
+            }
+        }
+    });
+    let applied = s
+        .patch(
+            &format!("{item}?fieldManager=sizer"),
+            "application/apply-patch+yaml",
+            deployment.clone(),
+        )
+        .await?
+        .expect(201)?;
+    let resources = |r: &integration_tests::scene::Reply| {
+        let containers = &r.body["spec"]["template"]["spec"]["containers"];
+        json!([containers[0]["resources"], containers[1]["resources"]])
+    };
+    assert_eq!(resources(&applied)[0]["limits"]["cpu"], "1");
+    assert_eq!(resources(&applied)[0]["limits"]["memory"], "1Gi");
+    assert_eq!(resources(&applied)[0]["requests"]["cpu"], "500m");
+    assert_eq!(resources(&applied)[1]["limits"]["cpu"], "1m");
+    s.record("stored quantities", resources(&applied));
+
+    let dry = s
+        .patch(
+            &format!("{item}?fieldManager=sizer&dryRun=All"),
+            "application/apply-patch+yaml",
+            deployment,
+        )
+        .await?
+        .expect(200)?;
+    assert_eq!(
+        dry.rv(),
+        applied.rv(),
+        "a no-op dry run answers the object as stored"
+    );
+    s.record("dry-run quantities", resources(&dry));
+    let got = s.get(&item).await?.expect(200)?;
+    assert_eq!(got.rv(), applied.rv(), "a dry run stores nothing");
+
+    let jobs = s.core("jobs").replace("/api/v1/", "/apis/batch/v1/");
+    let job = |image: &str| {
+        json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "once"},
+            "spec": {"template": {"spec": {"restartPolicy": "Never",
+                "containers": [{"name": "m", "image": image}]}}}})
+    };
+    s.patch(
+        &format!("{jobs}/once?fieldManager=sizer"),
+        "application/apply-patch+yaml",
+        job("busybox:1"),
+    )
+    .await?
+    .expect(201)?;
+    let changed = s
+        .patch(
+            &format!("{jobs}/once?fieldManager=sizer"),
+            "application/apply-patch+yaml",
+            job("busybox:2"),
+        )
+        .await?
+        .expect(422)?;
+    assert!(
+        changed.body["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("field is immutable")),
+        "{}",
+        changed.body
+    );
+    s.record("a changed Job template", (changed.code, changed.reason()));
+    Ok(())
+}

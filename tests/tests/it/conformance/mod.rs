@@ -126,6 +126,7 @@ scenarios! {
     builtin::delete_collection,
     builtin::namespace_lifecycle,
     builtin::deployment_generation_and_status,
+    builtin::quantities_dry_run_apply_and_immutable_job_template,
     watch::watch_event_sequence,
     watch::watch_with_label_selector,
     watch::runtime_watcher_sequence,
