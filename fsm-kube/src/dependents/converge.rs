@@ -193,7 +193,8 @@ pub(crate) async fn converge_for(
                             &derived_now
                         }
                         Err(why) => {
-                            return Ok((DependentState::Failed(why), Outcome::default()));
+                            let failure = DependentFailure::new(FailureKind::DeriveFailed, why);
+                            return Ok((DependentState::Failed(failure), Outcome::default()));
                         }
                     }
                 } else {

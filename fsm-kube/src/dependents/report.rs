@@ -71,6 +71,11 @@ pub enum FailureKind {
     /// The desired object cannot be owned as declared (in another
     /// namespace than its owner, not a JSON object): nothing was sent.
     InvalidDesired,
+    /// A [derived](super::Dependent::derived) dependent's function could
+    /// not compute its object from its dependencies' live objects (its
+    /// error is the message): nothing was sent, and its earlier objects
+    /// are kept.
+    DeriveFailed,
     /// The object was applied, and its readiness says it failed
     /// ([`Readiness::Failed`](super::Readiness::Failed): a failed Job or
     /// Pod, a stalled rollout, a custom rule).
@@ -79,7 +84,8 @@ pub enum FailureKind {
 
 impl FailureKind {
     /// A short name for logs and metrics: `refused`, `conflict`,
-    /// `forbidden`, `not-owned`, `invalid-desired`, `readiness-failed`.
+    /// `forbidden`, `not-owned`, `invalid-desired`, `derive-failed`,
+    /// `readiness-failed`.
     pub fn name(&self) -> &'static str {
         match self {
             FailureKind::Refused { .. } => "refused",
@@ -87,6 +93,7 @@ impl FailureKind {
             FailureKind::Forbidden => "forbidden",
             FailureKind::NotOwned => "not-owned",
             FailureKind::InvalidDesired => "invalid-desired",
+            FailureKind::DeriveFailed => "derive-failed",
             FailureKind::ReadinessFailed => "readiness-failed",
         }
     }
@@ -432,6 +439,7 @@ mod tests {
             FailureKind::Forbidden,
             FailureKind::NotOwned,
             FailureKind::InvalidDesired,
+            FailureKind::DeriveFailed,
             FailureKind::ReadinessFailed,
         ]
         .iter()
@@ -444,6 +452,7 @@ mod tests {
                 "forbidden",
                 "not-owned",
                 "invalid-desired",
+                "derive-failed",
                 "readiness-failed"
             ]
         );
