@@ -21,7 +21,9 @@
 //!   no machine.
 //!
 //! Either way, [`owns_dependents`] makes the controller watch the
-//! dependents' kinds so that a change of a dependent wakes its owner.
+//! dependents' kinds so that a change of a dependent wakes its owner;
+//! given the runtime, the same watches are the caches converges read
+//! dependents from (no GET per dependent).
 //!
 //! ```no_run
 //! use fsm_kube::dependents::{Dependent, DesiredSet, converge, DependentsRuntime};
@@ -61,6 +63,7 @@
 //! server's defaulting: see [`converge`] (write desired objects in the
 //! server's canonical form).
 
+mod cache;
 mod converge;
 mod converge_attr;
 mod create_only;
@@ -70,6 +73,7 @@ mod kind;
 mod object;
 mod order;
 mod orphan;
+mod own_writes;
 mod pruned;
 mod readiness;
 mod reconciler;
@@ -78,6 +82,7 @@ mod runtime;
 mod set;
 mod step;
 mod teardown;
+mod wake;
 mod watch;
 
 pub use converge::converge;
@@ -92,4 +97,4 @@ pub use runtime::{DEFAULT_PENDING_REQUEUE, DependentsRuntime};
 pub use set::{Dependent, DesiredSet, DesiredSetBuilder, attempt_name};
 pub use step::{StepDependents, converge_state};
 pub use teardown::teardown;
-pub use watch::owns_dependents;
+pub use watch::{DependentsWatchSource, owns_dependents};
