@@ -64,6 +64,7 @@
 //! server's canonical form).
 
 mod cache;
+mod condition_memo;
 mod converge;
 mod converge_attr;
 mod create_only;

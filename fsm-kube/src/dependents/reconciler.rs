@@ -12,6 +12,7 @@ use kube::{Client, ResourceExt};
 use serde::Deserialize;
 use serde_json::json;
 
+use super::condition_memo;
 use super::converge::converge_for;
 use super::error::{DependentsError, SetError};
 use super::object::Owner;
@@ -207,6 +208,15 @@ where
             .and_then(|c| Vec::<Condition>::deserialize(c).ok())
             .unwrap_or_default();
         let (ready, reason, message) = condition_of(convergence);
+        // Only a new status, reason, generation or set of failed and
+        // pending keys is written, not each new detail (condition_memo).
+        let gist = condition_memo::gist(convergence, reason, object.meta().generation);
+        let memo = &self.runtime.condition_memo;
+        let now_says = current.iter().find(|c| c.type_ == conditions::DEPENDENTS_READY);
+        if now_says.is_some_and(|c| memo.still_says(&owner.uid, &gist, &c.message)) {
+            return Ok(());
+        }
+        let written = message.clone();
         let wanted = conditions::dependents_ready(
             ready,
             reason,
@@ -231,6 +241,7 @@ where
         api.patch_status(&owner.name, &params, &Patch::Merge(&patch))
             .await
             .map_err(DependentsError::Condition)?;
+        memo.wrote(&owner.uid, gist, written);
         Ok(())
     }
 }

@@ -11,6 +11,7 @@ use kube::runtime::reflector::Store;
 use serde_json::Value;
 
 use super::cache::{CacheRegistry, KindCache};
+use super::condition_memo::ConditionMemo;
 use super::kind::DependentKind;
 use super::object::{Owner, Placement};
 use super::own_writes::{OwnWrites, Override};
@@ -69,6 +70,7 @@ pub struct DependentsRuntime {
     caches: Arc<CacheRegistry>,
     writes: Arc<OwnWrites>,
     pub(crate) wakes: Arc<WakeFilters>,
+    pub(crate) condition_memo: Arc<ConditionMemo>,
     recorder: Option<Recorder>,
     metrics: Option<FsmMetrics>,
     pub(crate) pending_requeue: Duration,
@@ -102,6 +104,7 @@ impl DependentsRuntime {
             caches: Arc::default(),
             writes: Arc::default(),
             wakes: Arc::default(),
+            condition_memo: Arc::default(),
             recorder: None,
             metrics: None,
             pending_requeue: DEFAULT_PENDING_REQUEUE,
