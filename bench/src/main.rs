@@ -38,7 +38,7 @@ use fsm_testkit::simulation::{Simulation, SimulationConfig};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, PostParams};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{CustomResourceExt, ResourceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -606,8 +606,7 @@ async fn resync(reader: &mut Tally, pid: u32, n: u64) -> Result<Resync, BoxError
         if cpu != last_cpu {
             (last_cpu, last_change) = (cpu, Instant::now());
         }
-        if t0.elapsed() > Duration::from_secs(1) && last_change.elapsed() > Duration::from_secs(1)
-        {
+        if t0.elapsed() > Duration::from_secs(1) && last_change.elapsed() > Duration::from_secs(1) {
             break last_change - t0;
         }
         if t0.elapsed() > Duration::from_secs(300) {
@@ -641,8 +640,13 @@ async fn create_and_wait(
         let apps = apps.clone();
         async move {
             let mut ready = HashSet::new();
-            let mut stream = watcher(apps, watcher::Config::default()).boxed();
-            while let Ok(Some(event)) = stream.try_next().await {
+            // A watch error (a timeout, an expired resourceVersion at large
+            // N) is retried after a backoff, not the end of the count.
+            let mut stream = watcher(apps, watcher::Config::default())
+                .default_backoff()
+                .boxed();
+            while let Some(event) = stream.next().await {
+                let Ok(event) = event else { continue };
                 let objects: Vec<BenchApp> = match event {
                     watcher::Event::Apply(o) | watcher::Event::InitApply(o) => vec![o],
                     _ => continue,

@@ -26,9 +26,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .init();
     let client = workload::client().await?;
     let runtime = DependentsRuntime::new(client.clone()).field_manager("bench-dependents");
-    let reconciler = DependentsReconciler::<BenchApp, ()>::with_runtime(runtime.clone(), |app, _| {
-        workload::dependents(app)
-    });
+    let reconciler =
+        DependentsReconciler::<BenchApp, ()>::with_runtime(runtime.clone(), |app, _| {
+            workload::dependents(app)
+        });
     let signals = signal(SignalKind::user_defined1())?;
     let resync = futures::stream::unfold(signals, |mut signals| async move {
         signals.recv().await.map(|()| ((), signals))

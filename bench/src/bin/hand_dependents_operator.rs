@@ -27,11 +27,11 @@ use std::time::Duration;
 
 use bench::workload::{self, BenchApp};
 use futures::{Stream, StreamExt};
+use jiff::Timestamp;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -87,11 +87,7 @@ fn prepare<T: Resource + Serialize>(mut object: T, app: &BenchApp) -> Result<T, 
 
 /// The object as it is once `desired` is applied: the cached one when it
 /// carries the desired hash, else what the server returns from the apply.
-async fn ensure<T>(
-    client: &kube::Client,
-    store: &Store<T>,
-    desired: T,
-) -> Result<Arc<T>, Error>
+async fn ensure<T>(client: &kube::Client, store: &Store<T>, desired: T) -> Result<Arc<T>, Error>
 where
     T: Resource<DynamicType = (), Scope = NamespaceResourceScope>
         + Clone
@@ -110,7 +106,9 @@ where
     }
     let api: Api<T> = Api::namespaced(client.clone(), &namespace);
     let params = PatchParams::apply(MANAGER).force();
-    Ok(Arc::new(api.patch(&name, &params, &Patch::Apply(&desired)).await?))
+    Ok(Arc::new(
+        api.patch(&name, &params, &Patch::Apply(&desired)).await?,
+    ))
 }
 
 fn rolled_out(deployment: &Deployment) -> bool {
@@ -141,12 +139,7 @@ async fn reconcile(app: Arc<BenchApp>, ctx: Arc<Ctx>) -> Result<Action, Error> {
         ensure(client, &ctx.secrets, secret),
         ensure(client, &ctx.services, service),
     )?;
-    let deployment = ensure(
-        client,
-        &ctx.deployments,
-        prepare(objects.deployment, &app)?,
-    )
-    .await?;
+    let deployment = ensure(client, &ctx.deployments, prepare(objects.deployment, &app)?).await?;
     let ready = rolled_out(&deployment);
     let (status, reason, message) = if ready {
         ("True", "Ready", "all 4 dependents ready")
@@ -159,9 +152,7 @@ async fn reconcile(app: Arc<BenchApp>, ctx: Arc<Ctx>) -> Result<Action, Error> {
         .and_then(|s| s.conditions.as_ref())
         .and_then(|c| c.iter().find(|c| c.type_ == CONDITION));
     let same = current.is_some_and(|c| {
-        c.status == status
-            && c.reason == reason
-            && c.observed_generation == app.metadata.generation
+        c.status == status && c.reason == reason && c.observed_generation == app.metadata.generation
     });
     if !same {
         let condition = Condition {
@@ -181,7 +172,11 @@ async fn reconcile(app: Arc<BenchApp>, ctx: Arc<Ctx>) -> Result<Action, Error> {
         api.patch_status(&app.name_any(), &params, &Patch::Merge(&patch))
             .await?;
     }
-    Ok(Action::requeue(if ready { RESYNC } else { PENDING_REQUEUE }))
+    Ok(Action::requeue(if ready {
+        RESYNC
+    } else {
+        PENDING_REQUEUE
+    }))
 }
 
 fn error_policy(app: Arc<BenchApp>, error: &Error, _: Arc<Ctx>) -> Action {
@@ -193,7 +188,10 @@ fn error_policy(app: Arc<BenchApp>, error: &Error, _: Arc<Ctx>) -> Action {
 /// its store and the stream of its changed objects.
 fn reflect<T>(
     client: &kube::Client,
-) -> (Store<T>, impl Stream<Item = Result<T, watcher::Error>> + Send + 'static)
+) -> (
+    Store<T>,
+    impl Stream<Item = Result<T, watcher::Error>> + Send + 'static,
+)
 where
     T: Resource<DynamicType = (), Scope = NamespaceResourceScope>
         + Clone

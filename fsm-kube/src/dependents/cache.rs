@@ -64,7 +64,10 @@ impl IndexState {
     }
 
     fn insert(&mut self, key: Key, uid: String) {
-        self.by_owner.entry(uid.clone()).or_default().insert(key.clone());
+        self.by_owner
+            .entry(uid.clone())
+            .or_default()
+            .insert(key.clone());
         self.owner_of.insert(key, uid);
     }
 }
@@ -267,7 +270,11 @@ mod tests {
         index.apply(&watcher::Event::Apply(object("old", Some("u1"))));
         index.apply(&watcher::Event::Init);
         index.apply(&watcher::Event::InitApply(object("d", Some("u3"))));
-        assert_eq!(keys(&index, "u1"), ["old"], "unchanged until the list is done");
+        assert_eq!(
+            keys(&index, "u1"),
+            ["old"],
+            "unchanged until the list is done"
+        );
         index.apply(&watcher::Event::InitDone);
         assert!(keys(&index, "u1").is_empty());
         assert_eq!(keys(&index, "u3"), ["d"]);

@@ -30,30 +30,58 @@ pub(crate) fn gist(convergence: &Convergence, reason: &str, generation: Option<i
     )
 }
 
+/// What was last written for one owner.
+#[derive(Debug)]
+struct Written {
+    gist: String,
+    message: String,
+    /// The owner's resourceVersion our status write returned.
+    version: Option<u64>,
+}
+
 /// The gist and message last written for each owner, by UID.
 #[derive(Debug, Default)]
 pub(crate) struct ConditionMemo {
-    by_uid: Mutex<HashMap<String, (String, String)>>,
+    by_uid: Mutex<HashMap<String, Written>>,
 }
 
 impl ConditionMemo {
-    /// Whether the owner's condition, now saying `message`, is the one we
-    /// last wrote with the same `gist` (then it need not be rewritten).
-    pub fn still_says(&self, uid: &str, gist: &str, message: &str) -> bool {
-        self.by_uid
-            .lock()
-            .ok()
-            .and_then(|m| m.get(uid).map(|(g, w)| g == gist && w == message))
-            .unwrap_or(false)
+    /// Whether the owner's condition need not be rewritten for `gist`: we
+    /// last wrote the same gist, and the owner as read (at
+    /// resourceVersion `version`) either still says our `message`, or is
+    /// older than our write (a watch lagging behind it: read-your-writes).
+    pub fn still_says(
+        &self,
+        uid: &str,
+        gist: &str,
+        message: Option<&str>,
+        version: Option<u64>,
+    ) -> bool {
+        let Ok(memo) = self.by_uid.lock() else {
+            return false;
+        };
+        let Some(written) = memo.get(uid) else {
+            return false;
+        };
+        let older = matches!((version, written.version), (Some(read), Some(ours)) if read < ours);
+        written.gist == gist && (message == Some(written.message.as_str()) || older)
     }
 
-    /// Remembers that `message` with `gist` was written for `uid`.
-    pub fn wrote(&self, uid: &str, gist: String, message: String) {
+    /// Remembers that `message` with `gist` was written for `uid`, the
+    /// write returning the owner at resourceVersion `version`.
+    pub fn wrote(&self, uid: &str, gist: String, message: String, version: Option<u64>) {
         if let Ok(mut memo) = self.by_uid.lock() {
             if memo.len() >= CAPACITY && !memo.contains_key(uid) {
                 memo.clear();
             }
-            memo.insert(uid.to_owned(), (gist, message));
+            memo.insert(
+                uid.to_owned(),
+                Written {
+                    gist,
+                    message,
+                    version,
+                },
+            );
         }
     }
 }
@@ -85,10 +113,16 @@ mod tests {
         assert_ne!(one, gist(&ready, "Ready", Some(1)));
 
         let memo = ConditionMemo::default();
-        assert!(!memo.still_says("u", &one, "app (1 of 3 updated)"));
-        memo.wrote("u", one.clone(), "app (1 of 3 updated)".into());
-        assert!(memo.still_says("u", &one, "app (1 of 3 updated)"));
+        let said = Some("app (1 of 3 updated)");
+        assert!(!memo.still_says("u", &one, said, Some(5)));
+        memo.wrote("u", one.clone(), "app (1 of 3 updated)".into(), Some(7));
+        assert!(memo.still_says("u", &one, said, Some(7)));
         // Someone else rewrote the message: ours is written again.
-        assert!(!memo.still_says("u", &one, "edited"));
+        assert!(!memo.still_says("u", &one, Some("edited"), Some(9)));
+        // The owner as read predates our write (a lagging watch): no
+        // condition yet, or an older one, is not rewritten.
+        assert!(memo.still_says("u", &one, None, Some(6)));
+        assert!(!memo.still_says("u", &one, None, Some(8)));
+        assert!(!memo.still_says("u", &one, None, None));
     }
 }

@@ -182,21 +182,39 @@ mod tests {
             Override::Object(at("12"))
         );
         // Versions compare as integers, not as text ("100" < "12" as text).
-        assert_eq!(writes.reconcile(&place("a"), Some(&at("100"))), Override::None);
+        assert_eq!(
+            writes.reconcile(&place("a"), Some(&at("100"))),
+            Override::None
+        );
         assert_eq!(writes.len(), 0, "forgotten once the cache caught up");
-        assert_eq!(writes.reconcile(&place("a"), Some(&at("9"))), Override::None);
+        assert_eq!(
+            writes.reconcile(&place("a"), Some(&at("9"))),
+            Override::None
+        );
     }
 
     #[test]
     fn a_deletion_hides_the_cached_object_until_it_is_gone_or_replaced() {
         let writes = OwnWrites::default();
         writes.deleted(&place("a"), Some(&at("20")));
-        assert_eq!(writes.reconcile(&place("a"), Some(&at("15"))), Override::Absent);
-        assert_eq!(writes.reconcile(&place("a"), Some(&at("20"))), Override::Absent);
+        assert_eq!(
+            writes.reconcile(&place("a"), Some(&at("15"))),
+            Override::Absent
+        );
+        assert_eq!(
+            writes.reconcile(&place("a"), Some(&at("20"))),
+            Override::Absent
+        );
         // Created again after the deletion: the cache is current.
-        assert_eq!(writes.reconcile(&place("a"), Some(&at("21"))), Override::None);
+        assert_eq!(
+            writes.reconcile(&place("a"), Some(&at("21"))),
+            Override::None
+        );
         writes.deleted(&place("a"), None);
-        assert_eq!(writes.reconcile(&place("a"), Some(&at("30"))), Override::Absent);
+        assert_eq!(
+            writes.reconcile(&place("a"), Some(&at("30"))),
+            Override::Absent
+        );
         assert_eq!(writes.reconcile(&place("a"), None), Override::None);
     }
 

@@ -212,8 +212,16 @@ where
         // pending keys is written, not each new detail (condition_memo).
         let gist = condition_memo::gist(convergence, reason, object.meta().generation);
         let memo = &self.runtime.condition_memo;
-        let now_says = current.iter().find(|c| c.type_ == conditions::DEPENDENTS_READY);
-        if now_says.is_some_and(|c| memo.still_says(&owner.uid, &gist, &c.message)) {
+        let now_says = current
+            .iter()
+            .find(|c| c.type_ == conditions::DEPENDENTS_READY)
+            .map(|c| c.message.as_str());
+        let version = object
+            .meta()
+            .resource_version
+            .as_deref()
+            .and_then(|v| v.parse().ok());
+        if memo.still_says(&owner.uid, &gist, now_says, version) {
             return Ok(());
         }
         let written = message.clone();
@@ -238,10 +246,16 @@ where
             ..PatchParams::default()
         };
         let patch = json!({ "status": { "conditions": wanted } });
-        api.patch_status(&owner.name, &params, &Patch::Merge(&patch))
+        let after = api
+            .patch_status(&owner.name, &params, &Patch::Merge(&patch))
             .await
             .map_err(DependentsError::Condition)?;
-        memo.wrote(&owner.uid, gist, written);
+        let version = after
+            .metadata
+            .resource_version
+            .as_deref()
+            .and_then(|v| v.parse().ok());
+        memo.wrote(&owner.uid, gist, written, version);
         Ok(())
     }
 }

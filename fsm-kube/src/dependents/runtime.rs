@@ -14,9 +14,9 @@ use super::cache::{CacheRegistry, KindCache};
 use super::condition_memo::ConditionMemo;
 use super::kind::DependentKind;
 use super::object::{Owner, Placement};
-use super::own_writes::{OwnWrites, Override};
-use super::wake::WakeFilters;
+use super::own_writes::{Override, OwnWrites};
 use super::pruned::PrunedShapes;
+use super::wake::WakeFilters;
 use crate::conditions::ReportedConditions;
 use crate::metrics::FsmMetrics;
 

@@ -76,11 +76,7 @@ impl WakeFilter {
     }
 
     /// Whether `event` should wake owners, given `filters`.
-    pub fn passes(
-        &mut self,
-        filters: &WakeFilters,
-        event: &watcher::Event<DynamicObject>,
-    ) -> bool {
+    pub fn passes(&mut self, filters: &WakeFilters, event: &watcher::Event<DynamicObject>) -> bool {
         let object = match event {
             watcher::Event::Apply(o) | watcher::Event::InitApply(o) => o,
             watcher::Event::Delete(o) => {
@@ -124,7 +120,9 @@ fn fingerprint(kind: &DependentKind, object: &DynamicObject, by_readiness: bool)
         if let (Some(map), Some(status)) = (live.as_object_mut(), status) {
             map.insert("status".into(), status);
         }
-        if let (Some(map), Ok(metadata)) = (live.as_object_mut(), serde_json::to_value(&object.metadata)) {
+        if let (Some(map), Ok(metadata)) =
+            (live.as_object_mut(), serde_json::to_value(&object.metadata))
+        {
             map.insert("metadata".into(), metadata);
         }
         let class = match builtin_readiness(&kind.resource.group, &kind.resource.kind, &live) {
@@ -164,11 +162,26 @@ mod tests {
         let mut filter = WakeFilter::new(DependentKind::of::<Deployment>());
         let apply = |o| watcher::Event::Apply(o);
         assert!(filter.passes(&filters, &apply(deployment("1", 3, 0, "a"))));
-        assert!(!filter.passes(&filters, &apply(deployment("2", 3, 1, "a"))), "still pending");
-        assert!(!filter.passes(&filters, &apply(deployment("3", 3, 2, "a"))), "still pending");
-        assert!(filter.passes(&filters, &apply(deployment("4", 3, 3, "a"))), "ready now");
-        assert!(filter.passes(&filters, &apply(deployment("5", 3, 3, "b"))), "spec changed");
-        assert!(filter.passes(&filters, &watcher::Event::Delete(deployment("6", 3, 3, "b"))));
+        assert!(
+            !filter.passes(&filters, &apply(deployment("2", 3, 1, "a"))),
+            "still pending"
+        );
+        assert!(
+            !filter.passes(&filters, &apply(deployment("3", 3, 2, "a"))),
+            "still pending"
+        );
+        assert!(
+            filter.passes(&filters, &apply(deployment("4", 3, 3, "a"))),
+            "ready now"
+        );
+        assert!(
+            filter.passes(&filters, &apply(deployment("5", 3, 3, "b"))),
+            "spec changed"
+        );
+        assert!(filter.passes(
+            &filters,
+            &watcher::Event::Delete(deployment("6", 3, 3, "b"))
+        ));
     }
 
     #[test]

@@ -59,10 +59,11 @@ fn counted(client: &Client) -> (Client, RequestLog) {
 
 fn set_for(name: &str) -> DesiredSet {
     DesiredSet::builder()
-        .dependent(Dependent::new("a", &cm(&format!("{name}-a"), &[("v", "1")])))
-        .dependent(
-            Dependent::new("b", &cm(&format!("{name}-b"), &[("v", "1")])).depends_on(["a"]),
-        )
+        .dependent(Dependent::new(
+            "a",
+            &cm(&format!("{name}-a"), &[("v", "1")]),
+        ))
+        .dependent(Dependent::new("b", &cm(&format!("{name}-b"), &[("v", "1")])).depends_on(["a"]))
         .build()
         .unwrap()
 }
@@ -169,7 +170,11 @@ async fn a_converge_right_after_a_write_reads_the_write_not_the_lagging_cache() 
     // The cache still says both are absent; our writes say otherwise.
     let again = converge(&runtime, &owner, &set_for("ryw")).await.unwrap();
     assert!(again.is_ready(), "{}", again.summary());
-    assert!(again.applied.is_empty(), "applied again: {:?}", again.applied);
+    assert!(
+        again.applied.is_empty(),
+        "applied again: {:?}",
+        again.applied
+    );
     assert_eq!(again.unchanged, 2);
     assert_eq!(log.take(), Vec::<String>::new());
 
@@ -185,7 +190,10 @@ async fn a_converge_right_after_a_write_reads_the_write_not_the_lagging_cache() 
     assert!(c.applied.is_empty(), "{:?}", c.applied);
     let live: Api<ConfigMap> = Api::namespaced(env.client.clone(), &env.ns);
     let a = live.get("ryw-a").await.unwrap();
-    assert_eq!(a.data.unwrap_or_default().get("v").map(String::as_str), Some("2"));
+    assert_eq!(
+        a.data.unwrap_or_default().get("v").map(String::as_str),
+        Some("2")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
