@@ -231,7 +231,17 @@ impl DependentsRuntime {
             owned
                 .into_iter()
                 .filter_map(|live| {
-                    let place = super::converge::live_placement(kind, &live);
+                    let text = |pointer: &str| {
+                        live.pointer(pointer)
+                            .and_then(Value::as_str)
+                            .map(str::to_owned)
+                    };
+                    let place = Placement {
+                        group: kind.resource.group.clone(),
+                        kind: kind.resource.kind.clone(),
+                        namespace: text("/metadata/namespace"),
+                        name: text("/metadata/name").unwrap_or_default(),
+                    };
                     match self.writes.reconcile(&place, Some(&live)) {
                         Override::None => Some(live),
                         Override::Object(ours) => Some(ours),
