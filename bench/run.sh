@@ -2,7 +2,8 @@
 # Runs the end-to-end benchmark: operator-fsm, a hand-written kube-rs
 # operator and kopf, side by side. Arguments go to the driver, e.g.
 #   bench/run.sh --n 100,1000
-#   bench/run.sh --n 100,1000 --impls deps   # the dependents workload
+#   bench/run.sh --n 100,1000 --impls deps,hand-deps   # the dependents workload
+#     # (fsm-kube's dependents, and the same written by hand with kube-rs)
 #   bench/run.sh --n 100,1000 --server embedded,real
 #     # also against a real kube-apiserver 1.20, a fresh one per run
 #     # (scripts/real-apiserver/build first; the driver's instance lives in
@@ -21,7 +22,7 @@ fi
 
 cargo build --release -p fsm-testkit --bin fsm-apiserver \
     -p bench --bin bench --bin bench-fsm-operator --bin bench-hand-operator \
-    --bin bench-dependents-operator
+    --bin bench-dependents-operator --bin bench-hand-dependents-operator
 
 # The driver kills its children when a run ends; on an interrupted run the
 # trap ends its whole process group (the driver, the server, the operator)

@@ -14,7 +14,9 @@
 //!
 //! `deps` is another workload: four dependents per object converged by a
 //! `DependentsReconciler`, then one re-sync of every converged object,
-//! measured on its own (`bench-dependents-operator`).
+//! measured on its own (`bench-dependents-operator`); `hand-deps` is the
+//! same workload written by hand with kube-rs, the baseline
+//! (`bench-hand-dependents-operator`).
 //!
 //! See `docs/benchmarks.md` (and `bench/run.sh`, which also installs kopf).
 
@@ -36,7 +38,7 @@ use fsm_testkit::simulation::{Simulation, SimulationConfig};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, PostParams};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{CustomResourceExt, ResourceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -44,7 +46,13 @@ use tokio::process::{Child, Command};
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The implementations, by label.
-const IMPLEMENTATIONS: [&str; 5] = ["fsm", "fsm-chain", "hand", "kopf", "deps"];
+const IMPLEMENTATIONS: [&str; 6] = ["fsm", "fsm-chain", "hand", "kopf", "deps", "hand-deps"];
+
+/// Whether `implementation` runs the dependents workload (with a re-sync
+/// and a table of its own).
+fn is_dependents(implementation: &str) -> bool {
+    matches!(implementation, "deps" | "hand-deps")
+}
 
 /// Which API server the runs go against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -254,6 +262,7 @@ fn operator_command(args: &Args, implementation: &str) -> Result<Command, BoxErr
         }
         "hand" => Command::new(sibling("bench-hand-operator")?),
         "deps" => Command::new(sibling("bench-dependents-operator")?),
+        "hand-deps" => Command::new(sibling("bench-hand-dependents-operator")?),
         "kopf" => {
             let mut c = Command::new(&args.python);
             c.args([
@@ -514,7 +523,7 @@ async fn run(
     tokio::time::sleep(Duration::from_secs(1)).await;
     tally.poll().await?;
     let converging = tally.counts().clone();
-    let resync = if implementation == "deps" {
+    let resync = if is_dependents(implementation) {
         Some(resync(&mut tally, pid, n).await?)
     } else {
         None
@@ -566,9 +575,12 @@ async fn run(
 const DEPENDENT_RESOURCES: [&str; 4] = ["configmaps", "secrets", "deployments", "services"];
 
 /// Signals the dependents operator (`pid`) to re-sync its `n` converged
-/// apps and measures it: done when every app has read its four dependents
-/// (one GET each), plus one second for trailing requests (writes or
-/// pruning lists, had there been any; an unchanged set lists nothing).
+/// apps and measures it. An operator that GETs its dependents is done
+/// when every app has read its four (one GET each); one that reads them
+/// from its watches' caches makes no request, and is done when its CPU
+/// time stops growing (no tick for one second, after at least one
+/// second). Then one more second for trailing requests (writes or pruning
+/// lists, had there been any).
 async fn resync(reader: &mut Tally, pid: u32, n: u64) -> Result<Resync, BoxError> {
     let before = reader.counts().clone();
     let (_, cpu_before) = usage(pid)?;
@@ -582,12 +594,20 @@ async fn resync(reader: &mut Tally, pid: u32, n: u64) -> Result<Resync, BoxError
     let reads = |counts: &Counts, verb: &str| {
         counts.sum(|v, r, _| v == verb && DEPENDENT_RESOURCES.contains(&r))
     };
+    let (mut last_cpu, mut last_change) = (cpu_before, t0);
     let wall = loop {
         tokio::time::sleep(Duration::from_millis(50)).await;
         reader.poll().await?;
         let since = reader.counts().minus(&before);
         if reads(&since, "get") >= 4 * n {
             break t0.elapsed();
+        }
+        let (_, cpu) = usage(pid)?;
+        if cpu != last_cpu {
+            (last_cpu, last_change) = (cpu, Instant::now());
+        }
+        if t0.elapsed() > Duration::from_secs(1) && last_change.elapsed() > Duration::from_secs(1) {
+            break last_change - t0;
         }
         if t0.elapsed() > Duration::from_secs(300) {
             return Err("the re-sync did not finish in 300 s".into());
@@ -620,8 +640,13 @@ async fn create_and_wait(
         let apps = apps.clone();
         async move {
             let mut ready = HashSet::new();
-            let mut stream = watcher(apps, watcher::Config::default()).boxed();
-            while let Ok(Some(event)) = stream.try_next().await {
+            // A watch error (a timeout, an expired resourceVersion at large
+            // N) is retried after a backoff, not the end of the count.
+            let mut stream = watcher(apps, watcher::Config::default())
+                .default_backoff()
+                .boxed();
+            while let Some(event) = stream.next().await {
+                let Ok(event) = event else { continue };
                 let objects: Vec<BenchApp> = match event {
                     watcher::Event::Apply(o) | watcher::Event::InitApply(o) => vec![o],
                     _ => continue,

@@ -216,11 +216,13 @@ pub fn servers_side_by_side(results: &[RunResult]) -> String {
 #[must_use]
 pub fn dependents_table(results: &[RunResult]) -> String {
     let header = [
+        "impl",
         "N",
         "ready",
         "converge wall s",
         "writes/app",
         "requests/app",
+        "converge CPU ms/app",
         "re-sync wall s",
         "re-sync get",
         "re-sync list",
@@ -234,12 +236,16 @@ pub fn dependents_table(results: &[RunResult]) -> String {
         let Some(resync) = &r.resync else { continue };
         let n = r.n as f64;
         let all = r.requests.sum(|_, _, _| true);
+        // The operator's CPU is measured once, after the re-sync.
+        let converging = r.cpu.saturating_sub(resync.cpu);
         rows.push(vec![
+            r.implementation.clone(),
             r.n.to_string(),
             r.ready.to_string(),
             format!("{:.2}", r.wall.as_secs_f64()),
             format!("{:.2}", per(r.requests.writes() as f64, n)),
             format!("{:.2}", per(all as f64, n)),
+            format!("{:.2}", per(converging.as_secs_f64() * 1e3, n)),
             format!("{:.2}", resync.wall.as_secs_f64()),
             resync.requests.verb("get").to_string(),
             resync.requests.verb("list").to_string(),
@@ -357,10 +363,12 @@ mod tests {
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(lines.len(), 3, "only the dependents run: {table}");
         let cells: Vec<&str> = lines[2].split('|').map(str::trim).collect();
-        // N, ready, wall, writes/app (4 patches + 1 create per app, +1).
-        assert_eq!(&cells[1..5], ["100", "100", "3.00", "4.02"]);
+        // impl, N, ready, wall, writes/app (4 patches + 1 create per app, +1).
+        assert_eq!(&cells[1..6], ["deps", "100", "100", "3.00", "4.02"]);
+        // Converging's CPU: the run's 0.9 s less the re-sync's 0.25 s.
+        assert_eq!(cells[7], "6.50");
         // re-sync: wall, gets, lists, writes, CPU, µs per app.
-        assert_eq!(&cells[6..12], ["0.50", "400", "400", "0", "0.25", "2500"]);
+        assert_eq!(&cells[8..14], ["0.50", "400", "400", "0", "0.25", "2500"]);
     }
 
     #[test]

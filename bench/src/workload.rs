@@ -92,6 +92,32 @@ impl BenchApp {
 /// # Errors
 /// None for an app read from the server ([`SetError`] for a malformed set).
 pub fn dependents(app: &BenchApp) -> Result<DesiredSet, SetError> {
+    let objects = dependent_objects(app);
+    DesiredSet::builder()
+        .dependent(Dependent::new("config", &objects.config))
+        .dependent(Dependent::new("secret", &objects.secret))
+        .dependent(Dependent::new("app", &objects.deployment).depends_on(["config", "secret"]))
+        .dependent(Dependent::new("service", &objects.service))
+        .build()
+}
+
+/// The four objects of the dependents workload, as [`dependents`] desires
+/// them (names, no owner reference or labels: each operator adds its own).
+#[derive(Clone, Debug)]
+pub struct DependentObjects {
+    /// `<app>-config`, the app's image.
+    pub config: ConfigMap,
+    /// `<app>-secret`, a token.
+    pub secret: Secret,
+    /// `<app>`, mounting both.
+    pub deployment: Deployment,
+    /// `<app>`, port 80.
+    pub service: Service,
+}
+
+/// The four objects of `app`'s dependents workload.
+#[must_use]
+pub fn dependent_objects(app: &BenchApp) -> DependentObjects {
     let name = app.name_any();
     let meta = |name: String| ObjectMeta {
         name: Some(name),
@@ -172,12 +198,12 @@ pub fn dependents(app: &BenchApp) -> Result<DesiredSet, SetError> {
         }),
         status: None,
     };
-    DesiredSet::builder()
-        .dependent(Dependent::new("config", &config))
-        .dependent(Dependent::new("secret", &secret))
-        .dependent(Dependent::new("app", &deployment).depends_on(["config", "secret"]))
-        .dependent(Dependent::new("service", &service))
-        .build()
+    DependentObjects {
+        config,
+        secret,
+        deployment,
+        service,
+    }
 }
 
 /// The kinds of [`dependents`].

@@ -147,9 +147,12 @@ where
 
     /// The runtime of dependent resources handlers reach with
     /// [`StepDependents`](crate::dependents::StepDependents) (to give it
-    /// watch caches, another field manager or another requeue). Without
-    /// it, `build` installs one with the reconciler's client, field
-    /// manager, event recorder and metrics.
+    /// another field manager or another requeue). Without it, `build`
+    /// installs one with the reconciler's client, field manager, event
+    /// recorder and metrics. Either way, give
+    /// [`FsmReconciler::dependents`] (or a clone of this runtime) to
+    /// [`owns_dependents`](crate::dependents::owns_dependents): its
+    /// watches become the runtime's caches.
     #[must_use]
     pub fn dependents(mut self, runtime: DependentsRuntime) -> Self {
         self.dependents = Some(runtime);
@@ -346,6 +349,25 @@ where
     /// The options in force.
     pub fn options(&self) -> &ReconcilerOptions {
         &self.inner.options
+    }
+
+    /// The runtime of dependent resources the reconciler converges with
+    /// (given to [`ReconcilerBuilder::dependents`], or the one `build`
+    /// installed): give it to
+    /// [`owns_dependents`](crate::dependents::owns_dependents) so that the
+    /// controller's watches of the dependents are also its caches.
+    ///
+    /// ```no_run
+    /// # use fsm_kube::prelude::*;
+    /// # use fsm_kube::dependents::{DependentKind, owns_dependents};
+    /// # fn demo<F: Fsm>(client: kube::Client, fsm: FsmReconciler<F>, kinds: Vec<DependentKind>)
+    /// # where F::Resource: fsm_kube::KubeResource + kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug {
+    /// let controller = kube::runtime::Controller::new(kube::Api::<F::Resource>::all(client), Default::default());
+    /// let controller = owns_dependents(controller, fsm.dependents(), None, kinds);
+    /// # }
+    /// ```
+    pub fn dependents(&self) -> &DependentsRuntime {
+        &self.inner.dependents
     }
 
     /// A reporter of the objects that do not decode as the resource, writing

@@ -26,18 +26,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .init();
     let client = workload::client().await?;
     let runtime = DependentsRuntime::new(client.clone()).field_manager("bench-dependents");
-    let reconciler = DependentsReconciler::<BenchApp, ()>::with_runtime(runtime, |app, _| {
-        workload::dependents(app)
-    });
+    let reconciler =
+        DependentsReconciler::<BenchApp, ()>::with_runtime(runtime.clone(), |app, _| {
+            workload::dependents(app)
+        });
     let signals = signal(SignalKind::user_defined1())?;
     let resync = futures::stream::unfold(signals, |mut signals| async move {
         signals.recv().await.map(|()| ((), signals))
     });
     let apps: Api<BenchApp> = Api::namespaced(client.clone(), workload::NAMESPACE);
     let controller = Controller::new(apps, watcher::Config::default()).reconcile_all_on(resync);
+    // The runtime: the dependents' watches are also its caches.
     owns_dependents(
         controller,
-        &client,
+        &runtime,
         Some(workload::NAMESPACE),
         workload::dependent_kinds(),
     )

@@ -97,7 +97,7 @@ pub async fn run_in(
         .options(options)
         .dependents(runtime(client.clone(), &ctx))
         .build();
-    controller(&client, namespace.as_deref())
+    controller(&client, fsm.dependents(), namespace.as_deref())
         .run(fsm.reconcile(), fsm.error_policy(), Arc::new(ctx))
         .for_each(|_| async {})
         .await;
@@ -112,13 +112,17 @@ pub fn runtime(client: Client, ctx: &ShopContext) -> DependentsRuntime {
 }
 
 /// A controller of Shops woken by changes of their schema and app.
-fn controller(client: &Client, namespace: Option<&str>) -> Controller<Shop> {
+fn controller(
+    client: &Client,
+    runtime: &DependentsRuntime,
+    namespace: Option<&str>,
+) -> Controller<Shop> {
     // The cache keeps the Shops without their managedFields.
     let shops = operator_fsm::watch::lean_controller(
         scoped_api::<Shop>(client.clone(), namespace),
         watcher::Config::default(),
     );
-    owns_dependents(shops, client, namespace, kinds())
+    owns_dependents(shops, runtime, namespace, kinds())
 }
 
 /// Why [`send_command`] could not send.

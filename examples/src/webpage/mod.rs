@@ -37,8 +37,8 @@ pub const FIELD_MANAGER: &str = "webpage-operator";
 /// (every namespace when `None`) until the future is dropped.
 pub async fn run_in(client: Client, namespace: Option<String>, runtime: DependentsRuntime) {
     let reconciler =
-        DependentsReconciler::<WebPage, ()>::with_runtime(runtime, |page, _| desired(page));
-    controller(&client, namespace.as_deref())
+        DependentsReconciler::<WebPage, ()>::with_runtime(runtime.clone(), |page, _| desired(page));
+    controller(&client, &runtime, namespace.as_deref())
         .run(
             reconciler.reconcile(),
             reconciler.error_policy(),
@@ -59,9 +59,9 @@ pub async fn run_machine_in(
 ) {
     let fsm = FsmReconciler::<PageState>::builder(client.clone(), StatusStore::new())
         .options(options)
-        .dependents(runtime)
+        .dependents(runtime.clone())
         .build();
-    controller(&client, namespace.as_deref())
+    controller(&client, &runtime, namespace.as_deref())
         .run(fsm.reconcile(), fsm.error_policy(), Arc::new(()))
         .for_each(|_| async {})
         .await;
@@ -74,8 +74,12 @@ pub fn runtime(client: Client) -> DependentsRuntime {
 }
 
 /// A controller of WebPages woken by changes of their dependents (and of
-/// the machine's smoke-test Jobs).
-fn controller(client: &Client, namespace: Option<&str>) -> Controller<WebPage> {
+/// the machine's smoke-test Jobs), whose watches are `runtime`'s caches.
+fn controller(
+    client: &Client,
+    runtime: &DependentsRuntime,
+    namespace: Option<&str>,
+) -> Controller<WebPage> {
     // The cache keeps the WebPages without their managedFields (the
     // dependents' caches keep theirs: the diff reads them).
     let pages = operator_fsm::watch::lean_controller(
@@ -86,7 +90,7 @@ fn controller(client: &Client, namespace: Option<&str>) -> Controller<WebPage> {
         operator_fsm::dependents::DependentKind::of::<k8s_openapi::api::batch::v1::Job>();
     owns_dependents(
         pages,
-        client,
+        runtime,
         namespace,
         kinds().into_iter().chain([smoke_tests]),
     )

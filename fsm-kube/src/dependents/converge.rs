@@ -156,6 +156,7 @@ pub(crate) async fn converge_for(
     set: &DesiredSet,
 ) -> Result<Convergence, DependentsError> {
     let mut report = Convergence::default();
+    runtime.wakes.note(set);
     // A set with derived dependents has its shape only once they are
     // computed, after the walk.
     let derives = set.dependents.iter().any(Dependent::is_derived);
@@ -539,8 +540,9 @@ async fn apply(
         }
         other => other,
     };
-    let written = result?;
-    Ok(serde_json::to_value(written).unwrap_or(Value::Null))
+    let written = serde_json::to_value(result?).unwrap_or(Value::Null);
+    runtime.wrote(place, &written);
+    Ok(written)
 }
 
 /// A refusal by the server is a failed dependent with its kind (a
@@ -640,7 +642,7 @@ async fn prune(
     let kinds: Vec<_> = set
         .kinds()
         .into_iter()
-        .filter(|kind| !pruned_before || runtime.has_cache(kind))
+        .filter(|kind| !pruned_before || runtime.has_cache(kind, owner))
         .collect();
     let lists = join_all(kinds.iter().map(|kind| list_owned(runtime, owner, kind))).await;
     let mut doomed = Vec::new();
@@ -744,8 +746,15 @@ pub(crate) async fn delete(
 ) -> Result<(), kube::Error> {
     let api = runtime.api(kind, place.namespace.as_deref());
     match api.delete(&place.name, &DeleteParams::background()).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Ok(response) => {
+            let object = response.left().and_then(|o| serde_json::to_value(o).ok());
+            runtime.deleted(place, object.as_ref());
+            Ok(())
+        }
+        Err(kube::Error::Api(status)) if status.code == 404 => {
+            runtime.deleted(place, None);
+            Ok(())
+        }
         Err(error) => Err(error),
     }
 }

@@ -29,7 +29,9 @@ pub(crate) async fn create_or_read(
         Err(kube::Error::Api(status)) if status.code == 409 => (api.get(&place.name).await?, false),
         Err(error) => return Err(error),
     };
-    Ok((serde_json::to_value(object).unwrap_or(Value::Null), created))
+    let object = serde_json::to_value(object).unwrap_or(Value::Null);
+    runtime.wrote(place, &object);
+    Ok((object, created))
 }
 
 /// The part of `body` that makes an object the owner's: identity, labels,

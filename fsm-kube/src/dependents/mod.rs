@@ -21,7 +21,9 @@
 //!   no machine.
 //!
 //! Either way, [`owns_dependents`] makes the controller watch the
-//! dependents' kinds so that a change of a dependent wakes its owner.
+//! dependents' kinds so that a change of a dependent wakes its owner;
+//! given the runtime, the same watches are the caches converges read
+//! dependents from (no GET per dependent).
 //!
 //! A desired set may depend on the world: a desired function may be
 //! `async` and read secondary objects ([`Reads`]: `cx.reads()` in a
@@ -79,6 +81,8 @@
 //! naming the managers; forbidden; not owned; its readiness failed), and
 //! [`Convergence::failures`] lists them.
 
+mod cache;
+mod condition_memo;
 mod converge;
 mod converge_attr;
 mod create_only;
@@ -92,6 +96,7 @@ mod object;
 mod on_delete;
 mod order;
 mod orphan;
+mod own_writes;
 mod pruned;
 mod readiness;
 mod reads;
@@ -102,6 +107,7 @@ mod set;
 mod step;
 mod teardown;
 mod unchanged;
+mod wake;
 mod watch;
 
 pub use converge::converge;
@@ -122,4 +128,4 @@ pub use runtime::{DEFAULT_PENDING_REQUEUE, DependentsRuntime};
 pub use set::{Dependent, DesiredSet, DesiredSetBuilder, attempt_name};
 pub use step::{StepDependents, converge_state};
 pub use teardown::teardown;
-pub use watch::owns_dependents;
+pub use watch::{DependentsWatchSource, owns_dependents};

@@ -86,7 +86,11 @@ pub(crate) async fn release(
     };
     let patch = Patch::Merge(release_patch(live, owner));
     match api.patch(&place.name, &params, &patch).await {
-        Ok(_) => {}
+        Ok(released) => {
+            if let Ok(released) = serde_json::to_value(released) {
+                runtime.wrote(place, &released);
+            }
+        }
         // Gone meanwhile: nothing left to keep.
         Err(kube::Error::Api(status)) if status.code == 404 => return Ok(()),
         Err(error) => return Err(error),

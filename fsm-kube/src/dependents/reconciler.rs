@@ -15,6 +15,7 @@ use kube::{Client, ResourceExt};
 use serde::Deserialize;
 use serde_json::json;
 
+use super::condition_memo;
 use super::converge::converge_for;
 use super::error::{DependentsError, DesiredError, SetError};
 use super::object::Owner;
@@ -377,6 +378,23 @@ where
             .and_then(|c| Vec::<Condition>::deserialize(c).ok())
             .unwrap_or_default();
         let (ready, reason, message) = condition_of(convergence);
+        // Only a new status, reason, generation or set of failed and
+        // pending keys is written, not each new detail (condition_memo).
+        let gist = condition_memo::gist(convergence, reason, object.meta().generation);
+        let memo = &self.runtime.condition_memo;
+        let now_says = current
+            .iter()
+            .find(|c| c.type_ == conditions::DEPENDENTS_READY)
+            .map(|c| c.message.as_str());
+        let version = object
+            .meta()
+            .resource_version
+            .as_deref()
+            .and_then(|v| v.parse().ok());
+        if memo.still_says(&owner.uid, &gist, now_says, version) {
+            return Ok(());
+        }
+        let written = message.clone();
         let wanted = conditions::dependents_ready(
             ready,
             reason,
@@ -398,9 +416,16 @@ where
             ..PatchParams::default()
         };
         let patch = json!({ "status": { "conditions": wanted } });
-        api.patch_status(&owner.name, &params, &Patch::Merge(&patch))
+        let after = api
+            .patch_status(&owner.name, &params, &Patch::Merge(&patch))
             .await
             .map_err(DependentsError::Condition)?;
+        let version = after
+            .metadata
+            .resource_version
+            .as_deref()
+            .and_then(|v| v.parse().ok());
+        memo.wrote(&owner.uid, gist, written, version);
         Ok(())
     }
 }

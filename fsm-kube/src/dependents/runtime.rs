@@ -7,13 +7,17 @@ use std::time::Duration;
 use kube::Client;
 use kube::api::{Api, DynamicObject};
 use kube::runtime::events::{Event, EventType, Recorder};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::Store;
 use serde_json::Value;
 
+use super::cache::{CacheRegistry, KindCache};
+use super::condition_memo::ConditionMemo;
 use super::kind::DependentKind;
 use super::matching::LearnedForms;
-use super::object::{Owner, Placement, labelled_for};
+use super::object::{Owner, Placement};
+use super::own_writes::{Override, OwnWrites};
 use super::pruned::PrunedShapes;
+use super::wake::WakeFilters;
 use crate::conditions::ReportedConditions;
 use crate::metrics::FsmMetrics;
 
@@ -38,22 +42,36 @@ use crate::metrics::FsmMetrics;
 /// ```
 ///
 /// # Reads
-/// Each converge reads every desired object once: from the watch cache
-/// given for its kind ([`DependentsRuntime::cache`]), else with one GET.
-/// Pruning lists each kind once, by label, from its cache if it has one;
-/// a kind without a cache is listed only when the owner's set changed
-/// shape since its last successful prune in this runtime (see
-/// [`converge`](super::converge#when-pruning-lists)). A converged set
-/// costs one GET per desired object, and no request at all with a cache
-/// for every kind.
-/// A cache may lag behind a write; the worst a stale read costs is one
-/// more apply (which the server sees as a no-op), or an object pruned one
-/// converge later.
+/// Each converge reads every desired object once: from the watch cache of
+/// its kind, else with one GET. The caches are the watches
+/// [`owns_dependents`](super::owns_dependents) starts when it is given
+/// this runtime (or one of its clones: they share their caches), so an
+/// operator that wakes owners on their dependents' changes reads them
+/// from the same watches, with nothing else to wire;
+/// [`DependentsRuntime::cache`] adds a reflector store by hand.
+///
+/// - A kind's cache is used once its watch has listed (synced); until
+///   then reads GET and pruning lists.
+/// - Read-your-writes: the object the server returned from our own write
+///   (apply, create, release, delete) is read instead of the cache's until
+///   the cache shows that `resourceVersion` or a newer one (compared as
+///   integers), or for at most 30 seconds; so a converge right after a
+///   write neither applies again nor creates again.
+/// - Pruning finds an owner's objects in the synced cache (indexed by
+///   owner); a kind without one is listed only when the owner's set
+///   changed shape since its last successful prune in this runtime (see
+///   [`converge`](super::converge#when-pruning-lists)).
+///
+/// A converged set costs one GET per desired object without caches, and
+/// no request at all with a synced cache for every kind.
 #[derive(Clone)]
 pub struct DependentsRuntime {
     pub(crate) client: Client,
     pub(crate) field_manager: String,
-    caches: Arc<Vec<(DependentKind, Store<DynamicObject>)>>,
+    caches: Arc<CacheRegistry>,
+    writes: Arc<OwnWrites>,
+    pub(crate) wakes: Arc<WakeFilters>,
+    pub(crate) condition_memo: Arc<ConditionMemo>,
     recorder: Option<Recorder>,
     metrics: Option<FsmMetrics>,
     pub(crate) pending_requeue: Duration,
@@ -87,6 +105,9 @@ impl DependentsRuntime {
             client,
             field_manager: "operator-fsm".to_owned(),
             caches: Arc::default(),
+            writes: Arc::default(),
+            wakes: Arc::default(),
+            condition_memo: Arc::default(),
             recorder: None,
             metrics: None,
             pending_requeue: DEFAULT_PENDING_REQUEUE,
@@ -104,12 +125,25 @@ impl DependentsRuntime {
         self
     }
 
-    /// Reads live objects of `kind` from `store` (a reflector's reader)
-    /// instead of a GET each.
+    /// Reads live objects of `kind` from `store` (a reflector's reader of
+    /// every namespace the owners' dependents are in) instead of a GET
+    /// each, once its reflector has listed. Not needed for the kinds
+    /// [`owns_dependents`](super::owns_dependents) watches with this
+    /// runtime: their caches are registered already.
     #[must_use]
-    pub fn cache(mut self, kind: DependentKind, store: Store<DynamicObject>) -> Self {
-        Arc::make_mut(&mut self.caches).push((kind, store));
+    pub fn cache(self, kind: DependentKind, store: Store<DynamicObject>) -> Self {
+        self.caches.register(KindCache {
+            kind,
+            namespace: None,
+            store,
+            owners: None,
+        });
         self
+    }
+
+    /// Registers the cache a watch of [`owns_dependents`](super::owns_dependents) fills.
+    pub(crate) fn register_cache(&self, cache: KindCache) {
+        self.caches.register(cache);
     }
 
     /// Publishes events on the owner for what is created, updated,
@@ -124,6 +158,17 @@ impl DependentsRuntime {
     #[must_use]
     pub fn metrics(mut self, metrics: FsmMetrics) -> Self {
         self.metrics = Some(metrics);
+        self
+    }
+
+    /// Wakes owners on every change of a watched dependent, status
+    /// progress included (default: a status write wakes the owner only
+    /// when it changes the dependent's built-in readiness; see
+    /// [`owns_dependents`](super::owns_dependents)). For desired functions
+    /// that read their dependents' status.
+    #[must_use]
+    pub fn wake_on_every_change(self) -> Self {
+        self.wakes.wake_on_every_change(true);
         self
     }
 
@@ -143,51 +188,84 @@ impl DependentsRuntime {
         }
     }
 
-    /// The live object at `place`: from the cache of its kind, else one
-    /// GET (`None`: it does not exist).
+    /// The live object at `place`: from the synced cache of its kind (or
+    /// our own newer write), else one GET (`None`: it does not exist).
     pub(crate) async fn read(
         &self,
         kind: &DependentKind,
         place: &Placement,
     ) -> Result<Option<Value>, kube::Error> {
-        if let Some((_, store)) = self.caches.iter().find(|(k, _)| k.same_kind(kind)) {
-            let mut key = ObjectRef::new_with(&place.name, kind.resource.clone());
-            if let Some(ns) = &place.namespace {
-                key = key.within(ns);
-            }
-            return Ok(store
-                .get(&key)
-                .and_then(|o| serde_json::to_value(o.as_ref()).ok()));
+        if let Some(cache) = self.caches.synced(kind, place.namespace.as_deref()) {
+            let cached = cache.get(place);
+            return Ok(match self.writes.reconcile(place, cached.as_ref()) {
+                Override::None => cached,
+                Override::Object(ours) => Some(ours),
+                Override::Absent => None,
+            });
         }
         let api = self.api(kind, place.namespace.as_deref());
         let object = api.get_opt(&place.name).await?;
         Ok(object.and_then(|o| serde_json::to_value(o).ok()))
     }
 
-    /// Whether `kind` has a watch cache.
-    pub(crate) fn has_cache(&self, kind: &DependentKind) -> bool {
-        self.caches.iter().any(|(k, _)| k.same_kind(kind))
+    /// Whether `kind` has a synced cache for `owner`'s objects (in its
+    /// namespace when the kind is namespaced).
+    pub(crate) fn has_cache(&self, kind: &DependentKind, owner: &Owner) -> bool {
+        let namespace = if kind.namespaced {
+            owner.namespace.as_deref()
+        } else {
+            None
+        };
+        self.caches.synced(kind, namespace).is_some()
     }
 
     /// The objects of `kind` in `namespace` (all with `None`) that carry
-    /// `owner`'s dependent labels, from the cache of that kind; `None`
-    /// without a cache.
+    /// `owner`'s dependent labels, from the synced cache of that kind
+    /// (without those we deleted and the cache still shows); `None`
+    /// without one.
     pub(crate) fn cached_owned(
         &self,
         kind: &DependentKind,
         namespace: Option<&str>,
         owner: &Owner,
     ) -> Option<Vec<Value>> {
-        let (_, store) = self.caches.iter().find(|(k, _)| k.same_kind(kind))?;
+        let cache = self.caches.synced(kind, namespace)?;
+        let owned = cache.owned(namespace, owner);
         Some(
-            store
-                .state()
-                .iter()
-                .filter(|o| namespace.is_none() || o.metadata.namespace.as_deref() == namespace)
-                .filter_map(|o| serde_json::to_value(o.as_ref()).ok())
-                .filter(|o| labelled_for(o, owner))
+            owned
+                .into_iter()
+                .filter_map(|live| {
+                    let text = |pointer: &str| {
+                        live.pointer(pointer)
+                            .and_then(Value::as_str)
+                            .map(str::to_owned)
+                    };
+                    let place = Placement {
+                        group: kind.resource.group.clone(),
+                        kind: kind.resource.kind.clone(),
+                        namespace: text("/metadata/namespace"),
+                        name: text("/metadata/name").unwrap_or_default(),
+                    };
+                    match self.writes.reconcile(&place, Some(&live)) {
+                        Override::None => Some(live),
+                        Override::Object(ours) => Some(ours),
+                        Override::Absent => None,
+                    }
+                })
                 .collect(),
         )
+    }
+
+    /// Remembers the object the server returned from our write at `place`
+    /// (read-your-writes over the caches).
+    pub(crate) fn wrote(&self, place: &Placement, object: &Value) {
+        self.writes.wrote(place, object);
+    }
+
+    /// Remembers that we deleted the object at `place`; `response` is the
+    /// object the server returned, if any.
+    pub(crate) fn deleted(&self, place: &Placement, response: Option<&Value>) {
+        self.writes.deleted(place, response);
     }
 
     /// An event on `owner` about the object at `place`, when a recorder is

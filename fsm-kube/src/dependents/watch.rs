@@ -1,71 +1,173 @@
-//! Waking an owner when one of its dependents changes.
+//! Waking an owner when one of its dependents changes, and filling the
+//! runtime's caches from the same watches.
 
 use std::fmt::Debug;
 use std::hash::Hash;
+use std::sync::Arc;
 
+use futures::{StreamExt, TryStreamExt, future};
 use kube::api::{Api, DynamicObject};
-use kube::runtime::{Controller, watcher};
+use kube::runtime::reflector::store::Writer;
+use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 
+use super::cache::{KindCache, OwnerIndex, strip_for_cache};
 use super::kind::DependentKind;
 use super::object::DEPENDENT_LABEL;
+use super::runtime::DependentsRuntime;
+use super::wake::WakeFilter;
 use crate::store::MANAGED_BY_LABEL;
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for kube::Client {}
+    impl Sealed for super::DependentsRuntime {}
+}
+
+/// What [`owns_dependents`] watches with: a [`DependentsRuntime`] (its
+/// converges then read the watches' caches) or, as before caches, a bare
+/// [`Client`] (wake-ups only; converges GET).
+pub trait DependentsWatchSource: sealed::Sealed {
+    /// The client the watches use.
+    fn watch_client(&self) -> &Client;
+    /// The runtime whose caches the watches fill, if any.
+    fn cached_runtime(&self) -> Option<&DependentsRuntime>;
+}
+
+impl DependentsWatchSource for Client {
+    fn watch_client(&self) -> &Client {
+        self
+    }
+    fn cached_runtime(&self) -> Option<&DependentsRuntime> {
+        None
+    }
+}
+
+impl DependentsWatchSource for DependentsRuntime {
+    fn watch_client(&self) -> &Client {
+        &self.client
+    }
+    fn cached_runtime(&self) -> Option<&DependentsRuntime> {
+        Some(self)
+    }
+}
 
 /// `controller`, also watching every kind in `kinds` (typically
 /// [`DesiredSet::kinds`](super::DesiredSet::kinds) of a representative
 /// set), so that a change of a dependent reconciles its owner (found
-/// through the dependent's controller owner reference).
+/// through the dependent's controller owner reference); given the
+/// [`DependentsRuntime`] the reconciler converges with, the same watches
+/// are its caches: converges read dependents from them instead of a GET
+/// each.
 ///
 /// Namespaced kinds are watched in `namespace`, or in all namespaces with
 /// `None`; cluster-scoped kinds everywhere. Each watch selects only
-/// objects carrying the dependents' labels, and watches metadata only.
+/// objects carrying the dependents' labels.
 ///
 /// ```no_run
-/// # use fsm_kube::dependents::{DependentKind, owns_dependents};
+/// # use fsm_kube::dependents::{DependentKind, DependentsRuntime, owns_dependents};
 /// # use k8s_openapi::api::{apps::v1::Deployment, core::v1::Service};
 /// # fn demo<K: fsm_kube::KubeResource>(client: kube::Client) {
-/// let controller = kube::runtime::Controller::new(kube::Api::<K>::all(client.clone()), Default::default());
+/// // The runtime given to the reconciler (`FsmReconciler::builder(..)
+/// // .dependents(runtime.clone())` or `DependentsReconciler::with_runtime`).
+/// let runtime = DependentsRuntime::new(client.clone()).field_manager("my-operator");
+/// let controller = kube::runtime::Controller::new(kube::Api::<K>::all(client), Default::default());
 /// let controller = owns_dependents(
 ///     controller,
-///     &client,
+///     &runtime,
 ///     None,
 ///     [DependentKind::of::<Deployment>(), DependentKind::of::<Service>()],
 /// );
 /// # }
 /// ```
 ///
+/// # With a runtime
+/// Each kind gets one watch of full objects, which fills a reflector store
+/// registered with the runtime (shared by all its clones, so the runtime
+/// may have been handed to a reconciler already) and feeds the
+/// controller. The store keeps the objects without the field sets of
+/// other field managers (`managedFields[].fieldsV1` of managers other than
+/// the runtime's): the diff reads only the runtime's own. Reads use a
+/// kind's cache once its watch has listed, and read our own writes until
+/// the cache shows them (see [`DependentsRuntime`]'s Reads).
+///
+/// A status write of a dependent wakes its owner only when it changes the
+/// dependent's built-in readiness (ready, pending, failed; not the
+/// progress in its message), unless a dependent of that kind has its own
+/// [`ready`](super::Dependent::ready) check (noted at its first converge)
+/// or [`DependentsRuntime::wake_on_every_change`] is set; any other change
+/// (spec, metadata, deletion) wakes it.
+///
 /// # Caveats
-/// These watches wake owners; they are not read by
-/// [`converge`](super::converge), which reads each dependent with a GET
-/// unless a reflector store is given with
-/// [`DependentsRuntime::cache`](super::DependentsRuntime::cache) (kube's
-/// stable `Controller` API does not share its watches' stores).
-pub fn owns_dependents<K>(
+/// With a bare [`Client`] (the signature before caches), the watches are
+/// metadata-only and wake owners on every change; they are not read by
+/// [`converge`](super::converge), which GETs each dependent. Pass the
+/// runtime instead. A cache covers only `namespace`: owners whose
+/// dependents are elsewhere read those with a GET.
+pub fn owns_dependents<K, S>(
     controller: Controller<K>,
-    client: &Client,
+    source: &S,
     namespace: Option<&str>,
     kinds: impl IntoIterator<Item = DependentKind>,
 ) -> Controller<K>
 where
     K: Clone + Resource + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Eq + Hash + Clone,
+    S: DependentsWatchSource + ?Sized,
 {
     let selector = format!(
         "{}={},{}",
         MANAGED_BY_LABEL.0, MANAGED_BY_LABEL.1, DEPENDENT_LABEL
     );
+    let client = source.watch_client();
     let mut controller = controller;
     for kind in kinds {
-        let api: Api<DynamicObject> = match namespace {
-            Some(ns) if kind.namespaced => Api::namespaced_with(client.clone(), ns, &kind.resource),
-            _ => Api::all_with(client.clone(), &kind.resource),
+        let watched = if kind.namespaced { namespace } else { None };
+        let api: Api<DynamicObject> = match watched {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, &kind.resource),
+            None => Api::all_with(client.clone(), &kind.resource),
         };
-        controller = controller.owns_with(
-            api,
-            kind.resource.clone(),
-            watcher::Config::default().labels(&selector),
-        );
+        let config = watcher::Config::default().labels(&selector);
+        controller = match source.cached_runtime() {
+            None => controller.owns_with(api, kind.resource.clone(), config),
+            Some(runtime) => {
+                let resource = kind.resource.clone();
+                let stream = cached_watch(runtime, kind, watched, api, config);
+                controller.owns_stream_with(stream, resource)
+            }
+        };
     }
     controller
+}
+
+/// One kind's watch: its events go into a store registered with
+/// `runtime` (and an owner index), and those that should wake an owner
+/// on to the controller.
+fn cached_watch(
+    runtime: &DependentsRuntime,
+    kind: DependentKind,
+    namespace: Option<&str>,
+    api: Api<DynamicObject>,
+    config: watcher::Config,
+) -> impl futures::Stream<Item = Result<DynamicObject, watcher::Error>> + Send + 'static {
+    let writer = Writer::new(kind.resource.clone());
+    let owners = Arc::new(OwnerIndex::default());
+    runtime.register_cache(KindCache {
+        kind: kind.clone(),
+        namespace: namespace.map(str::to_owned),
+        store: writer.as_reader(),
+        owners: Some(owners.clone()),
+    });
+    let manager = runtime.field_manager.clone();
+    let filters = runtime.wakes.clone();
+    let mut wake = WakeFilter::new(kind);
+    watcher(api, config)
+        .default_backoff()
+        .modify(move |object| strip_for_cache(object, &manager))
+        .inspect_ok(move |event| owners.apply(event))
+        .reflect(writer)
+        .try_filter(move |event| future::ready(wake.passes(&filters, event)))
+        .touched_objects()
+        .boxed()
 }

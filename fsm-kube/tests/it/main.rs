@@ -20,6 +20,7 @@ mod conditions;
 mod converge_attr;
 mod decode;
 mod dependents;
+mod dependents_cache;
 mod dependents_lifecycle;
 mod dependents_reads;
 mod dependents_matching;

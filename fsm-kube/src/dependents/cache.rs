@@ -1,0 +1,300 @@
+//! The watch caches a runtime reads dependents from: one reflector store
+//! per watched kind, filled by the same watches that wake owners
+//! ([`owns_dependents`](super::owns_dependents)), or given by hand
+//! ([`DependentsRuntime::cache`](super::DependentsRuntime::cache)), with
+//! an index of each kind's objects by owner for pruning.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
+
+use futures::FutureExt;
+use kube::api::DynamicObject;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+use serde_json::Value;
+
+use super::kind::DependentKind;
+use super::object::{Owner, Placement, labelled_for};
+use crate::store::{MANAGED_BY_LABEL, OWNER_UID_LABEL};
+
+/// An object's place in a kind's cache: namespace and name.
+type Key = (Option<String>, String);
+
+/// The objects of one kind by owner UID (the owner-UID label), kept by the
+/// watch next to its store, so that pruning finds an owner's objects
+/// without scanning the kind.
+#[derive(Debug, Default)]
+pub(crate) struct OwnerIndex {
+    state: Mutex<IndexState>,
+}
+
+#[derive(Debug, Default)]
+struct IndexState {
+    by_owner: HashMap<String, HashSet<Key>>,
+    owner_of: HashMap<Key, String>,
+    /// During a (re-)list: the listed objects, swapped in when it is done
+    /// (as the reflector swaps its store).
+    listing: Option<Vec<(Key, String)>>,
+}
+
+fn key_of(object: &DynamicObject) -> Key {
+    (
+        object.metadata.namespace.clone(),
+        object.metadata.name.clone().unwrap_or_default(),
+    )
+}
+
+fn owner_uid_of(object: &DynamicObject) -> Option<String> {
+    let labels = object.metadata.labels.as_ref()?;
+    (labels.get(MANAGED_BY_LABEL.0).map(String::as_str) == Some(MANAGED_BY_LABEL.1))
+        .then(|| labels.get(OWNER_UID_LABEL).cloned())
+        .flatten()
+}
+
+impl IndexState {
+    fn remove(&mut self, key: &Key) {
+        if let Some(uid) = self.owner_of.remove(key)
+            && let Some(keys) = self.by_owner.get_mut(&uid)
+        {
+            keys.remove(key);
+            if keys.is_empty() {
+                self.by_owner.remove(&uid);
+            }
+        }
+    }
+
+    fn insert(&mut self, key: Key, uid: String) {
+        self.by_owner
+            .entry(uid.clone())
+            .or_default()
+            .insert(key.clone());
+        self.owner_of.insert(key, uid);
+    }
+}
+
+impl OwnerIndex {
+    /// Follows one watch event (the same the reflector applies to its store).
+    pub fn apply(&self, event: &watcher::Event<DynamicObject>) {
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        match event {
+            watcher::Event::Apply(object) => {
+                let key = key_of(object);
+                state.remove(&key);
+                if let Some(uid) = owner_uid_of(object) {
+                    state.insert(key, uid);
+                }
+            }
+            watcher::Event::Delete(object) => state.remove(&key_of(object)),
+            watcher::Event::Init => state.listing = Some(Vec::new()),
+            watcher::Event::InitApply(object) => {
+                if let Some(uid) = owner_uid_of(object) {
+                    let key = key_of(object);
+                    state.listing.get_or_insert_default().push((key, uid));
+                }
+            }
+            watcher::Event::InitDone => {
+                let listed = state.listing.take().unwrap_or_default();
+                state.by_owner.clear();
+                state.owner_of.clear();
+                for (key, uid) in listed {
+                    state.insert(key, uid);
+                }
+            }
+        }
+    }
+
+    /// The keys of `uid`'s objects.
+    fn owned_by(&self, uid: &str) -> Vec<Key> {
+        self.state
+            .lock()
+            .ok()
+            .and_then(|s| s.by_owner.get(uid).map(|k| k.iter().cloned().collect()))
+            .unwrap_or_default()
+    }
+}
+
+/// One kind's cache: its store, the namespace its watch covers (`None`:
+/// all), and the owner index when the watch keeps one.
+pub(crate) struct KindCache {
+    pub kind: DependentKind,
+    pub namespace: Option<String>,
+    pub store: Store<DynamicObject>,
+    pub owners: Option<Arc<OwnerIndex>>,
+}
+
+impl KindCache {
+    /// Whether the initial list of the watch is done (a store given by
+    /// hand whose reflector has not listed yet is not).
+    pub fn synced(&self) -> bool {
+        matches!(self.store.wait_until_ready().now_or_never(), Some(Ok(())))
+    }
+
+    /// Whether objects in `namespace` are in this cache.
+    pub fn covers(&self, namespace: Option<&str>) -> bool {
+        !self.kind.namespaced || self.namespace.is_none() || self.namespace.as_deref() == namespace
+    }
+
+    /// The cached object at `place`, as JSON.
+    pub fn get(&self, place: &Placement) -> Option<Value> {
+        let mut key = ObjectRef::new_with(&place.name, self.kind.resource.clone());
+        if let Some(ns) = &place.namespace {
+            key = key.within(ns);
+        }
+        self.store
+            .get(&key)
+            .and_then(|o| serde_json::to_value(o.as_ref()).ok())
+    }
+
+    /// `owner`'s labelled objects in `namespace` (all with `None`).
+    pub fn owned(&self, namespace: Option<&str>, owner: &Owner) -> Vec<Value> {
+        let in_namespace =
+            |o: &DynamicObject| namespace.is_none() || o.metadata.namespace.as_deref() == namespace;
+        let objects: Vec<Arc<DynamicObject>> = match &self.owners {
+            Some(index) => index
+                .owned_by(&owner.uid)
+                .into_iter()
+                .filter_map(|(ns, name)| {
+                    let mut key = ObjectRef::new_with(&name, self.kind.resource.clone());
+                    if let Some(ns) = ns {
+                        key = key.within(&ns);
+                    }
+                    self.store.get(&key)
+                })
+                .collect(),
+            None => self.store.state(),
+        };
+        objects
+            .iter()
+            .filter(|o| in_namespace(o))
+            .filter_map(|o| serde_json::to_value(o.as_ref()).ok())
+            .filter(|o| labelled_for(o, owner))
+            .collect()
+    }
+}
+
+/// The caches of a runtime, shared by its clones: a watch started after
+/// the runtime was handed to a reconciler still serves it.
+#[derive(Default)]
+pub(crate) struct CacheRegistry {
+    kinds: RwLock<Vec<Arc<KindCache>>>,
+}
+
+impl CacheRegistry {
+    /// Adds a cache (after those already there: the first that covers a
+    /// read answers it).
+    pub fn register(&self, cache: KindCache) {
+        if let Ok(mut kinds) = self.kinds.write() {
+            kinds.push(Arc::new(cache));
+        }
+    }
+
+    /// The number of caches.
+    pub fn len(&self) -> usize {
+        self.kinds.read().map(|k| k.len()).unwrap_or(0)
+    }
+
+    /// The synced cache of `kind` covering `namespace`, if any.
+    pub fn synced(&self, kind: &DependentKind, namespace: Option<&str>) -> Option<Arc<KindCache>> {
+        let kinds = self.kinds.read().ok()?;
+        kinds
+            .iter()
+            .find(|c| c.kind.same_kind(kind) && c.covers(namespace) && c.synced())
+            .cloned()
+    }
+}
+
+/// What a cache keeps of a watched object: everything but the field sets
+/// of other field managers (`managedFields[].fieldsV1`, often the larger
+/// part of a small object). The diff reads only our manager's entry in
+/// full, and of the others their names and operations (to tell drift from
+/// a conflict), which are kept.
+pub(crate) fn strip_for_cache(object: &mut DynamicObject, field_manager: &str) {
+    if let Some(entries) = object.metadata.managed_fields.as_mut() {
+        for entry in entries {
+            if entry.manager.as_deref() != Some(field_manager) {
+                entry.fields_v1 = None;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry};
+    use kube::api::ObjectMeta;
+    use std::collections::BTreeMap;
+
+    fn object(name: &str, uid: Option<&str>) -> DynamicObject {
+        let mut labels = BTreeMap::new();
+        if let Some(uid) = uid {
+            labels.insert(MANAGED_BY_LABEL.0.to_owned(), MANAGED_BY_LABEL.1.to_owned());
+            labels.insert(OWNER_UID_LABEL.to_owned(), uid.to_owned());
+        }
+        DynamicObject {
+            types: None,
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("ns".into()),
+                labels: Some(labels),
+                ..ObjectMeta::default()
+            },
+            data: Value::Null,
+        }
+    }
+
+    fn keys(index: &OwnerIndex, uid: &str) -> Vec<String> {
+        let mut names: Vec<String> = index.owned_by(uid).into_iter().map(|(_, n)| n).collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn the_owner_index_follows_applies_deletes_and_relists() {
+        let index = OwnerIndex::default();
+        index.apply(&watcher::Event::Apply(object("a", Some("u1"))));
+        index.apply(&watcher::Event::Apply(object("b", Some("u1"))));
+        index.apply(&watcher::Event::Apply(object("c", None)));
+        assert_eq!(keys(&index, "u1"), ["a", "b"]);
+        // Relabelled to another owner, then released (no label).
+        index.apply(&watcher::Event::Apply(object("b", Some("u2"))));
+        assert_eq!(keys(&index, "u1"), ["a"]);
+        assert_eq!(keys(&index, "u2"), ["b"]);
+        index.apply(&watcher::Event::Apply(object("b", None)));
+        assert!(keys(&index, "u2").is_empty());
+        index.apply(&watcher::Event::Delete(object("a", Some("u1"))));
+        assert!(keys(&index, "u1").is_empty());
+        // A re-list replaces everything once done.
+        index.apply(&watcher::Event::Apply(object("old", Some("u1"))));
+        index.apply(&watcher::Event::Init);
+        index.apply(&watcher::Event::InitApply(object("d", Some("u3"))));
+        assert_eq!(
+            keys(&index, "u1"),
+            ["old"],
+            "unchanged until the list is done"
+        );
+        index.apply(&watcher::Event::InitDone);
+        assert!(keys(&index, "u1").is_empty());
+        assert_eq!(keys(&index, "u3"), ["d"]);
+    }
+
+    #[test]
+    fn stripping_keeps_our_field_sets_and_the_others_names() {
+        let entry = |manager: &str, operation: &str| ManagedFieldsEntry {
+            manager: Some(manager.into()),
+            operation: Some(operation.into()),
+            fields_v1: Some(FieldsV1(serde_json::json!({"f:spec": {}}))),
+            ..ManagedFieldsEntry::default()
+        };
+        let mut o = object("a", None);
+        o.metadata.managed_fields = Some(vec![entry("us", "Apply"), entry("kubectl", "Update")]);
+        strip_for_cache(&mut o, "us");
+        let entries = o.metadata.managed_fields.unwrap_or_default();
+        assert!(entries[0].fields_v1.is_some());
+        assert!(entries[1].fields_v1.is_none());
+        assert_eq!(entries[1].manager.as_deref(), Some("kubectl"));
+        assert_eq!(entries[1].operation.as_deref(), Some("Update"));
+    }
+}

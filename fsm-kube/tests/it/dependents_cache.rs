@@ -1,0 +1,230 @@
+//! Converges reading dependents from the watches `owns_dependents` starts
+//! with the runtime (against the embedded server or the real
+//! kube-apiserver named by `FSM_REAL_APISERVER_KUBECONFIG`): a converged
+//! re-sync makes no request, a converge right after a write does not write
+//! again though the cache has not caught up (read-your-writes), and a
+//! kind's cache is not read before its watch has listed.
+//!
+//! Requests are counted on the client side (a client whose requests go
+//! through a log), so the counts are the same on both servers.
+
+use crate::common::*;
+use crate::dependents::cm;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fsm_kube::dependents::{
+    Dependent, DependentKind, DependentsReconciler, DependentsRuntime, DesiredSet, converge,
+    owns_dependents,
+};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DynamicObject};
+use kube::runtime::reflector::store::Writer;
+use kube::runtime::{Controller, watcher};
+use kube::{Client, ResourceExt};
+
+/// The requests a counted client made: method and path with query.
+#[derive(Clone, Default)]
+struct RequestLog(Arc<Mutex<Vec<String>>>);
+
+impl RequestLog {
+    /// What was asked since the last `take`, watches left out (they are
+    /// long-lived and belong to the caches).
+    fn take(&self) -> Vec<String> {
+        let mut log = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        std::mem::take(&mut *log)
+            .into_iter()
+            .filter(|r| !r.contains("watch=true"))
+            .collect()
+    }
+}
+
+/// `client`, logging each request it sends.
+fn counted(client: &Client) -> (Client, RequestLog) {
+    let log = RequestLog::default();
+    let inner = client.clone();
+    let into = log.clone();
+    let service = tower::service_fn(move |request: ::http::Request<kube::client::Body>| {
+        into.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(format!("{} {}", request.method(), request.uri()));
+        let inner = inner.clone();
+        async move { inner.send(request).await }
+    });
+    (Client::new(service, client.default_namespace()), log)
+}
+
+fn set_for(name: &str) -> DesiredSet {
+    DesiredSet::builder()
+        .dependent(Dependent::new(
+            "a",
+            &cm(&format!("{name}-a"), &[("v", "1")]),
+        ))
+        .dependent(Dependent::new("b", &cm(&format!("{name}-b"), &[("v", "1")])).depends_on(["a"]))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_converged_resync_reads_the_watches_and_makes_no_request() {
+    let env = env().await;
+    let (client, log) = counted(&env.client);
+    let runtime = DependentsRuntime::new(client.clone())
+        .field_manager("cache-test")
+        .pending_requeue(Duration::from_millis(200));
+    let reconciler =
+        DependentsReconciler::<Widget, ()>::with_runtime(runtime.clone(), |w: &Widget, _: &()| {
+            Ok(set_for(&w.name_any()))
+        });
+    let widgets: Api<Widget> = Api::namespaced(env.client.clone(), &env.ns);
+    let controller = owns_dependents(
+        Controller::new(
+            Api::<Widget>::namespaced(client.clone(), &env.ns),
+            watcher::Config::default(),
+        ),
+        &runtime,
+        Some(&env.ns),
+        [DependentKind::of::<ConfigMap>()],
+    )
+    .run(
+        reconciler.reconcile(),
+        reconciler.error_policy(),
+        Arc::new(()),
+    )
+    .for_each(|_| async {});
+    let controller = tokio::spawn(controller);
+    create_widget(&env, "cached", WidgetSpec::colored("c")).await;
+    eventually("DependentsReady", || {
+        let widgets = widgets.clone();
+        async move {
+            let w = widgets.get("cached").await.ok()?;
+            (condition(&w, "DependentsReady")?.status == "True").then_some(())
+        }
+    })
+    .await;
+    // The cache shows both objects once its watch has delivered them.
+    let configmaps: Api<ConfigMap> = Api::namespaced(env.client.clone(), &env.ns);
+    let versions = |name: &'static str| {
+        let configmaps = configmaps.clone();
+        async move {
+            configmaps
+                .get(name)
+                .await
+                .ok()
+                .and_then(|c| c.resource_version())
+        }
+    };
+    assert!(versions("cached-a").await.is_some());
+    assert!(versions("cached-b").await.is_some());
+
+    let owner = Arc::new(widgets.get("cached").await.unwrap());
+    // The watch may still be delivering the last write: a few tries.
+    let mut requests = Vec::new();
+    for _ in 0..50 {
+        log.take();
+        let (_, c) = reconciler
+            .reconcile_object(owner.clone(), Arc::new(()))
+            .await
+            .unwrap();
+        assert!(c.is_ready(), "{}", c.summary());
+        assert!(c.applied.is_empty(), "{:?}", c.applied);
+        requests = log.take();
+        if requests.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Reads from the cache, pruning from the cache, no condition to write.
+    assert_eq!(requests, Vec::<String>::new());
+    controller.abort();
+}
+
+/// A store that has listed (synced) and then never changes: a cache that
+/// lags behind every write.
+fn frozen_store(kind: &DependentKind) -> kube::runtime::reflector::Store<DynamicObject> {
+    let mut writer = Writer::<DynamicObject>::new(kind.resource.clone());
+    writer.apply_watcher_event(&watcher::Event::Init);
+    writer.apply_watcher_event(&watcher::Event::InitDone);
+    let store = writer.as_reader();
+    // The store stays ready once the writer is gone.
+    drop(writer);
+    store
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_converge_right_after_a_write_reads_the_write_not_the_lagging_cache() {
+    let env = env().await;
+    let owner = create_widget(&env, "ryw", WidgetSpec::colored("c")).await;
+    let (client, log) = counted(&env.client);
+    let kind = DependentKind::of::<ConfigMap>();
+    let runtime = DependentsRuntime::new(client)
+        .field_manager("cache-test")
+        .cache(kind.clone(), frozen_store(&kind));
+    let first = converge(&runtime, &owner, &set_for("ryw")).await.unwrap();
+    assert_eq!(first.applied.len(), 2, "{:?}", first.applied);
+    log.take();
+
+    // The cache still says both are absent; our writes say otherwise.
+    let again = converge(&runtime, &owner, &set_for("ryw")).await.unwrap();
+    assert!(again.is_ready(), "{}", again.summary());
+    assert!(
+        again.applied.is_empty(),
+        "applied again: {:?}",
+        again.applied
+    );
+    assert_eq!(again.unchanged, 2);
+    assert_eq!(log.take(), Vec::<String>::new());
+
+    // A change is applied once, and then read back from our write.
+    let changed = DesiredSet::builder()
+        .dependent(Dependent::new("a", &cm("ryw-a", &[("v", "2")])))
+        .dependent(Dependent::new("b", &cm("ryw-b", &[("v", "1")])).depends_on(["a"]))
+        .build()
+        .unwrap();
+    let c = converge(&runtime, &owner, &changed).await.unwrap();
+    assert_eq!(c.applied.len(), 1, "{:?}", c.applied);
+    let c = converge(&runtime, &owner, &changed).await.unwrap();
+    assert!(c.applied.is_empty(), "{:?}", c.applied);
+    let live: Api<ConfigMap> = Api::namespaced(env.client.clone(), &env.ns);
+    let a = live.get("ryw-a").await.unwrap();
+    assert_eq!(
+        a.data.unwrap_or_default().get("v").map(String::as_str),
+        Some("2")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn before_its_watch_has_listed_a_kind_is_read_with_get() {
+    let env = env().await;
+    let owner = create_widget(&env, "unsynced", WidgetSpec::colored("c")).await;
+    let (client, log) = counted(&env.client);
+    let kind = DependentKind::of::<ConfigMap>();
+    // A writer that never lists: the store is never ready.
+    let writer = Writer::<DynamicObject>::new(kind.resource.clone());
+    let runtime = DependentsRuntime::new(client)
+        .field_manager("cache-test")
+        .cache(kind.clone(), writer.as_reader());
+    let first = converge(&runtime, &owner, &set_for("unsynced"))
+        .await
+        .unwrap();
+    assert_eq!(first.applied.len(), 2);
+    log.take();
+    let again = converge(&runtime, &owner, &set_for("unsynced"))
+        .await
+        .unwrap();
+    assert_eq!(again.unchanged, 2);
+    let requests = log.take();
+    let gets: Vec<&String> = requests
+        .iter()
+        .filter(|r| r.starts_with("GET ") && r.contains("/configmaps/unsynced-"))
+        .collect();
+    assert_eq!(gets.len(), 2, "one GET per object: {requests:?}");
+    assert!(
+        requests.iter().all(|r| r.starts_with("GET ")),
+        "reads only: {requests:?}"
+    );
+    drop(writer);
+}
