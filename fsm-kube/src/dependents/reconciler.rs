@@ -66,7 +66,11 @@ type DesiredFn<K, C> = dyn Fn(Arc<K>, DesiredContext<C>) -> BoxFuture<'static, R
 /// Per reconcile: compute the set, [`converge`](super::converge) it, write
 /// the `DependentsReady` condition (reason `Ready`, `Pending` or `Failed`,
 /// the message naming what is pending or failed and why) with a status
-/// merge patch of `conditions` when it changes, and requeue after the
+/// merge patch of `conditions` when it changes (its status, reason,
+/// generation or the keys pending or failed, not a progress detail; and
+/// not `Pending` from the converge that just wrote to the set while the
+/// condition does not say `True`: the dependents' watches wake the owner
+/// as they settle, and the next look writes `Ready` or `Pending`), and requeue after the
 /// runtime's [`pending_requeue`](DependentsRuntime::pending_requeue) while
 /// something is pending or failed (a change of a watched dependent wakes it
 /// sooner). A converged object is looked at again after
@@ -113,6 +117,21 @@ impl<K, C> std::fmt::Debug for DependentsReconciler<K, C> {
             .field("teardown_on_delete", &self.on_delete.is_some())
             .finish_non_exhaustive()
     }
+}
+
+/// Whether a pending `DependentsReady` need not be written yet: this
+/// converge wrote to the set (so its dependents are in motion, and their
+/// watches wake the owner as they settle) and the condition does not say
+/// `True`. The next converge that finds the set still pending without
+/// writing to it writes `Pending`; one that finds it ready writes
+/// `Ready`. A set that was ready says `Pending` at once, so that nobody
+/// waiting for the condition reads a stale `True`; a failure is written at
+/// once.
+fn settling(convergence: &Convergence, said_ready: bool) -> bool {
+    !said_ready
+        && !convergence.applied.is_empty()
+        && !convergence.is_ready()
+        && !convergence.is_failed()
 }
 
 impl<K, C> DependentsReconciler<K, C>
@@ -394,6 +413,12 @@ where
         if memo.still_says(&owner.uid, &gist, now_says, version) {
             return Ok(());
         }
+        let said_ready = current
+            .iter()
+            .any(|c| c.type_ == conditions::DEPENDENTS_READY && c.status == "True");
+        if settling(convergence, said_ready) {
+            return Ok(());
+        }
         let written = message.clone();
         let wanted = conditions::dependents_ready(
             ready,
@@ -427,5 +452,40 @@ where
             .and_then(|v| v.parse().ok());
         memo.wrote(&owner.uid, gist, written, version);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dependents::{DependentFailure, DependentState, FailureKind};
+
+    fn convergence(state: DependentState, applied: &[&str]) -> Convergence {
+        Convergence {
+            dependents: vec![("app".into(), state)],
+            applied: applied.iter().map(|a| (*a).to_owned()).collect(),
+            ..Convergence::default()
+        }
+    }
+
+    #[test]
+    fn a_pending_set_just_written_to_waits_for_its_dependents_unless_it_said_ready() {
+        let rolling = DependentState::NotReady("0 of 1 updated".into());
+        let just_applied = convergence(rolling.clone(), &["Deployment ns/app"]);
+        assert!(settling(&just_applied, false));
+        // A condition that said True must not stay True while it rolls.
+        assert!(!settling(&just_applied, true));
+        // Found pending without a write: say so.
+        assert!(!settling(&convergence(rolling, &[]), false));
+        // Ready and failed are written at once.
+        assert!(!settling(
+            &convergence(DependentState::Ready, &["Deployment ns/app"]),
+            false
+        ));
+        let failed = DependentState::Failed(DependentFailure::new(
+            FailureKind::ReadinessFailed,
+            "the Job failed",
+        ));
+        assert!(!settling(&convergence(failed, &["Job ns/app"]), false));
     }
 }
