@@ -5,7 +5,9 @@
 //! an index of each kind's objects by owner for pruning.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use futures::FutureExt;
 use kube::api::DynamicObject;
@@ -122,9 +124,28 @@ pub(crate) struct KindCache {
     pub namespace: Option<String>,
     pub store: Store<DynamicObject>,
     pub owners: Option<Arc<OwnerIndex>>,
+    /// Set once a converge waited for the watch's list in vain: later ones
+    /// do not wait again (they GET until it has listed).
+    pub waited_out: AtomicBool,
 }
 
 impl KindCache {
+    /// Waits up to `limit` for the watch's initial list, unless it is done
+    /// or an earlier wait ran out (logged once).
+    pub async fn await_sync(&self, limit: Duration) {
+        if self.synced() || self.waited_out.load(Ordering::Relaxed) {
+            return;
+        }
+        if tokio::time::timeout(limit, self.store.wait_until_ready())
+            .await
+            .is_err()
+            && !self.waited_out.swap(true, Ordering::Relaxed)
+        {
+            tracing::warn!(kind = %self.kind.display(), ?limit,
+                "the watch of dependents has not listed yet: reading them with a GET each until it has");
+        }
+    }
+
     /// Whether the initial list of the watch is done (a store given by
     /// hand whose reflector has not listed yet is not).
     pub fn synced(&self) -> bool {
@@ -193,6 +214,18 @@ impl CacheRegistry {
     /// The number of caches.
     pub fn len(&self) -> usize {
         self.kinds.read().map(|k| k.len()).unwrap_or(0)
+    }
+
+    /// The caches of `kind` covering `namespace`, synced or not.
+    pub fn covering(&self, kind: &DependentKind, namespace: Option<&str>) -> Vec<Arc<KindCache>> {
+        let Ok(kinds) = self.kinds.read() else {
+            return Vec::new();
+        };
+        kinds
+            .iter()
+            .filter(|c| c.kind.same_kind(kind) && c.covers(namespace))
+            .cloned()
+            .collect()
     }
 
     /// The synced cache of `kind` covering `namespace`, if any.

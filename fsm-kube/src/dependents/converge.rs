@@ -157,6 +157,12 @@ pub(crate) async fn converge_for(
 ) -> Result<Convergence, DependentsError> {
     let mut report = Convergence::default();
     runtime.wakes.note(set);
+    runtime
+        .await_caches(
+            set.dependents.iter().map(|d| &d.kind),
+            owner.namespace.as_deref(),
+        )
+        .await;
     // A set with derived dependents has its shape only once they are
     // computed, after the walk.
     let derives = set.dependents.iter().any(Dependent::is_derived);

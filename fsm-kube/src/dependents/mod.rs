@@ -124,7 +124,7 @@ pub use reconciler::{DEFAULT_RESYNC, DependentsReconciler};
 pub use report::{
     Convergence, DependentFailure, DependentState, FailureKind, Teardown, TeardownState,
 };
-pub use runtime::{DEFAULT_PENDING_REQUEUE, DependentsRuntime};
+pub use runtime::{DEFAULT_PENDING_REQUEUE, DEFAULT_SYNC_WAIT, DependentsRuntime};
 pub use set::{Dependent, DesiredSet, DesiredSetBuilder, attempt_name};
 pub use step::{StepDependents, converge_state};
 pub use teardown::teardown;

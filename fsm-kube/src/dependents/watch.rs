@@ -158,6 +158,7 @@ fn cached_watch(
         namespace: namespace.map(str::to_owned),
         store: writer.as_reader(),
         owners: Some(owners.clone()),
+        waited_out: Default::default(),
     });
     let manager = runtime.field_manager.clone();
     let filters = runtime.wakes.clone();

@@ -206,10 +206,16 @@ async fn before_its_watch_has_listed_a_kind_is_read_with_get() {
     let writer = Writer::<DynamicObject>::new(kind.resource.clone());
     let runtime = DependentsRuntime::new(client)
         .field_manager("cache-test")
+        .sync_wait(Duration::from_millis(300))
         .cache(kind.clone(), writer.as_reader());
+    let started = std::time::Instant::now();
     let first = converge(&runtime, &owner, &set_for("unsynced"))
         .await
         .unwrap();
+    assert!(
+        started.elapsed() >= Duration::from_millis(300),
+        "the first converge waits for the watch's list"
+    );
     assert_eq!(first.applied.len(), 2);
     log.take();
     let again = converge(&runtime, &owner, &set_for("unsynced"))
@@ -227,4 +233,50 @@ async fn before_its_watch_has_listed_a_kind_is_read_with_get() {
         "reads only: {requests:?}"
     );
     drop(writer);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_converge_started_before_the_watch_has_listed_waits_for_it_instead_of_getting() {
+    let env = env().await;
+    let owner = create_widget(&env, "starting", WidgetSpec::colored("c")).await;
+    // A first process converged the set: the objects exist.
+    let first = DependentsRuntime::new(env.client.clone()).field_manager("cache-test");
+    converge(&first, &owner, &set_for("starting"))
+        .await
+        .unwrap();
+
+    // A restarted process: its watch lists a moment after the owners are
+    // reconciled.
+    let (client, log) = counted(&env.client);
+    let kind = DependentKind::of::<ConfigMap>();
+    let mut writer = Writer::<DynamicObject>::new(kind.resource.clone());
+    let runtime = DependentsRuntime::new(client)
+        .field_manager("cache-test")
+        .cache(kind.clone(), writer.as_reader());
+    // As the watch delivers them (a list's items carry no kind).
+    let api = Api::<DynamicObject>::namespaced_with(env.client.clone(), &env.ns, &kind.resource);
+    let mut listed = Vec::new();
+    for name in ["starting-a", "starting-b"] {
+        listed.push(api.get(name).await.unwrap());
+    }
+    let lister = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        writer.apply_watcher_event(&watcher::Event::Init);
+        for object in listed {
+            writer.apply_watcher_event(&watcher::Event::InitApply(object));
+        }
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        writer
+    });
+    let again = converge(&runtime, &owner, &set_for("starting"))
+        .await
+        .unwrap();
+    assert_eq!(again.unchanged, 2, "{again:?}");
+    assert!(again.applied.is_empty(), "{:?}", again.applied);
+    assert_eq!(
+        log.take(),
+        Vec::<String>::new(),
+        "no GET: the converge waited for the watch's list"
+    );
+    drop(lister.await.unwrap());
 }
