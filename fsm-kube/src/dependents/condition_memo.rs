@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use super::report::Convergence;
 
@@ -39,13 +40,34 @@ struct Written {
     version: Option<u64>,
 }
 
-/// The gist and message last written for each owner, by UID.
+/// The gist and message last written for each owner, by UID, and when a
+/// converge last wrote to each owner's set.
 #[derive(Debug, Default)]
 pub(crate) struct ConditionMemo {
     by_uid: Mutex<HashMap<String, Written>>,
+    set_written: Mutex<HashMap<String, Instant>>,
 }
 
 impl ConditionMemo {
+    /// Notes that a converge wrote to `uid`'s set now.
+    pub fn set_written(&self, uid: &str) {
+        if let Ok(mut at) = self.set_written.lock() {
+            if at.len() >= CAPACITY && !at.contains_key(uid) {
+                at.clear();
+            }
+            at.insert(uid.to_owned(), Instant::now());
+        }
+    }
+
+    /// Whether a converge wrote to `uid`'s set less than `within` ago.
+    pub fn set_written_within(&self, uid: &str, within: Duration) -> bool {
+        self.set_written
+            .lock()
+            .ok()
+            .and_then(|at| at.get(uid).map(|t| t.elapsed() < within))
+            .unwrap_or(false)
+    }
+
     /// Whether the owner's condition need not be rewritten for `gist`: we
     /// last wrote the same gist, and the owner as read (at
     /// resourceVersion `version`) either still says our `message`, or is

@@ -68,9 +68,10 @@ type DesiredFn<K, C> = dyn Fn(Arc<K>, DesiredContext<C>) -> BoxFuture<'static, R
 /// the message naming what is pending or failed and why) with a status
 /// merge patch of `conditions` when it changes (its status, reason,
 /// generation or the keys pending or failed, not a progress detail; and
-/// not `Pending` from the converge that just wrote to the set while the
-/// condition does not say `True`: the dependents' watches wake the owner
-/// as they settle, and the next look writes `Ready` or `Pending`), and requeue after the
+/// not `Pending` within the runtime's `pending_requeue` of a converge
+/// that wrote to the set while the condition does not say `True`: the
+/// dependents' watches wake the owner as they settle, and a look after
+/// that writes `Ready` or `Pending`), and requeue after the
 /// runtime's [`pending_requeue`](DependentsRuntime::pending_requeue) while
 /// something is pending or failed (a change of a watched dependent wakes it
 /// sooner). A converged object is looked at again after
@@ -119,19 +120,17 @@ impl<K, C> std::fmt::Debug for DependentsReconciler<K, C> {
     }
 }
 
-/// Whether a pending `DependentsReady` need not be written yet: this
-/// converge wrote to the set (so its dependents are in motion, and their
+/// Whether a pending `DependentsReady` need not be written yet: a
+/// converge wrote to the set less than the runtime's `pending_requeue`
+/// ago (`written_recently`: its dependents are in motion, and their
 /// watches wake the owner as they settle) and the condition does not say
-/// `True`. The next converge that finds the set still pending without
-/// writing to it writes `Pending`; one that finds it ready writes
-/// `Ready`. A set that was ready says `Pending` at once, so that nobody
-/// waiting for the condition reads a stale `True`; a failure is written at
-/// once.
-fn settling(convergence: &Convergence, said_ready: bool) -> bool {
-    !said_ready
-        && !convergence.applied.is_empty()
-        && !convergence.is_ready()
-        && !convergence.is_failed()
+/// `True`. A converge that finds the set still pending after that writes
+/// `Pending` (the pending requeue brings one); one that finds it ready
+/// writes `Ready`. A set that was ready says `Pending` at once, so that
+/// nobody waiting for the condition reads a stale `True`; a failure is
+/// written at once.
+fn settling(convergence: &Convergence, said_ready: bool, written_recently: bool) -> bool {
+    !said_ready && written_recently && !convergence.is_ready() && !convergence.is_failed()
 }
 
 impl<K, C> DependentsReconciler<K, C>
@@ -416,7 +415,11 @@ where
         let said_ready = current
             .iter()
             .any(|c| c.type_ == conditions::DEPENDENTS_READY && c.status == "True");
-        if settling(convergence, said_ready) {
+        if !convergence.applied.is_empty() {
+            memo.set_written(&owner.uid);
+        }
+        let recently = memo.set_written_within(&owner.uid, self.runtime.pending_requeue);
+        if settling(convergence, said_ready, recently) {
             return Ok(());
         }
         let written = message.clone();
@@ -472,20 +475,27 @@ mod tests {
     fn a_pending_set_just_written_to_waits_for_its_dependents_unless_it_said_ready() {
         let rolling = DependentState::NotReady("0 of 1 updated".into());
         let just_applied = convergence(rolling.clone(), &["Deployment ns/app"]);
-        assert!(settling(&just_applied, false));
+        assert!(settling(&just_applied, false, true));
+        // Woken by the watch of its own writes, still within the requeue.
+        assert!(settling(&convergence(rolling.clone(), &[]), false, true));
         // A condition that said True must not stay True while it rolls.
-        assert!(!settling(&just_applied, true));
-        // Found pending without a write: say so.
-        assert!(!settling(&convergence(rolling, &[]), false));
+        assert!(!settling(&just_applied, true, true));
+        // Still pending a requeue after the last write: say so.
+        assert!(!settling(&convergence(rolling, &[]), false, false));
         // Ready and failed are written at once.
         assert!(!settling(
             &convergence(DependentState::Ready, &["Deployment ns/app"]),
-            false
+            false,
+            true
         ));
         let failed = DependentState::Failed(DependentFailure::new(
             FailureKind::ReadinessFailed,
             "the Job failed",
         ));
-        assert!(!settling(&convergence(failed, &["Job ns/app"]), false));
+        assert!(!settling(
+            &convergence(failed, &["Job ns/app"]),
+            false,
+            true
+        ));
     }
 }
