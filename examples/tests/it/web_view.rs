@@ -328,7 +328,10 @@ fn the_page_follows_the_demo_live_and_matches_the_api() {
     browser.eval("window.loadedOnce = true");
     let kinds =
         browser.eval("[...document.querySelectorAll('section.machine')].map(s => s.dataset.kind)");
-    assert_eq!(kinds, json!(["Keycloak", "Integration", "Database"]));
+    assert_eq!(
+        kinds,
+        json!(["Keycloak", "Integration", "Database", "WebPage", "Shop"])
+    );
     assert_eq!(
         browser.eval("document.querySelectorAll('#activity li').length"),
         json!(0)
