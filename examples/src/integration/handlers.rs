@@ -119,12 +119,11 @@ pub(super) async fn monitor(
     digest: &str,
 ) -> Result<Transition<IntegrationPhase>> {
     let integration = cx.resource();
-    let api: Api<Deployment> =
-        Api::namespaced(cx.context().client.clone(), &namespace(integration)?);
     let image = kit_image(digest);
-    // An API that cannot answer is no reason to fail a running
-    // integration: look again later.
-    let found = match api.get_opt(&integration.name_any()).await {
+    // Read through the dependents' runtime (its watch cache of Deployments
+    // when it has one, else a GET). An API that cannot answer is no reason
+    // to fail a running integration: look again later.
+    let found = match read_deployment(cx, &integration.name_any()).await {
         Ok(found) => found,
         Err(e) => {
             tracing::warn!(integration = %integration.name_any(), error = %e, "cannot check the deployment; looking again later");
@@ -139,6 +138,15 @@ pub(super) async fn monitor(
             digest: digest.to_owned(),
         })
     })
+}
+
+/// The Deployment `name` in the integration's namespace, through the
+/// dependents' runtime.
+async fn read_deployment(
+    cx: &Step<'_, IntegrationPhase>,
+    name: &str,
+) -> std::result::Result<Option<Deployment>, Box<dyn std::error::Error + Send + Sync>> {
+    Ok(cx.reads()?.get_opt::<Deployment>(name).await?)
 }
 
 #[cfg(test)]
