@@ -6,7 +6,8 @@ use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 
 use operator_fsm::dependents::{
-    Dependent, DependentState, DesiredSet, Readiness, StepDependents, converge_state,
+    Dependent, DependentState, DependentsError, DesiredSet, Readiness, Reads, StepDependents,
+    converge_state,
 };
 use operator_fsm::prelude::*;
 
@@ -123,7 +124,7 @@ pub(super) async fn monitor(
     // Read through the dependents' runtime (its watch cache of Deployments
     // when it has one, else a GET). An API that cannot answer is no reason
     // to fail a running integration: look again later.
-    let found = match read_deployment(cx, &integration.name_any()).await {
+    let found = match read_deployment(cx.reads(), &integration.name_any()).await {
         Ok(found) => found,
         Err(e) => {
             tracing::warn!(integration = %integration.name_any(), error = %e, "cannot check the deployment; looking again later");
@@ -141,12 +142,13 @@ pub(super) async fn monitor(
 }
 
 /// The Deployment `name` in the integration's namespace, through the
-/// dependents' runtime.
+/// dependents' runtime (`reads`: the step's, taken before the await, as
+/// the step itself is not `Sync`).
 async fn read_deployment(
-    cx: &Step<'_, IntegrationPhase>,
+    reads: std::result::Result<Reads, DependentsError>,
     name: &str,
 ) -> std::result::Result<Option<Deployment>, Box<dyn std::error::Error + Send + Sync>> {
-    Ok(cx.reads()?.get_opt::<Deployment>(name).await?)
+    Ok(reads?.get_opt::<Deployment>(name).await?)
 }
 
 #[cfg(test)]
