@@ -313,11 +313,10 @@ mod tests {
             })
         );
 
-        let running = Harness::<IntegrationPhase>::new(it.clone(), ctx(&client)).in_state(
-            IntegrationPhase::Running {
-                digest: digest.clone(),
-            },
-        );
+        // The runtime the reconciler installs: `Running` reads through it.
+        let running = harness(&it, &client).in_state(IntegrationPhase::Running {
+            digest: digest.clone(),
+        });
         assert_eq!(running.run_handler().await.unwrap(), Transition::stay());
         deployments
             .delete("orders", &Default::default())
