@@ -92,7 +92,8 @@ use super::unchanged;
 ///   configuration as the server holds them (its normal form: `1000m` as
 ///   `1`, `stringData` folded into `data`, lists with the elements other
 ///   managers added) are remembered for this object, keyed by the hash of
-///   the configuration: while the live object holds them, later converges
+///   the configuration (its ignored fields left out): while the live
+///   object holds them, later converges
 ///   of the same configuration cost no dry run and no write. A changed
 ///   configuration (a new hash) is compared afresh; a dry run that fails
 ///   is followed by the real apply, which reports why.
@@ -207,9 +208,10 @@ pub(crate) async fn converge_for(
                 } else {
                     dependent
                 };
-                let (state, outcome) = reconcile_dependent(runtime, owner, dependent).await?;
+                let (state, mut outcome) = reconcile_dependent(runtime, owner, dependent).await?;
                 if state.is_ready() {
-                    lock(live).insert(dependent.key.clone(), outcome.live.clone());
+                    let objects = std::mem::take(&mut outcome.live);
+                    lock(live).insert(dependent.key.clone(), objects);
                 }
                 Ok((state, outcome))
             }
@@ -403,14 +405,16 @@ async fn reconcile_object(
     if dependent.create_only {
         return reconcile_created(runtime, owner, dependent, place, &body, live).await;
     }
-    let desired_hash = unchanged::desired_hash(&body);
     matching::prepare(&dependent.matching, &mut body, live.as_ref());
-    if let Some(live) = live.as_ref()
-        && unchanged::already_matches(runtime, owner, dependent, &place, live, &body, desired_hash)
-            .await
-    {
+    let unchanged = match &live {
+        Some(current) => {
+            unchanged::already_matches(runtime, owner, dependent, &place, current, &body).await
+        }
+        None => false,
+    };
+    if unchanged && let Some(current) = live {
         runtime.count(kind, "unchanged");
-        let member = readiness(dependent, live);
+        let member = readiness(dependent, current);
         return Ok((place, member, Some(false)));
     }
     let written = match apply(runtime, dependent, &place, &body, live.as_ref()).await {
@@ -422,7 +426,7 @@ async fn reconcile_object(
         }
     };
     announce(runtime, owner, dependent, &place, live.is_none()).await;
-    let member = readiness(dependent, &written);
+    let member = readiness(dependent, written);
     Ok((place, member, Some(true)))
 }
 
@@ -474,7 +478,7 @@ async fn reconcile_created(
     if !wrote {
         runtime.count(kind, "unchanged");
     }
-    let member = readiness(dependent, &live);
+    let member = readiness(dependent, live);
     Ok((place, member, Some(wrote)))
 }
 
@@ -591,18 +595,18 @@ fn refused(
 }
 
 /// The readiness of `live` as the dependent decides it.
-fn readiness(dependent: &Dependent, live: &Value) -> Member {
+fn readiness(dependent: &Dependent, live: Value) -> Member {
     let readiness = match &dependent.ready {
         ReadyCheck::BuiltIn => builtin_readiness(
             &dependent.kind.resource.group,
             &dependent.kind.resource.kind,
-            live,
+            &live,
         ),
         ReadyCheck::Exists => Readiness::Ready,
-        ReadyCheck::Custom(check) => check(live),
+        ReadyCheck::Custom(check) => check(&live),
     };
     match readiness {
-        Readiness::Ready => Member::Ready(live.clone()),
+        Readiness::Ready => Member::Ready(live),
         Readiness::Pending(why) => Member::NotReady(why),
         Readiness::Failed(why) => {
             Member::Failed(DependentFailure::new(FailureKind::ReadinessFailed, why))

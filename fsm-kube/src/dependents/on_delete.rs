@@ -27,26 +27,26 @@ const MAX_REMEMBERED_SETS: usize = 10_000;
 /// clones of a reconciler.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct TeardownOnDelete {
-    last: Arc<Mutex<HashMap<String, DesiredSet>>>,
+    last: Arc<Mutex<HashMap<String, Arc<DesiredSet>>>>,
 }
 
 impl TeardownOnDelete {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, DesiredSet>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<DesiredSet>>> {
         // Plain data: a panic elsewhere leaves it usable.
         self.last.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Remembers `set` as the last computed for owner `uid`.
-    pub(crate) fn remember(&self, uid: &str, set: &DesiredSet) {
+    pub(crate) fn remember(&self, uid: &str, set: Arc<DesiredSet>) {
         let mut last = self.lock();
         if last.len() >= MAX_REMEMBERED_SETS && !last.contains_key(uid) {
             last.clear();
         }
-        last.insert(uid.to_owned(), set.clone());
+        last.insert(uid.to_owned(), set);
     }
 
     /// The last set computed for owner `uid` in this process.
-    pub(crate) fn last(&self, uid: &str) -> Option<DesiredSet> {
+    pub(crate) fn last(&self, uid: &str) -> Option<Arc<DesiredSet>> {
         self.lock().get(uid).cloned()
     }
 
@@ -99,7 +99,11 @@ impl TeardownOnDelete {
     }
 }
 
-fn owner_api<K: KubeResource>(runtime: &DependentsRuntime, owner: &Owner) -> Api<DynamicObject> {
+/// The dynamic API of `owner`'s kind `K`, where it lives.
+pub(crate) fn owner_api<K: KubeResource>(
+    runtime: &DependentsRuntime,
+    owner: &Owner,
+) -> Api<DynamicObject> {
     let resource = ApiResource::erase::<K>(&());
     match &owner.namespace {
         Some(ns) => Api::namespaced_with(runtime.client.clone(), ns, &resource),
@@ -107,7 +111,8 @@ fn owner_api<K: KubeResource>(runtime: &DependentsRuntime, owner: &Owner) -> Api
     }
 }
 
-fn params(runtime: &DependentsRuntime) -> PatchParams {
+/// Patch parameters naming the runtime's field manager.
+pub(crate) fn params(runtime: &DependentsRuntime) -> PatchParams {
     PatchParams {
         field_manager: Some(runtime.field_manager.clone()),
         ..PatchParams::default()
@@ -122,11 +127,11 @@ mod tests {
     fn the_last_set_is_kept_per_owner_and_the_memory_is_bounded() {
         let memory = TeardownOnDelete::default();
         let set = DesiredSet::default();
-        memory.remember("a", &set);
+        memory.remember("a", Arc::new(set.clone()));
         assert!(memory.last("a").is_some());
         assert!(memory.last("b").is_none());
         for i in 0..MAX_REMEMBERED_SETS {
-            memory.remember(&i.to_string(), &set);
+            memory.remember(&i.to_string(), Arc::new(set.clone()));
         }
         assert!(memory.lock().len() <= MAX_REMEMBERED_SETS);
     }

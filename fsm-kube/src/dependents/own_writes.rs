@@ -105,17 +105,9 @@ impl OwnWrites {
         entries.insert(place.clone(), entry);
     }
 
-    /// Whether anything is remembered (a cheap check before a lock).
-    fn is_empty(&self) -> bool {
-        self.entries.lock().map(|e| e.is_empty()).unwrap_or(true)
-    }
-
     /// What to read at `place` given the cache's object there (`None`:
     /// absent from the cache). Forgets the write once the cache shows it.
     pub fn reconcile(&self, place: &Placement, cached: Option<&Value>) -> Override {
-        if self.is_empty() {
-            return Override::None;
-        }
         let Ok(mut entries) = self.entries.lock() else {
             return Override::None;
         };

@@ -9,7 +9,7 @@ use std::time::Duration;
 use fsm_core::BoxFuture;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use kube::api::Patch;
 use kube::runtime::controller::Action;
 use kube::{Client, ResourceExt};
 use serde::Deserialize;
@@ -19,7 +19,7 @@ use super::condition_memo;
 use super::converge::converge_for;
 use super::error::{DependentsError, DesiredError, SetError};
 use super::object::Owner;
-use super::on_delete::{TEARDOWN_FINALIZER, TeardownOnDelete};
+use super::on_delete::{self, TEARDOWN_FINALIZER, TeardownOnDelete};
 use super::reads::{DesiredContext, Reads};
 use super::report::{Convergence, Teardown};
 use super::runtime::DependentsRuntime;
@@ -306,9 +306,9 @@ where
             Some(on_delete) => on_delete.hold(&self.runtime, object).await?,
             None => object,
         };
-        let set = self.desired_set(object.clone(), context).await?;
+        let set = Arc::new(self.desired_set(object.clone(), context).await?);
         if let Some(on_delete) = &self.on_delete {
-            on_delete.remember(&owner.uid, &set);
+            on_delete.remember(&owner.uid, set.clone());
         }
         let convergence = converge_for(&self.runtime, &owner, &set).await?;
         self.write_condition(object.as_ref(), &owner, &convergence)
@@ -345,7 +345,7 @@ where
         }
         let owner = Owner::of(object.as_ref())?;
         let set = match self.desired_set(object.clone(), context).await {
-            Ok(set) => Some(set),
+            Ok(set) => Some(Arc::new(set)),
             Err(error) => {
                 let last = on_delete.last(&owner.uid);
                 tracing::warn!(owner = %owner.name, %error, known = last.is_some(),
@@ -434,15 +434,8 @@ where
         if conditions::same(&current, &wanted) {
             return Ok(());
         }
-        let resource = ApiResource::erase::<K>(&());
-        let api: Api<DynamicObject> = match &owner.namespace {
-            Some(ns) => Api::namespaced_with(self.runtime.client.clone(), ns, &resource),
-            None => Api::all_with(self.runtime.client.clone(), &resource),
-        };
-        let params = PatchParams {
-            field_manager: Some(self.runtime.field_manager.clone()),
-            ..PatchParams::default()
-        };
+        let api = on_delete::owner_api::<K>(&self.runtime, owner);
+        let params = on_delete::params(&self.runtime);
         let patch = json!({ "status": { "conditions": wanted } });
         let after = api
             .patch_status(&owner.name, &params, &Patch::Merge(&patch))

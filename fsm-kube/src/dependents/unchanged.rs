@@ -7,6 +7,7 @@
 use kube::api::{Patch, PatchParams};
 use serde_json::Value;
 
+use super::diff::holds;
 use super::matching::{
     LearnedKey, Verdict, body_hash, normal_form, remove_paths, unchanged_by_apply, verdict,
 };
@@ -14,17 +15,13 @@ use super::object::{Owner, Placement};
 use super::runtime::DependentsRuntime;
 use super::set::Dependent;
 
-/// The hash what is learned is keyed by: of the body before
-/// [`prepare`](super::matching::prepare).
-pub(crate) fn desired_hash(body: &Value) -> u64 {
-    body_hash(body)
-}
-
 /// Whether `live` already matches `body` (prepared), so that the apply can
-/// be skipped. `desired_hash` is the hash of the body before [`prepare`]:
-/// what is learned is learned for it. May send one dry-run apply (no
-/// write); a dry run that fails says "differs", and the real apply
-/// reports why.
+/// be skipped. The comparison without the server comes first; only when it
+/// cannot tell is the normal form learned for this body looked up (keyed
+/// by the hash of the body without its ignored paths, which
+/// [`prepare`](super::matching::prepare) does not change), and then one
+/// dry-run apply sent (no write); a dry run that fails says "differs", and
+/// the real apply reports why.
 pub(crate) async fn already_matches(
     runtime: &DependentsRuntime,
     owner: &Owner,
@@ -32,28 +29,25 @@ pub(crate) async fn already_matches(
     place: &Placement,
     live: &Value,
     body: &Value,
-    desired_hash: u64,
 ) -> bool {
+    let matching = &dependent.matching;
+    match verdict(matching, live, body, &runtime.field_manager, None) {
+        Verdict::Matches => return true,
+        Verdict::Differs => return false,
+        Verdict::AskServer => {}
+    }
+    let compared_hash = body_hash(&matching.compared(body));
     let key = LearnedKey {
         owner_uid: owner.uid.clone(),
         dependent: dependent.key.clone(),
         object: place.display(),
     };
-    let learned = runtime.learned.form(&key, desired_hash);
-    let matching = &dependent.matching;
-    match verdict(
-        matching,
-        live,
-        body,
-        &runtime.field_manager,
-        learned.as_ref(),
-    ) {
-        Verdict::Matches => return true,
-        Verdict::Differs => {
-            runtime.learned.forget(&key);
-            return false;
-        }
-        Verdict::AskServer => {}
+    if runtime
+        .learned
+        .form(&key, compared_hash)
+        .is_some_and(|form| holds(live, &form))
+    {
+        return true;
     }
     let api = runtime.api(&dependent.kind, place.namespace.as_deref());
     let mut params = PatchParams::apply(&runtime.field_manager).dry_run();
@@ -79,6 +73,6 @@ pub(crate) async fn already_matches(
     let mut form = normal_form(&dry_run, body);
     remove_paths(&mut form, &matching.ignored);
     tracing::debug!(dependent = dependent.key, object = %place.display(), "the server's normal form matches: no write, remembered");
-    runtime.learned.remember(key, desired_hash, form);
+    runtime.learned.remember(key, compared_hash, form);
     true
 }

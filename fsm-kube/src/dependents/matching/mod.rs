@@ -9,6 +9,7 @@ mod ignore;
 mod learned;
 mod server_form;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -49,6 +50,18 @@ impl Default for Matching {
 }
 
 impl Matching {
+    /// What of `body` is compared with the live object: all of it, or,
+    /// with ignore paths, a copy without them.
+    pub(crate) fn compared<'b>(&self, body: &'b Value) -> Cow<'b, Value> {
+        if self.ignored.is_empty() {
+            Cow::Borrowed(body)
+        } else {
+            let mut compared = body.clone();
+            remove_paths(&mut compared, &self.ignored);
+            Cow::Owned(compared)
+        }
+    }
+
     /// Parses the given ignore paths.
     ///
     /// # Errors
@@ -104,9 +117,7 @@ pub(crate) fn verdict(
             Verdict::Differs
         };
     }
-    let mut compared = body.clone();
-    remove_paths(&mut compared, &matching.ignored);
-    if holds(live, &compared) || learned.is_some_and(|form| holds(live, form)) {
+    if holds(live, &matching.compared(body)) || learned.is_some_and(|form| holds(live, form)) {
         Verdict::Matches
     } else if matching.dry_run {
         Verdict::AskServer
