@@ -114,6 +114,24 @@ fn reads_since(env: &Env, since: usize) -> usize {
     })
 }
 
+/// Job `name` failed, as the Job controller reports it (backoff limit
+/// reached).
+pub(crate) async fn fail_job(env: &Env, name: &str) {
+    let now = jiff::Timestamp::now().to_string();
+    let failed = json!({"status": {
+        "startTime": now,
+        "failed": 1,
+        "conditions": [
+            {"type": "FailureTarget", "status": "True", "reason": "BackoffLimitExceeded", "message": "Job has reached the specified backoff limit", "lastTransitionTime": now, "lastProbeTime": now},
+            {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "message": "Job has reached the specified backoff limit", "lastTransitionTime": now, "lastProbeTime": now},
+        ]
+    }});
+    Api::<Job>::namespaced(env.client.clone(), &env.ns)
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&failed))
+        .await
+        .unwrap();
+}
+
 pub(crate) fn log_position(env: &Env) -> usize {
     env.embedded()
         .map_or(0, |s| s.request_log().records_since(0).0)
@@ -477,19 +495,7 @@ async fn a_failed_job_is_a_failed_dependent() {
         running.summary()
     );
 
-    let now = jiff::Timestamp::now().to_string();
-    let failed = json!({"status": {
-        "startTime": now,
-        "failed": 1,
-        "conditions": [
-            {"type": "FailureTarget", "status": "True", "reason": "BackoffLimitExceeded", "message": "Job has reached the specified backoff limit", "lastTransitionTime": now, "lastProbeTime": now},
-            {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "message": "Job has reached the specified backoff limit", "lastTransitionTime": now, "lastProbeTime": now},
-        ]
-    }});
-    Api::<Job>::namespaced(env.client.clone(), &env.ns)
-        .patch_status("migrate", &PatchParams::default(), &Patch::Merge(&failed))
-        .await
-        .unwrap();
+    fail_job(&env, "migrate").await;
     let c = converge(&rt, &owner, &set).await.unwrap();
     assert!(c.is_failed());
     assert_eq!(

@@ -10,7 +10,7 @@
 //! embedded server's request log.
 
 use crate::common;
-use crate::dependents::{log_position, owner};
+use crate::dependents::{fail_job, log_position, owner};
 
 use common::*;
 use fsm_kube::dependents::{
@@ -422,19 +422,7 @@ async fn a_refused_apply_and_a_failed_job_are_told_apart() {
         running.summary()
     );
 
-    let now = jiff::Timestamp::now().to_string();
-    let failed = json!({"status": {
-        "startTime": now,
-        "failed": 1,
-        "conditions": [
-            {"type": "FailureTarget", "status": "True", "reason": "BackoffLimitExceeded", "message": "Job has reached the specified backoff limit", "lastTransitionTime": now, "lastProbeTime": now},
-            {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "message": "Job has reached the specified backoff limit", "lastTransitionTime": now, "lastProbeTime": now},
-        ]
-    }});
-    Api::<Job>::namespaced(env.client.clone(), &env.ns)
-        .patch_status("migrate", &PatchParams::default(), &Patch::Merge(&failed))
-        .await
-        .unwrap();
+    fail_job(&env, "migrate").await;
     let c = converge(&rt, &owner, &set("busybox:1")).await.unwrap();
     let failures: Vec<(&str, &DependentFailure)> = c.failures().collect();
     assert_eq!(failures.len(), 1, "{}", c.summary());
