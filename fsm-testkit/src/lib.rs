@@ -41,12 +41,13 @@
 //!   it), so `kubectl create configmap …` and the other generator
 //!   subcommands, which send protobuf, work; answers are JSON unless
 //!   protobuf is all a client accepts ([`protobuf`]).
-//! - Patches: merge, JSON (with `test`), strategic merge (built-in kinds;
-//!   with the real server's merge keys for the lists of built-in kinds) and
-//!   server-side apply with `managedFields` and conflicts; apply
-//!   configurations must be JSON (as kube and kubectl send them), and
-//!   custom resources' lists merge by key under apply only when their CRD
-//!   says `x-kubernetes-list-type: map`.
+//! - Patches: merge, JSON (with `test`), strategic merge (built-in kinds)
+//!   and server-side apply with `managedFields` and conflicts, lists
+//!   merging as the built-in types' OpenAPI extensions say (read from
+//!   kube-apiserver 1.20: merge keys, list-map keys, sets, atomic maps,
+//!   the real server's element order) and as a CRD's
+//!   `x-kubernetes-list-type` says; apply configurations must be JSON (as
+//!   kube and kubectl send them).
 //! - Custom resources are pruned and validated by their CRD's structural
 //!   schema (types, `enum`, `required`, bounds; not `pattern`,
 //!   `format`, CEL or defaults). `fieldValidation` checks the body of a
@@ -200,5 +201,25 @@ pub mod internals {
     /// The patch types and their parsers.
     pub mod patch {
         pub use crate::patch::{PatchType, apply_patch, json, merge, strategic};
+        pub use crate::resources::ResourceDef;
+
+        /// The built-in kind named `kind` (the first of that name in the
+        /// kinds' table), for patching an object of it.
+        #[must_use]
+        pub fn builtin(kind: &str) -> Option<&'static ResourceDef> {
+            crate::builtins::table()
+                .iter()
+                .find(|k| k.def.kind == kind)
+                .map(|k| &k.def)
+        }
+
+        /// A custom resource's definition (`example.io/v1` `Widget`), for
+        /// patching an object of a CRD's kind.
+        #[must_use]
+        pub fn custom() -> ResourceDef {
+            let mut def = ResourceDef::builtin("example.io", "v1", "Widget", "widgets", true);
+            def.custom = true;
+            def
+        }
     }
 }

@@ -112,6 +112,57 @@ fn builtins() -> &'static Builtins {
     })
 }
 
+/// Where a field of a built-in kind is declared: the definition whose
+/// property it is, and the definition the property refers to (an object
+/// or the elements of a list), if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BuiltinField {
+    /// The definition declaring the field (`io.k8s.api.core.v1.PodSpec`).
+    pub owner: &'static str,
+    /// The definition of the field's value, or of its list's elements.
+    pub target: Option<&'static str>,
+}
+
+/// The field at `names` (object keys from the root; list indices left out)
+/// of the built-in kind `def`, walking its schema; `None` for a custom
+/// resource or a path the schema does not have.
+pub(crate) fn builtin_field(def: &ResourceDef, names: &[&str]) -> Option<BuiltinField> {
+    if def.custom {
+        return None;
+    }
+    let b = builtins();
+    let (_, root) = b.kinds.iter().find(|((g, v, k), _)| {
+        *g == def.group.as_str() && *v == def.version.as_str() && *k == def.kind.as_str()
+    })?;
+    let (last, parents) = names.split_last()?;
+    let mut owner: &'static str = root.as_str();
+    for name in parents {
+        let property = b.defs.get(owner)?.get("properties")?.get(*name)?;
+        owner = referenced(property)?;
+    }
+    let property = b.defs.get(owner)?.get("properties")?.get(*last)?;
+    Some(BuiltinField {
+        owner,
+        target: referenced(property),
+    })
+}
+
+/// The definition a property's schema refers to, through list items and
+/// single-schema junctors (`allOf`, `anyOf` with `null`).
+fn referenced(schema: &'static Value) -> Option<&'static str> {
+    if let Some(r) = schema.get("$ref").and_then(Value::as_str) {
+        return r.rsplit('/').next();
+    }
+    if let Some(items) = schema.get("items") {
+        return referenced(items);
+    }
+    ["allOf", "anyOf", "oneOf"]
+        .iter()
+        .filter_map(|j| schema.get(*j)?.as_array())
+        .flatten()
+        .find_map(referenced)
+}
+
 /// The built-in definitions written for `flavor`, each kind with its
 /// `x-kubernetes-group-version-kind`.
 fn builtin_definitions(flavor: Flavor) -> &'static Definitions {

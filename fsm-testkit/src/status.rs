@@ -137,8 +137,9 @@ pub enum ApiError {
     /// size the server reads.
     #[error("{0}")]
     RequestEntityTooLarge(String),
-    /// 500 with no reason, as the real server passes on a storage error
-    /// (etcd refusing an object too large).
+    /// 500 with no reason, as the real server passes on an error it has
+    /// no status for: a storage error (etcd refusing an object too large),
+    /// a strategic merge patch's unknown `$patch` directive.
     #[error("{0}")]
     Storage(String),
     /// 504 (reason `Timeout`): a read at a `resourceVersion` (requested,

@@ -56,7 +56,7 @@ impl Cluster {
             .get(&def.group_resource(), ns, name)
             .ok_or_else(|| not_found(def, name))?;
         let mut target = present(def, &current);
-        patch::apply_patch(kind, &mut target, patch_body, def.custom)?;
+        patch::apply_patch(kind, &mut target, patch_body, def)?;
         crate::typed::decode_patched(def, &mut target)?;
         let manager = opts.field_manager.as_deref().unwrap_or("unknown");
         let owner = Ownership::Update(manager);

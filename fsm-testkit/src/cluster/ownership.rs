@@ -11,12 +11,12 @@ use crate::time::timestamp;
 /// Which fields a write to `part` of `def`'s objects can own (`schema`:
 /// a custom resource's `openAPIV3Schema`).
 pub(super) fn ownership_scope<'a>(
-    def: &ResourceDef,
+    def: &'a ResourceDef,
     part: Part,
     schema: Option<&'a Value>,
 ) -> Scope<'a> {
     Scope {
-        associative: !def.custom,
+        builtin: (!def.custom).then_some(def),
         schema,
         status_only: part == Part::Status,
         without_status: part == Part::Main && def.status_subresource,

@@ -9,18 +9,16 @@
 //!   live value is a conflict: `409 Conflict` naming each field and its
 //!   owner, unless `force`, which takes the field from its owner. A leaf
 //!   applied with the value it already has is shared: both managers own it.
-//! - Objects merge field by field; lists with a known merge key (built-in
-//!   kinds) or list-map keys (CRDs) merge element by element; other lists
-//!   and scalars are replaced.
+//! - Objects merge field by field, but atomic maps (a label selector) are
+//!   replaced; keyed lists merge element by element and sets element by
+//!   element ([`super::list_rules`] for built-in kinds, the CRD's
+//!   `x-kubernetes-list-type` for custom resources); other lists and
+//!   scalars are replaced.
 //! - Leaves the manager applied before and omits now are removed from the
-//!   object, unless another manager owns them too.
+//!   object, unless another manager owns them too; a list left empty goes.
 //!
 //! # Caveats
 //!
-//! - Custom resources' lists are atomic unless their CRD schema marks them
-//!   `x-kubernetes-list-type: map` (then keyed by
-//!   `x-kubernetes-list-map-keys`, as on a real server); `set` lists are
-//!   atomic here.
 //! - Ownership is by leaf: owning a map or an element of a list (`.`) is
 //!   recorded for elements of keyed lists only, and removing an applied
 //!   element removes it with its fields even if another manager owns
@@ -32,8 +30,9 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value, json};
 
+use super::list_rules;
 use super::managed_fields::{
-    self, Entry, FieldPath, Operation, Scope, Writer, display, entries, leaves,
+    self, Entry, FieldPath, ListKind, Operation, Scope, Writer, display, entries, leaves,
 };
 use crate::status::{ApiError, Cause};
 
@@ -157,7 +156,7 @@ fn scoped(config: &Value, scope: Scope<'_>) -> Value {
 
 fn merge<'a>(target: &mut Value, config: &'a Value, names: &mut Vec<&'a str>, scope: Scope<'_>) {
     match config {
-        Value::Object(c) => {
+        Value::Object(c) if !managed_fields::atomic_map(names, scope) => {
             if !target.is_object() {
                 *target = Value::Object(Map::new());
             }
@@ -169,36 +168,55 @@ fn merge<'a>(target: &mut Value, config: &'a Value, names: &mut Vec<&'a str>, sc
                 }
             }
         }
-        Value::Array(items) => {
-            let keys = managed_fields::list_keys(names, scope).filter(|keys| {
-                items
+        Value::Array(items) => match (
+            managed_fields::list_kind(names, scope),
+            target.as_array_mut(),
+        ) {
+            (Some(ListKind::Keys(_)), Some(t))
+                if items
                     .iter()
-                    .all(|i| keys.iter().all(|k| i.get(k).is_some()))
-            });
-            match (keys, target.as_array_mut()) {
-                (Some(keys), Some(t)) => {
-                    for item in items {
-                        let same = |e: &Value| keys.iter().all(|k| e.get(k) == item.get(k));
-                        match t.iter_mut().find(|e| same(e)) {
-                            Some(slot) => merge(slot, item, names, scope),
-                            None => t.push(item.clone()),
-                        }
+                    .all(|i| managed_fields::element_key(names, i, scope).is_some()) =>
+            {
+                for item in items {
+                    let key = managed_fields::element_key(names, item, scope);
+                    let same = |e: &Value| managed_fields::element_key(names, e, scope) == key;
+                    match t.iter_mut().find(|e| same(e)) {
+                        Some(slot) => merge(slot, item, names, scope),
+                        None => t.push(item.clone()),
                     }
                 }
-                _ => *target = config.clone(),
             }
-        }
+            (Some(ListKind::Set), Some(t)) => {
+                for item in items {
+                    if !t.contains(item) {
+                        t.push(item.clone());
+                    }
+                }
+            }
+            _ => *target = config.clone(),
+        },
         other => *target = other.clone(),
     }
 }
 
-/// Whether a list element matches a `k:{…}` step.
+/// Whether a list element matches a `k:{…}` step (a key field the
+/// element leaves out counting with its default) or a `v:…` step.
 fn matches_key(item: &Value, step: &str) -> bool {
+    if let Some(v) = step.strip_prefix("v:") {
+        return serde_json::from_str::<Value>(v).is_ok_and(|v| *item == v);
+    }
     let Some(k) = step.strip_prefix("k:") else {
         return false;
     };
-    serde_json::from_str::<Map<String, Value>>(k)
-        .is_ok_and(|fields| fields.iter().all(|(f, v)| item.get(f) == Some(v)))
+    serde_json::from_str::<Map<String, Value>>(k).is_ok_and(|fields| {
+        fields.iter().all(|(f, v)| {
+            item.get(f)
+                .cloned()
+                .or_else(|| list_rules::key_default(f))
+                .as_ref()
+                == Some(v)
+        })
+    })
 }
 
 fn step_mut<'a>(v: &'a mut Value, step: &str) -> Option<&'a mut Value> {
@@ -210,29 +228,53 @@ fn step_mut<'a>(v: &'a mut Value, step: &str) -> Option<&'a mut Value> {
         .find(|item| matches_key(item, step))
 }
 
-/// Removes the field at `path` (a list element for a path ending in `.`).
+/// Removes the field at `path` (a list element for a path ending in `.`
+/// or in a `v:` step). A list left empty goes too, as on the real server
+/// (an applier that drops its last `env` entry leaves no `env: []`).
 fn remove(object: &mut Value, path: &FieldPath) {
-    let (path, element) = match path.split_last() {
-        Some((last, rest)) if last == "." => (rest, true),
-        _ => (path.as_slice(), false),
+    let path = match path.split_last() {
+        Some((last, rest)) if last == "." => rest,
+        _ => path.as_slice(),
     };
     let Some((last, parents)) = path.split_last() else {
         return;
     };
-    let mut node = object;
-    for step in parents {
-        match step_mut(node, step) {
-            Some(next) => node = next,
-            None => return,
+    if !last.starts_with("f:") {
+        // An element: remove it from its list, and the list if emptied.
+        let Some((list_step, grand)) = parents.split_last() else {
+            return;
+        };
+        let Some(holder) = walk_mut(object, grand) else {
+            return;
+        };
+        let emptied = match step_mut(holder, list_step).and_then(Value::as_array_mut) {
+            Some(items) => {
+                items.retain(|item| !matches_key(item, last));
+                items.is_empty()
+            }
+            None => false,
+        };
+        if emptied
+            && let (Some(f), Some(m)) = (list_step.strip_prefix("f:"), holder.as_object_mut())
+        {
+            m.remove(f);
         }
+        return;
     }
-    if element {
-        if let Some(a) = node.as_array_mut() {
-            a.retain(|item| !matches_key(item, last));
-        }
-    } else if let (Some(f), Some(m)) = (last.strip_prefix("f:"), node.as_object_mut()) {
+    if let (Some(node), Some(f)) = (walk_mut(object, parents), last.strip_prefix("f:"))
+        && let Some(m) = node.as_object_mut()
+    {
         m.remove(f);
     }
+}
+
+/// The value at `steps` of `object`.
+fn walk_mut<'a>(object: &'a mut Value, steps: &[String]) -> Option<&'a mut Value> {
+    let mut node = object;
+    for step in steps {
+        node = step_mut(node, step)?;
+    }
+    Some(node)
 }
 
 fn describe_manager(e: &Entry) -> String {
@@ -294,13 +336,13 @@ mod tests {
     use super::*;
 
     const CR: Scope<'static> = Scope {
-        associative: false,
+        builtin: None,
         schema: None,
         status_only: false,
         without_status: true,
     };
-    const BUILTIN: Scope<'static> = Scope {
-        associative: true,
+    const NO_KIND: Scope<'static> = Scope {
+        builtin: None,
         schema: None,
         status_only: false,
         without_status: true,
@@ -386,23 +428,50 @@ mod tests {
 
     #[test]
     fn keyed_lists_merge_and_drop_elements() {
+        let pod = Scope {
+            builtin: crate::internals::patch::builtin("Pod"),
+            ..NO_KIND
+        };
         let a = json!({"spec": {"containers": [{"name": "app", "image": "a:1"}, {"name": "side", "image": "s:1"}]}});
-        let o = apply(None, &a, &writer("a"), false, BUILTIN).unwrap();
+        let o = apply(None, &a, &writer("a"), false, pod).unwrap();
         let b = json!({"spec": {"containers": [{"name": "extra", "image": "e:1"}]}});
-        let o = apply(Some(&o), &b, &writer("b"), false, BUILTIN).unwrap();
+        let o = apply(Some(&o), &b, &writer("b"), false, pod).unwrap();
         assert_eq!(o["spec"]["containers"].as_array().unwrap().len(), 3);
         let a2 = json!({"spec": {"containers": [{"name": "app", "image": "a:2"}]}});
-        let o = apply(Some(&o), &a2, &writer("a"), false, BUILTIN).unwrap();
+        let o = apply(Some(&o), &a2, &writer("a"), false, pod).unwrap();
         assert_eq!(
             o["spec"]["containers"],
             json!([{"name": "app", "image": "a:2"}, {"name": "extra", "image": "e:1"}])
         );
         let b2 = json!({"spec": {"containers": [{"name": "app", "image": "b:9"}]}});
-        let e = apply(Some(&o), &b2, &writer("b"), false, BUILTIN).unwrap_err();
+        let e = apply(Some(&o), &b2, &writer("b"), false, pod).unwrap_err();
         assert!(
             e.to_string()
                 .ends_with(".spec.containers[name=\"app\"].image"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn ports_keyed_with_protocol_and_an_emptied_list_goes() {
+        // Seen on kube-apiserver 1.20: UDP and TCP port 53 are two ports;
+        // an applier dropping its only env entry leaves no `env`.
+        let service = Scope {
+            builtin: crate::internals::patch::builtin("Service"),
+            ..NO_KIND
+        };
+        let a = json!({"spec": {"ports": [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}]}});
+        let o = apply(None, &a, &writer("a"), false, service).unwrap();
+        assert_eq!(o["spec"]["ports"].as_array().unwrap().len(), 2);
+        let pod = Scope {
+            builtin: crate::internals::patch::builtin("Pod"),
+            ..NO_KIND
+        };
+        let a =
+            json!({"spec": {"containers": [{"name": "c", "env": [{"name": "A", "value": "1"}]}]}});
+        let o = apply(None, &a, &writer("a"), false, pod).unwrap();
+        let a2 = json!({"spec": {"containers": [{"name": "c"}]}});
+        let o = apply(Some(&o), &a2, &writer("a"), false, pod).unwrap();
+        assert_eq!(o["spec"]["containers"], json!([{"name": "c"}]));
     }
 }

@@ -2,12 +2,15 @@
 //!
 //! A field set is the set of paths to the leaves a manager owns, written
 //! as the real server writes them: `f:<field>` for an object field,
-//! `k:{"name":"app"}` for an element of a list merged by key (the merge keys
-//! of [`super::strategic::merge_key`] for built-in kinds, a CRD's
-//! `x-kubernetes-list-map-keys` for custom resources: see [`list_keys`]),
-//! and `.` for the element itself. Scalars, empty objects and lists not
-//! merged by key (`args`, custom resources' other lists, …) are leaves,
-//! owned whole.
+//! `k:{"name":"app"}` for an element of a list merged by key (the keys of
+//! [`super::list_rules`] for built-in kinds, read from the real server's
+//! OpenAPI extensions; a CRD's `x-kubernetes-list-map-keys` for custom
+//! resources: see [`list_kind`]), `v:"a"` for an element of a set, and `.`
+//! for the element itself. A key field the element leaves out counts with
+//! its default (`protocol: TCP` of a port), as on the real server.
+//! Scalars, empty objects, atomic maps (a `LabelSelector`,
+//! `x-kubernetes-map-type: atomic`) and atomic lists (`args`, lists
+//! without extensions) are leaves, owned whole.
 //!
 //! Writes other than an apply (create, update, patch) are recorded as
 //! operation `Update` of their field manager (`fieldManager`, else the
@@ -27,7 +30,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
-use super::strategic::merge_key;
+use super::list_rules::{self, ApplyList};
+use crate::resources::ResourceDef;
 
 /// A path to a leaf: `fieldsV1` keys (`f:spec`, `k:{"name":"a"}`, `.`).
 pub type FieldPath = Vec<String>;
@@ -51,8 +55,9 @@ const SYSTEM_METADATA: [&str; 10] = [
 /// Which fields of an object a write can own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Scope<'a> {
-    /// Lists with a known merge key are merged by key (built-in kinds).
-    pub associative: bool,
+    /// The built-in kind written: its lists and maps merge as its OpenAPI
+    /// extensions say ([`list_rules`]).
+    pub builtin: Option<&'a ResourceDef>,
     /// A custom resource's `openAPIV3Schema`: its lists marked
     /// `x-kubernetes-list-type: map` are keyed by their
     /// `x-kubernetes-list-map-keys`.
@@ -98,14 +103,70 @@ pub fn leaves(object: &Value, scope: Scope<'_>) -> Leaves {
     out
 }
 
-/// The key fields of the list at `names` (object keys from the root), if
-/// its elements are merged and owned by key: the merge key of a built-in
-/// kind's list, or a CRD's `x-kubernetes-list-map-keys`.
+/// How the elements of a list are owned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListKind {
+    /// Elements identified by these key fields (`k:{…}`).
+    Keys(Vec<String>),
+    /// Scalars, each its own element (`v:…`).
+    Set,
+}
+
+/// How the elements of the list at `names` (object keys from the root)
+/// are merged and owned, if one by one: a built-in kind's list by its
+/// OpenAPI extensions, a CRD's by `x-kubernetes-list-type` (`map` with
+/// its `x-kubernetes-list-map-keys`, or `set`). `None`: atomic.
+#[must_use]
+pub fn list_kind(names: &[&str], scope: Scope<'_>) -> Option<ListKind> {
+    if let Some(def) = scope.builtin {
+        return match list_rules::at(def, names)?.apply_list() {
+            ApplyList::Map(keys) => {
+                Some(ListKind::Keys(keys.into_iter().map(String::from).collect()))
+            }
+            ApplyList::Set => Some(ListKind::Set),
+            ApplyList::Atomic => None,
+        };
+    }
+    let node = schema_at(names, scope)?;
+    match node.get("x-kubernetes-list-type").and_then(Value::as_str) {
+        Some("set") => Some(ListKind::Set),
+        Some("map") => {
+            let keys: Vec<String> = node
+                .get("x-kubernetes-list-map-keys")?
+                .as_array()?
+                .iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect();
+            (!keys.is_empty()).then_some(ListKind::Keys(keys))
+        }
+        _ => None,
+    }
+}
+
+/// The key fields of the list at `names`, if it is merged by key.
 #[must_use]
 pub fn list_keys(names: &[&str], scope: Scope<'_>) -> Option<Vec<String>> {
-    if scope.associative {
-        return merge_key(names).map(|k| vec![k.to_string()]);
+    match list_kind(names, scope)? {
+        ListKind::Keys(keys) => Some(keys),
+        ListKind::Set => None,
     }
+}
+
+/// Whether the map at `names` is owned as one value.
+#[must_use]
+pub fn atomic_map(names: &[&str], scope: Scope<'_>) -> bool {
+    if let Some(def) = scope.builtin {
+        return list_rules::at(def, names).is_some_and(|r| r.atomic_map());
+    }
+    schema_at(names, scope)
+        .and_then(|n| n.get("x-kubernetes-map-type"))
+        .and_then(Value::as_str)
+        == Some("atomic")
+}
+
+/// A custom resource's schema of the field at `names`.
+fn schema_at<'a>(names: &[&str], scope: Scope<'a>) -> Option<&'a Value> {
     let mut node = scope.schema?;
     for name in names {
         if node.get("type").and_then(Value::as_str) == Some("array") {
@@ -113,28 +174,27 @@ pub fn list_keys(names: &[&str], scope: Scope<'_>) -> Option<Vec<String>> {
         }
         node = node.get("properties")?.get(*name)?;
     }
-    if node.get("x-kubernetes-list-type").and_then(Value::as_str) != Some("map") {
-        return None;
-    }
-    let keys: Vec<String> = node
-        .get("x-kubernetes-list-map-keys")?
-        .as_array()?
-        .iter()
-        .filter_map(Value::as_str)
-        .map(String::from)
-        .collect();
-    (!keys.is_empty()).then_some(keys)
+    Some(node)
 }
 
-/// The `k:` key of a list element, if the list at `names` merges by key.
-fn element_key(names: &[&str], item: &Value, scope: Scope<'_>) -> Option<String> {
+/// The `k:` key of a list element, if the list at `names` merges by key:
+/// its key fields' values, a missing one with its default.
+pub(crate) fn element_key(names: &[&str], item: &Value, scope: Scope<'_>) -> Option<String> {
     let keys = list_keys(names, scope)?;
     let mut id = Map::new();
     for k in keys {
-        let v = item.get(&k)?;
-        id.insert(k, v.clone());
+        let v = item
+            .get(&k)
+            .cloned()
+            .or_else(|| list_rules::key_default(&k))?;
+        id.insert(k, v);
     }
     Some(format!("k:{}", Value::Object(id)))
+}
+
+/// The `v:` step of a set's element.
+pub(crate) fn set_element(item: &Value) -> String {
+    format!("v:{item}")
 }
 
 fn walk<'a>(
@@ -145,7 +205,7 @@ fn walk<'a>(
     out: &mut Leaves,
 ) {
     match v {
-        Value::Object(m) if !m.is_empty() => {
+        Value::Object(m) if !m.is_empty() && !atomic_map(names, scope) => {
             for (k, child) in m {
                 path.push(format!("f:{k}"));
                 names.push(k);
@@ -175,6 +235,17 @@ fn walk<'a>(
                         path.pop();
                     }
                 }
+                path.pop();
+            }
+        }
+        Value::Array(items)
+            if !items.is_empty()
+                && items.iter().all(|i| !i.is_object() && !i.is_array())
+                && list_kind(names, scope) == Some(ListKind::Set) =>
+        {
+            for item in items {
+                path.push(set_element(item));
+                out.insert(path.clone(), item.clone());
                 path.pop();
             }
         }
@@ -466,8 +537,12 @@ fn p_in_scope(path: &FieldPath, scope: Scope<'_>) -> bool {
 mod tests {
     use super::*;
 
-    const BUILTIN: Scope<'static> = Scope {
-        associative: true,
+    fn deployment() -> &'static ResourceDef {
+        crate::internals::patch::builtin("Deployment").unwrap()
+    }
+
+    const NO_SCHEMA: Scope<'static> = Scope {
+        builtin: None,
         schema: None,
         status_only: false,
         without_status: true,
@@ -480,7 +555,11 @@ mod tests {
             "spec": {"replicas": 2, "template": {"spec": {"containers": [
                 {"name": "app", "image": "a:1", "args": ["x"]}]}}},
             "status": {"replicas": 1}});
-        let l = leaves(&d, BUILTIN);
+        let scope = Scope {
+            builtin: Some(deployment()),
+            ..NO_SCHEMA
+        };
+        let l = leaves(&d, scope);
         let fields = to_fields_v1(l.keys());
         assert_eq!(
             fields,
@@ -513,7 +592,7 @@ mod tests {
             subresource: None,
             time: "t2",
         };
-        record_update(&old, &mut new, BUILTIN, Some(&w));
+        record_update(&old, &mut new, NO_SCHEMA, Some(&w));
         let e = entries(&new);
         assert_eq!(e.len(), 2);
         assert_eq!(e[0].manager, "a");
@@ -523,6 +602,27 @@ mod tests {
         assert_eq!(
             e[1].to_json()["fieldsV1"],
             json!({"f:data": {"f:y": {}, "f:w": {}}})
+        );
+    }
+
+    #[test]
+    fn keys_with_defaults_atomic_selectors_and_sets_as_on_the_real_server() {
+        // Seen on kube-apiserver 1.20: a port applied without its protocol
+        // is keyed with the default, the selector is one leaf, finalizers
+        // are a set.
+        let d = json!({"metadata": {"finalizers": ["a/b"]},
+            "spec": {"selector": {"matchLabels": {"app": "web"}},
+            "template": {"spec": {"containers": [{"name": "c", "ports": [{"containerPort": 80}]}]}}}});
+        let scope = Scope {
+            builtin: Some(deployment()),
+            ..NO_SCHEMA
+        };
+        assert_eq!(
+            to_fields_v1(leaves(&d, scope).keys()),
+            json!({"f:metadata": {"f:finalizers": {"v:\"a/b\"": {}}},
+                   "f:spec": {"f:selector": {}, "f:template": {"f:spec": {"f:containers": {
+                       "k:{\"name\":\"c\"}": {".": {}, "f:name": {}, "f:ports": {
+                           "k:{\"containerPort\":80,\"protocol\":\"TCP\"}": {".": {}, "f:containerPort": {}}}}}}}}})
         );
     }
 }

@@ -13,11 +13,13 @@
 
 pub mod apply;
 pub mod json;
+pub mod list_rules;
 pub mod managed_fields;
 pub mod strategic;
 
 use serde_json::{Map, Value};
 
+use crate::resources::ResourceDef;
 use crate::status::ApiError;
 
 /// The patch types of the Kubernetes API, by `Content-Type`.
@@ -65,8 +67,7 @@ fn unsupported(what: &str) -> ApiError {
     ))
 }
 
-/// Applies `patch` of type `kind` to `target`, an object of a built-in
-/// kind unless `custom`.
+/// Applies `patch` of type `kind` to `target`, an object of `def`.
 ///
 /// # Errors
 /// [`ApiError::BadRequest`] when the patch is not valid JSON for its type;
@@ -78,7 +79,7 @@ pub fn apply_patch(
     kind: PatchType,
     target: &mut Value,
     patch: &[u8],
-    custom: bool,
+    def: &ResourceDef,
 ) -> Result<(), ApiError> {
     let object = || -> Result<Value, ApiError> {
         let patch: Value = serde_json::from_slice(patch)
@@ -97,13 +98,10 @@ pub fn apply_patch(
             Ok(())
         }
         PatchType::Json => json::apply(target, patch),
-        PatchType::StrategicMerge if custom => {
+        PatchType::StrategicMerge if def.custom => {
             Err(unsupported("application/strategic-merge-patch+json"))
         }
-        PatchType::StrategicMerge => {
-            strategic::apply(target, &object()?);
-            Ok(())
-        }
+        PatchType::StrategicMerge => strategic::apply(def, target, &object()?),
         PatchType::Apply => Err(unsupported("application/apply-patch+yaml")),
     }
 }
@@ -180,12 +178,14 @@ mod tests {
         );
         assert!(PatchType::from_content_type("text/plain").is_err());
         let mut v = json!({});
-        let e = apply_patch(PatchType::StrategicMerge, &mut v, b"{}", true).unwrap_err();
+        let custom = crate::internals::patch::custom();
+        let pod = crate::internals::patch::builtin("Pod").unwrap();
+        let e = apply_patch(PatchType::StrategicMerge, &mut v, b"{}", &custom).unwrap_err();
         assert_eq!(e.reason(), "UnsupportedMediaType");
-        apply_patch(PatchType::StrategicMerge, &mut v, b"{}", false).unwrap();
-        apply_patch(PatchType::Json, &mut v, b"[]", true).unwrap();
-        assert!(apply_patch(PatchType::Merge, &mut v, b"{not json", false).is_err());
-        assert!(apply_patch(PatchType::Merge, &mut v, b"[1]", false).is_err());
-        assert!(apply_patch(PatchType::StrategicMerge, &mut v, b"[1]", false).is_err());
+        apply_patch(PatchType::StrategicMerge, &mut v, b"{}", pod).unwrap();
+        apply_patch(PatchType::Json, &mut v, b"[]", &custom).unwrap();
+        assert!(apply_patch(PatchType::Merge, &mut v, b"{not json", pod).is_err());
+        assert!(apply_patch(PatchType::Merge, &mut v, b"[1]", pod).is_err());
+        assert!(apply_patch(PatchType::StrategicMerge, &mut v, b"[1]", pod).is_err());
     }
 }

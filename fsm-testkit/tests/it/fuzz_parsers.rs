@@ -312,6 +312,20 @@ fn pod_shaped() -> impl Strategy<Value = Value> {
         })
 }
 
+/// A Pod's definition: strategic merge patches merge its lists by key.
+fn pod() -> &'static patch::ResourceDef {
+    patch::builtin("Pod").expect("Pods are served")
+}
+
+/// A custom resource's definition, or a Pod's.
+fn def_of(custom: bool) -> patch::ResourceDef {
+    if custom {
+        patch::custom()
+    } else {
+        pod().clone()
+    }
+}
+
 const KINDS: [PatchType; 4] = [
     PatchType::Merge,
     PatchType::Json,
@@ -412,8 +426,9 @@ proptest! {
         body in prop::collection::vec(any::<u8>(), 0..64),
         custom in any::<bool>(),
     ) {
+        let def = def_of(custom);
         for kind in KINDS {
-            let _ = patch::apply_patch(kind, &mut target, &body, custom);
+            let _ = patch::apply_patch(kind, &mut target, &body, &def);
         }
         let _ = json_patch::parse(&body);
     }
@@ -425,12 +440,13 @@ proptest! {
         custom in any::<bool>(),
     ) {
         let bytes = serde_json::to_vec(&body).unwrap_or_default();
+        let def = def_of(custom);
         for kind in KINDS {
             let mut t = target.clone();
-            let _ = patch::apply_patch(kind, &mut t, &bytes, custom);
+            let _ = patch::apply_patch(kind, &mut t, &bytes, &def);
         }
         let mut t = target.clone();
-        strategic::apply(&mut t, &body);
+        let _ = strategic::apply(pod(), &mut t, &body);
         let mut t = target;
         patch::merge(&mut t, &body);
     }
@@ -442,7 +458,7 @@ proptest! {
             Ok(()) => {
                 // The same operations through the dispatcher agree.
                 let mut again = target.clone();
-                prop_assert!(patch::apply_patch(PatchType::Json, &mut again, &body, true).is_ok());
+                prop_assert!(patch::apply_patch(PatchType::Json, &mut again, &body, &def_of(true)).is_ok());
                 prop_assert_eq!(again, patched);
             }
             Err(_) => prop_assert_eq!(patched, target, "a failed patch changed the target"),
@@ -466,10 +482,10 @@ proptest! {
     #[test]
     fn strategic_merge_of_pod_shapes_never_panics(target in pod_shaped(), patch in pod_shaped()) {
         let mut t = target.clone();
-        strategic::apply(&mut t, &patch);
+        prop_assert!(strategic::apply(pod(), &mut t, &patch).is_ok());
         let bytes = serde_json::to_vec(&patch).unwrap_or_default();
         let mut t = target;
-        prop_assert!(patch::apply_patch(PatchType::StrategicMerge, &mut t, &bytes, false).is_ok()
+        prop_assert!(patch::apply_patch(PatchType::StrategicMerge, &mut t, &bytes, pod()).is_ok()
             || !patch.is_object());
     }
 }

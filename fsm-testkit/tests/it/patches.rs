@@ -141,7 +141,8 @@ async fn strategic_merge_patch_merges_containers_and_env_by_name() {
         json!([
             {"name": "app", "image": "app:2",
              "env": [{"name": "B", "value": "two"}, {"name": "C", "value": "3"}],
-             "ports": [{"containerPort": 80}, {"containerPort": 8080}]},
+             // A new element goes first, as on the real server.
+             "ports": [{"containerPort": 8080}, {"containerPort": 80}]},
             {"name": "logger", "image": "log:1"}
         ])
     );

@@ -24,6 +24,7 @@ pub mod gaps;
 pub mod limits;
 pub mod lists;
 pub mod openapi;
+pub mod patches;
 pub mod protobuf;
 pub mod watch;
 pub mod writes;
@@ -176,4 +177,6 @@ scenarios! {
     auth::auth_service_account_token_and_token_review,
     auth::auth_subject_access_review_evaluates_rbac,
     auth::auth_review_resources_in_discovery,
+    patches::strategic_merge_patch_order_and_directives,
+    patches::server_side_apply_list_keys,
 }
