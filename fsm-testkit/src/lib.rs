@@ -46,8 +46,7 @@
 //!   merging as the built-in types' OpenAPI extensions say (read from
 //!   kube-apiserver 1.20: merge keys, list-map keys, sets, atomic maps,
 //!   the real server's element order) and as a CRD's
-//!   `x-kubernetes-list-type` says; apply configurations must be JSON (as
-//!   kube and kubectl send them).
+//!   `x-kubernetes-list-type` says; apply configurations are YAML or JSON.
 //! - Custom resources are pruned and validated by their CRD's structural
 //!   schema (types, `enum`, `required`, bounds; not `pattern`,
 //!   `format`, CEL or defaults). `fieldValidation` checks the body of a

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
-use super::meta::{check_type, metadata_mut, name_mismatch};
+use super::meta::{check_apply_type, metadata_mut, name_mismatch};
 use super::ownership::ownership_scope;
 use super::{Cluster, Ownership, Part, PatchOptions, not_found, present};
 use crate::patch::managed_fields::{self, Operation, Scope, Writer};
@@ -85,12 +85,13 @@ impl Cluster {
                 )],
             ));
         };
-        let mut config: Value = serde_json::from_slice(body).map_err(|e| {
+        // An apply configuration is YAML (JSON is YAML too).
+        let mut config: Value = serde_yaml_ng::from_slice(body).map_err(|e| {
             ApiError::BadRequest(format!(
-                "error decoding YAML: only JSON apply configurations are understood here: {e}"
+                "error decoding YAML: error converting YAML to JSON: yaml: {e}"
             ))
         })?;
-        check_type(def, &config)?;
+        check_apply_type(def, &config)?;
         let meta = metadata_mut(&mut config)?;
         match meta.get("name").and_then(Value::as_str) {
             Some(n) if n != name => return Err(name_mismatch(n, name)),

@@ -5,13 +5,30 @@ use serde_json::{Map, Value, json};
 use crate::resources::ResourceDef;
 use crate::status::ApiError;
 
-/// Checks the body is an object of `def`'s kind and group/version.
-pub(super) fn check_type(def: &ResourceDef, body: &Value) -> Result<(), ApiError> {
-    let Some(obj) = body.as_object() else {
+/// Checks the body of a create or an update is an object of `def`'s kind
+/// and group/version. A built-in kind's body may leave `apiVersion` and
+/// `kind` out: the real server's decoder takes them from the URL, and so
+/// they are filled in here; a custom resource's must name its kind.
+pub(super) fn check_type(def: &ResourceDef, body: &mut Value) -> Result<(), ApiError> {
+    let Some(obj) = body.as_object_mut() else {
         return Err(ApiError::BadRequest(
             "the body of the request must be a JSON object".into(),
         ));
     };
+    if !def.custom {
+        for (field, value) in [
+            ("kind", def.kind.clone()),
+            ("apiVersion", def.api_version()),
+        ] {
+            let absent = obj
+                .get(field)
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty);
+            if absent {
+                obj.insert(field.into(), Value::String(value));
+            }
+        }
+    }
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
     if kind.is_empty() {
         return Err(ApiError::BadRequest(
@@ -22,10 +39,78 @@ pub(super) fn check_type(def: &ResourceDef, body: &Value) -> Result<(), ApiError
         .get("apiVersion")
         .and_then(Value::as_str)
         .unwrap_or_default();
+    if def.custom {
+        if api_version != def.api_version() {
+            return Err(ApiError::BadRequest(format!(
+                "the API version in the data ({api_version}) does not match the expected API version ({})",
+                def.api_version()
+            )));
+        }
+        if kind != def.kind {
+            return Err(ApiError::BadRequest(format!(
+                "the kind in the data ({kind}) does not match the expected kind ({}) of the resource {}",
+                def.kind, def.plural
+            )));
+        }
+        return Ok(());
+    }
+    // The real server's decoder, in its words.
+    let cannot = |why: String| {
+        ApiError::BadRequest(format!(
+            "{kind} in version {version:?} cannot be handled as a {expected}: {why}",
+            version = def.version,
+            expected = def.kind
+        ))
+    };
+    if api_version != def.api_version() {
+        return Err(cannot(format!(
+            "no kind {kind:?} is registered for version {api_version:?} in scheme \"k8s.io/kubernetes/pkg/api/legacyscheme/scheme.go:30\""
+        )));
+    }
+    if kind != def.kind {
+        return Err(cannot(format!(
+            "converting ({version}.{kind}) to ({internal}.{expected}): unknown conversion",
+            version = def.version,
+            internal = internal_package(&def.group),
+            expected = def.kind
+        )));
+    }
+    Ok(())
+}
+
+/// The Go package of a group's internal types, as the real server's
+/// conversion errors name it (`core.ConfigMap`, `apps.Deployment`).
+fn internal_package(group: &str) -> &str {
+    match group {
+        "" => "core",
+        g => g.split('.').next().unwrap_or(g),
+    }
+}
+
+/// Checks an apply configuration names `def`'s group/version and kind, as
+/// the real server's field manager does: another or no `apiVersion` is
+/// `400`, no `kind` a `500` (it finds no type to apply).
+pub(super) fn check_apply_type(def: &ResourceDef, config: &Value) -> Result<(), ApiError> {
+    let Some(obj) = config.as_object() else {
+        return Err(ApiError::BadRequest(
+            "the body of the request must be a JSON object".into(),
+        ));
+    };
+    let api_version = obj
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     if api_version != def.api_version() {
         return Err(ApiError::BadRequest(format!(
-            "the API version in the data ({api_version}) does not match the expected API version ({})",
+            "Incorrect version specified in apply patch. Specified patch version: {api_version}, expected: {}",
             def.api_version()
+        )));
+    }
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
+    if kind.is_empty() {
+        return Err(ApiError::Storage(format!(
+            "failed to create typed patch object: no corresponding type for {}/{}, Kind=",
+            def.group, def.version
         )));
     }
     if kind != def.kind {

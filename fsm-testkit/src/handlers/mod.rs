@@ -10,6 +10,7 @@
 //! ([`fault_api`]) is a route of its own, in front of the pipeline.
 
 pub mod fault_api;
+mod legacy_watch;
 pub mod objects;
 mod query;
 mod reads;
@@ -58,7 +59,8 @@ pub fn json(code: StatusCode, body: &Value) -> Response {
 }
 
 async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
+    legacy_watch::rewrite(&mut parts);
     let route = route::parse(parts.uri.path());
     // 1. What is asked: verb, resource, namespace, name.
     let mut record = describe(&parts, &route);

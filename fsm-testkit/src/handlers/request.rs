@@ -195,7 +195,20 @@ pub(super) async fn read_body(body: Body) -> Result<bytes::Bytes, ApiError> {
     Ok(buffer.freeze())
 }
 
-/// Reads the body of a create or an update: JSON, or protobuf for a
+/// A YAML document (JSON is YAML too) as a JSON value.
+///
+/// # Errors
+/// The parser's message when `bytes` is not YAML or not one object.
+fn yaml_object(bytes: &[u8]) -> Result<serde_json::Value, String> {
+    let value: serde_json::Value = serde_yaml_ng::from_slice(bytes).map_err(|e| e.to_string())?;
+    if value.is_object() {
+        Ok(value)
+    } else {
+        Err("the document is not an object".into())
+    }
+}
+
+/// Reads the body of a create or an update: JSON, YAML, or protobuf for a
 /// built-in kind.
 pub(super) async fn read_object(
     parts: &Parts,
@@ -221,6 +234,16 @@ pub(super) async fn read_object(
             let shown: String = bytes.iter().take(64).map(|b| format!("{b:02x}")).collect();
             ApiError::BadRequest(format!(
                 "the object provided is unrecognized (must be of type {}): {e} ({shown})",
+                def.kind
+            ))
+        });
+    }
+    if essence == "application/yaml" {
+        let bytes = read_body(body).await?;
+        return yaml_object(&bytes).map_err(|e| {
+            let shown: String = bytes.iter().take(30).map(|b| format!("{b:02x}")).collect();
+            ApiError::BadRequest(format!(
+                "the object provided is unrecognized (must be of type {}): yaml: {e} ({shown} ...)",
                 def.kind
             ))
         });

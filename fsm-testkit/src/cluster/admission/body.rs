@@ -8,9 +8,11 @@ use super::super::metadata_rules::drop_unknown_metadata;
 use super::{Admission, Flow, Target};
 use crate::status::ApiError;
 
-/// 400 for a body of another kind or group/version.
+/// 400 for a body of another kind or group/version; a built-in kind's
+/// `apiVersion` and `kind` filled in from the URL when left out.
 pub(super) fn check_body_type(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
-    check_type(a.def(), &a.object)?;
+    let def = a.write.def;
+    check_type(def, &mut a.object)?;
     Ok(Flow::Next)
 }
 

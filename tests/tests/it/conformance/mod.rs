@@ -16,6 +16,7 @@
 //! observes only what both versions share.
 
 pub mod auth;
+pub mod bodies;
 pub mod builtin;
 pub mod custom;
 pub mod deletion;
@@ -179,4 +180,6 @@ scenarios! {
     auth::auth_review_resources_in_discovery,
     patches::strategic_merge_patch_order_and_directives,
     patches::server_side_apply_list_keys,
+    bodies::yaml_bodies_and_the_type_from_the_url,
+    bodies::legacy_watch_paths,
 }
