@@ -87,22 +87,28 @@ impl FieldErrors {
         }
     }
 
-    /// `ValidatePositiveIntOrPercent` and `IsNotMoreThan100Percent`: a
-    /// count not below 0, or a percentage of at most 100.
+    /// `ValidatePositiveIntOrPercent`: a count not below 0, or a
+    /// percentage.
     pub fn int_or_percent(&mut self, field: &str, value: &Value) {
         match value {
-            Value::String(s) => match percent(s) {
-                None => self.invalid(
-                    field,
-                    &go_int_or_string(value),
-                    "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
-                ),
-                Some(p) if p > 100 => {
-                    self.invalid(field, &go_int_or_string(value), "must not be greater than 100%");
-                }
-                Some(_) => {}
-            },
+            Value::String(s) if percent(s).is_none() => self.invalid(
+                field,
+                &go_int_or_string(value),
+                "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
+            ),
+            Value::String(_) => {}
             other => self.nonnegative(field, other),
+        }
+    }
+
+    /// `IsNotMoreThan100Percent`: a percentage is at most 100.
+    pub fn not_over_100_percent(&mut self, field: &str, value: &Value) {
+        if value.as_str().and_then(percent).is_some_and(|p| p > 100) {
+            self.invalid(
+                field,
+                &go_int_or_string(value),
+                "must not be greater than 100%",
+            );
         }
     }
 

@@ -27,9 +27,11 @@ pub fn pdb_causes(_def: &ResourceDef, object: &Value) -> Vec<Cause> {
     }
     if !min.is_null() {
         e.int_or_percent("spec.minAvailable", min);
+        e.not_over_100_percent("spec.minAvailable", min);
     }
     if !max.is_null() {
         e.int_or_percent("spec.maxUnavailable", max);
+        e.not_over_100_percent("spec.maxUnavailable", max);
     }
     pod::selector(&spec["selector"], "spec.selector", &mut e);
     e.into_causes()

@@ -185,6 +185,7 @@ fn deployment_strategy(strategy: &Value, e: &mut FieldErrors) {
                     "may not be 0 when `maxSurge` is 0",
                 );
             }
+            e.not_over_100_percent(&child(path, "maxUnavailable"), unavailable);
         }
         Some("Recreate") => {
             if !strategy["rollingUpdate"].is_null() {

@@ -25,6 +25,7 @@ pub mod limits;
 pub mod lists;
 pub mod openapi;
 pub mod protobuf;
+pub mod validation;
 pub mod watch;
 pub mod writes;
 
@@ -47,6 +48,10 @@ pub mod known {
         events.k8s.io may change only metadata and series (422 'field is immutable', a changed \
         series validated); 1.20 accepts anything there because its check compares the new \
         Event with itself (pkg/registry/core/event/strategy.go, oldEvent := obj), fixed since";
+    /// Not a fidelity difference: 1.20 stores Ingresses as `extensions`.
+    pub const VERSION_INGRESS_INVALID_GROUP: &str = "VERSION DIFFERENCE: 1.20 names an invalid \
+        Ingress 'Ingress.extensions' (details.group 'extensions', the group its storage \
+        decodes to); later versions, as the embedded server, 'Ingress.networking.k8s.io'";
     /// Not a fidelity difference: 1.20 predates server-side field validation.
     pub const VERSION_FIELD_VALIDATION: &str = "VERSION DIFFERENCE: fieldValidation=Strict \
         refuses unknown fields with 400 BadRequest ('strict decoding error: unknown field \
@@ -176,4 +181,8 @@ scenarios! {
     auth::auth_service_account_token_and_token_review,
     auth::auth_subject_access_review_evaluates_rbac,
     auth::auth_review_resources_in_discovery,
+    validation::invalid_workloads_are_refused,
+    validation::invalid_services_are_refused,
+    validation::invalid_ingresses_and_data_keys_are_refused,
+    validation::updates_are_validated,
 }
