@@ -148,6 +148,7 @@ mod base64;
 mod builtins;
 pub mod cluster;
 mod crd;
+mod crd_rules;
 pub mod debug;
 mod discovery;
 mod events;

@@ -2,6 +2,7 @@
 //! `openAPIV3Schema`, as the real server does on every write (create,
 //! update, patch, and the status subresource):
 //!
+//! 0. **Defaulting**: the schema's `default`s fill what is absent.
 //! 1. **Pruning**: fields the schema does not declare are dropped, unless
 //!    the object (or an ancestor) carries
 //!    `x-kubernetes-preserve-unknown-fields: true`; an object with
@@ -18,10 +19,15 @@
 //! # Caveats
 //! `pattern` and `format` (see [`crate::formats`]) are checked too.
 //!
+//! `minProperties`/`maxProperties` are checked; structural defaults
+//! (`default`) are applied first ([`apply_defaults`]): to what a write
+//! leaves absent (a merge patch's `null` included), and to what a read
+//! finds absent in an object stored before the default existed.
+//!
 //! Not checked: `allOf`/`anyOf`/`oneOf`/`not`,
 //! `x-kubernetes-validations` (CEL), list-type and map-type uniqueness.
-//! Defaults (`default`) are not applied here. `metadata` is pruned to
-//! `ObjectMeta`'s fields by the cluster, for every kind.
+//! `metadata` is pruned to `ObjectMeta`'s fields by the cluster, for
+//! every kind.
 
 use serde_json::{Map, Value};
 
@@ -72,13 +78,78 @@ pub fn enforce(store: &Store, def: &ResourceDef, object: &mut Value) -> Result<(
     ))
 }
 
-/// Prunes `object` (a whole resource: `apiVersion`, `kind` and `metadata`
-/// are kept) by `schema` and returns the validation failures.
+/// Defaults, prunes `object` (a whole resource: `apiVersion`, `kind` and
+/// `metadata` are kept) by `schema` and returns the validation failures.
 #[must_use]
 pub fn prune_and_validate(schema: &Value, object: &mut Value) -> Vec<Cause> {
+    apply_defaults(schema, object);
     let mut causes = Vec::new();
     walk(schema, object, "", true, &mut causes);
     causes
+}
+
+/// The failures of `value` (not a whole resource: a schema's `default`)
+/// by `schema`, their fields relative to it (`""` for the value itself).
+#[must_use]
+pub fn validate_value(schema: &Value, value: &mut Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    walk(schema, value, "", false, &mut causes);
+    causes
+}
+
+/// A stored custom resource as a read of `schema`'s version decodes it:
+/// defaulted (what was stored before a default existed takes it) and
+/// pruned (what the version does not declare is dropped). Nothing is
+/// refused on a read.
+pub fn decode_stored(schema: &Value, object: &mut Value) {
+    apply_defaults(schema, object);
+    let mut ignored = Vec::new();
+    walk(schema, object, "", true, &mut ignored);
+}
+
+/// Fills the structural defaults of `schema` into `value`, as the real
+/// server does when it decodes a custom resource (a write, or a read of
+/// one stored before the default existed): a property that is absent, or
+/// `null` where the schema is not `nullable`, takes its `default`, and
+/// what it takes is defaulted in turn; items of arrays and values of
+/// `additionalProperties` are defaulted by their schemas.
+pub fn apply_defaults(schema: &Value, value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+                for (key, sub) in properties {
+                    let Some(default) = sub.get("default").filter(|d| !d.is_null()) else {
+                        continue;
+                    };
+                    let missing = match map.get(key) {
+                        None => true,
+                        Some(Value::Null) => !flag(sub, "nullable"),
+                        Some(_) => false,
+                    };
+                    if missing {
+                        map.insert(key.clone(), default.clone());
+                    }
+                }
+                for (key, v) in map.iter_mut() {
+                    if let Some(sub) = properties.get(key) {
+                        apply_defaults(sub, v);
+                    }
+                }
+            } else if let Some(sub) = schema.get("additionalProperties").filter(|a| a.is_object()) {
+                for v in map.values_mut() {
+                    apply_defaults(sub, v);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(sub) = schema.get("items").filter(|i| i.is_object()) {
+                for item in items {
+                    apply_defaults(sub, item);
+                }
+            }
+        }
+        _ => {}
+    }
 }
 
 /// The JSON type of `v` as the real server names it in messages.
@@ -227,6 +298,24 @@ fn bounds(schema: &Value, value: &Value, path: &str, causes: &mut Vec<Cause>) {
                 let detail = format!("{path} in body should be {op} {}", schema["maximum"]);
                 causes.push(invalid(path, value, &detail));
             }
+        }
+    }
+    if let Value::Object(map) = value {
+        let limit = |k: &str| schema.get(k).and_then(Value::as_u64);
+        // The real server shows the bound as the invalid value.
+        if let Some(min) = limit("minProperties").filter(|m| (map.len() as u64) < *m) {
+            causes.push(invalid(
+                path,
+                &Value::from(min),
+                &format!("{path} in body should have at least {min} properties"),
+            ));
+        }
+        if let Some(max) = limit("maxProperties").filter(|m| (map.len() as u64) > *m) {
+            causes.push(invalid(
+                path,
+                &Value::from(max),
+                &format!("{path} in body should have at most {max} properties"),
+            ));
         }
     }
     let count = match value {
@@ -409,6 +498,35 @@ mod tests {
         assert_eq!(
             causes[0].message,
             "Invalid value: 0: spec.size in body should be greater than or equal to 1"
+        );
+    }
+
+    #[test]
+    fn defaults_fill_what_is_absent_or_null() {
+        let schema = serde_json::json!({"type": "object", "properties": {"spec": {
+            "type": "object", "default": {},
+            "properties": {
+                "size": {"type": "integer", "default": 3},
+                "tags": {"type": "array", "items": {"type": "object",
+                    "properties": {"k": {"type": "string", "default": "x"}}}},
+                "opts": {"type": "object", "minProperties": 1,
+                    "additionalProperties": {"type": "string"}},
+                "n": {"type": "integer", "nullable": true, "default": 1}}}}});
+        let mut o =
+            serde_json::json!({"metadata": {"name": "a"}, "spec": {"tags": [{}], "n": null}});
+        assert!(prune_and_validate(&schema, &mut o).is_empty());
+        assert_eq!(
+            o["spec"],
+            serde_json::json!({"size": 3, "tags": [{"k": "x"}], "n": null})
+        );
+        let mut o = serde_json::json!({"metadata": {"name": "a"}});
+        assert!(prune_and_validate(&schema, &mut o).is_empty());
+        assert_eq!(o["spec"], serde_json::json!({"size": 3, "n": 1}));
+        let mut o = serde_json::json!({"spec": {"opts": {}}});
+        let causes = prune_and_validate(&schema, &mut o);
+        assert_eq!(
+            causes[0].message,
+            "Invalid value: 1: spec.opts in body should have at least 1 properties"
         );
     }
 

@@ -17,9 +17,10 @@ impl Cluster {
     /// # Errors
     /// [`ApiError::NotFound`].
     pub fn get(&self, def: &ResourceDef, ns: &str, name: &str) -> Result<Value, ApiError> {
+        let schema = self.crd_schema(def);
         self.store
             .get(&def.group_resource(), ns, name)
-            .map(|o| present(def, &o))
+            .map(|o| decoded(def, schema.as_ref(), present(def, &o)))
             .ok_or_else(|| not_found(def, name))
     }
 
@@ -97,11 +98,27 @@ impl Cluster {
         if def.custom && metadata.get("continue").is_none() {
             metadata["continue"] = json!("");
         }
+        let schema = self.crd_schema(def);
         Ok(json!({
             "kind": def.list_kind(),
             "apiVersion": def.api_version(),
             "metadata": metadata,
-            "items": items.iter().map(|o| list_item(def, o)).collect::<Vec<_>>(),
+            "items": items
+                .iter()
+                .map(|o| decoded(def, schema.as_ref(), list_item(def, o)))
+                .collect::<Vec<_>>(),
         }))
     }
+}
+
+/// A custom resource as read through `def`'s version: defaulted and
+/// pruned by that version's schema (`schema`, when it has one), as the
+/// real server decodes what it reads from storage.
+fn decoded(def: &ResourceDef, schema: Option<&Value>, mut object: Value) -> Value {
+    if def.custom
+        && let Some(schema) = schema
+    {
+        crate::schema::decode_stored(schema, &mut object);
+    }
+    object
 }

@@ -26,6 +26,11 @@ impl FieldErrors {
         });
     }
 
+    /// A cause found by another checker.
+    pub fn push_cause(&mut self, cause: Cause) {
+        self.0.push(cause);
+    }
+
     /// `FieldValueRequired` (`Required value[: detail]`).
     pub fn required(&mut self, field: &str, detail: &str) {
         let message = if detail.is_empty() {
