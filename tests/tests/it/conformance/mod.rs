@@ -17,6 +17,7 @@
 
 pub mod auth;
 pub mod builtin;
+pub mod crd_definitions;
 pub mod custom;
 pub mod deletion;
 pub mod events;
@@ -185,4 +186,8 @@ scenarios! {
     validation::invalid_services_are_refused,
     validation::invalid_ingresses_and_data_keys_are_refused,
     validation::updates_are_validated,
+    crd_definitions::invalid_crd_definitions_are_refused,
+    crd_definitions::crd_updates_keep_group_scope_and_stored_versions,
+    crd_definitions::crd_structural_defaults_and_property_counts,
+    crd_definitions::crd_versions_prune_and_default_by_their_own_schemas,
 }
