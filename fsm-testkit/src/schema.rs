@@ -39,6 +39,23 @@ use crate::store::Store;
 /// `None` for built-in resources and versions without a schema.
 #[must_use]
 pub fn of(store: &Store, def: &ResourceDef) -> Option<Value> {
+    version_schema(store, def, |v| v["name"] == def.version.as_str())
+}
+
+/// The `openAPIV3Schema` of the storage version of `def`'s CRD, when it
+/// is not `def`'s own version (`None` else, or without a schema).
+#[must_use]
+pub fn of_other_storage(store: &Store, def: &ResourceDef) -> Option<Value> {
+    version_schema(store, def, |v| {
+        v["storage"] == true && v["name"] != def.version.as_str()
+    })
+}
+
+fn version_schema(
+    store: &Store,
+    def: &ResourceDef,
+    pick: impl Fn(&Value) -> bool,
+) -> Option<Value> {
     if !def.custom {
         return None;
     }
@@ -50,7 +67,7 @@ pub fn of(store: &Store, def: &ResourceDef) -> Option<Value> {
     crd["spec"]["versions"]
         .as_array()?
         .iter()
-        .find(|v| v["name"] == def.version.as_str())
+        .find(|v| pick(v))
         .map(|v| v["schema"]["openAPIV3Schema"].clone())
         .filter(Value::is_object)
 }
@@ -66,6 +83,11 @@ pub fn enforce(store: &Store, def: &ResourceDef, object: &mut Value) -> Result<(
     };
     let causes = prune_and_validate(&schema, object);
     if causes.is_empty() {
+        // Written through another version than the storage one: stored
+        // as that version, pruned by its schema (no conversion else).
+        if let Some(storage) = of_other_storage(store, def) {
+            prune(&storage, object);
+        }
         return Ok(());
     }
     let name = object["metadata"]["name"]
@@ -97,12 +119,21 @@ pub fn validate_value(schema: &Value, value: &mut Value) -> Vec<Cause> {
     causes
 }
 
-/// A stored custom resource as a read of `schema`'s version decodes it:
-/// defaulted (what was stored before a default existed takes it) and
-/// pruned (what the version does not declare is dropped). Nothing is
-/// refused on a read.
-pub fn decode_stored(schema: &Value, object: &mut Value) {
-    apply_defaults(schema, object);
+/// A stored custom resource as a read through a version decodes it, as
+/// 1.20 does: defaulted by the storage version's schema (`storage`: what
+/// was stored before a default existed takes it), then pruned by the
+/// schema of the version read (`served`). Nothing is refused on a read.
+pub fn decode_stored(storage: Option<&Value>, served: Option<&Value>, object: &mut Value) {
+    if let Some(storage) = storage {
+        apply_defaults(storage, object);
+    }
+    if let Some(served) = served {
+        prune(served, object);
+    }
+}
+
+/// Drops what `schema` does not declare (and non-nullable `null`s).
+pub fn prune(schema: &Value, object: &mut Value) {
     let mut ignored = Vec::new();
     walk(schema, object, "", true, &mut ignored);
 }

@@ -234,8 +234,15 @@ pub async fn crd_versions_prune_and_default_by_their_own_schemas(s: &mut Scene) 
         .push(v2);
     s.install_crd(c).await?;
     let group = s.group();
-    let through = |version: &str| s.custom(version, "gadgets");
-    let v2_path = through("v2");
+    let v1_path = s.custom("v1", "gadgets");
+    let v2_path = s.custom("v2", "gadgets");
+    let through = |version: &str| {
+        if version == "v1" {
+            v1_path.clone()
+        } else {
+            v2_path.clone()
+        }
+    };
     eventually("v2 to be served", 30, async || {
         Ok((s.get(&v2_path).await?.code == 200).then_some(()))
     })
