@@ -149,6 +149,7 @@ mod builtins;
 pub mod cluster;
 mod crd;
 mod crd_rules;
+mod custom_metadata;
 pub mod debug;
 mod discovery;
 mod events;

@@ -277,3 +277,48 @@ pub async fn crd_versions_prune_and_default_by_their_own_schemas(s: &mut Scene) 
     }
     Ok(())
 }
+
+/// A custom resource whose `metadata.labels` or `annotations` is not a map
+/// of strings does not decode: 400 with json-iterator's words (issue 32,
+/// item 10).
+pub async fn custom_resource_metadata_must_decode(s: &mut Scene) -> Fallible {
+    s.install_crd(crd("Gadget", true)).await?;
+    let path = s.custom("v1", "gadgets");
+    let group = s.group();
+    for (label, metadata) in [
+        ("labels a string", json!({"name": "g", "labels": "x"})),
+        ("labels a list", json!({"name": "g", "labels": ["a"]})),
+        (
+            "labels a number, with generateName",
+            json!({"generateName": "g-", "labels": 5}),
+        ),
+        (
+            "a label value a number",
+            json!({"name": "g", "labels": {"a": 1}}),
+        ),
+        (
+            "a second label value a boolean",
+            json!({"name": "g", "labels": {"a": "b", "c": true}}),
+        ),
+        (
+            "annotations a string",
+            json!({"name": "g", "annotations": "x"}),
+        ),
+        (
+            "an annotation value a number",
+            json!({"name": "g", "annotations": {"a": 1}}),
+        ),
+    ] {
+        let body = json!({"apiVersion": format!("{group}/v1"), "kind": "Gadget",
+            "metadata": metadata, "spec": {}});
+        let reply = s.post(&path, body).await?;
+        assert_eq!(reply.code, 400, "{label}: {}", reply.body);
+        s.record(label, &reply);
+    }
+    let body = json!({"apiVersion": format!("{group}/v1"), "kind": "Gadget",
+        "metadata": {"name": "g", "labels": null}, "spec": {}});
+    let reply = s.post(&format!("{path}?dryRun=All"), body).await?;
+    assert_eq!(reply.code, 201, "{}", reply.body);
+    s.record("labels null", reply.code);
+    Ok(())
+}

@@ -190,4 +190,5 @@ scenarios! {
     crd_definitions::crd_updates_keep_group_scope_and_stored_versions,
     crd_definitions::crd_structural_defaults_and_property_counts,
     crd_definitions::crd_versions_prune_and_default_by_their_own_schemas,
+    crd_definitions::custom_resource_metadata_must_decode,
 }
