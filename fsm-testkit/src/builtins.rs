@@ -233,6 +233,7 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<core::v1::ConfigMap>()),
             KindRules {
                 check_size: Some(limits::check_config_map_size),
+                field_causes: Some(validation::data::config_map_causes),
                 ..KindRules::NONE
             },
         ),
@@ -244,6 +245,7 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<core::v1::Secret>()),
             KindRules {
                 on_write: Some(kinds::secret_defaults),
+                field_causes: Some(validation::data::secret_causes),
                 check_size: Some(limits::check_secret_size),
                 ..KindRules::NONE
             },
@@ -263,6 +265,7 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<core::v1::Service>()),
             KindRules {
                 on_create: Some(kinds::service_defaults),
+                field_causes: Some(validation::service::service_causes),
                 creates_on_update: true,
                 etcd_resource: Some("services/specs"),
                 ..KindRules::NONE
@@ -286,6 +289,7 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<core::v1::Pod>()),
             KindRules {
                 on_create: Some(kinds::pod_defaults),
+                field_causes: Some(validation::pod::pod_causes),
                 ..KindRules::NONE
             },
         ),
@@ -317,7 +321,10 @@ fn entries() -> Vec<BuiltinKind> {
                 .column("Images", "images", ".spec.template.spec.containers")
                 .column("Selector", "selector", ".spec.selector"),
             Some(KindType::of::<apps::v1::Deployment>()),
-            KindRules::NONE,
+            KindRules {
+                field_causes: Some(validation::workloads::deployment_causes),
+                ..KindRules::NONE
+            },
         ),
         kind(
             d("apps", "v1", "StatefulSet", "statefulsets", true)
@@ -329,7 +336,10 @@ fn entries() -> Vec<BuiltinKind> {
                 .column("Containers", "containers", ".spec.template.spec.containers")
                 .column("Images", "images", ".spec.template.spec.containers"),
             Some(KindType::of::<apps::v1::StatefulSet>()),
-            KindRules::NONE,
+            KindRules {
+                field_causes: Some(validation::workloads::stateful_set_causes),
+                ..KindRules::NONE
+            },
         ),
         // Served as v1 and stored as v1beta1 by the 1.20 server.
         kind(
@@ -345,6 +355,7 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<networking::v1::Ingress>()),
             KindRules {
                 on_create: Some(kinds::ingress_defaults),
+                field_causes: Some(validation::ingress::ingress_causes),
                 ..KindRules::NONE
             },
         ),
@@ -357,6 +368,7 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<batch::v1::Job>()),
             KindRules {
                 validate: Some(|w| kinds::job_template_unchanged(w.name, w.old, w.object)),
+                field_causes: Some(validation::workloads::job_causes),
                 ..KindRules::NONE
             },
         ),
@@ -422,7 +434,10 @@ fn entries() -> Vec<BuiltinKind> {
             .short(&["pdb"])
             .column("Allowed Disruptions", "int0", ".status.disruptionsAllowed"),
             None,
-            KindRules::NONE,
+            KindRules {
+                field_causes: Some(validation::policy::pdb_causes),
+                ..KindRules::NONE
+            },
         ),
         // What `manifests --view-expose` includes.
         kind(

@@ -1,5 +1,7 @@
-//! `CustomResourceDefinition`s: validation, defaults, the resources they
-//! define, and the status the real server's controllers would write.
+//! `CustomResourceDefinition`s: validation (names and storage here, the
+//! versions' schemas, subresources and columns in `crd_rules`), defaults,
+//! the resources they define, and the status the real server's
+//! controllers would write.
 
 use serde_json::{Value, json};
 
@@ -61,6 +63,7 @@ pub fn definitions(crd: &Value) -> Result<(Vec<ResourceDef>, String), Vec<Cause>
             field: "spec.scope".into(),
         });
     }
+    causes.extend(crate::crd_rules::schemas_required(spec));
     let versions = spec["versions"].as_array().cloned().unwrap_or_default();
     if versions.is_empty() {
         causes.push(Cause::invalid(
@@ -81,6 +84,7 @@ pub fn definitions(crd: &Value) -> Result<(Vec<ResourceDef>, String), Vec<Cause>
             "must have exactly one version marked as storage version",
         ));
     }
+    causes.extend(crate::crd_rules::version_causes(spec));
     if !causes.is_empty() {
         return Err(causes);
     }
@@ -256,6 +260,10 @@ pub fn set_status(crd: &mut Value, storage_version: &str, now: &str) {
 mod tests {
     use super::*;
 
+    fn schema() -> Value {
+        json!({"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}})
+    }
+
     fn crd() -> Value {
         json!({
             "apiVersion": "apiextensions.k8s.io/v1",
@@ -266,11 +274,11 @@ mod tests {
                 "names": {"plural": "widgets", "kind": "Widget", "shortNames": ["wd"]},
                 "scope": "Namespaced",
                 "versions": [
-                    {"name": "v1", "served": true, "storage": true,
+                    {"name": "v1", "served": true, "storage": true, "schema": schema(),
                      "subresources": {"status": {}},
                      "additionalPrinterColumns": [{"name": "Size", "type": "integer", "jsonPath": ".spec.size"}]},
-                    {"name": "v1beta1", "served": true, "storage": false},
-                    {"name": "v0", "served": false, "storage": false}
+                    {"name": "v1beta1", "served": true, "storage": false, "schema": schema()},
+                    {"name": "v0", "served": false, "storage": false, "schema": schema()}
                 ]
             }
         })

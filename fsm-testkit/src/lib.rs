@@ -148,6 +148,8 @@ mod base64;
 mod builtins;
 pub mod cluster;
 mod crd;
+mod crd_rules;
+mod custom_metadata;
 pub mod debug;
 mod discovery;
 mod events;

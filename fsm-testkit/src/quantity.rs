@@ -65,6 +65,23 @@ pub fn canonical_in_resource_list(text: &str) -> Option<String> {
     written(text, true)
 }
 
+/// How two quantities compare by value (`Quantity.Cmp`), or `None` when
+/// either is no quantity or too large to compare here.
+#[must_use]
+pub fn compare(a: &str, b: &str) -> Option<std::cmp::Ordering> {
+    let (Parsed::Quantity(a), Parsed::Quantity(b)) = (parse(a.trim()), parse(b.trim())) else {
+        return None;
+    };
+    let exponent = a.exponent.min(b.exponent);
+    let scaled = |q: Quantity| {
+        u32::try_from(q.exponent - exponent)
+            .ok()
+            .and_then(|p| 10i128.checked_pow(p))
+            .and_then(|f| q.mantissa.checked_mul(f))
+    };
+    Some(scaled(a)?.cmp(&scaled(b)?))
+}
+
 fn written(text: &str, resource_list: bool) -> Option<String> {
     let trimmed = text.trim();
     match parse(trimmed) {
@@ -404,6 +421,16 @@ mod tests {
                 "{written}"
             );
         }
+    }
+
+    #[test]
+    fn quantities_compare_by_value() {
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        assert_eq!(compare("2", "1"), Some(Greater));
+        assert_eq!(compare("500m", "1"), Some(Less));
+        assert_eq!(compare("1Gi", "1024Mi"), Some(Equal));
+        assert_eq!(compare("1G", "1Gi"), Some(Less));
+        assert_eq!(compare("x", "1"), None);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! `openAPIV3Schema`, as the real server does on every write (create,
 //! update, patch, and the status subresource):
 //!
+//! 0. **Defaulting**: the schema's `default`s fill what is absent.
 //! 1. **Pruning**: fields the schema does not declare are dropped, unless
 //!    the object (or an ancestor) carries
 //!    `x-kubernetes-preserve-unknown-fields: true`; an object with
@@ -18,10 +19,15 @@
 //! # Caveats
 //! `pattern` and `format` (see [`crate::formats`]) are checked too.
 //!
+//! `minProperties`/`maxProperties` are checked; structural defaults
+//! (`default`) are applied first ([`apply_defaults`]): to what a write
+//! leaves absent (a merge patch's `null` included), and to what a read
+//! finds absent in an object stored before the default existed.
+//!
 //! Not checked: `allOf`/`anyOf`/`oneOf`/`not`,
 //! `x-kubernetes-validations` (CEL), list-type and map-type uniqueness.
-//! Defaults (`default`) are not applied here. `metadata` is pruned to
-//! `ObjectMeta`'s fields by the cluster, for every kind.
+//! `metadata` is pruned to `ObjectMeta`'s fields by the cluster, for
+//! every kind.
 
 use serde_json::{Map, Value};
 
@@ -33,6 +39,23 @@ use crate::store::Store;
 /// `None` for built-in resources and versions without a schema.
 #[must_use]
 pub fn of(store: &Store, def: &ResourceDef) -> Option<Value> {
+    version_schema(store, def, |v| v["name"] == def.version.as_str())
+}
+
+/// The `openAPIV3Schema` of the storage version of `def`'s CRD, when it
+/// is not `def`'s own version (`None` else, or without a schema).
+#[must_use]
+pub fn of_other_storage(store: &Store, def: &ResourceDef) -> Option<Value> {
+    version_schema(store, def, |v| {
+        v["storage"] == true && v["name"] != def.version.as_str()
+    })
+}
+
+fn version_schema(
+    store: &Store,
+    def: &ResourceDef,
+    pick: impl Fn(&Value) -> bool,
+) -> Option<Value> {
     if !def.custom {
         return None;
     }
@@ -44,7 +67,7 @@ pub fn of(store: &Store, def: &ResourceDef) -> Option<Value> {
     crd["spec"]["versions"]
         .as_array()?
         .iter()
-        .find(|v| v["name"] == def.version.as_str())
+        .find(|v| pick(v))
         .map(|v| v["schema"]["openAPIV3Schema"].clone())
         .filter(Value::is_object)
 }
@@ -60,6 +83,11 @@ pub fn enforce(store: &Store, def: &ResourceDef, object: &mut Value) -> Result<(
     };
     let causes = prune_and_validate(&schema, object);
     if causes.is_empty() {
+        // Written through another version than the storage one: stored
+        // as that version, pruned by its schema (no conversion else).
+        if let Some(storage) = of_other_storage(store, def) {
+            prune(&storage, object);
+        }
         return Ok(());
     }
     let name = object["metadata"]["name"]
@@ -72,13 +100,87 @@ pub fn enforce(store: &Store, def: &ResourceDef, object: &mut Value) -> Result<(
     ))
 }
 
-/// Prunes `object` (a whole resource: `apiVersion`, `kind` and `metadata`
-/// are kept) by `schema` and returns the validation failures.
+/// Defaults, prunes `object` (a whole resource: `apiVersion`, `kind` and
+/// `metadata` are kept) by `schema` and returns the validation failures.
 #[must_use]
 pub fn prune_and_validate(schema: &Value, object: &mut Value) -> Vec<Cause> {
+    apply_defaults(schema, object);
     let mut causes = Vec::new();
     walk(schema, object, "", true, &mut causes);
     causes
+}
+
+/// The failures of `value` (not a whole resource: a schema's `default`)
+/// by `schema`, their fields relative to it (`""` for the value itself).
+#[must_use]
+pub fn validate_value(schema: &Value, value: &mut Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    walk(schema, value, "", false, &mut causes);
+    causes
+}
+
+/// A stored custom resource as a read through a version decodes it, as
+/// 1.20 does: defaulted by the storage version's schema (`storage`: what
+/// was stored before a default existed takes it), then pruned by the
+/// schema of the version read (`served`). Nothing is refused on a read.
+pub fn decode_stored(storage: Option<&Value>, served: Option<&Value>, object: &mut Value) {
+    if let Some(storage) = storage {
+        apply_defaults(storage, object);
+    }
+    if let Some(served) = served {
+        prune(served, object);
+    }
+}
+
+/// Drops what `schema` does not declare (and non-nullable `null`s).
+pub fn prune(schema: &Value, object: &mut Value) {
+    let mut ignored = Vec::new();
+    walk(schema, object, "", true, &mut ignored);
+}
+
+/// Fills the structural defaults of `schema` into `value`, as the real
+/// server does when it decodes a custom resource (a write, or a read of
+/// one stored before the default existed): a property that is absent, or
+/// `null` where the schema is not `nullable`, takes its `default`, and
+/// what it takes is defaulted in turn; items of arrays and values of
+/// `additionalProperties` are defaulted by their schemas.
+pub fn apply_defaults(schema: &Value, value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+                for (key, sub) in properties {
+                    let Some(default) = sub.get("default").filter(|d| !d.is_null()) else {
+                        continue;
+                    };
+                    let missing = match map.get(key) {
+                        None => true,
+                        Some(Value::Null) => !flag(sub, "nullable"),
+                        Some(_) => false,
+                    };
+                    if missing {
+                        map.insert(key.clone(), default.clone());
+                    }
+                }
+                for (key, v) in map.iter_mut() {
+                    if let Some(sub) = properties.get(key) {
+                        apply_defaults(sub, v);
+                    }
+                }
+            } else if let Some(sub) = schema.get("additionalProperties").filter(|a| a.is_object()) {
+                for v in map.values_mut() {
+                    apply_defaults(sub, v);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(sub) = schema.get("items").filter(|i| i.is_object()) {
+                for item in items {
+                    apply_defaults(sub, item);
+                }
+            }
+        }
+        _ => {}
+    }
 }
 
 /// The JSON type of `v` as the real server names it in messages.
@@ -227,6 +329,24 @@ fn bounds(schema: &Value, value: &Value, path: &str, causes: &mut Vec<Cause>) {
                 let detail = format!("{path} in body should be {op} {}", schema["maximum"]);
                 causes.push(invalid(path, value, &detail));
             }
+        }
+    }
+    if let Value::Object(map) = value {
+        let limit = |k: &str| schema.get(k).and_then(Value::as_u64);
+        // The real server shows the bound as the invalid value.
+        if let Some(min) = limit("minProperties").filter(|m| (map.len() as u64) < *m) {
+            causes.push(invalid(
+                path,
+                &Value::from(min),
+                &format!("{path} in body should have at least {min} properties"),
+            ));
+        }
+        if let Some(max) = limit("maxProperties").filter(|m| (map.len() as u64) > *m) {
+            causes.push(invalid(
+                path,
+                &Value::from(max),
+                &format!("{path} in body should have at most {max} properties"),
+            ));
         }
     }
     let count = match value {
@@ -409,6 +529,35 @@ mod tests {
         assert_eq!(
             causes[0].message,
             "Invalid value: 0: spec.size in body should be greater than or equal to 1"
+        );
+    }
+
+    #[test]
+    fn defaults_fill_what_is_absent_or_null() {
+        let schema = serde_json::json!({"type": "object", "properties": {"spec": {
+            "type": "object", "default": {},
+            "properties": {
+                "size": {"type": "integer", "default": 3},
+                "tags": {"type": "array", "items": {"type": "object",
+                    "properties": {"k": {"type": "string", "default": "x"}}}},
+                "opts": {"type": "object", "minProperties": 1,
+                    "additionalProperties": {"type": "string"}},
+                "n": {"type": "integer", "nullable": true, "default": 1}}}}});
+        let mut o =
+            serde_json::json!({"metadata": {"name": "a"}, "spec": {"tags": [{}], "n": null}});
+        assert!(prune_and_validate(&schema, &mut o).is_empty());
+        assert_eq!(
+            o["spec"],
+            serde_json::json!({"size": 3, "tags": [{"k": "x"}], "n": null})
+        );
+        let mut o = serde_json::json!({"metadata": {"name": "a"}});
+        assert!(prune_and_validate(&schema, &mut o).is_empty());
+        assert_eq!(o["spec"], serde_json::json!({"size": 3, "n": 1}));
+        let mut o = serde_json::json!({"spec": {"opts": {}}});
+        let causes = prune_and_validate(&schema, &mut o);
+        assert_eq!(
+            causes[0].message,
+            "Invalid value: 1: spec.opts in body should have at least 1 properties"
         );
     }
 

@@ -817,8 +817,11 @@ mod tests {
         });
         let jobs =
             kube::Api::<k8s_openapi::api::batch::v1::Job>::default_namespaced(server.client());
-        let job = serde_json::from_value(json!({"metadata": {"name": "late"}, "spec": {}}))
-            .expect("a valid Job");
+        let job = serde_json::from_value(
+            json!({"metadata": {"name": "late"}, "spec": {"template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}}}),
+        )
+        .expect("a valid Job");
         jobs.create(&kube::api::PostParams::default(), &job)
             .await
             .expect("created");

@@ -722,6 +722,7 @@ mod tests {
             "spec": {"group": "example.com", "scope": "Namespaced",
             "names": {"plural": "widgets", "kind": "Widget"},
             "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
                 "additionalPrinterColumns": [
                     {"name": "Owner", "type": "string", "jsonPath": ".spec.owner", "priority": 1}]}]}});
         let (defs, _) = crate::crd::definitions(&crd).unwrap();

@@ -14,24 +14,59 @@ use crate::time::timestamp;
 impl Cluster {
     /// For a CRD: validates it, fills defaults and status; returns its
     /// storage version. `None` for other kinds.
+    ///
+    /// An update of the definition (`old`: the stored CRD, `main`: not a
+    /// status write) is refused as the real server refuses it: changing
+    /// `group` or `scope`, or dropping a version still stored.
     pub(super) fn crd_prepare(
         &self,
         def: &ResourceDef,
         object: &mut Value,
+        old: Option<&Value>,
+        main: bool,
         now: jiff::Timestamp,
     ) -> Result<Option<String>, ApiError> {
         if def.group_resource() != crds() {
             return Ok(None);
         }
         crd::default_spec(object);
-        let (_, storage) = crd::definitions(object).map_err(|causes| {
+        let invalid = |object: &Value, causes| {
             ApiError::Invalid(
                 Subject::new(&def.group, &def.kind, str_at(object, "name")),
                 causes,
             )
-        })?;
-        crd::set_status(object, &storage, &timestamp(now));
-        Ok(Some(storage))
+        };
+        let definitions = crd::definitions(object);
+        let mut causes = match &definitions {
+            Ok(_) => Vec::new(),
+            Err(causes) => causes.clone(),
+        };
+        // The real update validation checks the name only for changes
+        // (it is immutable): a changed group is reported as such.
+        if old.is_some() {
+            causes.retain(|c| c.field != "metadata.name");
+        }
+        if let Some(old) = old.filter(|_| main) {
+            let mut stored: Vec<String> = old["status"]["storedVersions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect();
+            if let Ok((_, storage)) = &definitions
+                && !stored.contains(storage)
+            {
+                stored.push(storage.clone());
+            }
+            causes.extend(crate::crd_rules::update_causes(object, old, &stored));
+        }
+        match definitions {
+            Ok((_, storage)) if causes.is_empty() => {
+                crd::set_status(object, &storage, &timestamp(now));
+                Ok(Some(storage))
+            }
+            _ => Err(invalid(object, causes)),
+        }
     }
 
     pub(super) fn crd_register(&mut self, object: &Value, storage: &str) {

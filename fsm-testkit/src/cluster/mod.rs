@@ -235,7 +235,10 @@ mod tests {
         let mut c = cluster();
         let d = def(&c, "apps", "deployments");
         let body = json!({"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"generateName": "web-"}, "spec": {"replicas": 1}, "status": {"x": 1}});
+            "metadata": {"generateName": "web-"}, "status": {"x": 1},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "web", "image": "nginx"}]}}}});
         let o = c.create(&d, "default", body, false, now()).unwrap();
         let name = o["metadata"]["name"].as_str().unwrap();
         assert!(name.starts_with("web-") && name.len() == 9, "{name}");
@@ -251,7 +254,10 @@ mod tests {
         let mut c = cluster();
         let d = def(&c, "apps", "deployments");
         let body = json!({"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "web"}, "spec": {"replicas": 1}});
+            "metadata": {"name": "web"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "web", "image": "nginx"}]}}}});
         let o = c.create(&d, "default", body, false, now()).unwrap();
         // Main write: status ignored, spec change bumps generation.
         let mut w = o.clone();

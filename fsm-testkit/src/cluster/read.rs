@@ -17,9 +17,10 @@ impl Cluster {
     /// # Errors
     /// [`ApiError::NotFound`].
     pub fn get(&self, def: &ResourceDef, ns: &str, name: &str) -> Result<Value, ApiError> {
+        let schemas = self.read_schemas(def);
         self.store
             .get(&def.group_resource(), ns, name)
-            .map(|o| present(def, &o))
+            .map(|o| decoded(&schemas, present(def, &o)))
             .ok_or_else(|| not_found(def, name))
     }
 
@@ -97,11 +98,42 @@ impl Cluster {
         if def.custom && metadata.get("continue").is_none() {
             metadata["continue"] = json!("");
         }
+        let schemas = self.read_schemas(def);
         Ok(json!({
             "kind": def.list_kind(),
             "apiVersion": def.api_version(),
             "metadata": metadata,
-            "items": items.iter().map(|o| list_item(def, o)).collect::<Vec<_>>(),
+            "items": items
+                .iter()
+                .map(|o| decoded(&schemas, list_item(def, o)))
+                .collect::<Vec<_>>(),
         }))
     }
+}
+
+/// The schemas a read of a custom resource through `def`'s version
+/// decodes with: the storage version's, the version read's.
+struct ReadSchemas {
+    storage: Option<Value>,
+    served: Option<Value>,
+}
+
+impl Cluster {
+    fn read_schemas(&self, def: &ResourceDef) -> ReadSchemas {
+        let served = self.crd_schema(def);
+        let storage = crate::schema::of_other_storage(&self.store, def).or_else(|| served.clone());
+        ReadSchemas { storage, served }
+    }
+}
+
+/// A custom resource as read: defaulted by its storage version's schema,
+/// pruned by the read version's, as the real server decodes what it
+/// reads from storage (built-in objects have neither).
+fn decoded(schemas: &ReadSchemas, mut object: Value) -> Value {
+    crate::schema::decode_stored(
+        schemas.storage.as_ref(),
+        schemas.served.as_ref(),
+        &mut object,
+    );
+    object
 }

@@ -144,8 +144,8 @@ mod tests {
     use std::time::Duration;
 
     use k8s_openapi::api::apps::v1::DeploymentStatus;
-    use k8s_openapi::api::batch::v1::{JobSpec, JobStatus};
-    use kube::api::{ObjectMeta, Patch, PatchParams};
+    use k8s_openapi::api::batch::v1::JobStatus;
+    use kube::api::{Patch, PatchParams};
     use serde_json::json;
 
     use super::*;
@@ -153,14 +153,14 @@ mod tests {
     use crate::simulation::{JobOutcome, JobRule, Simulation, SimulationConfig};
 
     fn job(name: &str) -> Job {
-        Job {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                ..ObjectMeta::default()
-            },
-            spec: Some(JobSpec::default()),
-            status: None,
-        }
+        serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {"template": {"spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "main", "image": "busybox"}],
+            }}},
+        }))
+        .expect("a valid Job")
     }
 
     fn deployment(name: &str, replicas: i32) -> Deployment {

@@ -23,6 +23,23 @@ pub(super) fn decode_typed(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> 
     Ok(Flow::Next)
 }
 
+/// A custom resource's metadata decodes into `ObjectMeta`: its labels and
+/// annotations are maps of strings, else 400 as the real decoder words it.
+pub(super) fn decode_custom_metadata(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
+    let def = a.write.def;
+    if !def.custom {
+        return Ok(Flow::Next);
+    }
+    match crate::custom_metadata::decode_problem(&a.object["metadata"]) {
+        None => Ok(Flow::Next),
+        Some(problem) => Err(ApiError::BadRequest(format!(
+            "{kind} in version {version:?} cannot be handled as a {kind}: {problem}",
+            kind = def.kind,
+            version = def.version
+        ))),
+    }
+}
+
 /// The kind's stored form (Events of either API are stored as core Events).
 pub(super) fn convert_to_storage(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
     if let Some(to_storage) = a.rules.to_storage {

@@ -79,6 +79,7 @@ const CHAIN: &[Step] = &[
     // The body as sent: its type, decoded as the real server decodes it.
     body::check_body_type,
     body::decode_typed,
+    body::decode_custom_metadata,
     body::convert_to_storage,
     body::check_decoded,
     body::normalize_numbers,

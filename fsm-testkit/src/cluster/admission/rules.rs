@@ -136,11 +136,18 @@ pub(super) fn record_field_ownership(a: &mut Admission<'_, '_>) -> Result<Flow, 
     Ok(Flow::Next)
 }
 
-/// A CRD's defaults and status, and its storage version.
+/// A CRD's validation (an update's against the stored one), defaults
+/// and status, and its storage version.
 pub(super) fn prepare_crd(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
-    a.crd_storage = a
-        .cluster
-        .crd_prepare(a.write.def, &mut a.object, a.write.now)?;
+    let old = a.current.clone();
+    let main = matches!(a.part(), super::super::Part::Main);
+    a.crd_storage = a.cluster.crd_prepare(
+        a.write.def,
+        &mut a.object,
+        old.as_deref(),
+        main,
+        a.write.now,
+    )?;
     Ok(Flow::Next)
 }
 

@@ -18,6 +18,7 @@
 pub mod auth;
 pub mod bodies;
 pub mod builtin;
+pub mod crd_definitions;
 pub mod custom;
 pub mod deletion;
 pub mod events;
@@ -27,6 +28,7 @@ pub mod lists;
 pub mod openapi;
 pub mod patches;
 pub mod protobuf;
+pub mod validation;
 pub mod watch;
 pub mod writes;
 
@@ -49,6 +51,10 @@ pub mod known {
         events.k8s.io may change only metadata and series (422 'field is immutable', a changed \
         series validated); 1.20 accepts anything there because its check compares the new \
         Event with itself (pkg/registry/core/event/strategy.go, oldEvent := obj), fixed since";
+    /// Not a fidelity difference: 1.20 stores Ingresses as `extensions`.
+    pub const VERSION_INGRESS_INVALID_GROUP: &str = "VERSION DIFFERENCE: 1.20 names an invalid \
+        Ingress 'Ingress.extensions' (details.group 'extensions', the group its storage \
+        decodes to); later versions, as the embedded server, 'Ingress.networking.k8s.io'";
     /// Not a fidelity difference: 1.20 predates server-side field validation.
     pub const VERSION_FIELD_VALIDATION: &str = "VERSION DIFFERENCE: fieldValidation=Strict \
         refuses unknown fields with 400 BadRequest ('strict decoding error: unknown field \
@@ -182,4 +188,13 @@ scenarios! {
     patches::server_side_apply_list_keys,
     bodies::yaml_bodies_and_the_type_from_the_url,
     bodies::legacy_watch_paths,
+    validation::invalid_workloads_are_refused,
+    validation::invalid_services_are_refused,
+    validation::invalid_ingresses_and_data_keys_are_refused,
+    validation::updates_are_validated,
+    crd_definitions::invalid_crd_definitions_are_refused,
+    crd_definitions::crd_updates_keep_group_scope_and_stored_versions,
+    crd_definitions::crd_structural_defaults_and_property_counts,
+    crd_definitions::crd_versions_prune_and_default_by_their_own_schemas,
+    crd_definitions::custom_resource_metadata_must_decode,
 }

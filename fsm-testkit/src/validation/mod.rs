@@ -1,4 +1,15 @@
-//! Name validation, as the real server's `ValidateObjectMeta` does it.
+//! Validation as the real server's: names (its `ValidateObjectMeta`),
+//! here, and the fields of the built-in kinds operators create, one
+//! module per kind family, each rule a function the kinds' table
+//! (`builtins`) names in the kind's entry (`KindRules::field_causes`).
+
+pub mod data;
+pub mod field;
+pub mod ingress;
+pub mod pod;
+pub mod policy;
+pub mod service;
+pub mod workloads;
 
 use serde_json::Value;
 
