@@ -140,6 +140,7 @@ mod fsm;
 mod future;
 mod graph;
 mod harness;
+mod layout;
 mod machine;
 mod machine_graph;
 mod memory;
