@@ -8,9 +8,10 @@ use std::fmt::Write;
 use serde::{Deserialize, Serialize};
 
 use crate::diagram::edges;
-use crate::layout::{EdgeSpec, Layout, Size, layered, text_width};
+use crate::layout::{EdgeSpec, Layout, Size, layered};
 use crate::machine::Machine;
 use crate::text::escape_markup as escape;
+use crate::text::text_width;
 
 /// A machine's diagram as data: the same states and arrows as
 /// [`Machine::mermaid`], in declaration order.

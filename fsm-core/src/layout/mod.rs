@@ -107,26 +107,6 @@ pub(crate) fn layered(nodes: &[Size], edges: &[EdgeSpec], first: Option<usize>) 
     route::route(nodes, edges, &acyclic, &layers, &placed)
 }
 
-/// A generous estimate of how wide `text` is drawn in a sans-serif font of
-/// `size` (bold when `bold`), so that boxes and labels sized by it hold
-/// their text in the usual fonts.
-pub(crate) fn text_width(text: &str, size: f64, bold: bool) -> f64 {
-    let ems: f64 = text
-        .chars()
-        .map(|c| match c {
-            'i' | 'j' | 'l' | 'I' | '.' | ',' | ':' | ';' | '\'' | '|' | '!' | ' ' => 0.34,
-            'f' | 't' | 'r' | '(' | ')' | '[' | ']' | '-' => 0.44,
-            'm' | 'w' => 0.94,
-            'M' | 'W' => 1.0,
-            c if c.is_ascii_uppercase() => 0.76,
-            c if c.is_ascii() => 0.64,
-            _ => 1.0,
-        })
-        .sum();
-    let weight = if bold { 1.1 } else { 1.0 };
-    ems * size * weight
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,11 +169,5 @@ mod tests {
                 assert!(!overlap(a, b), "{a:?} {b:?}");
             }
         }
-    }
-
-    #[test]
-    fn text_width_grows_with_the_text_and_the_weight() {
-        assert!(text_width("WaitingReady", 13.0, true) > text_width("WaitingReady", 13.0, false));
-        assert!(text_width("Pending", 13.0, false) < text_width("Provisioning", 13.0, false));
     }
 }
