@@ -88,6 +88,9 @@ pub struct Mark {
     pub at: Timestamp,
     /// What kind of thing.
     pub kind: MarkKind,
+    /// The state it happened in (the one left, for a transition), when
+    /// it concerns one: commands concern the object.
+    pub state: Option<String>,
     /// What, for people.
     pub text: String,
 }
@@ -187,6 +190,7 @@ impl Timeline {
                 marks.push(Mark {
                     at: entry.at,
                     kind: reason_kind(reason),
+                    state: entry.from.clone(),
                     text: format!("{from} → {}: {reason}", entry.to),
                 });
             }
@@ -226,6 +230,7 @@ impl Timeline {
             marks.push(Mark {
                 at: now,
                 kind: MarkKind::Error,
+                state: Some(record.state.clone()),
                 text,
             });
         }
@@ -233,6 +238,7 @@ impl Timeline {
             marks.push(Mark {
                 at: next,
                 kind: MarkKind::NextAttempt,
+                state: Some(record.state.clone()),
                 text: format!("next attempt in {}", record.state),
             });
         }
@@ -249,6 +255,7 @@ impl Timeline {
             marks.push(Mark {
                 at: command.at,
                 kind,
+                state: None,
                 text: format!(
                     "command #{} {}{by}: {outcome}",
                     command.seq, command.command
