@@ -140,6 +140,7 @@ mod fsm;
 mod future;
 mod graph;
 mod harness;
+mod layout;
 mod machine;
 mod machine_graph;
 mod memory;
@@ -150,6 +151,7 @@ mod record;
 mod refuse;
 mod retry;
 mod store;
+mod timeline;
 mod transition;
 mod upgrade;
 
@@ -193,6 +195,7 @@ pub use record::{
 };
 pub use retry::{InvalidRetryPolicy, Jitter, RetryPolicy};
 pub use store::{Commit, Loaded, ObjectKey, StateStore, StoreError, Version};
+pub use timeline::{Compensation, Mark, MarkKind, Stay, Timeline};
 pub use transition::Transition;
 pub use upgrade::{RecordCompatibility, Upgraded};
 

@@ -8,8 +8,10 @@ use std::fmt::Write;
 use serde::{Deserialize, Serialize};
 
 use crate::diagram::edges;
+use crate::layout::{EdgeSpec, Layout, Size, layered};
 use crate::machine::Machine;
 use crate::text::escape_markup as escape;
+use crate::text::text_width;
 
 /// A machine's diagram as data: the same states and arrows as
 /// [`Machine::mermaid`], in declaration order.
@@ -112,13 +114,17 @@ impl Machine {
     }
 }
 
-/// Width and height of a state's box, and the gaps between ranks and rows,
-/// in SVG user units.
-const BOX_W: u32 = 150;
-const BOX_H: u32 = 44;
-const RANK_GAP: u32 = 90;
-const ROW_GAP: u32 = 36;
-const MARGIN: u32 = 20;
+/// A state's box: its least width, the room around its name, its height
+/// with and without a count; the size of its name's text.
+const BOX_MIN_W: f64 = 96.0;
+const BOX_PAD: f64 = 24.0;
+const BOX_H_COUNTS: f64 = 44.0;
+const BOX_H: f64 = 32.0;
+const NAME_SIZE: f64 = 13.0;
+/// An arrow's label: its text's size, its height and the room around it.
+const LABEL_SIZE: f64 = 10.0;
+const LABEL_H: f64 = 13.0;
+const LABEL_PAD: f64 = 6.0;
 
 impl MachineGraph {
     /// The state named `name`.
@@ -166,56 +172,56 @@ impl MachineGraph {
         out
     }
 
-    /// Each state's rank: its distance from the initial state over the
-    /// handlers' arrows, then over the engine's; states reached by neither
-    /// come last.
-    fn ranks(&self) -> Vec<usize> {
+    /// The diagram's geometry: a layered layout, top to bottom, of the
+    /// states (boxes sized to their names) and the arrows between states
+    /// the graph knows (the engine's and signals' with their labels), in
+    /// the order of [`MachineGraph::states`] and of the arrows kept.
+    fn layout(&self, counts: bool) -> (Layout, Vec<&GraphEdge>) {
         let index = |name: &str| self.states.iter().position(|s| s.name == name);
-        let mut rank: Vec<Option<usize>> = vec![None; self.states.len()];
-        let mut queue: std::collections::VecDeque<usize> = self
+        let box_height = if counts { BOX_H_COUNTS } else { BOX_H };
+        let nodes: Vec<Size> = self
             .states
             .iter()
-            .position(|s| s.initial)
-            .into_iter()
+            .map(|s| Size {
+                width: (text_width(&box_title(s), NAME_SIZE, true) + BOX_PAD).max(BOX_MIN_W),
+                height: box_height,
+            })
             .collect();
-        for &start in &queue {
-            rank[start] = Some(0);
+        let mut kept = Vec::new();
+        let mut specs = Vec::new();
+        for edge in &self.edges {
+            let (Some(from), Some(to)) = (index(&edge.from), index(&edge.to)) else {
+                continue;
+            };
+            specs.push(EdgeSpec {
+                from,
+                to,
+                label: edge.engine.as_deref().map(|cause| Size {
+                    width: text_width(cause, LABEL_SIZE, false) + LABEL_PAD,
+                    height: LABEL_H,
+                }),
+            });
+            kept.push(edge);
         }
-        for engine in [false, true] {
-            if engine {
-                queue = (0..self.states.len())
-                    .filter(|&i| rank[i].is_some())
-                    .collect();
-            }
-            while let Some(at) = queue.pop_front() {
-                let next_rank = rank[at].unwrap_or(0) + 1;
-                for edge in self
-                    .edges
-                    .iter()
-                    .filter(|e| e.from == self.states[at].name && e.engine.is_some() == engine)
-                {
-                    if let Some(to) = index(&edge.to)
-                        && rank[to].is_none()
-                    {
-                        rank[to] = Some(next_rank);
-                        queue.push_back(to);
-                    }
-                }
-            }
-        }
-        let last = rank.iter().flatten().max().map_or(0, |r| r + 1);
-        rank.into_iter().map(|r| r.unwrap_or(last)).collect()
+        let first = self.states.iter().position(|s| s.initial);
+        (layered(&nodes, &specs, first), kept)
     }
 
-    /// The diagram as a standalone SVG document, laid out left to right in
-    /// ranks (each state at its distance from the initial state over the
-    /// handlers' arrows, then the engine's); with `counts`, each state's box
-    /// shows its number of objects (0 for states not in it). Failed states are drawn
-    /// red, ready states green, states with a compensation with a dashed
-    /// orange border and `↺`; the engine's arrows are dashed and labelled.
-    /// Every element carries a class (`state`, `failed`, `ready`,
-    /// `compensated`, `edge`, `engine`, `count`) and each state's group a
-    /// `data-state` attribute, for styles and scripts.
+    /// The diagram as a standalone SVG document, laid out top to bottom in
+    /// layers (a Sugiyama-style layout: few crossings, arrows routed
+    /// around the boxes, every label in a place of its own, so that a
+    /// machine of any size reads); with `counts`, each state's box shows
+    /// its number of objects (0 for states not in it). Failed states are
+    /// drawn red, ready states green, states with a compensation with a
+    /// dashed orange border and `↺`. The engine's arrows are dashed and
+    /// labelled with their cause, in red for retries exhausted or a
+    /// failure (`failure`), orange for a timeout (`timeout`); a signal's
+    /// arrow is dotted blue (`signal`). Every element carries a class
+    /// (`state`, `failed`, `ready`, `compensated`, `edge`, `engine`,
+    /// `count`, `label`) and each state's group a `data-state` attribute,
+    /// for styles and scripts; each label's place is a `label-box`
+    /// rectangle. The document has its natural size and a `viewBox`, so
+    /// that a page can scale it to its width.
     ///
     /// ```
     /// use std::collections::BTreeMap;
@@ -234,86 +240,57 @@ impl MachineGraph {
     /// assert!(!graph.svg(None).contains(r#"class="count""#));
     /// ```
     pub fn svg(&self, counts: Option<&BTreeMap<String, usize>>) -> String {
-        let ranks = self.ranks();
-        let mut rows_in_rank: BTreeMap<usize, u32> = BTreeMap::new();
-        let positions: Vec<(u32, u32)> = ranks
-            .iter()
-            .map(|&rank| {
-                let row = rows_in_rank.entry(rank).or_insert(0);
-                let at = (
-                    MARGIN + to_u32(rank) * (BOX_W + RANK_GAP),
-                    MARGIN + 30 + *row * (BOX_H + ROW_GAP),
-                );
-                *row += 1;
-                at
-            })
-            .collect();
-        let width = positions.iter().map(|p| p.0 + BOX_W).max().unwrap_or(0) + MARGIN;
-        let height = positions.iter().map(|p| p.1 + BOX_H).max().unwrap_or(0) + MARGIN + 30;
+        let (layout, kept) = self.layout(counts.is_some());
+        let (width, height) = (layout.width.ceil(), layout.height.ceil());
         let mut out = format!(
             "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"fsm-diagram\" \
              data-machine=\"{m}\" viewBox=\"0 0 {width} {height}\" width=\"{width}\" height=\"{height}\" \
-             font-family=\"sans-serif\" font-size=\"13\">\n\
-             <title>{m}</title>\n\
-             <defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" \
-             markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\">\
-             <path d=\"M0,0 L10,5 L0,10 z\" fill=\"#555\"/></marker></defs>\n",
+             font-family=\"sans-serif\" font-size=\"{NAME_SIZE}\">\n\
+             <title>{m}</title>\n<defs>",
             m = escape(&self.machine)
         );
-        let index = |name: &str| self.states.iter().position(|s| s.name == name);
-        for (n, edge) in self.edges.iter().enumerate() {
-            let (Some(from), Some(to)) = (index(&edge.from), index(&edge.to)) else {
-                continue;
-            };
-            let (fx, fy) = positions[from];
-            let (tx, ty) = positions[to];
-            let forward = ranks[to] > ranks[from];
-            let class = if edge.engine.is_some() {
-                "edge engine"
-            } else {
-                "edge"
-            };
-            let dash = if edge.engine.is_some() {
-                " stroke-dasharray=\"5 4\""
-            } else {
-                ""
-            };
-            let (path, label_at) = if forward {
-                let (x1, y1) = (fx + BOX_W, fy + BOX_H / 2);
-                let (x2, y2) = (tx, ty + BOX_H / 2);
-                let mid = x1.midpoint(x2);
-                (
-                    format!("M{x1},{y1} C{mid},{y1} {mid},{y2} {x2},{y2}"),
-                    (mid, y1.midpoint(y2)),
-                )
-            } else {
-                // Back (or same-rank) arrows loop over the boxes, each a
-                // little higher than the last so that they stay apart.
-                let lift = 18 + to_u32(n % 4) * 6;
-                let (x1, y1) = (fx + BOX_W / 2, fy);
-                let (x2, y2) = (tx + BOX_W / 2 + 10, ty);
-                let top = y1.min(y2).saturating_sub(lift);
-                (
-                    format!("M{x1},{y1} C{x1},{top} {x2},{top} {x2},{y2}"),
-                    (x1.midpoint(x2), top + 4),
-                )
-            };
-            let _ = writeln!(
+        for cause in Cause::ALL {
+            let _ = write!(
                 out,
-                "<g class=\"{class}\"><path d=\"{path}\" fill=\"none\" stroke=\"#555\"{dash} marker-end=\"url(#arrow)\"/>"
+                "<marker id=\"{}\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" \
+                 markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\">\
+                 <path d=\"M0,0 L10,5 L0,10 z\" fill=\"{}\"/></marker>",
+                cause.marker(),
+                cause.color()
             );
-            if let Some(cause) = &edge.engine {
+        }
+        out.push_str("</defs>\n");
+        for (edge, routed) in kept.iter().zip(&layout.edges) {
+            let cause = Cause::of(edge);
+            let _ = write!(
+                out,
+                "<g class=\"{}\" data-from=\"{}\" data-to=\"{}\"><path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.4\"{} marker-end=\"url(#{})\"/>",
+                cause.classes(),
+                escape(&edge.from),
+                escape(&edge.to),
+                routed.path,
+                cause.color(),
+                cause.dash(),
+                cause.marker()
+            );
+            if let (Some(text), Some(place)) = (&edge.engine, routed.label) {
                 let _ = write!(
                     out,
-                    "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"10\" fill=\"#777\">{}</text>",
-                    label_at.0,
-                    label_at.1.saturating_sub(3),
-                    escape(cause)
+                    "<rect class=\"label-box\" x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#fff\" fill-opacity=\"0.8\"/>\
+                     <text class=\"label\" x=\"{:.1}\" y=\"{:.1}\" font-size=\"{LABEL_SIZE}\" fill=\"{}\">{}</text>",
+                    place.x,
+                    place.y,
+                    place.width,
+                    place.height,
+                    place.x + LABEL_PAD / 2.0,
+                    place.y + place.height - 3.0,
+                    cause.color(),
+                    escape(text)
                 );
             }
             out.push_str("</g>\n");
         }
-        for (state, &(x, y)) in self.states.iter().zip(&positions) {
+        for (state, frame) in self.states.iter().zip(&layout.boxes) {
             let mut classes = vec!["state"];
             let (mut stroke, mut fill) = ("#456", "#f4f7fb");
             if state.ready {
@@ -331,29 +308,113 @@ impl MachineGraph {
                 dash = " stroke-dasharray=\"6 3\"";
             }
             let name = escape(&state.name);
-            let mark = if state.compensated { " ↺" } else { "" };
-            let name_y = if counts.is_some() { y + 18 } else { y + 27 };
+            let title = escape(&box_title(state));
+            let name_y = if counts.is_some() {
+                frame.y + 18.0
+            } else {
+                frame.y + frame.height / 2.0 + 4.5
+            };
             let _ = write!(
                 out,
                 "<g class=\"{}\" data-state=\"{name}\">\
-                 <rect x=\"{x}\" y=\"{y}\" width=\"{BOX_W}\" height=\"{BOX_H}\" rx=\"8\" fill=\"{fill}\" stroke=\"{stroke}\" stroke-width=\"2\"{dash}/>\
-                 <text x=\"{}\" y=\"{name_y}\" text-anchor=\"middle\" font-weight=\"bold\">{name}{mark}</text>",
+                 <rect class=\"box\" x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" rx=\"8\" fill=\"{fill}\" stroke=\"{stroke}\" stroke-width=\"2\"{dash}/>\
+                 <text x=\"{:.1}\" y=\"{name_y:.1}\" text-anchor=\"middle\" font-weight=\"bold\">{title}</text>",
                 classes.join(" "),
-                x + BOX_W / 2,
+                frame.x,
+                frame.y,
+                frame.width,
+                frame.height,
+                frame.center_x(),
             );
             if let Some(counts) = counts {
                 let count = counts.get(&state.name).copied().unwrap_or(0);
                 let _ = write!(
                     out,
-                    "<text class=\"count\" data-state=\"{name}\" x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#333\">{count}</text>",
-                    x + BOX_W / 2,
-                    y + 35,
+                    "<text class=\"count\" data-state=\"{name}\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#333\">{count}</text>",
+                    frame.center_x(),
+                    frame.y + 36.0,
                 );
             }
             out.push_str("</g>\n");
         }
         out.push_str("</svg>\n");
         out
+    }
+}
+
+/// The text in a state's box: its name, and `↺` when it has a
+/// compensation.
+fn box_title(state: &GraphState) -> String {
+    if state.compensated {
+        format!("{} ↺", state.name)
+    } else {
+        state.name.clone()
+    }
+}
+
+/// What an arrow of the SVG says by its look.
+#[derive(Clone, Copy)]
+enum Cause {
+    /// A handler's declared target: solid grey.
+    Declared,
+    /// The engine's on a timeout: dashed orange.
+    Timeout,
+    /// The engine's on exhausted retries or a failure: dashed red.
+    Failure,
+    /// A person's signal: dotted blue.
+    Signal,
+}
+
+impl Cause {
+    const ALL: [Cause; 4] = [
+        Cause::Declared,
+        Cause::Timeout,
+        Cause::Failure,
+        Cause::Signal,
+    ];
+
+    fn of(edge: &GraphEdge) -> Self {
+        match edge.engine.as_deref() {
+            None => Cause::Declared,
+            Some(label) if label.starts_with("signal") => Cause::Signal,
+            Some(label) if label.contains("timeout") => Cause::Timeout,
+            Some(_) => Cause::Failure,
+        }
+    }
+
+    fn classes(self) -> &'static str {
+        match self {
+            Cause::Declared => "edge",
+            Cause::Timeout => "edge engine timeout",
+            Cause::Failure => "edge engine failure",
+            Cause::Signal => "edge engine signal",
+        }
+    }
+
+    fn color(self) -> &'static str {
+        match self {
+            Cause::Declared => "#555",
+            Cause::Timeout => "#b86e00",
+            Cause::Failure => "#b3261e",
+            Cause::Signal => "#2f5fa8",
+        }
+    }
+
+    fn dash(self) -> &'static str {
+        match self {
+            Cause::Declared => "",
+            Cause::Timeout | Cause::Failure => " stroke-dasharray=\"5 4\"",
+            Cause::Signal => " stroke-dasharray=\"2 3\"",
+        }
+    }
+
+    fn marker(self) -> &'static str {
+        match self {
+            Cause::Declared => "arrow",
+            Cause::Timeout => "arrow-timeout",
+            Cause::Failure => "arrow-failure",
+            Cause::Signal => "arrow-signal",
+        }
     }
 }
 
@@ -370,10 +431,6 @@ fn marks(state: &GraphState) -> Vec<&'static str> {
     .into_iter()
     .filter_map(|(on, mark)| on.then_some(mark))
     .collect()
-}
-
-fn to_u32(n: usize) -> u32 {
-    u32::try_from(n).unwrap_or(u32::MAX / 1024)
 }
 
 #[cfg(test)]
@@ -415,11 +472,6 @@ mod tests {
         assert!(graph.hides_data_of("Running"));
         assert!(graph.hides_data_of("Renamed"));
         assert!(!graph.hides_data_of("Pending"));
-    }
-
-    #[test]
-    fn ranks_follow_declared_arrows_first() {
-        assert_eq!(MACHINE.graph().ranks(), [0, 1, 2, 1]);
     }
 
     #[test]

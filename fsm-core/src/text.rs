@@ -77,6 +77,34 @@ pub fn human_duration(duration: Duration) -> String {
     text
 }
 
+/// A generous estimate of how wide `text` is drawn in a sans-serif font of
+/// `size` (bold when `bold`), in the font's units: boxes and labels of
+/// the SVG pictures are sized by it so that they hold their text in the
+/// usual fonts, without measuring any.
+///
+/// ```
+/// use fsm_core::text::text_width;
+///
+/// assert!(text_width("Ready", 13.0, true) > text_width("Ready", 13.0, false));
+/// assert!(text_width("Pending", 13.0, false) < text_width("Provisioning", 13.0, false));
+/// ```
+pub fn text_width(text: &str, size: f64, bold: bool) -> f64 {
+    let ems: f64 = text
+        .chars()
+        .map(|c| match c {
+            'i' | 'j' | 'l' | 'I' | '.' | ',' | ':' | ';' | '\'' | '|' | '!' | ' ' => 0.34,
+            'f' | 't' | 'r' | '(' | ')' | '[' | ']' | '-' => 0.44,
+            'm' | 'w' => 0.94,
+            'M' | 'W' => 1.0,
+            c if c.is_ascii_uppercase() => 0.76,
+            c if c.is_ascii() => 0.64,
+            _ => 1.0,
+        })
+        .sum();
+    let weight = if bold { 1.1 } else { 1.0 };
+    ems * size * weight
+}
+
 /// `text` with the characters that are special in HTML and XML (`&`, `<`,
 /// `>`, `"`, `'`) escaped, so that it can stand in an element or a quoted
 /// attribute: the web view's pages and the SVG diagrams use it.

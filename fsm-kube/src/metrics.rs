@@ -5,6 +5,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use fsm_core::{Effect, Report, Timestamp};
+use prometheus_client::encoding::{EncodeMetric, MetricEncoder};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -12,6 +14,28 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 type Labels = Vec<(&'static str, String)>;
+
+/// A family served with its `# HELP` and `# TYPE` lines before its first
+/// sample too: `prometheus_client` leaves a family without samples out of
+/// `/metrics`, so that a metric that has not happened yet (no timeout so
+/// far, no dependent, no shard move) would look like one the operator
+/// does not have, to a dashboard or an alert as to a person.
+#[derive(Debug)]
+struct Declared<M>(M);
+
+impl<M: EncodeMetric> EncodeMetric for Declared<M> {
+    fn encode(&self, encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        self.0.encode(encoder)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        self.0.metric_type()
+    }
+
+    fn is_empty(&self) -> bool {
+        false
+    }
+}
 
 fn histogram() -> Histogram {
     // 10 ms to about 3 days.
@@ -86,60 +110,72 @@ impl FsmMetrics {
         registry.register(
             "transitions",
             "Committed transitions",
-            metrics.transitions.clone(),
+            Declared(metrics.transitions.clone()),
         );
         registry.register(
             "time_in_state_seconds",
             "Time spent in a state, observed when it is left",
-            metrics.time_in_state.clone(),
+            Declared(metrics.time_in_state.clone()),
         );
         registry.register(
             "handler_errors",
             "Handler errors",
-            metrics.handler_errors.clone(),
+            Declared(metrics.handler_errors.clone()),
         );
-        registry.register("retries", "Retries scheduled", metrics.retries.clone());
-        registry.register("timeouts", "State timeouts", metrics.timeouts.clone());
+        registry.register(
+            "retries",
+            "Retries scheduled",
+            Declared(metrics.retries.clone()),
+        );
+        registry.register(
+            "timeouts",
+            "State timeouts",
+            Declared(metrics.timeouts.clone()),
+        );
         registry.register(
             "compensations",
             "Compensation steps by outcome",
-            metrics.compensations.clone(),
+            Declared(metrics.compensations.clone()),
         );
-        registry.register("objects", "Objects per state", metrics.objects.clone());
+        registry.register(
+            "objects",
+            "Objects per state",
+            Declared(metrics.objects.clone()),
+        );
         registry.register(
             "dependent_operations",
             "Dependent resource operations by kind and outcome (applied, unchanged, pruned, deleted, orphaned, failed)",
-            metrics.dependent_operations.clone(),
+            Declared(metrics.dependent_operations.clone()),
         );
         registry.register(
             "shard_objects",
             "Objects per shard label (shard=\"\": not assigned), as the active assigner sees them",
-            metrics.shard_objects.clone(),
+            Declared(metrics.shard_objects.clone()),
         );
         registry.register(
             "shard_ring_member",
             "1 while the active assigner gives a shard new objects; 0 while its Lease is not yet seen renewed, or is dead",
-            metrics.shard_ring.clone(),
+            Declared(metrics.shard_ring.clone()),
         );
         registry.register(
             "shard_moves",
             "Objects moved from one shard to another",
-            metrics.shard_moves.clone(),
+            Declared(metrics.shard_moves.clone()),
         );
         registry.register(
             "shard_drains",
             "Drains requested from a live owner",
-            metrics.shard_drains.clone(),
+            Declared(metrics.shard_drains.clone()),
         );
         registry.register(
             "shard_releases",
             "Objects this replica let go of when drained",
-            metrics.shard_releases.clone(),
+            Declared(metrics.shard_releases.clone()),
         );
         registry.register(
             "shard_assigner_active",
             "1 while this replica runs the shard assigner",
-            metrics.shard_assigner.clone(),
+            Declared(metrics.shard_assigner.clone()),
         );
         metrics
     }
@@ -335,5 +371,29 @@ mod tests {
             text.contains("operator_fsm_objects{machine=\"Db\",state=\"B\"} 1"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn every_family_is_declared_before_its_first_sample() {
+        let mut registry = Registry::default();
+        let _metrics = FsmMetrics::new(&mut registry);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        for family in [
+            "transitions counter",
+            "time_in_state_seconds histogram",
+            "timeouts counter",
+            "objects gauge",
+            "dependent_operations counter",
+            "shard_moves counter",
+            "shard_releases counter",
+            "shard_assigner_active gauge",
+        ] {
+            assert!(
+                text.contains(&format!("# TYPE operator_fsm_{family}\n")),
+                "{family}: {text}"
+            );
+        }
+        assert!(!text.contains("operator_fsm_timeouts_total{"), "{text}");
     }
 }

@@ -115,6 +115,11 @@ pub struct DescribeArgs {
     /// The object's namespace (default: the kubeconfig's).
     #[arg(long, short = 'n')]
     pub namespace: Option<String>,
+    /// Also draw the object's timeline: each state it entered as a bar of
+    /// its duration, failed attempts, timeouts and commands as marks, and
+    /// the compensation chain (from its record, no further request).
+    #[arg(long)]
+    pub timeline: bool,
     /// How to reach the API server.
     #[command(flatten)]
     pub connect: ConnectArgs,

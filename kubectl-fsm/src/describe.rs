@@ -3,11 +3,14 @@
 //! taken), the commands not taken yet, its conditions and its recent
 //! events.
 //!
-//! [`render_pending`], [`render_conditions`] and [`render_events`] are
-//! pure; [`describe`] reads.
+//! With `--timeline`, the record's timeline follows it
+//! ([`render_timeline`]).
+//!
+//! [`render_pending`], [`render_conditions`], [`render_events`] and
+//! [`render_timeline`] are pure; [`describe`] reads.
 
-use fsm_core::Timestamp;
 use fsm_core::text::{human_duration, push_line};
+use fsm_core::{StateRecord, Timeline, Timestamp};
 use fsm_kube::records::COMMANDS_ANNOTATION;
 use fsm_kube::records::{ReadError, record_view};
 use k8s_openapi::api::events::v1::Event;
@@ -117,8 +120,18 @@ pub fn render_events(events: &[Event], now: Timestamp) -> String {
     out
 }
 
+/// How many characters wide the lane of `describe --timeline` is.
+pub const TIMELINE_WIDTH: usize = 40;
+
+/// The `Timeline:` section of `describe --timeline`: the record's
+/// [`Timeline`] as of `now`, drawn as text.
+pub fn render_timeline(record: &StateRecord, now: Timestamp) -> String {
+    Timeline::of(record, now).text(TIMELINE_WIDTH)
+}
+
 /// What `describe` prints for object `name` in `namespace`: its record,
-/// or why it has none, then its conditions and events, as of `now`.
+/// or why it has none (with `timeline`, then its timeline), then its
+/// conditions and events, as of `now`.
 ///
 /// # Errors
 /// [`ReadError::NotFound`] when the object does not exist, the
@@ -128,6 +141,7 @@ pub async fn describe(
     target: &Target,
     namespace: Option<&str>,
     name: &str,
+    timeline: bool,
     now: Timestamp,
 ) -> Result<String, Error> {
     let namespace = target
@@ -138,7 +152,11 @@ pub async fn describe(
     let mut out = match rows::record(client, target, namespace.as_deref(), name).await {
         Ok((record, location)) => {
             taken = record.command_seq;
-            record_view::render_text(&location, &record, now)
+            let mut text = record_view::render_text(&location, &record, now);
+            if timeline {
+                text.push_str(&render_timeline(&record, now));
+            }
+            text
         }
         Err(ReadError::NotFound(location)) => return Err(ReadError::NotFound(location).into()),
         Err(

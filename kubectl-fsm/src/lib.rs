@@ -99,6 +99,7 @@ pub async fn run(command: Command, out: &mut (dyn Write + Send)) -> Result<(), E
                 &target,
                 args.namespace.as_deref(),
                 &args.name,
+                args.timeline,
                 now(),
             )
             .await?;

@@ -9,6 +9,7 @@
 mod common;
 mod database;
 mod demo;
+mod diagram_geometry;
 mod integration;
 mod mutable_jar;
 mod shop;

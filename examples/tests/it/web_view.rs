@@ -450,4 +450,98 @@ fn the_page_follows_the_demo_live_and_matches_the_api() {
         .read_to_end(&mut saved)
         .unwrap();
     assert_eq!(saved, png);
+    publish(&path);
+
+    // The activity says its order and links each line to its object.
+    let heading =
+        browser.eval("document.querySelector('#activity').previousElementSibling.textContent");
+    assert!(
+        heading.as_str().unwrap().contains("newest first"),
+        "{heading}"
+    );
+    let link = browser.eval(
+        "document.querySelector('#activity li[data-name=\"sso\"] a')?.getAttribute('href') ?? null",
+    );
+    assert_eq!(link, json!("objects/Keycloak/fsm-demo/sso"));
+
+    // Every diagram fits its section, and in the browser's own font every
+    // state's name fits its box and every label its place.
+    let unfit = browser.eval(FIT);
+    assert_eq!(unfit, json!([]), "text that does not fit its place");
+
+    // The long-lived shop's page: its timeline, with a bar per stay and
+    // the commands people sent.
+    let page = format!(
+        "{}/objects/Shop/fsm-demo/{}",
+        url.trim_end_matches('/'),
+        examples::demo::shop_story::SHOP
+    );
+    browser.call("Page.navigate", json!({"url": page}));
+    let stays = browser.eventually(
+        "the shop's timeline",
+        "document.querySelectorAll('svg.fsm-timeline g.stay').length",
+        |n| n.as_u64().is_some_and(|n| n >= 4),
+    );
+    let commands = browser.eval("document.querySelectorAll('svg.fsm-timeline g.mark.command, svg.fsm-timeline g.mark.refused').length");
+    assert!(
+        commands.as_u64().unwrap() >= 3,
+        "{commands} commands, {stays} stays"
+    );
+    let listed =
+        browser.eval("[...document.querySelectorAll('ol.marks li')].map(li => li.textContent)");
+    assert!(
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|line| line.as_str().unwrap().contains("command")),
+        "{listed}"
+    );
+    let unfit = browser.eval(FIT);
+    assert_eq!(unfit, json!([]), "text that does not fit its place");
+    let shot = browser.call(
+        "Page.captureScreenshot",
+        json!({"format": "png", "captureBeyondViewport": true}),
+    );
+    let png = base64_decode(shot["data"].as_str().unwrap());
+    let (width, height) = png_size(&png);
+    assert!(width >= 800 && height >= 600, "{width}x{height}");
+    let path = dir.join("web-view-timeline.png");
+    std::fs::write(&path, &png).unwrap();
+    publish(&path);
+}
+
+/// What does not fit in the page, in the browser's own fonts: a diagram
+/// wider than its place, a state's name wider than its box, a label wider
+/// than the place kept for it, a timeline wider than its section.
+const FIT: &str = "(() => {
+  const problems = [];
+  const inside = (a, b) => a.x >= b.x - 1 && a.y >= b.y - 1 &&
+    a.x + a.width <= b.x + b.width + 1 && a.y + a.height <= b.y + b.height + 1;
+  document.querySelectorAll('.diagram, .chart').forEach(d => {
+    if (d.scrollWidth > d.clientWidth + 1) problems.push('scrolls: ' + d.innerHTML.slice(0, 80));
+  });
+  document.querySelectorAll('svg.fsm-diagram g.state').forEach(g => {
+    const box = g.querySelector('rect.box').getBBox();
+    g.querySelectorAll('text').forEach(t => {
+      if (!inside(t.getBBox(), box)) problems.push('name out of its box: ' + t.textContent);
+    });
+  });
+  document.querySelectorAll('svg.fsm-diagram g.edge').forEach(g => {
+    const place = g.querySelector('rect.label-box');
+    const text = g.querySelector('text.label');
+    if (place && text && !inside(text.getBBox(), place.getBBox()))
+      problems.push('label out of its place: ' + text.textContent);
+  });
+  return problems;
+})()";
+
+/// Copies a screenshot to `$FSM_SCREENSHOT_DIR` when set (the docs'
+/// pictures: `FSM_SCREENSHOT_DIR=docs/images`).
+fn publish(path: &Path) {
+    if let Some(dir) = std::env::var_os("FSM_SCREENSHOT_DIR") {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(dir);
+        let name = path.file_name().unwrap();
+        std::fs::copy(path, dir.join(name)).unwrap();
+    }
 }

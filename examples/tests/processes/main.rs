@@ -12,6 +12,7 @@
 
 mod command_soak;
 mod crash_soak;
+mod dashboard;
 mod failover;
 mod fault_soak;
 mod rbac;

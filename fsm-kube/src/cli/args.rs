@@ -270,6 +270,8 @@ pub enum DiagramFormat {
     Mermaid,
     /// Graphviz DOT.
     Dot,
+    /// A standalone SVG document, laid out without Graphviz.
+    Svg,
 }
 
 /// `diagram`.

@@ -174,10 +174,14 @@ pub fn crd_yaml(crd: &CustomResourceDefinition) -> Result<String, Error> {
     Ok(format!("---\n{yaml}"))
 }
 
-/// What `diagram` prints: [`Fsm::mermaid`] or [`Fsm::dot`].
+/// What `diagram` prints: [`Fsm::mermaid`], [`Fsm::dot`], or the
+/// machine's graph drawn as a standalone SVG document
+/// ([`MachineGraph::svg`](fsm_core::MachineGraph::svg), the layered
+/// layout the web view and `kubectl fsm diagram -o svg` draw too).
 pub fn diagram<F: Fsm>(format: DiagramFormat) -> String {
     match format {
         DiagramFormat::Mermaid => F::mermaid(),
         DiagramFormat::Dot => F::dot(),
+        DiagramFormat::Svg => F::machine().graph().svg(None),
     }
 }

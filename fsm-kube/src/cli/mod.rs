@@ -42,7 +42,7 @@
 //! ```text
 //! $ db-operator crd --printer-columns | kubectl apply -f -
 //! $ db-operator rbac --leader-elect --lease-namespace ops | kubectl apply -f -
-//! $ db-operator diagram --format dot | dot -Tsvg > db.svg
+//! $ db-operator diagram --format svg > db.svg   # or --format dot | dot -Tsvg
 //! $ db-operator status orders -n shop
 //! $ db-operator manifests --image example.io/db-operator:0.1.0 -n ops | kubectl apply -f -
 //! $ db-operator preflight            # before an upgrade: exit status 3 if a record cannot run

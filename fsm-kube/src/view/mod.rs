@@ -8,6 +8,7 @@
 
 pub mod access;
 mod page;
+mod timeline;
 pub mod web;
 
 pub use crate::records::Watched;

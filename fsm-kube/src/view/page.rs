@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use fsm_core::text::human_duration;
-use fsm_core::{StateRecord, Timestamp};
+use fsm_core::{StateRecord, Timeline, Timestamp};
 use k8s_openapi::api::events::v1::Event;
 use kube::ResourceExt;
 use kube::api::DynamicObject;
@@ -16,6 +16,8 @@ use kube::api::DynamicObject;
 use crate::records::Watched;
 use crate::records::object::{conditions, last_seen};
 use crate::records::rows::KindRow;
+
+use super::timeline;
 
 /// Where the pages load their style from.
 pub(super) const STYLE_PATH: &str = "/assets/view.css";
@@ -35,7 +37,22 @@ main { padding: 0 20px 20px; }
 section { background: #fff; border: 1px solid #dde2ea; border-radius: 8px; margin: 16px 0; padding: 12px 16px; }
 h2 { font-size: 16px; margin: 4px 0 8px; }
 h2 small { color: #667; font-weight: normal; }
-.diagram { overflow-x: auto; }
+.machine-body { display: flex; flex-wrap: wrap; gap: 8px 24px; align-items: flex-start; }
+.diagram { flex: 0 1 auto; max-width: 100%; overflow-x: auto; }
+.diagram svg, .chart svg { display: block; max-width: 100%; height: auto; }
+.objects-panel { flex: 1 1 520px; min-width: 0; overflow-x: auto; }
+.chart { margin: 4px 0 8px; }
+p.legend { font-size: 12px; color: #556; display: flex; flex-wrap: wrap; gap: 4px 14px; }
+p.legend .error, ol.marks li.error, ol.marks li.exhausted { color: #b3261e; }
+p.legend .timeout, ol.marks li.timeout { color: #b86e00; }
+p.legend .command, p.legend .refused, ol.marks li.command, ol.marks li.refused { color: #2f5fa8; }
+p.legend .compensation, p.compensation { color: #a35f00; }
+p.compensation { font-size: 13px; }
+p.compensation.error { color: #b3261e; }
+ol.marks { font-size: 13px; padding-left: 20px; }
+ol.marks time { color: #667; display: inline-block; min-width: 64px; }
+#activity a { color: inherit; }
+#activity time { color: #667; margin-right: 6px; }
 .controls { margin: 8px 0; display: flex; gap: 8px; }
 table { border-collapse: collapse; width: 100%; font-size: 13px; }
 th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid #eef0f4; }
@@ -43,7 +60,7 @@ th { color: #556; font-weight: 600; }
 td.state { font-weight: 600; }
 tr.failed td.state { color: #b3261e; }
 tr.compensating td.state { color: #c77800; }
-td.error { color: #b3261e; max-width: 420px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+td.error { color: #b3261e; max-width: 22em; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 #activity { font-size: 13px; max-height: 220px; overflow-y: auto; }
 ol.timeline { list-style: none; padding-left: 0; border-left: 3px solid #c9d3e3; margin-left: 8px; }
 ol.timeline li { padding: 4px 12px; position: relative; }
@@ -125,9 +142,19 @@ pub(super) const SCRIPT: &str = r#"
     li.dataset.kind = u.kind;
     li.dataset.name = u.name;
     li.dataset.state = after;
-    li.textContent = new Date().toLocaleTimeString() + '  ' + u.kind + ' ' +
-      (u.namespace ? u.namespace + '/' : '') + u.name + ': ' +
-      (before?.state ?? '(new)') + ' \u2192 ' + after;
+    const time = document.createElement('time');
+    time.textContent = new Date().toLocaleTimeString();
+    const what = u.kind + ' ' + (u.namespace ? u.namespace + '/' : '') + u.name;
+    let object;
+    if (u.row) {
+      object = document.createElement('a');
+      object.href = 'objects/' + encodeURIComponent(u.kind) + '/' +
+        encodeURIComponent(u.namespace ?? '-') + '/' + encodeURIComponent(u.name);
+    } else {
+      object = document.createElement('span');
+    }
+    object.textContent = what;
+    li.append(time, object, ': ' + (before?.state ?? '(new)') + ' \u2192 ' + after);
     const list = document.getElementById('activity');
     list.prepend(li);
     while (list.children.length > 200) list.lastChild.remove();
@@ -207,8 +234,8 @@ pub fn index(watched: &[Watched], rows: &[KindRow]) -> String {
             out,
             "<section class=\"machine\" data-kind=\"{k}\" data-failed=\"{f}\">\
              <h2>{k} <small>{m}, records in the {s:?} store, <span class=\"total\">{n}</span> shown</small></h2>\n\
-             <div class=\"diagram\">{svg}</div>\n\
-             <div class=\"controls\"><select class=\"state-filter\" aria-label=\"state\"><option value=\"\">every state</option>",
+             <div class=\"machine-body\"><div class=\"diagram\">{svg}</div>\n\
+             <div class=\"objects-panel\"><div class=\"controls\"><select class=\"state-filter\" aria-label=\"state\"><option value=\"\">every state</option>",
             k = escape(kind),
             f = escape(&failed),
             m = escape(&graph.machine),
@@ -223,10 +250,13 @@ pub fn index(watched: &[Watched], rows: &[KindRow]) -> String {
             "</select><input type=\"search\" class=\"search\" placeholder=\"search by name\" aria-label=\"search\"></div>\n\
              <table class=\"objects\"><thead><tr><th>Name</th><th>Namespace</th><th>State</th>\
              <th>Attempt</th><th>In state</th><th>Next retry</th><th>Last error</th></tr></thead>\
-             <tbody></tbody></table>\n</section>\n",
+             <tbody></tbody></table></div></div>\n</section>\n",
         );
     }
-    out.push_str("<section><h2>Activity</h2><ol id=\"activity\"></ol></section>\n</main>\n");
+    out.push_str(
+        "<section><h2>Activity <small>state changes seen while this page is open, newest first; \
+         each links to its object</small></h2><ol id=\"activity\"></ol></section>\n</main>\n",
+    );
     let _ = write!(
         out,
         "<script src=\"{}\"></script>\n</body></html>\n",
@@ -308,6 +338,13 @@ pub fn object(
                     .machine
                     .graph
                     .svg(Some(&BTreeMap::from([(record.state.clone(), 1)])))
+            );
+            let timeline = Timeline::of(record, now);
+            let _ = writeln!(
+                out,
+                "<section class=\"timeline\"><h2>Timeline</h2><div class=\"chart\">{}</div>{}</section>",
+                timeline::svg(&timeline, &watched.machine.graph),
+                timeline::details(&timeline)
             );
             out.push_str("<section><h2>History</h2><ol class=\"timeline\" id=\"history\">");
             for entry in &record.history {
@@ -461,6 +498,8 @@ mod tests {
         );
         assert!(html.contains(r#"<text class="count" data-state="Done""#));
         assert!(html.contains("<option>Pending</option>"));
+        assert!(html.contains("newest first"), "{html}");
+        assert!(SCRIPT.contains("object = document.createElement('a')"));
         // The script is the view's own, loaded relative to the page (the
         // view may be under a path prefix), never inline.
         assert!(html.contains(r#"<script src="assets/view.js"></script>"#));
@@ -515,6 +554,12 @@ mod tests {
         let html = super::object(&watched(), &object, Ok(&record), Ok(&[]), now);
         assert!(html.contains("<title>Job ns/j1</title>"));
         assert!(html.contains(r#"<li data-to="Pending">"#));
+        assert!(html.contains("<h2>Timeline</h2>"), "{html}");
+        assert!(html.contains(r#"<svg xmlns="http://www.w3.org/2000/svg" class="fsm-timeline""#));
+        assert!(
+            html.contains("1 failed attempt so far in Pending, the last: &lt;refused&gt;"),
+            "{html}"
+        );
         assert!(html.contains("&lt;refused&gt;"));
         assert!(html.contains("<td>Ready</td><td>False</td>"));
         assert!(html.contains("&lt;redacted: sensitive state&gt;"));

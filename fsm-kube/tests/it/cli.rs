@@ -189,6 +189,12 @@ fn crd_diagram_rbac_and_status_parse() {
         })
     );
     assert_eq!(
+        parse(&["diagram", "-f", "svg"]),
+        Command::Diagram(DiagramArgs {
+            format: DiagramFormat::Svg
+        })
+    );
+    assert_eq!(
         parse(&[
             "rbac",
             "-n",
@@ -243,7 +249,7 @@ fn usage_errors_are_refused() {
         clap::error::ErrorKind::MissingRequiredArgument
     );
     assert_eq!(
-        parse_err(&["diagram", "--format", "svg"]).kind(),
+        parse_err(&["diagram", "--format", "png"]).kind(),
         clap::error::ErrorKind::InvalidValue
     );
     assert_eq!(
@@ -575,6 +581,12 @@ async fn the_diagram_is_the_machines() {
         .await
         .unwrap();
     assert_eq!(dot, WidgetState::dot());
+    let svg = execute(&op, parse(&["diagram", "--format", "svg"]), no_run)
+        .await
+        .unwrap();
+    assert_eq!(svg, WidgetState::machine().graph().svg(None));
+    assert!(svg.starts_with("<svg"), "{svg}");
+    assert!(svg.contains(r#"data-state="Configuring""#), "{svg}");
 }
 
 // ---------------------------------------------------------------- status

@@ -19,7 +19,7 @@ use fsm_kube::records::record_view::{self, Location};
 use fsm_kube::{conditions, events};
 use k8s_openapi::api::events::v1::{Event, EventSeries};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
-use kubectl_fsm::describe::{render_conditions, render_events, render_pending};
+use kubectl_fsm::describe::{render_conditions, render_events, render_pending, render_timeline};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
@@ -70,6 +70,20 @@ fn documented() -> String {
     let start = page
         .find("$ kubectl fsm describe databases orders -n shop\n")
         .expect("the describe sample");
+    let block = &page[start..];
+    let block = &block[block.find('\n').unwrap() + 1..];
+    block[..block.find("$ ").expect("the next command")].to_owned()
+}
+
+/// The page's `--timeline` block: from its command line to the next one.
+fn documented_timeline() -> String {
+    let page = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/observability.md"),
+    )
+    .unwrap();
+    let start = page
+        .find("$ kubectl fsm describe databases orders -n shop --timeline")
+        .expect("the timeline sample");
     let block = &page[start..];
     let block = &block[block.find('\n').unwrap() + 1..];
     block[..block.find("$ ").expect("the next command")].to_owned()
@@ -163,6 +177,12 @@ async fn the_describe_sample_is_what_the_plugin_prints() {
     printed.push_str(&render_conditions(&conditions));
     printed.push_str(&render_events(&recorded(published), now));
 
+    let timeline = render_timeline(&record, now);
+    assert_eq!(
+        documented_timeline(),
+        timeline,
+        "docs/observability.md's timeline sample is not what the plugin prints; it prints:\n{timeline}"
+    );
     assert_eq!(
         documented(),
         printed,

@@ -491,6 +491,28 @@ async fn describe_shows_history_error_conditions_and_events_without_secrets() {
         failing.contains("  Degraded     True    Retrying"),
         "{failing}"
     );
+    assert!(!failing.contains("Timeline:"), "{failing}");
+    let timeline = ok(
+        &env,
+        &[
+            "fsm",
+            "describe",
+            "chores",
+            "c-fail",
+            "-n",
+            &env.ns,
+            "--timeline",
+        ],
+    )
+    .await;
+    assert!(timeline.contains("\nTimeline: "), "{timeline}");
+    assert!(timeline.contains("▏ #1 Pending "), "{timeline}");
+    assert!(timeline.contains(" (now)\n"), "{timeline}");
+    assert!(
+        timeline.contains("▏ 1 failed attempt so far in Pending, the last: the chore refused\n"),
+        "{timeline}"
+    );
+    assert!(timeline.contains("↻"), "{timeline}");
 
     let output = kubectl(&env, &["fsm", "describe", "chores", "nope", "-n", &env.ns])
         .output()
