@@ -281,6 +281,7 @@ impl Cluster {
         self.collect_garbage(&gone, jiff::Timestamp::now());
         if was_stored {
             self.tokens_after_removal(def, &gone, jiff::Timestamp::now());
+            self.default_account_after_removal(def, &gone, jiff::Timestamp::now());
         }
         if gr == crds() {
             if let Some((g, p)) = name.split_once('.').map(|(p, g)| (g, p)) {
