@@ -311,9 +311,19 @@ mod tests {
             .iter()
             .find(|g| g["metadata"]["name"] == "authorization.k8s.io")
             .unwrap();
+        let names: Vec<&Value> = authz["versions"][0]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| &r["resource"])
+            .collect();
         assert_eq!(
-            authz["versions"][0]["resources"][0]["resource"],
-            "subjectaccessreviews"
+            names,
+            [
+                "selfsubjectaccessreviews",
+                "selfsubjectrulesreviews",
+                "subjectaccessreviews"
+            ]
         );
     }
     #[test]

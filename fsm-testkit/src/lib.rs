@@ -168,6 +168,7 @@ mod resources;
 mod reviews;
 mod schema;
 mod selectors;
+mod self_reviews;
 mod server;
 pub mod simulation;
 mod state;
