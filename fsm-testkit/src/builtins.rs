@@ -308,6 +308,7 @@ fn entries() -> Vec<BuiltinKind> {
         ),
         kind(
             d("apps", "v1", "Deployment", "deployments", true)
+                .scalable()
                 .with_status()
                 .with_generation()
                 .short(&["deploy"])
@@ -323,6 +324,7 @@ fn entries() -> Vec<BuiltinKind> {
         ),
         kind(
             d("apps", "v1", "StatefulSet", "statefulsets", true)
+                .scalable()
                 .with_status()
                 .with_generation()
                 .short(&["sts"])
@@ -512,6 +514,7 @@ fn entries() -> Vec<BuiltinKind> {
         ),
         kind(
             d("apps", "v1", "ReplicaSet", "replicasets", true)
+                .scalable()
                 .with_status()
                 .with_generation()
                 .short(&["rs"])

@@ -10,6 +10,7 @@
 //! run the one admission chain of `admission`; `delete` and `gc`
 //! (deletion, finalizers, the garbage collector), `tokens` (the token
 //! controller), `service_accounts` (each namespace's `default` account),
+//! `scale` (the `scale` subresource),
 //! `crd_controller` (what a CRD's write changes), and the
 //! helpers they share: `meta`, `metadata_rules`, `ownership`, `ids`,
 //! `paging`.
@@ -26,6 +27,7 @@ mod metadata_rules;
 mod ownership;
 mod paging;
 mod read;
+mod scale;
 mod service_accounts;
 mod tokens;
 mod write;

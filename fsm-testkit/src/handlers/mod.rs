@@ -16,6 +16,7 @@ mod reads;
 mod request;
 pub mod reviews;
 pub mod route;
+mod scale;
 mod writes;
 
 pub use reads::WatchResponse;
