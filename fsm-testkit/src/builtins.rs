@@ -19,7 +19,7 @@ use serde_json::Value;
 use crate::kinds;
 use crate::resources::{CORE_FIELD_LABELS, EVENTS_FIELD_LABELS, NameRule, Registry, ResourceDef};
 use crate::status::{ApiError, Cause};
-use crate::{events, kind_defaults, limits, rbac, validation};
+use crate::{controller_revisions, events, kind_defaults, limits, rbac, validation};
 
 /// A built-in kind: how it is served, its type, its rules.
 pub struct BuiltinKind {
@@ -461,6 +461,7 @@ fn entries() -> Vec<BuiltinKind> {
             .column("VolumeMode", "volumeMode", ".spec.volumeMode"),
             Some(KindType::of::<core::v1::PersistentVolumeClaim>()),
             KindRules {
+                on_create: Some(crate::cluster::protect_claim),
                 on_write: Some(kind_defaults::claim),
                 ..KindRules::NONE
             },
@@ -483,6 +484,7 @@ fn entries() -> Vec<BuiltinKind> {
                 .column("VolumeMode", "volumeMode", ".spec.volumeMode"),
             Some(KindType::of::<core::v1::PersistentVolume>()),
             KindRules {
+                on_create: Some(crate::cluster::protect_volume),
                 on_write: Some(kind_defaults::volume),
                 ..KindRules::NONE
             },
@@ -542,7 +544,10 @@ fn entries() -> Vec<BuiltinKind> {
             .column("Controller", "controller", "")
             .column("Revision", "string", ".revision"),
             Some(KindType::of::<apps::v1::ControllerRevision>()),
-            KindRules::NONE,
+            KindRules {
+                validate: Some(controller_revisions::validate),
+                ..KindRules::NONE
+            },
         ),
         // batch/v1 is the CronJob of the API served (1.34); batch/v1beta1,
         // the same objects, is the only one 1.20 serves.

@@ -147,6 +147,7 @@ mod authz;
 mod base64;
 mod builtins;
 pub mod cluster;
+mod controller_revisions;
 mod crd;
 pub mod debug;
 mod discovery;

@@ -10,7 +10,8 @@
 //! run the one admission chain of `admission`; `delete` and `gc`
 //! (deletion, finalizers, the garbage collector), `tokens` (the token
 //! controller), `service_accounts` (each namespace's `default` account),
-//! `scale` (the `scale` subresource),
+//! `scale` (the `scale` subresource), `storage_protection` (the
+//! finalizers of claims and volumes),
 //! `crd_controller` (what a CRD's write changes), and the
 //! helpers they share: `meta`, `metadata_rules`, `ownership`, `ids`,
 //! `paging`.
@@ -29,6 +30,7 @@ mod paging;
 mod read;
 mod scale;
 mod service_accounts;
+mod storage_protection;
 mod tokens;
 mod write;
 
@@ -45,6 +47,7 @@ pub(crate) use paging::parse_resource_version;
 pub use paging::{ReadAt, ReadOptions};
 
 pub use gc::Propagation;
+pub(crate) use storage_protection::{protect_claim, protect_volume};
 
 /// Which part of an object a write targets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
