@@ -551,7 +551,8 @@ fn entries() -> Vec<BuiltinKind> {
         ),
         // batch/v1 is the CronJob of the API served (1.34); batch/v1beta1,
         // the same objects, is the only one 1.20 serves.
-        cron_job(d("batch", "v1", "CronJob", "cronjobs", true)),
+        cron_job(d("batch", "v1", "CronJob", "cronjobs", true).with_generation()),
+        // 1.20 keeps no generation of its CronJobs.
         cron_job(d("batch", "v1beta1", "CronJob", "cronjobs", true).stored_as("batch", "v1")),
         kind(
             d(
@@ -603,7 +604,6 @@ fn cron_job(def: ResourceDef) -> BuiltinKind {
     BuiltinKind {
         def: def
             .with_status()
-            .with_generation()
             .short(&["cj"])
             .all()
             .fields(&["status.successful"])

@@ -86,9 +86,16 @@ pub fn claim(_def: &ResourceDef, object: &mut Value) {
     fill(object, CLAIM);
 }
 
-/// Every write of a PersistentVolume.
+/// Every write of a PersistentVolume: a `hostPath` source gets its
+/// `type: ""`, as the volume sources' defaulting writes it.
 pub fn volume(_def: &ResourceDef, object: &mut Value) {
     fill(object, VOLUME);
+    if let Some(host_path) = object["spec"]
+        .get_mut("hostPath")
+        .and_then(Value::as_object_mut)
+    {
+        host_path.entry("type").or_insert_with(|| json!(""));
+    }
 }
 
 /// Every write of a StorageClass.

@@ -154,23 +154,93 @@ fn scale_of(
     Ok((scale, found))
 }
 
+/// A missing object, as a read of its scale names it: the built-in
+/// storages' GET says `deployments/scale`, a CRD's the resource itself
+/// (as their writes do).
+fn scale_not_found(def: &ResourceDef, name: &str) -> ApiError {
+    if def.custom {
+        return not_found(def, name);
+    }
+    ApiError::NotFound(Subject::new(
+        &def.group,
+        &format!("{}/scale", def.plural),
+        name,
+    ))
+}
+
 fn paths_of(def: &ResourceDef) -> Result<&ScalePaths, ApiError> {
     def.scale.as_ref().ok_or(ApiError::UnknownResource)
 }
 
-/// A Scale's `spec.replicas` must not be negative (1.20's `ValidateScale`).
-fn validate(name: &str, replicas: i64) -> Result<(), ApiError> {
-    if replicas >= 0 {
+/// A built-in workload's Scale (1.20's `ValidateScale`): a namespace
+/// when the resource is namespaced, replicas not negative.
+fn validate(name: &str, without_namespace: bool, replicas: i64) -> Result<(), ApiError> {
+    let mut causes = Vec::new();
+    if without_namespace {
+        causes.push(Cause {
+            reason: "FieldValueRequired".into(),
+            message: "Required value".into(),
+            field: "metadata.namespace".into(),
+        });
+    }
+    if replicas < 0 {
+        causes.push(Cause {
+            reason: "FieldValueInvalid".into(),
+            message: format!("Invalid value: {replicas}: must be greater than or equal to 0"),
+            field: "spec.replicas".into(),
+        });
+    }
+    if causes.is_empty() {
         return Ok(());
     }
     Err(ApiError::Invalid(
         Subject::new(SCALE.group, SCALE.kind, name),
-        vec![Cause {
-            reason: "FieldValueInvalid".into(),
-            message: format!("Invalid value: {replicas}: must be greater than or equal to 0"),
-            field: "spec.replicas".into(),
-        }],
+        causes,
     ))
+}
+
+/// The causes a custom resource of `def` (with a scale) is refused for:
+/// its spec and status replicas must be integers from 0 to 2^31-1, its
+/// label selector a string (1.20's `ValidateScaleSpec`/`…Status`, on
+/// every write of the resource, its status' and its scale's).
+#[must_use]
+pub(crate) fn custom_scale_causes(def: &ResourceDef, object: &Value) -> Vec<Cause> {
+    let Some(paths) = def.scale.as_ref().filter(|_| def.custom) else {
+        return Vec::new();
+    };
+    let mut causes = Vec::new();
+    for path in [&paths.spec_replicas, &paths.status_replicas] {
+        let invalid = |value: i64, why: String| Cause {
+            reason: "FieldValueInvalid".into(),
+            message: format!("Invalid value: {value}: {why}"),
+            field: path.clone(),
+        };
+        match replicas_at(object, path) {
+            Err(e) => causes.push(invalid(0, e.to_string())),
+            Ok(Some(n)) if n < 0 => {
+                causes.push(invalid(n, "should be a non-negative integer".into()))
+            }
+            Ok(Some(n)) if n > i64::from(i32::MAX) => causes.push(invalid(
+                n,
+                format!("should be less than or equal to {}", i32::MAX),
+            )),
+            Ok(_) => {}
+        }
+    }
+    if let ScaleSelector::Text(path) = &paths.selector
+        && let Some(v) = at(object, path).filter(|v| !v.is_null() && !v.is_string())
+    {
+        causes.push(Cause {
+            reason: "FieldValueInvalid".into(),
+            message: format!(
+                "Invalid value: \"\": {} accessor error: {v} is of the type {}, expected string",
+                path.trim_start_matches('.'),
+                json_type(v)
+            ),
+            field: path.clone(),
+        });
+    }
+    causes
 }
 
 impl Cluster {
@@ -181,7 +251,9 @@ impl Cluster {
     /// `500` (`the spec replicas field … does not exist`).
     pub fn get_scale(&self, def: &ResourceDef, ns: &str, name: &str) -> Result<Value, ApiError> {
         let paths = paths_of(def)?;
-        let object = self.get(def, ns, name)?;
+        let object = self
+            .get(def, ns, name)
+            .map_err(|_| scale_not_found(def, name))?;
         let (scale, found) = scale_of(def, paths, &object)?;
         if !found {
             return Err(ApiError::Internal(format!(
@@ -271,8 +343,18 @@ impl Cluster {
         if !in_body.is_empty() && in_body != name {
             return Err(name_mismatch(in_body, name));
         }
+        let body_ns = str_at(scale, "namespace");
+        if !body_ns.is_empty() && body_ns != ns {
+            return Err(ApiError::BadRequest(format!(
+                "the namespace of the object ({body_ns}) does not match the namespace on the request ({ns})"
+            )));
+        }
         let replicas = scale["spec"]["replicas"].as_i64().unwrap_or(0);
-        validate(name, replicas)?;
+        if !def.custom {
+            // The built-in scales validate the Scale itself (1.20's
+            // `ValidateScale`: its metadata, then its replicas).
+            validate(name, def.namespaced && body_ns.is_empty(), replicas)?;
+        }
         set_at(&mut object, &paths.spec_replicas, json!(replicas));
         let precondition = str_at(scale, "resourceVersion");
         if !precondition.is_empty() {
@@ -338,7 +420,7 @@ mod tests {
             json!({"replicas": 0, "selector": "a=1,b=2,tier in (x,y)"})
         );
         let owner = Ownership::Update("kubectl");
-        let body = br#"{"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "web"}, "spec": {"replicas": 5}}"#;
+        let body = br#"{"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "web", "namespace": "default"}, "spec": {"replicas": 5}}"#;
         let scaled = c
             .replace_scale(&def, "default", "web", body, false, now(), &owner)
             .unwrap();
@@ -373,8 +455,7 @@ mod tests {
             )
             .unwrap_err();
         assert_eq!(e.code().as_u16(), 422);
-        let stale =
-            br#"{"metadata": {"name": "web", "resourceVersion": "1"}, "spec": {"replicas": 1}}"#;
+        let stale = br#"{"metadata": {"name": "web", "namespace": "default", "resourceVersion": "1"}, "spec": {"replicas": 1}}"#;
         let e = c
             .replace_scale(&def, "default", "web", stale, false, now(), &owner)
             .unwrap_err();
@@ -384,6 +465,14 @@ mod tests {
             .replace_scale(&def, "default", "web", other, false, now(), &owner)
             .unwrap_err();
         assert_eq!(e.code().as_u16(), 400);
+        let no_namespace = br#"{"metadata": {"name": "web"}, "spec": {"replicas": 1}}"#;
+        let e = c
+            .replace_scale(&def, "default", "web", no_namespace, false, now(), &owner)
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Scale.autoscaling \"web\" is invalid: metadata.namespace: Required value"
+        );
     }
 
     #[test]
@@ -406,6 +495,16 @@ mod tests {
         assert!(!found);
         let wrong = json!({"metadata": {}, "spec": {"size": "3"}});
         assert!(scale_of(&def, def.scale.as_ref().unwrap(), &wrong).is_err());
+        let causes = custom_scale_causes(
+            &def,
+            &json!({"spec": {"size": -1}, "status": {"selector": 1}}),
+        );
+        let messages: Vec<&str> = causes.iter().map(|c| c.message.as_str()).collect();
+        assert_eq!(
+            messages[0],
+            "Invalid value: -1: should be a non-negative integer"
+        );
+        assert_eq!(causes[1].field, ".status.selector");
         let mut o = json!({});
         set_at(&mut o, ".spec.size", json!(4));
         assert_eq!(o, json!({"spec": {"size": 4}}));

@@ -21,10 +21,12 @@ pub mod custom;
 pub mod deletion;
 pub mod events;
 pub mod gaps;
+pub mod kinds;
 pub mod limits;
 pub mod lists;
 pub mod openapi;
 pub mod protobuf;
+pub mod scale;
 pub mod watch;
 pub mod writes;
 
@@ -176,4 +178,11 @@ scenarios! {
     auth::auth_service_account_token_and_token_review,
     auth::auth_subject_access_review_evaluates_rbac,
     auth::auth_review_resources_in_discovery,
+    kinds::kinds_claims_volumes_and_classes,
+    kinds::kinds_daemon_sets_replica_sets_and_revisions,
+    kinds::kinds_cron_jobs,
+    kinds::kinds_default_service_account,
+    kinds::kinds_self_subject_reviews,
+    scale::scale_of_workloads,
+    scale::scale_of_custom_resources,
 }
