@@ -461,7 +461,7 @@ fn entries() -> Vec<BuiltinKind> {
             .column("VolumeMode", "volumeMode", ".spec.volumeMode"),
             Some(KindType::of::<core::v1::PersistentVolumeClaim>()),
             KindRules {
-                on_create: Some(crate::cluster::protect_claim),
+                on_create: Some(kind_defaults::protect_claim),
                 on_write: Some(kind_defaults::claim),
                 ..KindRules::NONE
             },
@@ -484,7 +484,7 @@ fn entries() -> Vec<BuiltinKind> {
                 .column("VolumeMode", "volumeMode", ".spec.volumeMode"),
             Some(KindType::of::<core::v1::PersistentVolume>()),
             KindRules {
-                on_create: Some(crate::cluster::protect_volume),
+                on_create: Some(kind_defaults::protect_volume),
                 on_write: Some(kind_defaults::volume),
                 ..KindRules::NONE
             },
@@ -545,7 +545,7 @@ fn entries() -> Vec<BuiltinKind> {
             .column("Revision", "string", ".revision"),
             Some(KindType::of::<apps::v1::ControllerRevision>()),
             KindRules {
-                validate: Some(controller_revisions::validate),
+                validate: Some(|w| controller_revisions::validate(w.def, w.name, w.object, w.old)),
                 ..KindRules::NONE
             },
         ),

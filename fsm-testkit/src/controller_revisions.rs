@@ -4,20 +4,26 @@
 
 use serde_json::Value;
 
-use crate::builtins::Written;
+use crate::resources::ResourceDef;
 use crate::status::{ApiError, Cause, Subject};
 
-/// Validates a ControllerRevision as written (after its defaults).
+/// Validates the ControllerRevision `object` named `name` (after its
+/// defaults), an update of `old` if given.
 ///
 /// # Errors
 /// `422 Invalid` with a cause per broken rule.
-pub fn validate(w: &Written<'_>) -> Result<(), ApiError> {
+pub fn validate(
+    def: &ResourceDef,
+    name: &str,
+    object: &Value,
+    old: Option<&Value>,
+) -> Result<(), ApiError> {
     let mut causes = Vec::new();
-    let data = w.object.get("data").filter(|d| !d.is_null());
+    let data = object.get("data").filter(|d| !d.is_null());
     if data.is_none() {
         causes.push(Cause::required("data", "data is mandatory"));
     }
-    if let Some(revision) = w.object.get("revision").and_then(Value::as_i64)
+    if let Some(revision) = object.get("revision").and_then(Value::as_i64)
         && revision < 0
     {
         causes.push(Cause {
@@ -26,7 +32,7 @@ pub fn validate(w: &Written<'_>) -> Result<(), ApiError> {
             field: "revision".into(),
         });
     }
-    if let Some(old) = w.old
+    if let Some(old) = old
         && old.get("data").filter(|d| !d.is_null()) != data
     {
         causes.push(Cause {
@@ -42,7 +48,7 @@ pub fn validate(w: &Written<'_>) -> Result<(), ApiError> {
         return Ok(());
     }
     Err(ApiError::Invalid(
-        Subject::new(&w.def.group, &w.def.kind, w.name),
+        Subject::new(&def.group, &def.kind, name),
         causes,
     ))
 }
@@ -52,17 +58,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::resources::ResourceDef;
-
-    fn written<'a>(def: &'a ResourceDef, object: &'a Value, old: Option<&'a Value>) -> Written<'a> {
-        Written {
-            def,
-            ns: "ns",
-            name: "r",
-            object,
-            old,
-        }
-    }
 
     #[test]
     fn data_is_mandatory_and_immutable_and_revisions_not_negative() {
@@ -74,16 +69,15 @@ mod tests {
             true,
         );
         let good = json!({"data": {"a": 1}, "revision": 1});
-        assert!(validate(&written(&def, &good, None)).is_ok());
+        assert!(validate(&def, "r", &good, None).is_ok());
         let bad = json!({"revision": -1});
-        let ApiError::Invalid(_, causes) = validate(&written(&def, &bad, None)).unwrap_err() else {
+        let ApiError::Invalid(_, causes) = validate(&def, "r", &bad, None).unwrap_err() else {
             panic!("not Invalid");
         };
         let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
         assert_eq!(fields, ["data", "revision"]);
         let changed = json!({"data": {"a": 2}, "revision": 1});
-        let ApiError::Invalid(_, causes) =
-            validate(&written(&def, &changed, Some(&good))).unwrap_err()
+        let ApiError::Invalid(_, causes) = validate(&def, "r", &changed, Some(&good)).unwrap_err()
         else {
             panic!("not Invalid");
         };

@@ -128,6 +128,35 @@ pub fn cron_job(_def: &ResourceDef, object: &mut Value) {
     fill(object, CRON_JOB);
 }
 
+/// The finalizer the admission plugin `StorageObjectInUseProtection`
+/// gives claims (lifted by `cluster::storage_protection`).
+pub const CLAIM_PROTECTION: &str = "kubernetes.io/pvc-protection";
+/// The finalizer it gives volumes.
+pub const VOLUME_PROTECTION: &str = "kubernetes.io/pv-protection";
+
+/// Adds `finalizer` to a new object's finalizers unless it is there.
+fn add_finalizer(object: &mut Value, finalizer: &str) {
+    let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let list = meta.entry("finalizers").or_insert_with(|| json!([]));
+    if let Some(list) = list.as_array_mut()
+        && !list.iter().any(|f| f == finalizer)
+    {
+        list.push(json!(finalizer));
+    }
+}
+
+/// A new claim: the admission plugin's finalizer.
+pub fn protect_claim(object: &mut Value, _sequence: u64) {
+    add_finalizer(object, CLAIM_PROTECTION);
+}
+
+/// A new volume: the admission plugin's finalizer.
+pub fn protect_volume(object: &mut Value, _sequence: u64) {
+    add_finalizer(object, VOLUME_PROTECTION);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -48,13 +48,29 @@ pub const SUBJECT_ACCESS_REVIEW: Review = Review {
     kind: "SubjectAccessReview",
 };
 
+/// `selfsubjectaccessreviews.authorization.k8s.io/v1`.
+pub const SELF_SUBJECT_ACCESS_REVIEW: Review = Review {
+    group: "authorization.k8s.io",
+    version: "v1",
+    plural: "selfsubjectaccessreviews",
+    kind: "SelfSubjectAccessReview",
+};
+
+/// `selfsubjectrulesreviews.authorization.k8s.io/v1`.
+pub const SELF_SUBJECT_RULES_REVIEW: Review = Review {
+    group: "authorization.k8s.io",
+    version: "v1",
+    plural: "selfsubjectrulesreviews",
+    kind: "SelfSubjectRulesReview",
+};
+
 /// Every review resource served, in the order `/apis` lists their groups
 /// (as kube-apiserver 1.20 does: authentication, then authorization) and
 /// discovery their resources (by name).
 pub const REVIEWS: [Review; 4] = [
     TOKEN_REVIEW,
-    crate::self_reviews::SELF_SUBJECT_ACCESS_REVIEW,
-    crate::self_reviews::SELF_SUBJECT_RULES_REVIEW,
+    SELF_SUBJECT_ACCESS_REVIEW,
+    SELF_SUBJECT_RULES_REVIEW,
     SUBJECT_ACCESS_REVIEW,
 ];
 

@@ -29,25 +29,9 @@ use serde_json::{Value, json};
 
 use crate::authz::{self, Attributes, SUPERUSER_GROUP, User};
 use crate::resources::GroupResource;
-use crate::reviews::{self, Review};
+use crate::reviews::{self, SELF_SUBJECT_ACCESS_REVIEW, SELF_SUBJECT_RULES_REVIEW};
 use crate::status::{ApiError, Cause, Subject};
 use crate::store::Store;
-
-/// `selfsubjectaccessreviews.authorization.k8s.io/v1`.
-pub const SELF_SUBJECT_ACCESS_REVIEW: Review = Review {
-    group: "authorization.k8s.io",
-    version: "v1",
-    plural: "selfsubjectaccessreviews",
-    kind: "SelfSubjectAccessReview",
-};
-
-/// `selfsubjectrulesreviews.authorization.k8s.io/v1`.
-pub const SELF_SUBJECT_RULES_REVIEW: Review = Review {
-    group: "authorization.k8s.io",
-    version: "v1",
-    plural: "selfsubjectrulesreviews",
-    kind: "SelfSubjectRulesReview",
-};
 
 /// The name of the server's admin (any request without a token of this
 /// server's nor impersonation).

@@ -108,7 +108,9 @@ pub fn render(
         .map(|o| {
             let mut cells = vec![name_cell(def, o)];
             for c in &before_age {
-                if let Some(cell) = crate::table_cells::cell(&c.type_, o, &c.json_path, now) {
+                if let Some(cell) =
+                    crate::table_cells::cell(&c.type_, o, &lookup(o, &c.json_path), now)
+                {
                     cells.push(cell);
                     continue;
                 }
@@ -161,7 +163,9 @@ pub fn render(
                 cells.push(json!(age(created, now)));
             }
             for c in &after_age {
-                if let Some(cell) = crate::table_cells::cell(&c.type_, o, &c.json_path, now) {
+                if let Some(cell) =
+                    crate::table_cells::cell(&c.type_, o, &lookup(o, &c.json_path), now)
+                {
                     cells.push(cell);
                     continue;
                 }

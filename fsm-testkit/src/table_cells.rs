@@ -5,7 +5,6 @@
 
 use serde_json::{Value, json};
 
-use crate::table::lookup;
 use crate::time::age;
 
 /// The annotation naming a claim's or a volume's class before
@@ -31,11 +30,11 @@ pub fn wide(type_: &str) -> bool {
     type_ == "volumeMode"
 }
 
-/// The cell of column type `type_` at `path` of `object`, if the type is
-/// one of this module's.
+/// The cell of column type `type_` of `object`, whose value at the
+/// column's path is `value`, if the type is one of this module's.
 #[must_use]
-pub fn cell(type_: &str, object: &Value, path: &str, now: jiff::Timestamp) -> Option<Value> {
-    let at = || lookup(object, path);
+pub fn cell(type_: &str, object: &Value, value: &Value, now: jiff::Timestamp) -> Option<Value> {
+    let at = || value.clone();
     let text = |v: Value| v.as_str().unwrap_or_default().to_string();
     Some(match type_ {
         "phase" if object["metadata"].get("deletionTimestamp").is_some() => json!("Terminating"),
@@ -155,6 +154,13 @@ fn controller(object: &Value) -> String {
 mod tests {
     use super::*;
 
+    /// The cell of `type_` with the value at `path` (`.a.b`) of `object`.
+    fn cell_at(type_: &str, object: &Value, path: &str, now: jiff::Timestamp) -> Option<Value> {
+        let pointer = path.replace('.', "/");
+        let value = object.pointer(&pointer).cloned().unwrap_or(Value::Null);
+        cell(type_, object, &value, now)
+    }
+
     fn now() -> jiff::Timestamp {
         jiff::Timestamp::from_second(1_800_000_000).unwrap()
     }
@@ -163,24 +169,33 @@ mod tests {
     fn claims_print_capacity_and_modes_once_bound() {
         let pending = json!({"metadata": {}, "spec": {"storageClassName": "fast"},
             "status": {"phase": "Pending"}});
-        assert_eq!(cell("claimCapacity", &pending, "", now()), Some(json!("")));
         assert_eq!(
-            cell("storageClass", &pending, "", now()),
+            cell_at("claimCapacity", &pending, "", now()),
+            Some(json!(""))
+        );
+        assert_eq!(
+            cell_at("storageClass", &pending, "", now()),
             Some(json!("fast"))
         );
         assert_eq!(
-            cell("volumeMode", &pending, ".spec.volumeMode", now()),
+            cell_at("volumeMode", &pending, ".spec.volumeMode", now()),
             Some(json!("<unset>"))
         );
         let bound = json!({"metadata": {"annotations": {BETA_CLASS_ANNOTATION: "old"}},
             "spec": {"volumeName": "pv1", "storageClassName": "fast"},
             "status": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany", "ReadWriteOnce"]}});
-        assert_eq!(cell("claimCapacity", &bound, "", now()), Some(json!("1Gi")));
         assert_eq!(
-            cell("claimAccessModes", &bound, "", now()),
+            cell_at("claimCapacity", &bound, "", now()),
+            Some(json!("1Gi"))
+        );
+        assert_eq!(
+            cell_at("claimAccessModes", &bound, "", now()),
             Some(json!("RWO,RWX"))
         );
-        assert_eq!(cell("storageClass", &bound, "", now()), Some(json!("old")));
+        assert_eq!(
+            cell_at("storageClass", &bound, "", now()),
+            Some(json!("old"))
+        );
     }
 
     #[test]
@@ -188,31 +203,31 @@ mod tests {
         let revision = json!({"metadata": {"ownerReferences": [
             {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "d", "controller": true}]}});
         assert_eq!(
-            cell("controller", &revision, "", now()),
+            cell_at("controller", &revision, "", now()),
             Some(json!("daemonset.apps/d"))
         );
         assert_eq!(
-            cell("controller", &json!({"metadata": {}}), "", now()),
+            cell_at("controller", &json!({"metadata": {}}), "", now()),
             Some(json!("<none>"))
         );
         let ds = json!({"spec": {"nodeSelector": {"b": "2", "a": "1"}}});
         assert_eq!(
-            cell("labels", &ds, ".spec.nodeSelector", now()),
+            cell_at("labels", &ds, ".spec.nodeSelector", now()),
             Some(json!("a=1,b=2"))
         );
         assert_eq!(
-            cell("labels", &ds, ".spec.none", now()),
+            cell_at("labels", &ds, ".spec.none", now()),
             Some(json!("<none>"))
         );
         assert_eq!(
-            cell("boolPtr", &ds, ".spec.suspend", now()),
+            cell_at("boolPtr", &ds, ".spec.suspend", now()),
             Some(json!("<unset>"))
         );
         assert_eq!(
-            cell("ageOrNone", &ds, ".status.lastScheduleTime", now()),
+            cell_at("ageOrNone", &ds, ".status.lastScheduleTime", now()),
             Some(json!("<none>"))
         );
-        assert_eq!(cell("other", &ds, "", now()), None);
+        assert_eq!(cell_at("other", &ds, "", now()), None);
         assert_eq!(column_type("integer0"), Some("integer"));
     }
 }

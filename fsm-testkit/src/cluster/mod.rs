@@ -47,7 +47,6 @@ pub(crate) use paging::parse_resource_version;
 pub use paging::{ReadAt, ReadOptions};
 
 pub use gc::Propagation;
-pub(crate) use storage_protection::{protect_claim, protect_volume};
 
 /// Which part of an object a write targets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

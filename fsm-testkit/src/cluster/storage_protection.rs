@@ -15,10 +15,7 @@ use super::meta::{finalizers, str_at};
 use super::{Cluster, Ownership, Part, present};
 use crate::resources::{GroupResource, ResourceDef};
 
-/// The finalizer of claims.
-pub const CLAIM_PROTECTION: &str = "kubernetes.io/pvc-protection";
-/// The finalizer of volumes.
-pub const VOLUME_PROTECTION: &str = "kubernetes.io/pv-protection";
+use crate::kind_defaults::{CLAIM_PROTECTION, VOLUME_PROTECTION};
 
 const MANAGER: &str = "kube-controller-manager";
 
@@ -39,25 +36,6 @@ fn protection_of(def: &ResourceDef) -> Option<&'static str> {
     } else {
         None
     }
-}
-
-/// Adds `finalizer` to a new object's finalizers unless it is there.
-fn add_finalizer(object: &mut Value, finalizer: &str) {
-    let mut list = finalizers(object);
-    if !list.iter().any(|f| f == finalizer) {
-        list.push(finalizer.to_string());
-        object["metadata"]["finalizers"] = json!(list);
-    }
-}
-
-/// A new claim: the admission plugin's finalizer.
-pub fn protect_claim(object: &mut Value, _sequence: u64) {
-    add_finalizer(object, CLAIM_PROTECTION);
-}
-
-/// A new volume: the admission plugin's finalizer.
-pub fn protect_volume(object: &mut Value, _sequence: u64) {
-    add_finalizer(object, VOLUME_PROTECTION);
 }
 
 /// Whether `pod` (not finished) mounts the claim `claim`.

@@ -11,8 +11,11 @@ use http::{Method, StatusCode};
 use super::json;
 use super::request::read_body;
 use super::route::ResourcePath;
-use crate::reviews::{self, Review, SUBJECT_ACCESS_REVIEW, TOKEN_REVIEW};
-use crate::self_reviews::{self, SELF_SUBJECT_ACCESS_REVIEW, SELF_SUBJECT_RULES_REVIEW};
+use crate::reviews::{
+    self, Review, SELF_SUBJECT_ACCESS_REVIEW, SELF_SUBJECT_RULES_REVIEW, SUBJECT_ACCESS_REVIEW,
+    TOKEN_REVIEW,
+};
+use crate::self_reviews;
 use crate::state::Shared;
 use crate::status::ApiError;
 
