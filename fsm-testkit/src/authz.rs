@@ -376,7 +376,7 @@ pub fn review(store: &Store, bytes: &[u8]) -> Result<Value, ApiError> {
     }))
 }
 
-fn resource_attributes(r: &ResourceAttributes) -> Attributes {
+pub(crate) fn resource_attributes(r: &ResourceAttributes) -> Attributes {
     let s = |v: &Option<String>| v.clone().unwrap_or_default();
     Attributes::Resource {
         namespace: s(&r.namespace),
@@ -388,7 +388,7 @@ fn resource_attributes(r: &ResourceAttributes) -> Attributes {
     }
 }
 
-fn non_resource_attributes(n: &NonResourceAttributes) -> Attributes {
+pub(crate) fn non_resource_attributes(n: &NonResourceAttributes) -> Attributes {
     Attributes::NonResource {
         path: n.path.clone().unwrap_or_default(),
         verb: n.verb.clone().unwrap_or_default(),
@@ -398,7 +398,7 @@ fn non_resource_attributes(n: &NonResourceAttributes) -> Attributes {
 /// The spec as the real server answers it: its known fields, empty ones
 /// left out (but an empty attributes object, and `extra`'s empty lists,
 /// kept).
-fn echo_spec(spec: &Value) -> Value {
+pub(crate) fn echo_spec(spec: &Value) -> Value {
     let mut out = Map::new();
     for (field, keys) in [
         (

@@ -19,7 +19,7 @@ use serde_json::Value;
 use crate::kinds;
 use crate::resources::{CORE_FIELD_LABELS, EVENTS_FIELD_LABELS, NameRule, Registry, ResourceDef};
 use crate::status::{ApiError, Cause};
-use crate::{events, limits, rbac, validation};
+use crate::{controller_revisions, events, kind_defaults, limits, rbac, validation};
 
 /// A built-in kind: how it is served, its type, its rules.
 pub struct BuiltinKind {
@@ -203,7 +203,9 @@ pub fn rules_of(def: &ResourceDef) -> &'static KindRules {
 
 #[allow(clippy::too_many_lines)]
 fn entries() -> Vec<BuiltinKind> {
-    use k8s_openapi::api::{apps, batch, coordination, core, events as ev, networking, rbac as rb};
+    use k8s_openapi::api::{
+        apps, batch, coordination, core, events as ev, networking, rbac as rb, storage,
+    };
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
     let d = ResourceDef::builtin;
     let kind = |def: ResourceDef, schema: Option<KindType>, rules: KindRules| BuiltinKind {
@@ -310,6 +312,7 @@ fn entries() -> Vec<BuiltinKind> {
         ),
         kind(
             d("apps", "v1", "Deployment", "deployments", true)
+                .scalable()
                 .with_status()
                 .with_generation()
                 .short(&["deploy"])
@@ -328,6 +331,7 @@ fn entries() -> Vec<BuiltinKind> {
         ),
         kind(
             d("apps", "v1", "StatefulSet", "statefulsets", true)
+                .scalable()
                 .with_status()
                 .with_generation()
                 .short(&["sts"])
@@ -453,6 +457,137 @@ fn entries() -> Vec<BuiltinKind> {
             None,
             KindRules::NONE,
         ),
+        // Issue 32: claims and the volumes they bind to.
+        kind(
+            d(
+                "",
+                "v1",
+                "PersistentVolumeClaim",
+                "persistentvolumeclaims",
+                true,
+            )
+            .with_status()
+            .short(&["pvc"])
+            .column("Status", "phase", ".status.phase")
+            .column("Volume", "text", ".spec.volumeName")
+            .column("Capacity", "claimCapacity", "")
+            .column("Access Modes", "claimAccessModes", "")
+            .column("StorageClass", "storageClass", "")
+            .column("VolumeMode", "volumeMode", ".spec.volumeMode"),
+            Some(KindType::of::<core::v1::PersistentVolumeClaim>()),
+            KindRules {
+                on_create: Some(kind_defaults::protect_claim),
+                on_write: Some(kind_defaults::claim),
+                ..KindRules::NONE
+            },
+        ),
+        kind(
+            d("", "v1", "PersistentVolume", "persistentvolumes", false)
+                .with_status()
+                .short(&["pv"])
+                .column("Capacity", "quantity", ".spec.capacity.storage")
+                .column("Access Modes", "accessModes", ".spec.accessModes")
+                .column(
+                    "Reclaim Policy",
+                    "text",
+                    ".spec.persistentVolumeReclaimPolicy",
+                )
+                .column("Status", "phase", ".status.phase")
+                .column("Claim", "claimRef", ".spec.claimRef")
+                .column("StorageClass", "storageClass", "")
+                .column("Reason", "text", ".status.reason")
+                .column("VolumeMode", "volumeMode", ".spec.volumeMode"),
+            Some(KindType::of::<core::v1::PersistentVolume>()),
+            KindRules {
+                on_create: Some(kind_defaults::protect_volume),
+                on_write: Some(kind_defaults::volume),
+                ..KindRules::NONE
+            },
+        ),
+        kind(
+            d("apps", "v1", "DaemonSet", "daemonsets", true)
+                .with_status()
+                .with_generation()
+                .short(&["ds"])
+                .all()
+                .column("Desired", "integer0", ".status.desiredNumberScheduled")
+                .column("Current", "integer0", ".status.currentNumberScheduled")
+                .column("Ready", "integer0", ".status.numberReady")
+                .column("Up-to-date", "integer0", ".status.updatedNumberScheduled")
+                .column("Available", "integer0", ".status.numberAvailable")
+                .column(
+                    "Node Selector",
+                    "labels",
+                    ".spec.template.spec.nodeSelector",
+                )
+                .column("Containers", "containers", ".spec.template.spec.containers")
+                .column("Images", "images", ".spec.template.spec.containers")
+                .column("Selector", "selector", ".spec.selector"),
+            Some(KindType::of::<apps::v1::DaemonSet>()),
+            KindRules {
+                on_write: Some(kind_defaults::daemon_set),
+                ..KindRules::NONE
+            },
+        ),
+        kind(
+            d("apps", "v1", "ReplicaSet", "replicasets", true)
+                .scalable()
+                .with_status()
+                .with_generation()
+                .short(&["rs"])
+                .all()
+                .column("Desired", "integer0", ".spec.replicas")
+                .column("Current", "integer0", ".status.replicas")
+                .column("Ready", "integer0", ".status.readyReplicas")
+                .column("Containers", "containers", ".spec.template.spec.containers")
+                .column("Images", "images", ".spec.template.spec.containers")
+                .column("Selector", "selector", ".spec.selector"),
+            Some(KindType::of::<apps::v1::ReplicaSet>()),
+            KindRules {
+                on_write: Some(kind_defaults::replica_set),
+                ..KindRules::NONE
+            },
+        ),
+        kind(
+            d(
+                "apps",
+                "v1",
+                "ControllerRevision",
+                "controllerrevisions",
+                true,
+            )
+            .column("Controller", "controller", "")
+            .column("Revision", "string", ".revision"),
+            Some(KindType::of::<apps::v1::ControllerRevision>()),
+            KindRules {
+                validate: Some(|w| controller_revisions::validate(w.def, w.name, w.object, w.old)),
+                ..KindRules::NONE
+            },
+        ),
+        // batch/v1 is the CronJob of the API served (1.34); batch/v1beta1,
+        // the same objects, is the only one 1.20 serves.
+        cron_job(d("batch", "v1", "CronJob", "cronjobs", true).with_generation()),
+        // 1.20 keeps no generation of its CronJobs.
+        cron_job(d("batch", "v1beta1", "CronJob", "cronjobs", true).stored_as("batch", "v1")),
+        kind(
+            d(
+                "storage.k8s.io",
+                "v1",
+                "StorageClass",
+                "storageclasses",
+                false,
+            )
+            .short(&["sc"])
+            .column("Provisioner", "string", ".provisioner")
+            .column("ReclaimPolicy", "text", ".reclaimPolicy")
+            .column("VolumeBindingMode", "text", ".volumeBindingMode")
+            .column("AllowVolumeExpansion", "bool", ".allowVolumeExpansion"),
+            Some(KindType::of::<storage::v1::StorageClass>()),
+            KindRules {
+                on_write: Some(kind_defaults::storage_class),
+                ..KindRules::NONE
+            },
+        ),
         kind(
             d(
                 "apiextensions.k8s.io",
@@ -474,6 +609,40 @@ fn entries() -> Vec<BuiltinKind> {
             },
         ),
     ]
+}
+
+/// A CronJob at `def`'s version: the 1.20 printer's columns, its one
+/// field selector (`status.successful`, accepted and never matched, as by
+/// 1.20), its defaults; both versions have the batch/v1 type.
+fn cron_job(def: ResourceDef) -> BuiltinKind {
+    use k8s_openapi::api::batch;
+    BuiltinKind {
+        def: def
+            .with_status()
+            .short(&["cj"])
+            .all()
+            .fields(&["status.successful"])
+            .column("Schedule", "string", ".spec.schedule")
+            .column("Suspend", "boolPtr", ".spec.suspend")
+            .column("Active", "countInt", ".status.active")
+            .column("Last Schedule", "ageOrNone", ".status.lastScheduleTime")
+            .column(
+                "Containers",
+                "containers",
+                ".spec.jobTemplate.spec.template.spec.containers",
+            )
+            .column(
+                "Images",
+                "images",
+                ".spec.jobTemplate.spec.template.spec.containers",
+            )
+            .column("Selector", "selector", ".spec.jobTemplate.spec.selector"),
+        schema: Some(KindType::of::<batch::v1::CronJob>()),
+        rules: KindRules {
+            on_write: Some(kind_defaults::cron_job),
+            ..KindRules::NONE
+        },
+    }
 }
 
 /// A role of `rbac.authorization.k8s.io/v1`: names are path segments;
@@ -518,7 +687,7 @@ mod tests {
             assert_eq!(*served, kind.def);
             assert!(std::ptr::eq(rules_of(&served), &kind.rules));
         }
-        assert_eq!(table().len(), 20);
+        assert_eq!(table().len(), 28);
     }
 
     #[test]

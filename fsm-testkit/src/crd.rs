@@ -157,10 +157,26 @@ pub fn definitions(crd: &Value) -> Result<(Vec<ResourceDef>, String), Vec<Cause>
                 ),
                 printer_columns,
                 stored_with: None,
+                scale: scale_paths(&v["subresources"]["scale"]),
             }
         })
         .collect();
     Ok((defs, storage.into_iter().next().unwrap_or_default()))
+}
+
+/// The `scale` subresource a CRD version's `subresources.scale` declares.
+fn scale_paths(scale: &Value) -> Option<crate::resources::ScalePaths> {
+    use crate::resources::{ScalePaths, ScaleSelector};
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    scale.as_object()?;
+    Some(ScalePaths {
+        spec_replicas: text(&scale["specReplicasPath"]),
+        status_replicas: text(&scale["statusReplicasPath"]),
+        selector: match text(&scale["labelSelectorPath"]) {
+            path if path.is_empty() => ScaleSelector::None,
+            path => ScaleSelector::Text(path),
+        },
+    })
 }
 
 /// Fills the defaults the real server writes into a CRD's spec

@@ -143,15 +143,34 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
     let mut resources = Vec::new();
     for d in &defs {
         resources.push(resource_json(d));
-        if d.status_subresource {
-            resources.push(json!({
+        let status = d.status_subresource.then(|| {
+            json!({
                 "name": format!("{}/status", d.plural),
                 "singularName": "",
                 "namespaced": d.namespaced,
                 "kind": d.kind,
                 "verbs": ["get", "patch", "update"],
-            }));
-        }
+            })
+        });
+        let scale = d.scale.as_ref().map(|_| {
+            json!({
+                "name": format!("{}/scale", d.plural),
+                "singularName": "",
+                "namespaced": d.namespaced,
+                "group": "autoscaling",
+                "version": "v1",
+                "kind": "Scale",
+                "verbs": ["get", "patch", "update"],
+            })
+        });
+        // Built-in resources are listed by name; a CRD's status comes
+        // before its scale.
+        let (first, second) = if d.custom {
+            (status, scale)
+        } else {
+            (scale, status)
+        };
+        resources.extend(first.into_iter().chain(second));
     }
     resources.extend(review_resources.iter().map(reviews::discovery_entry));
     let group_version = if group.is_empty() {
@@ -197,12 +216,23 @@ fn aggregated_resource(d: &ResourceDef) -> Value {
     if !d.categories.is_empty() {
         r["categories"] = json!(d.categories);
     }
+    let mut subresources = Vec::new();
     if d.status_subresource {
-        r["subresources"] = json!([{
+        subresources.push(json!({
             "subresource": "status",
             "responseKind": kind,
             "verbs": ["get", "patch", "update"],
-        }]);
+        }));
+    }
+    if d.scale.is_some() {
+        subresources.push(json!({
+            "subresource": "scale",
+            "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+            "verbs": ["get", "patch", "update"],
+        }));
+    }
+    if !subresources.is_empty() {
+        r["subresources"] = json!(subresources);
     }
     r
 }
@@ -311,9 +341,19 @@ mod tests {
             .iter()
             .find(|g| g["metadata"]["name"] == "authorization.k8s.io")
             .unwrap();
+        let names: Vec<&Value> = authz["versions"][0]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| &r["resource"])
+            .collect();
         assert_eq!(
-            authz["versions"][0]["resources"][0]["resource"],
-            "subjectaccessreviews"
+            names,
+            [
+                "selfsubjectaccessreviews",
+                "selfsubjectrulesreviews",
+                "subjectaccessreviews"
+            ]
         );
     }
     #[test]

@@ -92,6 +92,47 @@ pub struct ResourceDef {
     /// The resource whose storage this one shares, if not its own
     /// (`events.k8s.io` Events are core Events, see [`crate::events`]).
     pub stored_with: Option<GroupResource>,
+    /// The `scale` subresource, if the resource has one.
+    pub scale: Option<ScalePaths>,
+}
+
+/// Where a resource's `scale` subresource (an `autoscaling/v1` `Scale`)
+/// reads and writes its object: a CRD's `subresources.scale`, or the
+/// built-in workloads' `.spec.replicas`, `.status.replicas` and label
+/// selector.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScalePaths {
+    /// `specReplicasPath`: the desired replicas (`.spec.replicas`).
+    pub spec_replicas: String,
+    /// `statusReplicasPath`: the observed replicas (`.status.replicas`).
+    pub status_replicas: String,
+    /// Where the Scale's `status.selector` comes from.
+    pub selector: ScaleSelector,
+}
+
+/// The source of a Scale's `status.selector`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScaleSelector {
+    /// None (a CRD without `labelSelectorPath`).
+    None,
+    /// A string at this path (a CRD's `labelSelectorPath`).
+    Text(String),
+    /// A `LabelSelector` object at this path, printed as a selector string
+    /// (the built-in workloads' `.spec.selector`).
+    LabelSelector(String),
+}
+
+impl ScalePaths {
+    /// The built-in workloads' scale: `.spec.replicas`, `.status.replicas`
+    /// and `.spec.selector`.
+    #[must_use]
+    pub fn workload() -> Self {
+        Self {
+            spec_replicas: ".spec.replicas".into(),
+            status_replicas: ".status.replicas".into(),
+            selector: ScaleSelector::LabelSelector(".spec.selector".into()),
+        }
+    }
 }
 
 /// The field selectors of `events.k8s.io/v1` Events and the core fields
@@ -194,7 +235,15 @@ impl ResourceDef {
             delete_returns_object: false,
             storage_version_hash: storage_version_hash(group, version, kind),
             stored_with: None,
+            scale: None,
         }
+    }
+
+    /// With the `scale` subresource of the built-in workloads.
+    #[must_use]
+    pub fn scalable(mut self) -> Self {
+        self.scale = Some(ScalePaths::workload());
+        self
     }
 
     /// With the `status` subresource.

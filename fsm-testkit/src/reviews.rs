@@ -1,5 +1,6 @@
-//! The review resources: `TokenReview` (`authentication.k8s.io/v1`) and
-//! `SubjectAccessReview` (`authorization.k8s.io/v1`). They are not stored:
+//! The review resources: `TokenReview` (`authentication.k8s.io/v1`),
+//! `SubjectAccessReview` and the self reviews (`authorization.k8s.io/v1`,
+//! see [`crate::self_reviews`]). They are not stored:
 //! a `POST` of one is answered with the object and its computed `status`
 //! (see [`crate::authn`] and [`crate::authz`]); nothing else is served on
 //! them. This module holds what both share: which paths they are, their
@@ -47,9 +48,31 @@ pub const SUBJECT_ACCESS_REVIEW: Review = Review {
     kind: "SubjectAccessReview",
 };
 
+/// `selfsubjectaccessreviews.authorization.k8s.io/v1`.
+pub const SELF_SUBJECT_ACCESS_REVIEW: Review = Review {
+    group: "authorization.k8s.io",
+    version: "v1",
+    plural: "selfsubjectaccessreviews",
+    kind: "SelfSubjectAccessReview",
+};
+
+/// `selfsubjectrulesreviews.authorization.k8s.io/v1`.
+pub const SELF_SUBJECT_RULES_REVIEW: Review = Review {
+    group: "authorization.k8s.io",
+    version: "v1",
+    plural: "selfsubjectrulesreviews",
+    kind: "SelfSubjectRulesReview",
+};
+
 /// Every review resource served, in the order `/apis` lists their groups
-/// (as kube-apiserver 1.20 does: authentication, then authorization).
-pub const REVIEWS: [Review; 2] = [TOKEN_REVIEW, SUBJECT_ACCESS_REVIEW];
+/// (as kube-apiserver 1.20 does: authentication, then authorization) and
+/// discovery their resources (by name).
+pub const REVIEWS: [Review; 4] = [
+    TOKEN_REVIEW,
+    SELF_SUBJECT_ACCESS_REVIEW,
+    SELF_SUBJECT_RULES_REVIEW,
+    SUBJECT_ACCESS_REVIEW,
+];
 
 /// The review resource at `group/version/plural`, if one is served there.
 #[must_use]

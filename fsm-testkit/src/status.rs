@@ -286,6 +286,8 @@ impl ApiError {
                     .collect::<Vec<_>>(),
             })),
             Self::UnknownResource => Some(json!({})),
+            // Go's `NewInternalError`: the error, as the one cause.
+            Self::Internal(message) => Some(json!({"causes": [{"message": message}]})),
             Self::InvalidOptions(kind, causes) => Some(json!({
                 "group": "meta.k8s.io",
                 "kind": kind,

@@ -71,6 +71,9 @@ pub fn render(
         .partition(|c| !printed_after_age(c));
     let column = |c: &PrinterColumn| {
         let type_ = match c.type_.as_str() {
+            t if crate::table_cells::column_type(t).is_some() => {
+                crate::table_cells::column_type(t).unwrap_or(t)
+            }
             "timestamp" => "date",
             "count" | "roleRef" | "ratio" | "int0" | "externalIPs" | "ports" | "podReady"
             | "podStatus" | "ingressClass" | "ingressHosts" | "loadBalancer" | "ingressPorts" => {
@@ -80,11 +83,12 @@ pub fn render(
             t if printed_after_age(c) || t.starts_with("subjects:") => "string",
             other => other,
         };
-        let priority = if WIDE_TYPES.contains(&c.type_.as_str()) {
-            1
-        } else {
-            c.priority
-        };
+        let priority =
+            if WIDE_TYPES.contains(&c.type_.as_str()) || crate::table_cells::wide(&c.type_) {
+                1
+            } else {
+                c.priority
+            };
         json!({
             "name": c.name, "type": type_, "format": c.format,
             "description": c.description, "priority": priority
@@ -102,8 +106,14 @@ pub fn render(
     let rows: Vec<Value> = objects
         .iter()
         .map(|o| {
-            let mut cells = vec![o["metadata"]["name"].clone()];
+            let mut cells = vec![name_cell(def, o)];
             for c in &before_age {
+                if let Some(cell) =
+                    crate::table_cells::cell(&c.type_, o, &lookup(o, &c.json_path), now)
+                {
+                    cells.push(cell);
+                    continue;
+                }
                 cells.push(match c.type_.as_str() {
                     "date" => lookup(o, &c.json_path)
                         .as_str()
@@ -153,6 +163,12 @@ pub fn render(
                 cells.push(json!(age(created, now)));
             }
             for c in &after_age {
+                if let Some(cell) =
+                    crate::table_cells::cell(&c.type_, o, &lookup(o, &c.json_path), now)
+                {
+                    cells.push(cell);
+                    continue;
+                }
                 cells.push(match c.type_.as_str() {
                     "containers" | "images" => {
                         let field = if c.type_ == "images" { "image" } else { "name" };
@@ -182,6 +198,25 @@ pub fn render(
         })
         .collect();
     table(columns, rows, revision)
+}
+
+/// The NAME cell: the object's name; a default StorageClass's is followed
+/// by ` (default)`, as the real printer writes it.
+fn name_cell(def: &ResourceDef, o: &Value) -> Value {
+    let name = &o["metadata"]["name"];
+    let annotations = &o["metadata"]["annotations"];
+    let default_class = def.group == "storage.k8s.io"
+        && def.plural == "storageclasses"
+        && [
+            "storageclass.kubernetes.io/is-default-class",
+            "storageclass.beta.kubernetes.io/is-default-class",
+        ]
+        .iter()
+        .any(|a| annotations[*a] == "true");
+    match name.as_str() {
+        Some(n) if default_class => json!(format!("{n} (default)")),
+        _ => name.clone(),
+    }
 }
 
 /// Built-in column types the real server prints only with `-o wide`
@@ -273,7 +308,9 @@ fn readiness_gates(pod: &Value) -> String {
 }
 
 fn printed_after_age(c: &PrinterColumn) -> bool {
-    c.type_.starts_with("subjects:") || WIDE_TYPES.contains(&c.type_.as_str())
+    c.type_.starts_with("subjects:")
+        || WIDE_TYPES.contains(&c.type_.as_str())
+        || crate::table_cells::wide(&c.type_)
 }
 
 /// A Service's EXTERNAL-IP: its external IPs, a load balancer's ingress

@@ -177,6 +177,9 @@ impl Cluster {
             marked["status"]["phase"] = json!("Terminating");
         }
         let stored = self.store.put(&def.group_resource(), ns, name, marked);
+        // Answered as marked, as the real server answers before its
+        // controllers run.
+        self.release_protection(def, ns, name, now);
         (present(def, &stored), false)
     }
 
@@ -281,6 +284,8 @@ impl Cluster {
         self.collect_garbage(&gone, jiff::Timestamp::now());
         if was_stored {
             self.tokens_after_removal(def, &gone, jiff::Timestamp::now());
+            self.default_account_after_removal(def, &gone, jiff::Timestamp::now());
+            self.protection_after_removal(def, &gone, jiff::Timestamp::now());
         }
         if gr == crds() {
             if let Some((g, p)) = name.split_once('.').map(|(p, g)| (g, p)) {

@@ -9,7 +9,10 @@
 //! replace), `apply` (patches and server-side apply), all of whose writes
 //! run the one admission chain of `admission`; `delete` and `gc`
 //! (deletion, finalizers, the garbage collector), `tokens` (the token
-//! controller), `crd_controller` (what a CRD's write changes), and the
+//! controller), `service_accounts` (each namespace's `default` account),
+//! `scale` (the `scale` subresource), `storage_protection` (the
+//! finalizers of claims and volumes),
+//! `crd_controller` (what a CRD's write changes), and the
 //! helpers they share: `meta`, `metadata_rules`, `ownership`, `ids`,
 //! `paging`.
 
@@ -25,6 +28,9 @@ mod metadata_rules;
 mod ownership;
 mod paging;
 mod read;
+mod scale;
+mod service_accounts;
+mod storage_protection;
 mod tokens;
 mod write;
 

@@ -22,8 +22,8 @@
 //! A token Secret created by a client (the way to get a token once the
 //! controller stopped making them, 1.24) is not filled in, and a token
 //! Secret naming an account that does not exist is not deleted, as the
-//! real controller does; namespaces get no `default` ServiceAccount (the
-//! real serviceaccount controller makes one).
+//! real controller does. Each namespace's `default` account is made by
+//! [`super::service_accounts`].
 
 use ring::rand::{SecureRandom, SystemRandom};
 use serde_json::{Value, json};

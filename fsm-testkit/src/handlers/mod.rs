@@ -17,6 +17,7 @@ mod reads;
 mod request;
 pub mod reviews;
 pub mod route;
+mod scale;
 mod writes;
 
 pub use reads::WatchResponse;

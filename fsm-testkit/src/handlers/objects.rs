@@ -1,5 +1,6 @@
 //! The resource verbs over HTTP: get, list, watch, create, update, patch,
-//! delete, deletecollection, on objects and their `status` subresource.
+//! delete, deletecollection, on objects and their `status` subresource
+//! (and get, update, patch of their `scale`, in [`super::scale`]).
 //! A request is resolved ([`super::request`]), then served by the function
 //! of its verb: the reads in [`super::reads`], the writes in
 //! [`super::writes`].
@@ -12,7 +13,7 @@ use http::request::Parts;
 
 use super::request::{Verb, resolve};
 use super::route::ResourcePath;
-use super::{reads, writes};
+use super::{reads, scale, writes};
 use crate::state::Shared;
 use crate::status::ApiError;
 
@@ -27,6 +28,9 @@ pub async fn handle(
     path: ResourcePath,
 ) -> Result<Response, ApiError> {
     let (verb, request) = resolve(shared, parts, path)?;
+    if request.scale {
+        return scale::handle(verb, &request, body).await;
+    }
     match verb {
         Verb::Get => reads::get(&request).await,
         Verb::List => reads::list(&request).await,

@@ -98,6 +98,8 @@ pub(super) struct ObjectRequest<'a> {
     pub(super) name: Option<String>,
     /// The object or its `status` subresource.
     pub(super) part: Part,
+    /// Whether the path names the object's `scale` subresource.
+    pub(super) scale: bool,
     /// `dryRun=All`.
     pub(super) dry_run: bool,
     /// Whether the client asked for a table, and with what objects.
@@ -121,8 +123,8 @@ impl ObjectRequest<'_> {
 /// Resolves a request on `path`: its verb, resource, namespace and part.
 ///
 /// # Errors
-/// `NotFound` (an unknown resource, or `status` of a resource without
-/// the subresource), `MethodNotAllowed` (a method the path does not take).
+/// `NotFound` (an unknown resource, `status` of a resource without
+/// the subresource, `scale` of one without a scale), `MethodNotAllowed` (a method the path does not take).
 pub(super) fn resolve<'a>(
     shared: &'a Arc<Shared>,
     parts: &'a Parts,
@@ -155,8 +157,13 @@ pub(super) fn resolve<'a>(
                 path.name.as_deref().unwrap_or_default(),
             )));
         }
+        Some("scale") if def.scale.is_some() => Part::Main,
         Some(_) => return Err(ApiError::UnknownResource),
     };
+    let scale = path.subresource.as_deref() == Some("scale");
+    if scale && !matches!(verb, Verb::Get | Verb::Update | Verb::Patch) {
+        return Err(ApiError::MethodNotAllowed);
+    }
     if part == Part::Status && !matches!(verb, Verb::Get | Verb::Update | Verb::Patch) {
         return Err(ApiError::MethodNotAllowed);
     }
@@ -171,6 +178,7 @@ pub(super) fn resolve<'a>(
         namespace,
         name: path.name,
         part,
+        scale,
         dry_run,
         table,
         now: jiff::Timestamp::now(),

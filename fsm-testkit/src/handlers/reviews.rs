@@ -1,5 +1,5 @@
 //! The review resources over HTTP ([`crate::reviews`]): `POST` of a
-//! `TokenReview` or a `SubjectAccessReview` to its collection is answered
+//! `TokenReview`, a `SubjectAccessReview` or a self review to its collection is answered
 //! `201` with the review and its status; any other method there is `405`,
 //! and a named, namespaced or subresource path `404`, as on the real
 //! server.
@@ -11,7 +11,11 @@ use http::{Method, StatusCode};
 use super::json;
 use super::request::read_body;
 use super::route::ResourcePath;
-use crate::reviews::{self, Review, SUBJECT_ACCESS_REVIEW, TOKEN_REVIEW};
+use crate::reviews::{
+    self, Review, SELF_SUBJECT_ACCESS_REVIEW, SELF_SUBJECT_RULES_REVIEW, SUBJECT_ACCESS_REVIEW,
+    TOKEN_REVIEW,
+};
+use crate::self_reviews;
 use crate::state::Shared;
 use crate::status::ApiError;
 
@@ -47,6 +51,12 @@ pub async fn handle(
             crate::authn::review(&cluster.store, &bytes)?
         } else if review == SUBJECT_ACCESS_REVIEW {
             crate::authz::review(&cluster.store, &bytes)?
+        } else if review == SELF_SUBJECT_ACCESS_REVIEW {
+            let user = self_reviews::requester(&cluster.store, &parts.headers);
+            self_reviews::access_review(&cluster.store, &user, &bytes)?
+        } else if review == SELF_SUBJECT_RULES_REVIEW {
+            let user = self_reviews::requester(&cluster.store, &parts.headers);
+            self_reviews::rules_review(&cluster.store, &user, &bytes)?
         } else {
             return Err(ApiError::UnknownResource);
         }

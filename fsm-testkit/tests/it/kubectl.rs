@@ -649,8 +649,11 @@ subjects:
     assert_eq!(rows[1][..2], ["site-operator", "ClusterRole/site-operator"]);
     let rows = table(&k.ok(&["get", "sa", "-n", "ops"]).await);
     assert_eq!(rows[0], ["NAME", "SECRETS", "AGE"]);
-    // Its token Secret, as the 1.20 token controller makes it.
-    assert_eq!(rows[1][..2], ["site-operator", "1"]);
+    // The namespace's own `default` account (the serviceaccount
+    // controller's) comes first; each has its token Secret, as the 1.20
+    // token controller makes it.
+    assert_eq!(rows[1][..2], ["default", "1"]);
+    assert_eq!(rows[2][..2], ["site-operator", "1"]);
     k.ok(&["delete", "clusterrole", "site-operator"]).await;
     let gone = k.run(&["get", "clusterrole", "site-operator"]).await;
     assert!(gone.stderr.contains("NotFound"), "{}", gone.stderr);

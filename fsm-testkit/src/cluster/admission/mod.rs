@@ -103,6 +103,7 @@ const CHAIN: &[Step] = &[
     rules::apply_defaults,
     rules::validate_defaulted,
     rules::enforce_custom_schema,
+    rules::validate_scale_fields,
     rules::record_field_ownership,
     rules::prepare_crd,
     rules::keep_stored_type,

@@ -125,6 +125,16 @@ pub(super) fn enforce_custom_schema(a: &mut Admission<'_, '_>) -> Result<Flow, A
     Ok(Flow::Next)
 }
 
+/// A custom resource with a scale: its replicas and selector fields as
+/// the scale reads them (see `cluster::scale`).
+pub(super) fn validate_scale_fields(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
+    let causes = super::super::scale::custom_scale_causes(a.write.def, &a.object);
+    if causes.is_empty() {
+        return Ok(Flow::Next);
+    }
+    Err(a.invalid(causes))
+}
+
 /// `metadata.managedFields`, as the write's owner says.
 pub(super) fn record_field_ownership(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
     let w = a.write;

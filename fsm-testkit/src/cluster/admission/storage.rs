@@ -68,7 +68,8 @@ pub(super) fn finish_deletion(a: &mut Admission<'_, '_>) -> Result<Flow, ApiErro
 }
 
 /// Stores the object (if the storage takes its size), then what storing
-/// it starts: the resources a CRD serves, a ServiceAccount's token.
+/// it starts: the resources a CRD serves, a ServiceAccount's token, a
+/// namespace's `default` ServiceAccount.
 pub(super) fn store(a: &mut Admission<'_, '_>) -> Result<Value, ApiError> {
     let w = a.write;
     let gr = w.def.group_resource();
@@ -81,5 +82,6 @@ pub(super) fn store(a: &mut Admission<'_, '_>) -> Result<Value, ApiError> {
     if super::super::tokens::is_service_account(w.def) {
         a.cluster.ensure_token(&stored, w.now);
     }
+    a.cluster.ensure_default_account_of(w.def, &stored, w.now);
     Ok(present(w.def, &stored))
 }

@@ -195,7 +195,7 @@ pub async fn read_refusals(s: &mut Scene) -> Fallible {
 }
 
 /// The columns and cells (AGE left out) of a Table.
-fn table_summary(t: &Value) -> Value {
+pub(super) fn table_summary(t: &Value) -> Value {
     let columns: Vec<Value> = t["columnDefinitions"]
         .as_array()
         .map(|c| {
@@ -346,7 +346,7 @@ pub async fn builtin_tables_and_table_watch(s: &mut Scene) -> Fallible {
 /// `rows` with every cell that reads as an age (`0s`, `1s`, `3m`…)
 /// replaced by `<age>`: an age depends on when the second turned, not on
 /// the server.
-fn mask_ages(rows: &Value) -> Value {
+pub(super) fn mask_ages(rows: &Value) -> Value {
     let is_age = |t: &str| {
         t.len() > 1
             && t[..t.len() - 1].chars().all(|c| c.is_ascii_digit())

@@ -23,12 +23,14 @@ pub mod custom;
 pub mod deletion;
 pub mod events;
 pub mod gaps;
+pub mod kinds;
 pub mod limits;
 pub mod lists;
 pub mod openapi;
 pub mod patches;
 pub mod protobuf;
 pub mod validation;
+pub mod scale;
 pub mod watch;
 pub mod writes;
 
@@ -197,4 +199,11 @@ scenarios! {
     crd_definitions::crd_structural_defaults_and_property_counts,
     crd_definitions::crd_versions_prune_and_default_by_their_own_schemas,
     crd_definitions::custom_resource_metadata_must_decode,
+    kinds::kinds_claims_volumes_and_classes,
+    kinds::kinds_daemon_sets_replica_sets_and_revisions,
+    kinds::kinds_cron_jobs,
+    kinds::kinds_default_service_account,
+    kinds::kinds_self_subject_reviews,
+    scale::scale_of_workloads,
+    scale::scale_of_custom_resources,
 }
