@@ -16,9 +16,9 @@ use std::sync::OnceLock;
 use k8s_openapi::schemars::{self, JsonSchema, SchemaGenerator};
 use serde_json::Value;
 
-use crate::kinds;
 use crate::resources::{CORE_FIELD_LABELS, EVENTS_FIELD_LABELS, NameRule, Registry, ResourceDef};
 use crate::status::{ApiError, Cause};
+use crate::{defaults, immutable, kinds};
 use crate::{events, limits, rbac, validation};
 
 /// A built-in kind: how it is served, its type, its rules.
@@ -109,6 +109,18 @@ pub struct KindRules {
     pub on_create: Option<fn(&mut Value, u64)>,
     /// The defaults of every write.
     pub on_write: Option<fn(&ResourceDef, &mut Value)>,
+    /// What an update changes given the stored object (`&Value`), after
+    /// the defaults of every write (a Service's cluster IPs following its
+    /// `clusterIP`, what its new type does not use wiped).
+    pub on_update: Option<fn(&mut Value, &Value)>,
+    /// What a write that is not a dry run allocates, given the stored
+    /// object of an update; the number is a count of writes (a Service's
+    /// cluster IP and node ports).
+    pub allocate: Option<fn(&mut Value, Option<&Value>, u64)>,
+    /// The causes of what an update from the stored object (the first
+    /// `&Value`) to the new one changes that may not change (`field is
+    /// immutable`), reported before the kind's validation.
+    pub immutable: Option<fn(&Value, &Value) -> Vec<Cause>>,
     /// Validates the defaulted object.
     pub validate: Option<Validate>,
     /// Refuses an object over the kind's size limit (its data).
@@ -133,6 +145,9 @@ impl KindRules {
         validate_written: None,
         on_create: None,
         on_write: None,
+        on_update: None,
+        allocate: None,
+        immutable: None,
         validate: None,
         check_size: None,
         creates_on_update: false,
@@ -232,6 +247,7 @@ fn entries() -> Vec<BuiltinKind> {
                 .column("Data", "count", ".data,.binaryData"),
             Some(KindType::of::<core::v1::ConfigMap>()),
             KindRules {
+                immutable: Some(immutable::config_map),
                 check_size: Some(limits::check_config_map_size),
                 ..KindRules::NONE
             },
@@ -244,6 +260,7 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<core::v1::Secret>()),
             KindRules {
                 on_write: Some(kinds::secret_defaults),
+                immutable: Some(immutable::secret),
                 check_size: Some(limits::check_secret_size),
                 ..KindRules::NONE
             },
@@ -262,7 +279,11 @@ fn entries() -> Vec<BuiltinKind> {
                 .returns_deleted(),
             Some(KindType::of::<core::v1::Service>()),
             KindRules {
-                on_create: Some(kinds::service_defaults),
+                on_create: Some(defaults::service::on_create),
+                on_write: Some(defaults::service::on_write),
+                on_update: Some(defaults::service::on_update),
+                allocate: Some(defaults::service::allocate),
+                immutable: Some(immutable::service),
                 creates_on_update: true,
                 etcd_resource: Some("services/specs"),
                 ..KindRules::NONE
@@ -285,7 +306,8 @@ fn entries() -> Vec<BuiltinKind> {
                 .column("Readiness Gates", "readinessGates", ""),
             Some(KindType::of::<core::v1::Pod>()),
             KindRules {
-                on_create: Some(kinds::pod_defaults),
+                on_create: Some(defaults::pod::on_create),
+                on_write: Some(defaults::pod::on_write),
                 ..KindRules::NONE
             },
         ),
@@ -317,7 +339,11 @@ fn entries() -> Vec<BuiltinKind> {
                 .column("Images", "images", ".spec.template.spec.containers")
                 .column("Selector", "selector", ".spec.selector"),
             Some(KindType::of::<apps::v1::Deployment>()),
-            KindRules::NONE,
+            KindRules {
+                on_write: Some(defaults::apps::deployment),
+                immutable: Some(immutable::deployment),
+                ..KindRules::NONE
+            },
         ),
         kind(
             d("apps", "v1", "StatefulSet", "statefulsets", true)
@@ -329,7 +355,11 @@ fn entries() -> Vec<BuiltinKind> {
                 .column("Containers", "containers", ".spec.template.spec.containers")
                 .column("Images", "images", ".spec.template.spec.containers"),
             Some(KindType::of::<apps::v1::StatefulSet>()),
-            KindRules::NONE,
+            KindRules {
+                on_write: Some(defaults::apps::stateful_set),
+                immutable: Some(immutable::stateful_set),
+                ..KindRules::NONE
+            },
         ),
         // Served as v1 and stored as v1beta1 by the 1.20 server.
         kind(
@@ -356,7 +386,9 @@ fn entries() -> Vec<BuiltinKind> {
                 .column("Succeeded", "integer", ".status.succeeded"),
             Some(KindType::of::<batch::v1::Job>()),
             KindRules {
-                validate: Some(|w| kinds::job_template_unchanged(w.name, w.old, w.object)),
+                on_create: Some(defaults::batch::job_create),
+                on_write: Some(defaults::batch::job),
+                immutable: Some(immutable::job),
                 ..KindRules::NONE
             },
         ),
@@ -422,7 +454,10 @@ fn entries() -> Vec<BuiltinKind> {
             .short(&["pdb"])
             .column("Allowed Disruptions", "int0", ".status.disruptionsAllowed"),
             None,
-            KindRules::NONE,
+            KindRules {
+                on_write: Some(defaults::other::pod_disruption_budget),
+                ..KindRules::NONE
+            },
         ),
         // What `manifests --view-expose` includes.
         kind(
@@ -436,7 +471,10 @@ fn entries() -> Vec<BuiltinKind> {
             .with_generation()
             .short(&["netpol"]),
             None,
-            KindRules::NONE,
+            KindRules {
+                on_write: Some(defaults::other::network_policy),
+                ..KindRules::NONE
+            },
         ),
         kind(
             d(

@@ -94,12 +94,15 @@ const CHAIN: &[Step] = &[
     identity::check_preconditions,
     identity::merge_with_current,
     identity::check_new_finalizers,
-    identity::bump_generation,
     // Validation and defaults.
     rules::validate_metadata,
     rules::init_new_metadata,
     rules::validate_as_written,
     rules::apply_defaults,
+    // After the defaults: a write that sends only what they add changes
+    // nothing (the real server defaults the body as it decodes it).
+    identity::bump_generation,
+    rules::check_immutable_fields,
     rules::validate_defaulted,
     rules::enforce_custom_schema,
     rules::record_field_ownership,
