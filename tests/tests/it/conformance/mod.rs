@@ -18,9 +18,11 @@
 pub mod auth;
 pub mod builtin;
 pub mod custom;
+pub mod defaults;
 pub mod deletion;
 pub mod events;
 pub mod gaps;
+pub mod immutability;
 pub mod limits;
 pub mod lists;
 pub mod openapi;
@@ -176,4 +178,15 @@ scenarios! {
     auth::auth_service_account_token_and_token_review,
     auth::auth_subject_access_review_evaluates_rbac,
     auth::auth_review_resources_in_discovery,
+    defaults::deployment_defaults,
+    defaults::statefulset_defaults,
+    defaults::job_defaults,
+    defaults::service_defaults,
+    defaults::pod_defaults,
+    defaults::network_policy_defaults,
+    immutability::deployment_selector_is_immutable,
+    immutability::job_spec_is_immutable,
+    immutability::statefulset_spec_is_frozen,
+    immutability::service_cluster_ip_is_immutable,
+    immutability::immutable_configmaps_and_secrets,
 }
