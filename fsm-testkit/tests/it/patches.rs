@@ -141,8 +141,16 @@ async fn strategic_merge_patch_merges_containers_and_env_by_name() {
         json!([
             {"name": "app", "image": "app:2",
              "env": [{"name": "B", "value": "two"}, {"name": "C", "value": "3"}],
-             "ports": [{"containerPort": 80}, {"containerPort": 8080}]},
-            {"name": "logger", "image": "log:1"}
+             "ports": [{"containerPort": 80, "protocol": "TCP"},
+                 {"containerPort": 8080, "protocol": "TCP"}],
+             "imagePullPolicy": "IfNotPresent", "resources": {},
+             "terminationMessagePath": "/dev/termination-log",
+             "terminationMessagePolicy": "File"},
+            // The new container gets the defaults of a container.
+            {"name": "logger", "image": "log:1",
+             "imagePullPolicy": "IfNotPresent", "resources": {},
+             "terminationMessagePath": "/dev/termination-log",
+             "terminationMessagePolicy": "File"}
         ])
     );
     assert_eq!(d.metadata.generation, Some(2));
