@@ -121,6 +121,11 @@ pub struct KindRules {
     /// `&Value`) to the new one changes that may not change (`field is
     /// immutable`), reported before the kind's validation.
     pub immutable: Option<fn(&Value, &Value) -> Vec<Cause>>,
+    /// Whether the kind's update validation (not its storage) refuses an
+    /// update whose body has no `metadata.resourceVersion`, with the
+    /// causes of [`immutable`](Self::immutable) (a Service on 1.20, whose
+    /// storage does not fill it in for an unconditional update).
+    pub validates_resource_version: bool,
     /// Validates the defaulted object.
     pub validate: Option<Validate>,
     /// Refuses an object over the kind's size limit (its data).
@@ -148,6 +153,7 @@ impl KindRules {
         on_update: None,
         allocate: None,
         immutable: None,
+        validates_resource_version: false,
         validate: None,
         check_size: None,
         creates_on_update: false,
@@ -284,6 +290,7 @@ fn entries() -> Vec<BuiltinKind> {
                 on_update: Some(defaults::service::on_update),
                 allocate: Some(defaults::service::allocate),
                 immutable: Some(immutable::service),
+                validates_resource_version: true,
                 creates_on_update: true,
                 etcd_resource: Some("services/specs"),
                 ..KindRules::NONE

@@ -215,7 +215,10 @@ async fn jobs_succeed_or_fail_as_asked() {
     jobs.create(&pp, &job("after", None)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(400)).await;
     // Still the empty status of a new Job.
-    assert_eq!(jobs.get("after").await.unwrap().status, Some(Default::default()));
+    assert_eq!(
+        jobs.get("after").await.unwrap().status,
+        Some(Default::default())
+    );
 }
 
 #[tokio::test]

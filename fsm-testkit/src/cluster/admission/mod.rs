@@ -180,7 +180,8 @@ struct Admission<'c, 'w> {
     name: String,
     /// A create's non-empty `generateName`.
     generate_prefix: Option<String>,
-    /// Whether a create's body carried a `metadata.resourceVersion`.
+    /// Whether the body carried a `metadata.resourceVersion` (a create's,
+    /// or an update's before it is merged with the stored object).
     sent_resource_version: bool,
     /// The stored object an update replaces.
     current: Option<Arc<Value>>,

@@ -5,6 +5,7 @@
 
 use serde_json::{Value, json};
 
+use super::super::Part;
 use super::super::meta::set_type;
 use super::super::metadata_rules::metadata_causes;
 use super::super::ownership::{ownership_scope, record_ownership};
@@ -121,12 +122,23 @@ pub(super) fn apply_defaults(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError
 }
 
 /// An update changes nothing the kind's update validation keeps
-/// (`field is immutable`), every such change a cause.
+/// (`field is immutable`), every such change a cause; for a kind whose
+/// validation wants one, after two causes for a body without
+/// `metadata.resourceVersion` (1.20 checks the metadata twice).
 pub(super) fn check_immutable_fields(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
     let (Some(immutable), Some(current)) = (a.rules.immutable, a.current.as_deref()) else {
         return Ok(Flow::Next);
     };
-    let causes = immutable(current, &a.object);
+    let mut causes = Vec::new();
+    if a.rules.validates_resource_version && !a.sent_resource_version && a.part() == Part::Main {
+        let missing = Cause::invalid(
+            "metadata.resourceVersion",
+            "",
+            "must be specified for an update",
+        );
+        causes.extend([missing.clone(), missing]);
+    }
+    causes.extend(immutable(current, &a.object));
     if causes.is_empty() {
         Ok(Flow::Next)
     } else {

@@ -191,10 +191,33 @@ pub async fn service_cluster_ip_is_immutable(s: &mut Scene) -> Fallible {
         .await?
         .expect(422)?;
     s.record("clusterIP removed", refusal(&cleared));
-    let mut put = service;
+    let mut put = service.clone();
     put["metadata"]["resourceVersion"] = json!(created.rv());
     let replaced = s.put(&item, put).await?.expect(422)?;
     s.record("a PUT without clusterIP", refusal(&replaced));
+    // A Service's update validation wants a resourceVersion (1.20's
+    // storage does not fill it in), and lists its cause twice.
+    let mut unversioned = service.clone();
+    unversioned["spec"]["clusterIP"] = created.body["spec"]["clusterIP"].clone();
+    let unconditional = s.put(&item, unversioned).await?.expect(422)?;
+    s.record("a PUT without resourceVersion", refusal(&unconditional));
+    let bare = s.put(&item, service.clone()).await?.expect(422)?;
+    s.record("a PUT without resourceVersion or clusterIP", refusal(&bare));
+    let mut applied = service.clone();
+    // (1.20's apply needs the protocol, a key of the ports' list.)
+    applied["spec"]["ports"] = json!([{"port": 80, "name": "http", "protocol": "TCP"}]);
+    let applied = s
+        .patch(
+            &format!("{item}?fieldManager=immutability&force=true"),
+            "application/apply-patch+yaml",
+            applied,
+        )
+        .await?
+        .expect(200)?;
+    s.record(
+        "an apply without clusterIP keeps it",
+        applied.body["spec"]["clusterIP"] == created.body["spec"]["clusterIP"],
+    );
     let kept = s
         .merge(
             &item,
