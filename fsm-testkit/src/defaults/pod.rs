@@ -24,16 +24,11 @@ const NODE_CONDITION_TAINTS: [&str; 2] = [
 /// Every write of a Pod: its pod spec's defaults, requests from limits,
 /// `enableServiceLinks: true`.
 pub fn on_write(_def: &crate::resources::ResourceDef, pod: &mut Value) {
-    let Some(spec) = object_at(pod, &["spec"]) else {
-        return;
-    };
-    for list in ["containers", "initContainers"] {
-        for c in items_of(spec, list) {
-            requests_from_limits(c);
-        }
+    default_requests(pod);
+    if let Some(spec) = object_at(pod, &["spec"]) {
+        set_absent(spec, &[("enableServiceLinks", json!(true))]);
+        pod_spec(spec);
     }
-    set_absent(spec, &[("enableServiceLinks", json!(true))]);
-    pod_spec(spec);
 }
 
 /// A new Pod: what the admission plugins add, then `Pending` with its QoS
@@ -44,11 +39,16 @@ pub fn on_create(pod: &mut Value, _sequence: u64) {
     if let Some(spec) = object_at(pod, &["spec"]) {
         admit(spec);
     }
-    pod["status"] = json!({"phase": "Pending", "qosClass": qos});
+    if let Some(o) = pod.as_object_mut() {
+        o.insert(
+            "status".into(),
+            json!({"phase": "Pending", "qosClass": qos}),
+        );
+    }
 }
 
-/// The requests defaulted from limits, which the QoS class is computed
-/// from (the rest of the defaults follow in [`on_write`]).
+/// Each container's requests defaulted from its limits (what the QoS
+/// class is computed from).
 fn default_requests(pod: &mut Value) {
     if let Some(spec) = object_at(pod, &["spec"]) {
         for list in ["containers", "initContainers"] {

@@ -85,10 +85,11 @@ fn container(c: &mut Map<String, Value>, host_network: bool) {
     );
     for port in items_of(c, "ports") {
         set_absent(port, &[("protocol", json!("TCP"))]);
-        if host_network && port.get("hostPort").and_then(Value::as_i64).unwrap_or(0) == 0 {
-            if let Some(container_port) = port.get("containerPort").cloned() {
-                port.insert("hostPort".into(), container_port);
-            }
+        if host_network
+            && port.get("hostPort").and_then(Value::as_i64).unwrap_or(0) == 0
+            && let Some(container_port) = port.get("containerPort").cloned()
+        {
+            port.insert("hostPort".into(), container_port);
         }
     }
     for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
