@@ -16,10 +16,10 @@ use std::sync::OnceLock;
 use k8s_openapi::schemars::{self, JsonSchema, SchemaGenerator};
 use serde_json::Value;
 
-use crate::kinds;
 use crate::resources::{CORE_FIELD_LABELS, EVENTS_FIELD_LABELS, NameRule, Registry, ResourceDef};
 use crate::status::{ApiError, Cause};
-use crate::{controller_revisions, events, kind_defaults, limits, rbac, validation};
+use crate::{controller_revisions, defaults, events, immutable, kind_defaults, kinds};
+use crate::{limits, rbac, validation};
 
 /// A built-in kind: how it is served, its type, its rules.
 pub struct BuiltinKind {
@@ -109,6 +109,23 @@ pub struct KindRules {
     pub on_create: Option<fn(&mut Value, u64)>,
     /// The defaults of every write.
     pub on_write: Option<fn(&ResourceDef, &mut Value)>,
+    /// What an update changes given the stored object (`&Value`), after
+    /// the defaults of every write (a Service's cluster IPs following its
+    /// `clusterIP`, what its new type does not use wiped).
+    pub on_update: Option<fn(&mut Value, &Value)>,
+    /// What a write that is not a dry run allocates, given the stored
+    /// object of an update; the number is a count of writes (a Service's
+    /// cluster IP and node ports).
+    pub allocate: Option<fn(&mut Value, Option<&Value>, u64)>,
+    /// The causes of what an update from the stored object (the first
+    /// `&Value`) to the new one changes that may not change (`field is
+    /// immutable`), reported before the kind's validation.
+    pub immutable: Option<fn(&Value, &Value) -> Vec<Cause>>,
+    /// Whether the kind's update validation (not its storage) refuses an
+    /// update whose body has no `metadata.resourceVersion`, with the
+    /// causes of [`immutable`](Self::immutable) (a Service on 1.20, whose
+    /// storage does not fill it in for an unconditional update).
+    pub validates_resource_version: bool,
     /// Validates the defaulted object.
     pub validate: Option<Validate>,
     /// Refuses an object over the kind's size limit (its data).
@@ -133,6 +150,10 @@ impl KindRules {
         validate_written: None,
         on_create: None,
         on_write: None,
+        on_update: None,
+        allocate: None,
+        immutable: None,
+        validates_resource_version: false,
         validate: None,
         check_size: None,
         creates_on_update: false,
@@ -234,6 +255,7 @@ fn entries() -> Vec<BuiltinKind> {
                 .column("Data", "count", ".data,.binaryData"),
             Some(KindType::of::<core::v1::ConfigMap>()),
             KindRules {
+                immutable: Some(immutable::config_map),
                 check_size: Some(limits::check_config_map_size),
                 field_causes: Some(validation::data::config_map_causes),
                 ..KindRules::NONE
@@ -248,6 +270,7 @@ fn entries() -> Vec<BuiltinKind> {
             KindRules {
                 on_write: Some(kinds::secret_defaults),
                 field_causes: Some(validation::data::secret_causes),
+                immutable: Some(immutable::secret),
                 check_size: Some(limits::check_secret_size),
                 ..KindRules::NONE
             },
@@ -266,8 +289,13 @@ fn entries() -> Vec<BuiltinKind> {
                 .returns_deleted(),
             Some(KindType::of::<core::v1::Service>()),
             KindRules {
-                on_create: Some(kinds::service_defaults),
                 field_causes: Some(validation::service::service_causes),
+                on_create: Some(defaults::service::on_create),
+                on_write: Some(defaults::service::on_write),
+                on_update: Some(defaults::service::on_update),
+                allocate: Some(defaults::service::allocate),
+                immutable: Some(immutable::service),
+                validates_resource_version: true,
                 creates_on_update: true,
                 etcd_resource: Some("services/specs"),
                 ..KindRules::NONE
@@ -290,8 +318,9 @@ fn entries() -> Vec<BuiltinKind> {
                 .column("Readiness Gates", "readinessGates", ""),
             Some(KindType::of::<core::v1::Pod>()),
             KindRules {
-                on_create: Some(kinds::pod_defaults),
                 field_causes: Some(validation::pod::pod_causes),
+                on_create: Some(defaults::pod::on_create),
+                on_write: Some(defaults::pod::on_write),
                 ..KindRules::NONE
             },
         ),
@@ -326,6 +355,8 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<apps::v1::Deployment>()),
             KindRules {
                 field_causes: Some(validation::workloads::deployment_causes),
+                on_write: Some(defaults::apps::deployment),
+                immutable: Some(immutable::deployment),
                 ..KindRules::NONE
             },
         ),
@@ -342,6 +373,8 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<apps::v1::StatefulSet>()),
             KindRules {
                 field_causes: Some(validation::workloads::stateful_set_causes),
+                on_write: Some(defaults::apps::stateful_set),
+                immutable: Some(immutable::stateful_set),
                 ..KindRules::NONE
             },
         ),
@@ -371,8 +404,10 @@ fn entries() -> Vec<BuiltinKind> {
                 .column("Succeeded", "integer", ".status.succeeded"),
             Some(KindType::of::<batch::v1::Job>()),
             KindRules {
-                validate: Some(|w| kinds::job_template_unchanged(w.name, w.old, w.object)),
                 field_causes: Some(validation::workloads::job_causes),
+                on_create: Some(defaults::batch::job_create),
+                on_write: Some(defaults::batch::job),
+                immutable: Some(immutable::job),
                 ..KindRules::NONE
             },
         ),
@@ -440,6 +475,7 @@ fn entries() -> Vec<BuiltinKind> {
             None,
             KindRules {
                 field_causes: Some(validation::policy::pdb_causes),
+                on_write: Some(defaults::other::pod_disruption_budget),
                 ..KindRules::NONE
             },
         ),
@@ -455,7 +491,10 @@ fn entries() -> Vec<BuiltinKind> {
             .with_generation()
             .short(&["netpol"]),
             None,
-            KindRules::NONE,
+            KindRules {
+                on_write: Some(defaults::other::network_policy),
+                ..KindRules::NONE
+            },
         ),
         // Issue 32: claims and the volumes they bind to.
         kind(

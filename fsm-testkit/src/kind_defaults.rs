@@ -107,6 +107,7 @@ pub fn storage_class(_def: &ResourceDef, object: &mut Value) {
 /// `maxUnavailable: 1`.
 pub fn daemon_set(_def: &ResourceDef, object: &mut Value) {
     fill(object, DAEMON_SET);
+    template_defaults(object, "/spec/template");
     let strategy = &mut object["spec"]["updateStrategy"];
     if strategy["type"] == "RollingUpdate"
         && let Some(map) = strategy.as_object_mut()
@@ -121,11 +122,21 @@ pub fn daemon_set(_def: &ResourceDef, object: &mut Value) {
 /// Every write of a ReplicaSet.
 pub fn replica_set(_def: &ResourceDef, object: &mut Value) {
     fill(object, REPLICA_SET);
+    template_defaults(object, "/spec/template");
 }
 
 /// Every write of a CronJob.
 pub fn cron_job(_def: &ResourceDef, object: &mut Value) {
     fill(object, CRON_JOB);
+    template_defaults(object, "/spec/jobTemplate/spec/template");
+}
+
+/// The pod template at `pointer`, if there is one, defaulted as every
+/// workload's is.
+fn template_defaults(object: &mut Value, pointer: &str) {
+    if let Some(template) = object.pointer_mut(pointer) {
+        crate::defaults::pod_template(template);
+    }
 }
 
 /// The finalizer the admission plugin `StorageObjectInUseProtection`

@@ -1,15 +1,14 @@
 //! The defaults the real server gives particular built-in kinds on write
 //! (the kinds' table, `builtins`, says which kind takes which): initial
-//! status (`Namespace` phase `Active`, `Pod` phase `Pending`, an
-//! `Ingress`'s empty load balancer), `Secret.stringData` folded into
-//! `data`, a `Service` cluster IP; and what every kind's encoding drops
-//! ([`drop_empty`]); and a rule of updates: a Job's pod template does not
-//! change ([`job_template_unchanged`]). The RBAC kinds' defaults are in `rbac`.
+//! status (`Namespace` phase `Active`, an `Ingress`'s empty load
+//! balancer), `Secret.stringData` folded into `data`; and what every
+//! kind's encoding drops ([`drop_empty`]). The workloads', Services' and
+//! Pods' defaults are in `defaults`, the RBAC kinds' in `rbac`, what
+//! updates may not change in `immutable`.
 
 use serde_json::{Map, Value, json};
 
 use crate::resources::ResourceDef;
-use crate::status::{ApiError, Cause, Subject};
 
 /// A new Namespace: phase `Active`, and the `kubernetes` finalizer.
 pub fn namespace_defaults(object: &mut Value, _sequence: u64) {
@@ -23,30 +22,6 @@ pub fn namespace_defaults(object: &mut Value, _sequence: u64) {
 /// A new Ingress: an empty load balancer.
 pub fn ingress_defaults(object: &mut Value, _sequence: u64) {
     object["status"] = json!({"loadBalancer": {}});
-}
-
-/// A new Pod: `Pending`, `BestEffort`.
-pub fn pod_defaults(object: &mut Value, _sequence: u64) {
-    object["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"});
-}
-
-/// A new Service: type `ClusterIP`, and (but for an `ExternalName` one
-/// or one that names its own) a cluster IP from `sequence`, the count of
-/// creates.
-pub fn service_defaults(object: &mut Value, sequence: u64) {
-    if let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut) {
-        let ty = spec
-            .entry("type")
-            .or_insert_with(|| json!("ClusterIP"))
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        if ty != "ExternalName" && !spec.contains_key("clusterIP") {
-            let ip = format!("10.96.{}.{}", (sequence / 250) % 250, 1 + sequence % 250);
-            spec.insert("clusterIP".into(), json!(ip));
-            spec.insert("clusterIPs".into(), json!([ip]));
-        }
-    }
 }
 
 /// Every write of a Secret: `stringData` folded into `data`, type `Opaque`
@@ -84,37 +59,6 @@ pub fn drop_empty(def: &ResourceDef, object: &mut Value) {
             }
         }
     }
-}
-
-/// An update of Job `name` from `old` to `new` keeps `spec.template`, as
-/// the real server's Job validation requires (`422`, `spec.template:
-/// field is immutable`). A create, and an update of a suspended Job (whose
-/// scheduling directives later versions let change), are not checked.
-///
-/// # Errors
-/// [`ApiError::Invalid`] naming `spec.template`.
-pub fn job_template_unchanged(
-    name: &str,
-    old: Option<&Value>,
-    new: &Value,
-) -> Result<(), ApiError> {
-    let Some(old) = old else {
-        return Ok(());
-    };
-    let template = |job: &Value| job.pointer("/spec/template").cloned();
-    let suspended = |job: &Value| job.pointer("/spec/suspend") == Some(&Value::Bool(true));
-    if suspended(old) || suspended(new) || template(old) == template(new) {
-        return Ok(());
-    }
-    let shown = template(new).unwrap_or(Value::Null).to_string();
-    Err(ApiError::Invalid(
-        Subject::new("batch", "Job", name),
-        vec![Cause::invalid(
-            "spec.template",
-            &shown,
-            "field is immutable",
-        )],
-    ))
 }
 
 fn fold_string_data(secret: &mut Value) {
@@ -155,27 +99,9 @@ mod tests {
     }
 
     #[test]
-    fn initial_status_and_cluster_ip() {
+    fn a_new_namespace_is_active() {
         let mut ns = json!({"metadata": {"name": "x"}});
         namespace_defaults(&mut ns, 0);
         assert_eq!(ns["status"]["phase"], "Active");
-        let mut svc = json!({"spec": {"ports": []}});
-        service_defaults(&mut svc, 3);
-        assert_eq!(svc["spec"]["clusterIP"], "10.96.0.4");
-        assert_eq!(svc["spec"]["type"], "ClusterIP");
-    }
-
-    #[test]
-    fn a_jobs_template_cannot_change() {
-        let job = |image: &str| json!({"spec": {"template": {"spec": {"containers": [{"name": "m", "image": image}]}}}});
-        assert!(job_template_unchanged("j", None, &job("a")).is_ok());
-        assert!(job_template_unchanged("j", Some(&job("a")), &job("a")).is_ok());
-        let err = job_template_unchanged("j", Some(&job("a")), &job("b")).unwrap_err();
-        assert_eq!(err.code().as_u16(), 422);
-        assert!(err.to_string().contains("spec.template"), "{err}");
-        assert!(err.to_string().contains("field is immutable"), "{err}");
-        let mut suspended = job("b");
-        suspended["spec"]["suspend"] = json!(true);
-        assert!(job_template_unchanged("j", Some(&job("a")), &suspended).is_ok());
     }
 }

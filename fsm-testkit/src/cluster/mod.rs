@@ -252,7 +252,12 @@ mod tests {
         assert_eq!(o["metadata"]["namespace"], "default");
         assert_eq!(o["metadata"]["uid"].as_str().unwrap().len(), 36);
         assert_eq!(o["metadata"]["creationTimestamp"], "2027-01-15T08:00:00Z");
-        assert!(o.get("status").is_none(), "status is dropped on create");
+        assert_eq!(
+            o["status"],
+            json!({}),
+            "the status sent is dropped on create: a new Deployment's is empty"
+        );
+        assert_eq!(o["spec"]["strategy"]["type"], "RollingUpdate", "defaulted");
     }
 
     #[test]
@@ -273,7 +278,7 @@ mod tests {
             .update(&d, "default", "web", w, Part::Main, false, now())
             .unwrap();
         assert_eq!(u["metadata"]["generation"], 2);
-        assert!(u.get("status").is_none());
+        assert_eq!(u["status"], json!({}), "the status sent is ignored");
         // Status write: only status changes, generation stays.
         let mut s = u.clone();
         s["spec"]["replicas"] = json!(9);
@@ -296,6 +301,28 @@ mod tests {
             .update(&d, "default", "web", o, Part::Main, false, now())
             .unwrap_err();
         assert_eq!(e.reason(), "Conflict");
+    }
+
+    #[test]
+    fn an_update_sending_what_the_defaults_add_changes_nothing() {
+        let mut c = cluster();
+        let d = def(&c, "apps", "deployments");
+        let body = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web"}, "spec": {"selector": {"matchLabels": {"a": "b"}},
+                "template": {"metadata": {"labels": {"a": "b"}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx:1"}]}}}});
+        let o = c.create(&d, "default", body.clone(), false, now()).unwrap();
+        let mut again = body;
+        again["metadata"]["resourceVersion"] = o["metadata"]["resourceVersion"].clone();
+        let u = c
+            .update(&d, "default", "web", again, Part::Main, false, now())
+            .unwrap();
+        assert_eq!(u["metadata"]["generation"], 1);
+        assert_eq!(
+            u["metadata"]["resourceVersion"],
+            o["metadata"]["resourceVersion"]
+        );
+        assert_eq!(u["spec"]["replicas"], 1);
     }
 
     #[test]

@@ -142,8 +142,16 @@ async fn strategic_merge_patch_merges_containers_and_env_by_name() {
             {"name": "app", "image": "app:2",
              "env": [{"name": "B", "value": "two"}, {"name": "C", "value": "3"}],
              // A new element goes first, as on the real server.
-             "ports": [{"containerPort": 8080}, {"containerPort": 80}]},
-            {"name": "logger", "image": "log:1"}
+             "ports": [{"containerPort": 8080, "protocol": "TCP"},
+                 {"containerPort": 80, "protocol": "TCP"}],
+             "imagePullPolicy": "IfNotPresent", "resources": {},
+             "terminationMessagePath": "/dev/termination-log",
+             "terminationMessagePolicy": "File"},
+            // The new container gets the defaults of a container.
+            {"name": "logger", "image": "log:1",
+             "imagePullPolicy": "IfNotPresent", "resources": {},
+             "terminationMessagePath": "/dev/termination-log",
+             "terminationMessagePolicy": "File"}
         ])
     );
     assert_eq!(d.metadata.generation, Some(2));

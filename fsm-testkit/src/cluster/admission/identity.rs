@@ -100,6 +100,12 @@ pub(super) fn check_preconditions(a: &mut Admission<'_, '_>) -> Result<Flow, Api
     let (def, name, part) = (a.write.def, a.name.clone(), a.part());
     let unconditional = a.rules.unconditional_update;
     let meta = a.metadata()?;
+    let sent = meta
+        .get("resourceVersion")
+        .and_then(Value::as_str)
+        .is_some_and(|rv| !rv.is_empty());
+    a.sent_resource_version = sent;
+    let meta = a.metadata()?;
     match meta.get("resourceVersion").and_then(Value::as_str) {
         Some(rv) if !rv.is_empty() && rv != str_at(&current, "resourceVersion") => {
             return Err(conflict(def, &name));

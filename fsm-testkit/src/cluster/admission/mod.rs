@@ -95,12 +95,15 @@ const CHAIN: &[Step] = &[
     identity::check_preconditions,
     identity::merge_with_current,
     identity::check_new_finalizers,
-    identity::bump_generation,
     // Validation and defaults.
     rules::validate_metadata,
     rules::init_new_metadata,
     rules::validate_as_written,
     rules::apply_defaults,
+    // After the defaults: a write that sends only what they add changes
+    // nothing (the real server defaults the body as it decodes it).
+    identity::bump_generation,
+    rules::check_immutable_fields,
     rules::validate_defaulted,
     rules::enforce_custom_schema,
     rules::validate_scale_fields,
@@ -179,7 +182,8 @@ struct Admission<'c, 'w> {
     name: String,
     /// A create's non-empty `generateName`.
     generate_prefix: Option<String>,
-    /// Whether a create's body carried a `metadata.resourceVersion`.
+    /// Whether the body carried a `metadata.resourceVersion` (a create's,
+    /// or an update's before it is merged with the stored object).
     sent_resource_version: bool,
     /// The stored object an update replaces.
     current: Option<Arc<Value>>,

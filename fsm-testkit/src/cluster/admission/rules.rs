@@ -5,6 +5,7 @@
 
 use serde_json::{Value, json};
 
+use super::super::Part;
 use super::super::meta::set_type;
 use super::super::metadata_rules::metadata_causes;
 use super::super::ownership::{ownership_scope, record_ownership};
@@ -89,9 +90,11 @@ pub(super) fn validate_as_written(a: &mut Admission<'_, '_>) -> Result<Flow, Api
     validate_with(a, a.rules.validate_written)
 }
 
-/// The kind's defaults: those of a new object (initial status, a
-/// Service's cluster IP, from the count of creates), then those of every
-/// write.
+/// The kind's defaults: those of a new object (initial status, a Job's
+/// selector), then those of every write, then what an update changes
+/// given the stored object, then (but in a dry run) what the write
+/// allocates (a Service's cluster IP and node ports, from the count of
+/// writes).
 pub(super) fn apply_defaults(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
     if a.is_create() {
         a.cluster.sequence += 1;
@@ -102,8 +105,45 @@ pub(super) fn apply_defaults(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError
     if let Some(on_write) = a.rules.on_write {
         on_write(a.write.def, &mut a.object);
     }
+    let current = a.current.clone();
+    if let (Some(on_update), Some(current)) = (a.rules.on_update, current.as_deref()) {
+        on_update(&mut a.object, current);
+    }
+    if let Some(allocate) = a.rules.allocate
+        && !a.write.dry_run
+    {
+        if current.is_some() {
+            a.cluster.sequence += 1;
+        }
+        allocate(&mut a.object, current.as_deref(), a.cluster.sequence);
+    }
     drop_empty(a.write.def, &mut a.object);
     Ok(Flow::Next)
+}
+
+/// An update changes nothing the kind's update validation keeps
+/// (`field is immutable`), every such change a cause; for a kind whose
+/// validation wants one, after two causes for a body without
+/// `metadata.resourceVersion` (1.20 checks the metadata twice).
+pub(super) fn check_immutable_fields(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
+    let (Some(immutable), Some(current)) = (a.rules.immutable, a.current.as_deref()) else {
+        return Ok(Flow::Next);
+    };
+    let mut causes = Vec::new();
+    if a.rules.validates_resource_version && !a.sent_resource_version && a.part() == Part::Main {
+        let missing = Cause::invalid(
+            "metadata.resourceVersion",
+            "",
+            "must be specified for an update",
+        );
+        causes.extend([missing.clone(), missing]);
+    }
+    causes.extend(immutable(current, &a.object));
+    if causes.is_empty() {
+        Ok(Flow::Next)
+    } else {
+        Err(a.invalid(causes))
+    }
 }
 
 /// The kind's validation of the defaulted object (the RBAC kinds).

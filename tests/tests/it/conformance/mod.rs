@@ -20,10 +20,12 @@ pub mod bodies;
 pub mod builtin;
 pub mod crd_definitions;
 pub mod custom;
+pub mod defaults;
 pub mod deletion;
 pub mod events;
 pub mod gaps;
 pub mod kinds;
+pub mod immutability;
 pub mod limits;
 pub mod lists;
 pub mod openapi;
@@ -206,4 +208,15 @@ scenarios! {
     kinds::kinds_self_subject_reviews,
     scale::scale_of_workloads,
     scale::scale_of_custom_resources,
+    defaults::deployment_defaults,
+    defaults::statefulset_defaults,
+    defaults::job_defaults,
+    defaults::service_defaults,
+    defaults::pod_defaults,
+    defaults::network_policy_defaults,
+    immutability::deployment_selector_is_immutable,
+    immutability::job_spec_is_immutable,
+    immutability::statefulset_spec_is_frozen,
+    immutability::service_cluster_ip_is_immutable,
+    immutability::immutable_configmaps_and_secrets,
 }

@@ -1,0 +1,166 @@
+//! The defaults of the `apps/v1` kinds served (1.20's
+//! `SetDefaults_Deployment` and `_StatefulSet`), with their pod
+//! templates' and the status the real server encodes for a new one.
+
+use serde_json::{Value, json};
+
+use super::{child, items_of, object_at, pod_template, set_absent};
+use crate::resources::ResourceDef;
+
+/// Every write of a Deployment: one replica, a `RollingUpdate` strategy
+/// of 25% each way, 10 old ReplicaSets kept, 600 s to progress.
+pub fn deployment(_def: &ResourceDef, deployment: &mut Value) {
+    if let Some(spec) = object_at(deployment, &["spec"]) {
+        set_absent(
+            spec,
+            &[
+                ("replicas", json!(1)),
+                ("revisionHistoryLimit", json!(10)),
+                ("progressDeadlineSeconds", json!(600)),
+            ],
+        );
+        if let Some(strategy) = child(spec, "strategy") {
+            set_absent(strategy, &[("type", json!("RollingUpdate"))]);
+            if strategy.get("type") == Some(&json!("RollingUpdate"))
+                && let Some(rolling) = child(strategy, "rollingUpdate")
+            {
+                set_absent(
+                    rolling,
+                    &[("maxUnavailable", json!("25%")), ("maxSurge", json!("25%"))],
+                );
+            }
+        }
+    }
+    workload_template(deployment);
+    empty_status(deployment, json!({}));
+}
+
+/// Every write of a StatefulSet: `OrderedReady`, a `RollingUpdate` from
+/// partition 0, one replica, 10 revisions kept; its claim templates as
+/// the real server encodes them.
+pub fn stateful_set(_def: &ResourceDef, set: &mut Value) {
+    if let Some(spec) = object_at(set, &["spec"]) {
+        set_absent(
+            spec,
+            &[
+                ("podManagementPolicy", json!("OrderedReady")),
+                ("replicas", json!(1)),
+                ("revisionHistoryLimit", json!(10)),
+            ],
+        );
+        if let Some(strategy) = child(spec, "updateStrategy") {
+            if strategy.get("type").is_none_or(Value::is_null) {
+                strategy.insert("type".into(), json!("RollingUpdate"));
+                set_absent(strategy, &[("rollingUpdate", json!({}))]);
+            }
+            if strategy.get("type") == Some(&json!("RollingUpdate"))
+                && let Some(rolling) = strategy
+                    .get_mut("rollingUpdate")
+                    .and_then(Value::as_object_mut)
+            {
+                set_absent(rolling, &[("partition", json!(0))]);
+            }
+        }
+        for claim in items_of(spec, "volumeClaimTemplates") {
+            set_absent(
+                claim,
+                &[
+                    ("apiVersion", json!("v1")),
+                    ("kind", json!("PersistentVolumeClaim")),
+                ],
+            );
+            if let Some(meta) = child(claim, "metadata") {
+                meta.entry("creationTimestamp").or_insert(Value::Null);
+            }
+            if let Some(claim_spec) = child(claim, "spec") {
+                set_absent(claim_spec, &[("volumeMode", json!("Filesystem"))]);
+            }
+            if let Some(status) = child(claim, "status") {
+                set_absent(status, &[("phase", json!("Pending"))]);
+            }
+        }
+    }
+    workload_template(set);
+    empty_status(set, json!({"replicas": 0}));
+}
+
+/// The pod template of a workload, at `spec.template`.
+pub(crate) fn workload_template(workload: &mut Value) {
+    if let Some(spec) = object_at(workload, &["spec"])
+        && let Some(template) = spec.get_mut("template")
+    {
+        pod_template(template);
+    }
+}
+
+/// The status the real server encodes for an object that has none yet
+/// (its fields without `omitempty`).
+pub(crate) fn empty_status(object: &mut Value, status: Value) {
+    if let Some(o) = object.as_object_mut() {
+        match o.get("status") {
+            Some(s) if !s.is_null() => {}
+            _ => {
+                o.insert("status".into(), status);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn def(plural: &str) -> ResourceDef {
+        crate::builtins::registry()
+            .get("apps", "v1", plural)
+            .unwrap()
+            .as_ref()
+            .clone()
+    }
+
+    #[test]
+    fn a_deployment_is_defaulted_as_by_1_20() {
+        let mut d = json!({"spec": {"selector": {"matchLabels": {"a": "b"}},
+            "template": {"metadata": {"labels": {"a": "b"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+        deployment(&def("deployments"), &mut d);
+        let spec = &d["spec"];
+        assert_eq!(spec["replicas"], 1);
+        assert_eq!(
+            spec["strategy"],
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}})
+        );
+        assert_eq!(
+            spec["template"]["spec"]["containers"][0]["imagePullPolicy"],
+            "Always"
+        );
+        assert_eq!(d["status"], json!({}));
+        let mut recreate = json!({"spec": {"strategy": {"type": "Recreate"}}});
+        deployment(&def("deployments"), &mut recreate);
+        assert_eq!(recreate["spec"]["strategy"], json!({"type": "Recreate"}));
+    }
+
+    #[test]
+    fn a_stateful_set_is_defaulted_as_by_1_20() {
+        let mut s =
+            json!({"spec": {"volumeClaimTemplates": [{"metadata": {"name": "d"}, "spec": {}}]}});
+        stateful_set(&def("statefulsets"), &mut s);
+        let spec = &s["spec"];
+        assert_eq!(
+            spec["updateStrategy"],
+            json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
+        );
+        assert_eq!(spec["podManagementPolicy"], "OrderedReady");
+        assert_eq!(
+            spec["volumeClaimTemplates"][0]["status"],
+            json!({"phase": "Pending"})
+        );
+        assert_eq!(s["status"], json!({"replicas": 0}));
+        let mut on_delete = json!({"spec": {"updateStrategy": {"type": "OnDelete"}}});
+        stateful_set(&def("statefulsets"), &mut on_delete);
+        assert_eq!(
+            on_delete["spec"]["updateStrategy"],
+            json!({"type": "OnDelete"})
+        );
+    }
+}
