@@ -24,15 +24,15 @@ pub mod defaults;
 pub mod deletion;
 pub mod events;
 pub mod gaps;
-pub mod kinds;
 pub mod immutability;
+pub mod kinds;
 pub mod limits;
 pub mod lists;
 pub mod openapi;
 pub mod patches;
 pub mod protobuf;
-pub mod validation;
 pub mod scale;
+pub mod validation;
 pub mod watch;
 pub mod writes;
 
