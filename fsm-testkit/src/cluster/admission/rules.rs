@@ -36,7 +36,17 @@ pub(super) fn validate_metadata(a: &mut Admission<'_, '_>) -> Result<Flow, ApiEr
         causes.extend(metadata_causes(def, meta));
     }
     if let Some(field_causes) = a.rules.field_causes {
-        causes.extend(field_causes(def, &a.object));
+        // An update's own preparation (a Service turned ClusterIP loses
+        // its node ports) comes before the real server validates it.
+        let prepared = match (a.rules.on_update, a.current.as_deref()) {
+            (Some(on_update), Some(current)) => {
+                let mut object = a.object.clone();
+                on_update(&mut object, current);
+                Some(object)
+            }
+            _ => None,
+        };
+        causes.extend(field_causes(def, prepared.as_ref().unwrap_or(&a.object)));
     }
     if causes.is_empty() {
         Ok(Flow::Next)
