@@ -307,12 +307,14 @@ fn aggregate(errors: &[String]) -> String {
 /// [`reviews::decode`]); `422 Invalid` as the real server's validation:
 /// neither or both of `resourceAttributes` and `nonResourceAttributes`,
 /// no user and no group, metadata that is not empty.
-pub fn review(store: &Store, bytes: &[u8]) -> Result<Value, ApiError> {
-    let (body, typed) = reviews::decode::<SubjectAccessReview>(&SUBJECT_ACCESS_REVIEW, bytes)?;
-    let spec = &typed.spec;
-    let mut causes = Vec::new();
-    match (&spec.resource_attributes, &spec.non_resource_attributes) {
-        (Some(_), Some(n)) => causes.push(Cause {
+/// The causes 1.20's validation of an access review (subject or self)
+/// finds in its attributes: neither or both given.
+pub(crate) fn attribute_causes(
+    resource: Option<&ResourceAttributes>,
+    non_resource: Option<&NonResourceAttributes>,
+) -> Vec<Cause> {
+    match (resource, non_resource) {
+        (Some(_), Some(n)) => vec![Cause {
             reason: "FieldValueInvalid".into(),
             message: format!(
                 "Invalid value: authorization.NonResourceAttributes{{Path:{:?}, Verb:{:?}}}: cannot be specified in combination with resourceAttributes",
@@ -320,14 +322,36 @@ pub fn review(store: &Store, bytes: &[u8]) -> Result<Value, ApiError> {
                 n.verb.as_deref().unwrap_or_default()
             ),
             field: "spec.nonResourceAttributes".into(),
-        }),
-        (None, None) => causes.push(Cause::invalid(
+        }],
+        (None, None) => vec![Cause::invalid(
             "spec.resourceAttributes",
             "null",
             "exactly one of nonResourceAttributes or resourceAttributes must be specified",
-        )),
-        _ => {}
+        )],
+        _ => Vec::new(),
     }
+}
+
+/// The cause of a review whose metadata (`body`'s) is not empty.
+pub(crate) fn metadata_causes(body: &Value) -> Option<Cause> {
+    let metadata = reviews::answer_metadata(body);
+    metadata
+        .as_object()
+        .is_some_and(|m| m.len() > 1)
+        .then(|| Cause {
+            reason: "FieldValueInvalid".into(),
+            message: format!("Invalid value: v1.ObjectMeta{{{metadata}}}: must be empty"),
+            field: "metadata".into(),
+        })
+}
+
+pub fn review(store: &Store, bytes: &[u8]) -> Result<Value, ApiError> {
+    let (body, typed) = reviews::decode::<SubjectAccessReview>(&SUBJECT_ACCESS_REVIEW, bytes)?;
+    let spec = &typed.spec;
+    let mut causes = attribute_causes(
+        spec.resource_attributes.as_ref(),
+        spec.non_resource_attributes.as_ref(),
+    );
     let user = User {
         name: spec.user.clone().unwrap_or_default(),
         groups: spec.groups.clone().unwrap_or_default(),
@@ -339,14 +363,7 @@ pub fn review(store: &Store, bytes: &[u8]) -> Result<Value, ApiError> {
             "at least one of user or group must be specified",
         ));
     }
-    let metadata = reviews::answer_metadata(&body);
-    if metadata.as_object().is_some_and(|m| m.len() > 1) {
-        causes.push(Cause {
-            reason: "FieldValueInvalid".into(),
-            message: format!("Invalid value: v1.ObjectMeta{{{metadata}}}: must be empty"),
-            field: "metadata".into(),
-        });
-    }
+    causes.extend(metadata_causes(&body));
     if !causes.is_empty() {
         return Err(ApiError::Invalid(
             Subject::new(SUBJECT_ACCESS_REVIEW.group, "", ""),
@@ -370,7 +387,7 @@ pub fn review(store: &Store, bytes: &[u8]) -> Result<Value, ApiError> {
     Ok(json!({
         "kind": SUBJECT_ACCESS_REVIEW.kind,
         "apiVersion": SUBJECT_ACCESS_REVIEW.api_version(),
-        "metadata": metadata,
+        "metadata": reviews::answer_metadata(&body),
         "spec": echo_spec(&body["spec"]),
         "status": status,
     }))

@@ -30,7 +30,7 @@ use serde_json::{Value, json};
 use crate::authz::{self, Attributes, SUPERUSER_GROUP, User};
 use crate::resources::GroupResource;
 use crate::reviews::{self, SELF_SUBJECT_ACCESS_REVIEW, SELF_SUBJECT_RULES_REVIEW};
-use crate::status::{ApiError, Cause, Subject};
+use crate::status::{ApiError, Subject};
 use crate::store::Store;
 
 /// The name of the server's admin (any request without a token of this
@@ -135,32 +135,11 @@ pub fn access_review(store: &Store, user: &User, bytes: &[u8]) -> Result<Value, 
     let review = SELF_SUBJECT_ACCESS_REVIEW;
     let (body, typed) = reviews::decode::<SelfSubjectAccessReview>(&review, bytes)?;
     let spec = &typed.spec;
-    let mut causes = Vec::new();
-    match (&spec.resource_attributes, &spec.non_resource_attributes) {
-        (Some(_), Some(n)) => causes.push(Cause {
-            reason: "FieldValueInvalid".into(),
-            message: format!(
-                "Invalid value: authorization.NonResourceAttributes{{Path:{:?}, Verb:{:?}}}: cannot be specified in combination with resourceAttributes",
-                n.path.as_deref().unwrap_or_default(),
-                n.verb.as_deref().unwrap_or_default()
-            ),
-            field: "spec.nonResourceAttributes".into(),
-        }),
-        (None, None) => causes.push(Cause::invalid(
-            "spec.resourceAttributes",
-            "null",
-            "exactly one of nonResourceAttributes or resourceAttributes must be specified",
-        )),
-        _ => {}
-    }
-    let metadata = reviews::answer_metadata(&body);
-    if metadata.as_object().is_some_and(|m| m.len() > 1) {
-        causes.push(Cause {
-            reason: "FieldValueInvalid".into(),
-            message: format!("Invalid value: v1.ObjectMeta{{{metadata}}}: must be empty"),
-            field: "metadata".into(),
-        });
-    }
+    let mut causes = authz::attribute_causes(
+        spec.resource_attributes.as_ref(),
+        spec.non_resource_attributes.as_ref(),
+    );
+    causes.extend(authz::metadata_causes(&body));
     let attributes: Attributes = match (&spec.resource_attributes, &spec.non_resource_attributes) {
         _ if !causes.is_empty() => {
             return Err(ApiError::Invalid(
@@ -184,7 +163,7 @@ pub fn access_review(store: &Store, user: &User, bytes: &[u8]) -> Result<Value, 
     Ok(json!({
         "kind": review.kind,
         "apiVersion": review.api_version(),
-        "metadata": metadata,
+        "metadata": reviews::answer_metadata(&body),
         "spec": authz::echo_spec(&body["spec"]),
         "status": status,
     }))
