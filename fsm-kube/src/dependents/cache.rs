@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use futures::FutureExt;
-use kube::api::DynamicObject;
+use kube::api::{DynamicObject, TypeMeta};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use serde_json::Value;
@@ -163,9 +163,26 @@ impl KindCache {
         if let Some(ns) = &place.namespace {
             key = key.within(ns);
         }
-        self.store
-            .get(&key)
-            .and_then(|o| serde_json::to_value(o.as_ref()).ok())
+        self.store.get(&key).and_then(|o| self.json(&o))
+    }
+
+    /// A cached object as JSON, with the `apiVersion` and `kind` that the
+    /// items of a list lack (the real server's lists of built-in kinds
+    /// carry them on the list only), so that it compares with a desired
+    /// body and decodes as a typed object however it reached the store.
+    fn json(&self, object: &DynamicObject) -> Option<Value> {
+        let mut value = serde_json::to_value(object).ok()?;
+        if let Some(map) = value.as_object_mut() {
+            if !map.contains_key("apiVersion") {
+                let api_version = self.kind.resource.api_version.clone();
+                map.insert("apiVersion".to_owned(), Value::String(api_version));
+            }
+            if !map.contains_key("kind") {
+                let kind = self.kind.resource.kind.clone();
+                map.insert("kind".to_owned(), Value::String(kind));
+            }
+        }
+        Some(value)
     }
 
     /// `owner`'s labelled objects in `namespace` (all with `None`).
@@ -189,7 +206,7 @@ impl KindCache {
         objects
             .iter()
             .filter(|o| in_namespace(o))
-            .filter_map(|o| serde_json::to_value(o.as_ref()).ok())
+            .filter_map(|o| self.json(o))
             .filter(|o| labelled_for(o, owner))
             .collect()
     }
@@ -240,10 +257,22 @@ impl CacheRegistry {
 
 /// What a cache keeps of a watched object: everything but the field sets
 /// of other field managers (`managedFields[].fieldsV1`, often the larger
-/// part of a small object). The diff reads only our manager's entry in
+/// part of a small object), with its `apiVersion` and `kind` (which the
+/// items of a list lack: the real server sends them on built-in lists
+/// only once, for the list). The diff reads only our manager's entry in
 /// full, and of the others their names and operations (to tell drift from
 /// a conflict), which are kept.
-pub(crate) fn strip_for_cache(object: &mut DynamicObject, field_manager: &str) {
+pub(crate) fn prepare_for_cache(
+    object: &mut DynamicObject,
+    kind: &DependentKind,
+    field_manager: &str,
+) {
+    if object.types.is_none() {
+        object.types = Some(TypeMeta {
+            api_version: kind.resource.api_version.clone(),
+            kind: kind.resource.kind.clone(),
+        });
+    }
     if let Some(entries) = object.metadata.managed_fields.as_mut() {
         for entry in entries {
             if entry.manager.as_deref() != Some(field_manager) {
@@ -256,6 +285,7 @@ pub(crate) fn strip_for_cache(object: &mut DynamicObject, field_manager: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry};
     use kube::api::ObjectMeta;
     use std::collections::BTreeMap;
@@ -314,7 +344,7 @@ mod tests {
     }
 
     #[test]
-    fn stripping_keeps_our_field_sets_and_the_others_names() {
+    fn the_cache_keeps_our_field_sets_the_others_names_and_the_kind() {
         let entry = |manager: &str, operation: &str| ManagedFieldsEntry {
             manager: Some(manager.into()),
             operation: Some(operation.into()),
@@ -323,7 +353,13 @@ mod tests {
         };
         let mut o = object("a", None);
         o.metadata.managed_fields = Some(vec![entry("us", "Apply"), entry("kubectl", "Update")]);
-        strip_for_cache(&mut o, "us");
+        prepare_for_cache(&mut o, &DependentKind::of::<ConfigMap>(), "us");
+        let types = o.types.clone().unwrap_or_default();
+        assert_eq!(
+            (types.api_version.as_str(), types.kind.as_str()),
+            ("v1", "ConfigMap"),
+            "a list item's apiVersion and kind are filled in"
+        );
         let entries = o.metadata.managed_fields.unwrap_or_default();
         assert!(entries[0].fields_v1.is_some());
         assert!(entries[1].fields_v1.is_none());

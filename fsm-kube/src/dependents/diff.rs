@@ -57,6 +57,34 @@ fn contains(live: &Value, desired: &Value, path: &mut Vec<String>) -> bool {
     }
 }
 
+/// Where `live` first fails to hold `desired`, as a JSON pointer (`None`
+/// when it holds): for the log that says why an apply was not skipped.
+pub(crate) fn first_difference(live: &Value, desired: &Value) -> Option<String> {
+    let mut path = Vec::new();
+    if contains(live, desired, &mut path) {
+        return None;
+    }
+    // `contains` pops as it returns: walk down again to the first field
+    // that does not hold.
+    let mut at = (live, desired);
+    let mut pointer = String::new();
+    while let (Value::Object(l), Value::Object(d)) = at {
+        let Some((key, next)) = d.iter().find(|(k, v)| match l.get(*k) {
+            Some(lv) => !contains(lv, v, &mut vec![(*k).clone()]),
+            None => !(v.is_null() || is_empty_container(v)),
+        }) else {
+            break;
+        };
+        pointer.push('/');
+        pointer.push_str(key);
+        match l.get(key) {
+            Some(lv) => at = (lv, next),
+            None => break,
+        }
+    }
+    Some(pointer)
+}
+
 /// An empty object or list: the server drops it, so its absence matches.
 fn is_empty_container(value: &Value) -> bool {
     match value {
@@ -199,6 +227,24 @@ pub(crate) fn only_updaters(live: &Value, managers: &[String]) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_first_difference_is_named_by_its_pointer() {
+        let live = json!({"kind": "ConfigMap", "data": {"x": "1", "y": "2"}});
+        assert_eq!(first_difference(&live, &json!({"data": {"x": "1"}})), None);
+        assert_eq!(
+            first_difference(&live, &json!({"data": {"x": "1", "y": "3"}})).as_deref(),
+            Some("/data/y")
+        );
+        assert_eq!(
+            first_difference(&live, &json!({"apiVersion": "v1", "data": {"x": "1"}})).as_deref(),
+            Some("/apiVersion")
+        );
+        assert_eq!(
+            first_difference(&live, &json!({"data": {"z": "1"}})).as_deref(),
+            Some("/data/z")
+        );
+    }
 
     fn live_with(fields: Value, operation: &str) -> Value {
         json!({

@@ -7,7 +7,7 @@
 use kube::api::{Patch, PatchParams};
 use serde_json::Value;
 
-use super::diff::holds;
+use super::diff::{first_difference, holds};
 use super::matching::{
     LearnedKey, Verdict, body_hash, normal_form, remove_paths, unchanged_by_apply, verdict,
 };
@@ -33,8 +33,11 @@ pub(crate) async fn already_matches(
     let matching = &dependent.matching;
     match verdict(matching, live, body, &runtime.field_manager, None) {
         Verdict::Matches => return true,
-        Verdict::Differs => return false,
-        Verdict::AskServer => {}
+        Verdict::Differs => {
+            log_difference(dependent, place, live, body);
+            return false;
+        }
+        Verdict::AskServer => log_difference(dependent, place, live, body),
     }
     let compared_hash = body_hash(&matching.compared(body));
     let key = LearnedKey {
@@ -75,4 +78,15 @@ pub(crate) async fn already_matches(
     tracing::debug!(dependent = dependent.key, object = %place.display(), "the server's normal form matches: no write, remembered");
     runtime.learned.remember(key, compared_hash, form);
     true
+}
+
+/// Says (at debug level) where the live object differs from the body, or
+/// that it holds the body but an apply would drop fields we own.
+fn log_difference(dependent: &Dependent, place: &Placement, live: &Value, body: &Value) {
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        let at = first_difference(live, &dependent.matching.compared(body));
+        let resource_version = live.pointer("/metadata/resourceVersion");
+        tracing::debug!(dependent = dependent.key, object = %place.display(), ?at, ?resource_version,
+            "the live object differs from the desired one (at: the first field that differs; none: an apply would drop fields we own)");
+    }
 }

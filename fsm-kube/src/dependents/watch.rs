@@ -12,7 +12,7 @@ use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 
-use super::cache::{KindCache, OwnerIndex, strip_for_cache};
+use super::cache::{KindCache, OwnerIndex, prepare_for_cache};
 use super::kind::DependentKind;
 use super::object::DEPENDENT_LABEL;
 use super::runtime::DependentsRuntime;
@@ -162,10 +162,10 @@ fn cached_watch(
     });
     let manager = runtime.field_manager.clone();
     let filters = runtime.wakes.clone();
-    let mut wake = WakeFilter::new(kind);
+    let mut wake = WakeFilter::new(kind.clone());
     watcher(api, config)
         .default_backoff()
-        .modify(move |object| strip_for_cache(object, &manager))
+        .modify(move |object| prepare_for_cache(object, &kind, &manager))
         .inspect_ok(move |event| owners.apply(event))
         .reflect(writer)
         .try_filter(move |event| future::ready(wake.passes(&filters, event)))

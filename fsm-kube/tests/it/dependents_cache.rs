@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fsm_kube::dependents::{
-    Dependent, DependentKind, DependentsReconciler, DependentsRuntime, DesiredSet, converge,
-    owns_dependents,
+    Dependent, DependentKind, DependentsReconciler, DependentsRuntime, DesiredSet, Owner, Reads,
+    converge, owns_dependents,
 };
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -139,6 +139,70 @@ async fn a_converged_resync_reads_the_watches_and_makes_no_request() {
     }
     // Reads from the cache, pruning from the cache, no condition to write.
     assert_eq!(requests, Vec::<String>::new());
+    controller.abort();
+}
+
+/// An operator restarted over a converged set: its watches list the
+/// objects (a list's items carry no `apiVersion` or `kind`), and those
+/// must still match the desired bodies, with no write and no request, and
+/// read as typed objects.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_restart_the_listed_dependents_are_not_written_again() {
+    let env = env().await;
+    let owner = create_widget(&env, "restart", WidgetSpec::colored("c")).await;
+    // The first life, without caches.
+    let first = DependentsRuntime::new(env.client.clone()).field_manager("cache-test");
+    let c = converge(&first, &owner, &set_for("restart")).await.unwrap();
+    assert_eq!(c.applied.len(), 2, "{:?}", c.applied);
+
+    // The second life: its watches list what exists.
+    let (client, log) = counted(&env.client);
+    let runtime = DependentsRuntime::new(client.clone()).field_manager("cache-test");
+    let reconciler =
+        DependentsReconciler::<Widget, ()>::with_runtime(runtime.clone(), |w: &Widget, _: &()| {
+            Ok(set_for(&w.name_any()))
+        });
+    let widgets: Api<Widget> = Api::namespaced(env.client.clone(), &env.ns);
+    let controller = owns_dependents(
+        Controller::new(
+            Api::<Widget>::namespaced(client.clone(), &env.ns),
+            watcher::Config::default(),
+        ),
+        &runtime,
+        Some(&env.ns),
+        [DependentKind::of::<ConfigMap>()],
+    )
+    .run(
+        reconciler.reconcile(),
+        reconciler.error_policy(),
+        Arc::new(()),
+    )
+    .for_each(|_| async {});
+    let controller = tokio::spawn(controller);
+    eventually("DependentsReady", || {
+        let widgets = widgets.clone();
+        async move {
+            let w = widgets.get("restart").await.ok()?;
+            (condition(&w, "DependentsReady")?.status == "True").then_some(())
+        }
+    })
+    .await;
+    log.take();
+    let owner = Arc::new(widgets.get("restart").await.unwrap());
+    let (_, c) = reconciler
+        .reconcile_object(owner.clone(), Arc::new(()))
+        .await
+        .unwrap();
+    assert!(c.is_ready(), "{}", c.summary());
+    assert!(c.applied.is_empty(), "written again: {:?}", c.applied);
+    assert_eq!(c.unchanged, 2);
+    assert_eq!(log.take(), Vec::<String>::new());
+
+    // Typed reads of listed objects decode (a ConfigMap needs its kind).
+    let reads = Reads::new(runtime.clone(), &Owner::of(owner.as_ref()).unwrap());
+    let a: ConfigMap = reads.get("restart-a").await.unwrap();
+    assert_eq!(a.name_any(), "restart-a");
+    assert_eq!(log.take(), Vec::<String>::new(), "read from the cache");
     controller.abort();
 }
 
