@@ -493,7 +493,12 @@ async fn run(
     let log = std::fs::File::create(dir.join("operator.log"))?;
     let mut operator = operator_command(args, implementation)?
         .env("KUBECONFIG", &operator_kubeconfig)
-        .env("RUST_LOG", "warn")
+        // BENCH_OPERATOR_LOG: the operator's log filter for a diagnosis
+        // (its log is the run directory's operator.log).
+        .env(
+            "RUST_LOG",
+            std::env::var("BENCH_OPERATOR_LOG").unwrap_or_else(|_| "warn".to_owned()),
+        )
         .stdout(log.try_clone()?)
         .stderr(log)
         .kill_on_drop(true)
@@ -528,6 +533,13 @@ async fn run(
     } else {
         None
     };
+    std::fs::write(
+        dir.join("converging-requests.txt"),
+        tally.operators(&converging).breakdown(),
+    )?;
+    if let Some(resync) = &resync {
+        std::fs::write(dir.join("resync-requests.txt"), resync.requests.breakdown())?;
+    }
     let (peak_rss_kib, cpu) = usage(pid)?;
     let server_cpu = server.cpu()?.saturating_sub(server_cpu_before);
     operator.start_kill()?;

@@ -76,6 +76,16 @@ impl Counts {
             .sum()
     }
 
+    /// One line per (verb, resource, code) with its count, for a run's
+    /// directory: which requests a total is made of.
+    #[must_use]
+    pub fn breakdown(&self) -> String {
+        self.0
+            .iter()
+            .map(|((verb, resource, code), n)| format!("{n:>8} {verb} {resource} {code}\n"))
+            .collect()
+    }
+
     /// Writes: create, update, patch, delete.
     #[must_use]
     pub fn writes(&self) -> u64 {
