@@ -198,7 +198,7 @@ async fn after_a_restart_the_listed_dependents_are_not_written_again() {
     assert_eq!(c.unchanged, 2);
     assert_eq!(log.take(), Vec::<String>::new());
 
-    // Typed reads of listed objects decode (a ConfigMap needs its kind).
+    // Typed reads of listed objects come from the cache too.
     let reads = Reads::new(runtime.clone(), &Owner::of(owner.as_ref()).unwrap());
     let a: ConfigMap = reads.get("restart-a").await.unwrap();
     assert_eq!(a.name_any(), "restart-a");
