@@ -5,7 +5,7 @@
 //! an index of each kind's objects by owner for pruning.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -127,6 +127,53 @@ pub(crate) struct KindCache {
     /// Set once a converge waited for the watch's list in vain: later ones
     /// do not wait again (they GET until it has listed).
     pub waited_out: AtomicBool,
+    /// How far the watch has come, when it is the runtime's own: see
+    /// [`WatchProgress`].
+    pub progress: Option<Arc<WatchProgress>>,
+}
+
+/// The newest resourceVersion a watch has put into its store (0: none
+/// yet), raised only once the store holds the event: everything up to it
+/// is in the store. Integers, as kube-apiserver and the embedded server
+/// make them; an event whose version is not an integer leaves it.
+#[derive(Debug, Default)]
+pub(crate) struct WatchProgress {
+    stored: AtomicU64,
+    /// The newest version of a re-list in progress, published when it is
+    /// done (the store swaps in the listed objects then).
+    listing: AtomicU64,
+}
+
+fn version_of(object: &DynamicObject) -> Option<u64> {
+    object.metadata.resource_version.as_deref()?.parse().ok()
+}
+
+impl WatchProgress {
+    /// Follows one event, after the store has applied it.
+    pub fn stored(&self, event: &watcher::Event<DynamicObject>) {
+        match event {
+            watcher::Event::Apply(object) | watcher::Event::Delete(object) => {
+                if let Some(version) = version_of(object) {
+                    self.stored.fetch_max(version, Ordering::Relaxed);
+                }
+            }
+            watcher::Event::Init => self.listing.store(0, Ordering::Relaxed),
+            watcher::Event::InitApply(object) => {
+                if let Some(version) = version_of(object) {
+                    self.listing.fetch_max(version, Ordering::Relaxed);
+                }
+            }
+            watcher::Event::InitDone => {
+                let listed = self.listing.swap(0, Ordering::Relaxed);
+                self.stored.fetch_max(listed, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The newest version in the store; `None` before any.
+    pub fn newest(&self) -> Option<u64> {
+        Some(self.stored.load(Ordering::Relaxed)).filter(|v| *v > 0)
+    }
 }
 
 impl KindCache {
@@ -150,6 +197,12 @@ impl KindCache {
     /// hand whose reflector has not listed yet is not).
     pub fn synced(&self) -> bool {
         matches!(self.store.wait_until_ready().now_or_never(), Some(Ok(())))
+    }
+
+    /// The newest resourceVersion the cache's watch has stored, when the
+    /// watch is the runtime's own (`None` for a store given by hand).
+    pub fn watched(&self) -> Option<u64> {
+        self.progress.as_ref().and_then(|p| p.newest())
     }
 
     /// Whether objects in `namespace` are in this cache.

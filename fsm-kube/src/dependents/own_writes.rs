@@ -1,6 +1,7 @@
 //! Read-your-writes over a watch cache: the objects the server returned
 //! from our own writes, kept until the cache shows them (or something
-//! newer), so that a converge right after a write does not act on the
+//! newer), or until the cache's watch has delivered a newer event of its
+//! kind, so that a converge right after a write does not act on the
 //! stale cached object (a stale read would apply again; a stale "absent"
 //! would create again).
 
@@ -18,9 +19,16 @@ use super::object::Placement;
 /// a no-op).
 const CAPACITY: usize = 100_000;
 
-/// A write the cache has not shown after this long is forgotten: the
-/// watch is lagging far behind or broken, and the cache is trusted again.
+/// A write the cache has not shown after this long is forgotten, when
+/// the cache cannot say how far its watch has come (a store given by
+/// hand): the watch is lagging far behind or broken, and the cache is
+/// trusted again.
 const KEEP_AT_MOST: Duration = Duration::from_secs(30);
+
+/// A write a cache that knows how far its watch has come has not shown
+/// after this long is forgotten: its watch has delivered nothing newer in
+/// all that time (stopped), and the memory is given back.
+const KEEP_AT_MOST_WITH_WATCH: Duration = Duration::from_secs(600);
 
 /// What we last wrote at one placement.
 #[derive(Clone, Debug)]
@@ -106,8 +114,18 @@ impl OwnWrites {
     }
 
     /// What to read at `place` given the cache's object there (`None`:
-    /// absent from the cache). Forgets the write once the cache shows it.
-    pub fn reconcile(&self, place: &Placement, cached: Option<&Value>) -> Override {
+    /// absent from the cache) and, when the cache knows it, the newest
+    /// resourceVersion its watch has delivered of its kind (`watched`).
+    /// Forgets the write once the cache shows it, or once its watch has
+    /// delivered something as new as our write or newer (then the cache
+    /// holds every change up to our write, and any after it: it is
+    /// current; not for a deletion, see below).
+    pub fn reconcile(
+        &self,
+        place: &Placement,
+        cached: Option<&Value>,
+        watched: Option<u64>,
+    ) -> Override {
         let Ok(mut entries) = self.entries.lock() else {
             return Override::None;
         };
@@ -125,7 +143,19 @@ impl OwnWrites {
             (Written::Deleted, Some(_), Some(ours), Some(theirs)) => theirs > ours,
             _ => false,
         };
-        if caught_up || entry.at.elapsed() >= KEEP_AT_MOST {
+        // A deletion's answer carries the object's version before the
+        // deletion, not the deletion's own: only a write's tells how far
+        // the watch must have come.
+        let passed = matches!(
+            (&entry.written, entry.version, watched),
+            (Written::Object(_), Some(ours), Some(seen)) if seen >= ours
+        );
+        let limit = if watched.is_some() {
+            KEEP_AT_MOST_WITH_WATCH
+        } else {
+            KEEP_AT_MOST
+        };
+        if caught_up || passed || entry.at.elapsed() >= limit {
             entries.remove(place);
             return Override::None;
         }
@@ -166,21 +196,21 @@ mod tests {
         writes.wrote(&place("a"), &at("12"));
         // Absent from the cache, or older: our write.
         assert_eq!(
-            writes.reconcile(&place("a"), None),
+            writes.reconcile(&place("a"), None, None),
             Override::Object(at("12"))
         );
         assert_eq!(
-            writes.reconcile(&place("a"), Some(&at("9"))),
+            writes.reconcile(&place("a"), Some(&at("9")), None),
             Override::Object(at("12"))
         );
         // Versions compare as integers, not as text ("100" < "12" as text).
         assert_eq!(
-            writes.reconcile(&place("a"), Some(&at("100"))),
+            writes.reconcile(&place("a"), Some(&at("100")), None),
             Override::None
         );
         assert_eq!(writes.len(), 0, "forgotten once the cache caught up");
         assert_eq!(
-            writes.reconcile(&place("a"), Some(&at("9"))),
+            writes.reconcile(&place("a"), Some(&at("9")), None),
             Override::None
         );
     }
@@ -190,24 +220,53 @@ mod tests {
         let writes = OwnWrites::default();
         writes.deleted(&place("a"), Some(&at("20")));
         assert_eq!(
-            writes.reconcile(&place("a"), Some(&at("15"))),
+            writes.reconcile(&place("a"), Some(&at("15")), None),
             Override::Absent
         );
         assert_eq!(
-            writes.reconcile(&place("a"), Some(&at("20"))),
+            writes.reconcile(&place("a"), Some(&at("20")), None),
             Override::Absent
         );
         // Created again after the deletion: the cache is current.
         assert_eq!(
-            writes.reconcile(&place("a"), Some(&at("21"))),
+            writes.reconcile(&place("a"), Some(&at("21")), None),
             Override::None
         );
         writes.deleted(&place("a"), None);
         assert_eq!(
-            writes.reconcile(&place("a"), Some(&at("30"))),
+            writes.reconcile(&place("a"), Some(&at("30")), None),
             Override::Absent
         );
-        assert_eq!(writes.reconcile(&place("a"), None), Override::None);
+        assert_eq!(writes.reconcile(&place("a"), None, None), Override::None);
+    }
+
+    #[test]
+    fn a_watch_past_our_write_makes_the_cache_current() {
+        let writes = OwnWrites::default();
+        writes.wrote(&place("a"), &at("12"));
+        // The watch has not come as far as our write: the cache lags.
+        assert_eq!(
+            writes.reconcile(&place("a"), None, Some(11)),
+            Override::Object(at("12"))
+        );
+        // It has: whatever the cache shows is newer than our write (here:
+        // deleted since, by someone else).
+        assert_eq!(
+            writes.reconcile(&place("a"), None, Some(15)),
+            Override::None
+        );
+        assert_eq!(writes.len(), 0);
+        // A deletion answers with the version before it: the watch having
+        // passed it says nothing; the object gone from the cache does.
+        writes.deleted(&place("b"), Some(&at("20")));
+        assert_eq!(
+            writes.reconcile(&place("b"), Some(&at("20")), Some(25)),
+            Override::Absent
+        );
+        assert_eq!(
+            writes.reconcile(&place("b"), None, Some(25)),
+            Override::None
+        );
     }
 
     #[test]
@@ -215,9 +274,9 @@ mod tests {
         let writes = OwnWrites::default();
         writes.wrote(&place("a"), &at("abc"));
         assert_eq!(
-            writes.reconcile(&place("a"), Some(&at("99"))),
+            writes.reconcile(&place("a"), Some(&at("99")), None),
             Override::Object(at("abc"))
         );
-        assert_eq!(writes.reconcile(&place("b"), None), Override::None);
+        assert_eq!(writes.reconcile(&place("b"), None, None), Override::None);
     }
 }

@@ -59,8 +59,14 @@ use crate::metrics::FsmMetrics;
 /// - Read-your-writes: the object the server returned from our own write
 ///   (apply, create, release, delete) is read instead of the cache's until
 ///   the cache shows that `resourceVersion` or a newer one (compared as
-///   integers), or for at most 30 seconds; so a converge right after a
-///   write neither applies again nor creates again.
+///   integers), or until the kind's watch has delivered an event at least
+///   as new as our write (then the cache is current, whatever it shows:
+///   someone may have deleted the object since); so a converge right after
+///   a write neither applies again nor creates again. A write is kept at
+///   most 10 minutes (a watch that delivers nothing newer in all that time
+///   has stopped), or at most 30 seconds for a store given by
+///   [`cache`](DependentsRuntime::cache), whose watch's progress the
+///   runtime cannot see.
 /// - Pruning finds an owner's objects in the synced cache (indexed by
 ///   owner); a kind without one is listed only when the owner's set
 ///   changed shape since its last successful prune in this runtime (see
@@ -189,6 +195,7 @@ impl DependentsRuntime {
             store,
             owners: None,
             waited_out: Default::default(),
+            progress: None,
         });
         self
     }
@@ -249,11 +256,14 @@ impl DependentsRuntime {
     ) -> Result<Option<Value>, kube::Error> {
         if let Some(cache) = self.caches.synced(kind, place.namespace.as_deref()) {
             let cached = cache.get(place);
-            return Ok(match self.writes.reconcile(place, cached.as_ref()) {
-                Override::None => cached,
-                Override::Object(ours) => Some(ours),
-                Override::Absent => None,
-            });
+            let watched = cache.watched();
+            return Ok(
+                match self.writes.reconcile(place, cached.as_ref(), watched) {
+                    Override::None => cached,
+                    Override::Object(ours) => Some(ours),
+                    Override::Absent => None,
+                },
+            );
         }
         let api = self.api(kind, place.namespace.as_deref());
         let object = api.get_opt(&place.name).await?;
@@ -283,6 +293,7 @@ impl DependentsRuntime {
     ) -> Option<Vec<Value>> {
         let cache = self.caches.synced(kind, namespace)?;
         let owned = cache.owned(namespace, owner);
+        let watched = cache.watched();
         Some(
             owned
                 .into_iter()
@@ -298,7 +309,7 @@ impl DependentsRuntime {
                         namespace: text("/metadata/namespace"),
                         name: text("/metadata/name").unwrap_or_default(),
                     };
-                    match self.writes.reconcile(&place, Some(&live)) {
+                    match self.writes.reconcile(&place, Some(&live), watched) {
                         Override::None => Some(live),
                         Override::Object(ours) => Some(ours),
                         Override::Absent => None,

@@ -12,7 +12,7 @@ use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 
-use super::cache::{KindCache, OwnerIndex, prepare_for_cache};
+use super::cache::{KindCache, OwnerIndex, WatchProgress, prepare_for_cache};
 use super::kind::DependentKind;
 use super::object::DEPENDENT_LABEL;
 use super::runtime::DependentsRuntime;
@@ -153,12 +153,14 @@ fn cached_watch(
 ) -> impl futures::Stream<Item = Result<DynamicObject, watcher::Error>> + Send + 'static {
     let writer = Writer::new(kind.resource.clone());
     let owners = Arc::new(OwnerIndex::default());
+    let progress = Arc::new(WatchProgress::default());
     runtime.register_cache(KindCache {
         kind: kind.clone(),
         namespace: namespace.map(str::to_owned),
         store: writer.as_reader(),
         owners: Some(owners.clone()),
         waited_out: Default::default(),
+        progress: Some(progress.clone()),
     });
     let manager = runtime.field_manager.clone();
     let filters = runtime.wakes.clone();
@@ -168,6 +170,8 @@ fn cached_watch(
         .modify(move |object| prepare_for_cache(object, &kind, &manager))
         .inspect_ok(move |event| owners.apply(event))
         .reflect(writer)
+        // After the store: what it says it holds, it holds.
+        .inspect_ok(move |event| progress.stored(event))
         .try_filter(move |event| future::ready(wake.passes(&filters, event)))
         .touched_objects()
         .boxed()

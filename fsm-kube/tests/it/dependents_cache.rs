@@ -21,8 +21,9 @@ use fsm_kube::dependents::{
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject};
+use kube::runtime::controller::Action;
 use kube::runtime::reflector::store::Writer;
-use kube::runtime::{Controller, watcher};
+use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 
 /// The requests a counted client made: method and path with query.
@@ -204,6 +205,116 @@ async fn after_a_restart_the_listed_dependents_are_not_written_again() {
     assert_eq!(a.name_any(), "restart-a");
     assert_eq!(log.take(), Vec::<String>::new(), "read from the cache");
     controller.abort();
+}
+
+/// Someone deletes a dependent right after our write, while the kind's
+/// watch lags behind both: once the watch has delivered the deletion, the
+/// cache is current (its watch has passed our write), and the next
+/// converge creates the object again, instead of reading our remembered
+/// write as the live object until the read-your-writes memory gives up.
+///
+/// The lag is made, not hoped for: the controller (whose stream drives the
+/// runtime's watch) is polled only while a gate is open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dependent_deleted_right_after_our_write_is_created_again_once_the_watch_shows_it() {
+    let env = env().await;
+    let warm_up = create_widget(&env, "warm", WidgetSpec::colored("c")).await;
+    let owner = create_widget(&env, "gone", WidgetSpec::colored("c")).await;
+    let runtime = DependentsRuntime::new(env.client.clone()).field_manager("cache-test");
+    // The watches fill the caches; the controller itself does nothing.
+    let mut controller = owns_dependents(
+        Controller::new(
+            Api::<Widget>::namespaced(env.client.clone(), &env.ns),
+            watcher::Config::default(),
+        ),
+        &runtime,
+        Some(&env.ns),
+        [DependentKind::of::<ConfigMap>()],
+    )
+    .run(
+        |_, _| async { Ok::<_, kube::Error>(Action::await_change()) },
+        |_, _, _| Action::await_change(),
+        Arc::new(()),
+    )
+    .boxed();
+    let (gate, mut open) = tokio::sync::watch::channel(true);
+    let driver = tokio::spawn(async move {
+        loop {
+            if open.wait_for(|open| *open).await.is_err() {
+                return;
+            }
+            tokio::select! {
+                item = controller.next() => if item.is_none() { return },
+                _ = open.changed() => {}
+            }
+        }
+    });
+
+    // The watch lists (a converge waits for that), then stops: the
+    // runtime's cache no longer follows the server.
+    converge(&runtime, &warm_up, &set_for("warm"))
+        .await
+        .unwrap();
+    gate.send_replace(false);
+    let first = converge(&runtime, &owner, &set_for("gone")).await.unwrap();
+    assert_eq!(first.applied.len(), 2, "{:?}", first.applied);
+    // A watch of our own tells when the server has sent the deletion (it
+    // starts when polled: it lists first, so the deletion comes as an
+    // event).
+    let configmaps: Api<ConfigMap> = Api::namespaced(env.client.clone(), &env.ns);
+    let mut ours = watcher(
+        configmaps.clone(),
+        watcher::Config::default().fields("metadata.name=gone-a"),
+    )
+    .default_backoff()
+    .boxed();
+    let listed = async {
+        while let Some(event) = ours.next().await {
+            if let Ok(watcher::Event::InitDone) = event {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), listed)
+        .await
+        .expect("our watch listed");
+    configmaps
+        .delete("gone-a", &Default::default())
+        .await
+        .unwrap();
+    let deleted = async {
+        while let Some(event) = ours.next().await {
+            if let Ok(watcher::Event::Delete(_)) = event {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), deleted)
+        .await
+        .expect("our watch saw the deletion");
+
+    // The runtime's watch goes on: it delivers our creation and then the
+    // deletion; a moment for it to store them.
+    gate.send_replace(true);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Far less than the 30 s a write is remembered when the cache cannot
+    // tell how far its watch has come.
+    let mut recreated = Vec::new();
+    for _ in 0..100 {
+        let c = converge(&runtime, &owner, &set_for("gone")).await.unwrap();
+        if !c.applied.is_empty() {
+            recreated = c.applied;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        recreated,
+        vec![format!("ConfigMap {}/gone-a", env.ns)],
+        "the deleted dependent was not created again within 10 s"
+    );
+    assert!(configmaps.get_opt("gone-a").await.unwrap().is_some());
+    driver.abort();
 }
 
 /// A store that has listed (synced) and then never changes: a cache that
