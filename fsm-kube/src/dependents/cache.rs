@@ -299,6 +299,20 @@ impl CacheRegistry {
     }
 
     /// The synced cache of `kind` covering `namespace`, if any.
+    /// How far the watch of the cache covering `place` has come, when the
+    /// runtime follows it (its own watch).
+    pub fn watch_progress(&self, place: &Placement) -> Option<Arc<WatchProgress>> {
+        let kinds = self.kinds.read().ok()?;
+        kinds
+            .iter()
+            .find(|c| {
+                c.kind.resource.group == place.group
+                    && c.kind.resource.kind == place.kind
+                    && c.covers(place.namespace.as_deref())
+            })
+            .and_then(|c| c.progress.clone())
+    }
+
     pub fn synced(&self, kind: &DependentKind, namespace: Option<&str>) -> Option<Arc<KindCache>> {
         let kinds = self.kinds.read().ok()?;
         kinds

@@ -6,11 +6,12 @@
 //! would create again).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::cache::WatchProgress;
 use super::object::Placement;
 
 /// At most this many writes are remembered; past it, those older than
@@ -30,6 +31,13 @@ const KEEP_AT_MOST: Duration = Duration::from_secs(30);
 /// all that time (stopped), and the memory is given back.
 const KEEP_AT_MOST_WITH_WATCH: Duration = Duration::from_secs(600);
 
+/// The remembered writes are swept of those no read needs any more (their
+/// watch has passed them, or they expired) when they reach this many, and
+/// after a sweep when they reach twice as many as it left: a write whose
+/// object is never read again (a converged owner) is not kept until
+/// [`CAPACITY`], at an amortized constant cost per write.
+const SWEEP_AT_LEAST: usize = 1024;
+
 /// What we last wrote at one placement.
 #[derive(Clone, Debug)]
 enum Written {
@@ -45,12 +53,51 @@ struct Entry {
     written: Written,
     version: Option<u64>,
     at: Instant,
+    /// How far the watch of the object's kind has come, when the runtime
+    /// follows it.
+    watch: Option<Arc<WatchProgress>>,
+}
+
+impl Entry {
+    /// Whether a watch that has delivered `watched` has passed this write
+    /// (the cache then holds it, or whatever came after it). A deletion's
+    /// answer carries the object's version before the deletion, not the
+    /// deletion's own: only a write's tells how far the watch must have
+    /// come.
+    fn passed(&self, watched: Option<u64>) -> bool {
+        matches!(
+            (&self.written, self.version, watched),
+            (Written::Object(_), Some(ours), Some(seen)) if seen >= ours
+        )
+    }
+
+    /// Whether this write is kept no longer, however far the cache lags.
+    fn expired(&self, followed: bool) -> bool {
+        let limit = if followed || self.watch.is_some() {
+            KEEP_AT_MOST_WITH_WATCH
+        } else {
+            KEEP_AT_MOST
+        };
+        self.at.elapsed() >= limit
+    }
+
+    /// Whether no read needs this write any more.
+    fn outlived(&self) -> bool {
+        self.passed(self.watch.as_ref().and_then(|w| w.newest())) || self.expired(false)
+    }
 }
 
 /// The writes of one runtime (shared by its clones), by placement.
 #[derive(Debug, Default)]
 pub(crate) struct OwnWrites {
-    entries: Mutex<HashMap<Placement, Entry>>,
+    entries: Mutex<Entries>,
+}
+
+#[derive(Debug, Default)]
+struct Entries {
+    by_place: HashMap<Placement, Entry>,
+    /// The size at which the next sweep runs (0: at [`SWEEP_AT_LEAST`]).
+    sweep_at: usize,
 }
 
 /// A resourceVersion as an integer. Both kube-apiserver (etcd revisions)
@@ -75,14 +122,17 @@ pub(crate) enum Override {
 }
 
 impl OwnWrites {
-    /// Remembers that the server returned `object` from our write at `place`.
-    pub fn wrote(&self, place: &Placement, object: &Value) {
+    /// Remembers that the server returned `object` from our write at
+    /// `place`; `watch` follows the watch of its kind's cache, when the
+    /// runtime has one.
+    pub fn wrote(&self, place: &Placement, object: &Value, watch: Option<Arc<WatchProgress>>) {
         self.remember(
             place,
             Entry {
                 version: version_of(object),
                 written: Written::Object(object.clone()),
                 at: Instant::now(),
+                watch,
             },
         );
     }
@@ -96,6 +146,7 @@ impl OwnWrites {
                 version: response.and_then(version_of),
                 written: Written::Deleted,
                 at: Instant::now(),
+                watch: None,
             },
         );
     }
@@ -104,13 +155,15 @@ impl OwnWrites {
         let Ok(mut entries) = self.entries.lock() else {
             return;
         };
-        if entries.len() >= CAPACITY {
-            entries.retain(|_, e| e.at.elapsed() < KEEP_AT_MOST);
-            if entries.len() >= CAPACITY {
-                entries.clear();
+        let entries = &mut *entries;
+        if entries.by_place.len() >= entries.sweep_at.max(SWEEP_AT_LEAST) {
+            entries.by_place.retain(|_, e| !e.outlived());
+            if entries.by_place.len() >= CAPACITY {
+                entries.by_place.clear();
             }
+            entries.sweep_at = entries.by_place.len() * 2;
         }
-        entries.insert(place.clone(), entry);
+        entries.by_place.insert(place.clone(), entry);
     }
 
     /// What to read at `place` given the cache's object there (`None`:
@@ -129,6 +182,7 @@ impl OwnWrites {
         let Ok(mut entries) = self.entries.lock() else {
             return Override::None;
         };
+        let entries = &mut entries.by_place;
         let Some(entry) = entries.get(place) else {
             return Override::None;
         };
@@ -143,19 +197,7 @@ impl OwnWrites {
             (Written::Deleted, Some(_), Some(ours), Some(theirs)) => theirs > ours,
             _ => false,
         };
-        // A deletion's answer carries the object's version before the
-        // deletion, not the deletion's own: only a write's tells how far
-        // the watch must have come.
-        let passed = matches!(
-            (&entry.written, entry.version, watched),
-            (Written::Object(_), Some(ours), Some(seen)) if seen >= ours
-        );
-        let limit = if watched.is_some() {
-            KEEP_AT_MOST_WITH_WATCH
-        } else {
-            KEEP_AT_MOST
-        };
-        if caught_up || passed || entry.at.elapsed() >= limit {
+        if caught_up || entry.passed(watched) || entry.expired(watched.is_some()) {
             entries.remove(place);
             return Override::None;
         }
@@ -168,7 +210,7 @@ impl OwnWrites {
     /// How many writes are remembered.
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.entries.lock().map(|e| e.len()).unwrap_or(0)
+        self.entries.lock().map(|e| e.by_place.len()).unwrap_or(0)
     }
 }
 
@@ -193,7 +235,7 @@ mod tests {
     #[test]
     fn a_lagging_cache_is_overridden_until_it_shows_the_write() {
         let writes = OwnWrites::default();
-        writes.wrote(&place("a"), &at("12"));
+        writes.wrote(&place("a"), &at("12"), None);
         // Absent from the cache, or older: our write.
         assert_eq!(
             writes.reconcile(&place("a"), None, None),
@@ -240,10 +282,51 @@ mod tests {
         assert_eq!(writes.reconcile(&place("a"), None, None), Override::None);
     }
 
+    /// A watch event of the kind at `version`.
+    fn event_at(version: usize) -> kube::runtime::watcher::Event<kube::api::DynamicObject> {
+        let object = json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "other", "resourceVersion": version.to_string()},
+        });
+        kube::runtime::watcher::Event::Apply(serde_json::from_value(object).unwrap())
+    }
+
+    #[test]
+    fn writes_the_watch_has_passed_are_swept_though_never_read_again() {
+        let writes = OwnWrites::default();
+        let watch = Arc::new(WatchProgress::default());
+        for i in 1..=SWEEP_AT_LEAST {
+            let name = format!("o{i}");
+            writes.wrote(&place(&name), &at(&i.to_string()), Some(watch.clone()));
+        }
+        assert_eq!(writes.len(), SWEEP_AT_LEAST, "nothing swept yet");
+        // The watch has come as far as all but the last ten writes.
+        watch.stored(&event_at(SWEEP_AT_LEAST - 10));
+        writes.wrote(&place("next"), &at("5000"), Some(watch.clone()));
+        assert_eq!(
+            writes.len(),
+            11,
+            "the ten it has not passed, and the new one"
+        );
+        // Those left are still read over a cache that lags.
+        assert_eq!(
+            writes.reconcile(&place("next"), None, Some(SWEEP_AT_LEAST as u64)),
+            Override::Object(at("5000"))
+        );
+        // Writes to a store given by hand (no watch to follow) are kept
+        // until they expire, sweep or not.
+        let by_hand = OwnWrites::default();
+        for i in 1..=SWEEP_AT_LEAST + 1 {
+            by_hand.wrote(&place(&format!("o{i}")), &at(&i.to_string()), None);
+        }
+        assert_eq!(by_hand.len(), SWEEP_AT_LEAST + 1);
+    }
+
     #[test]
     fn a_watch_past_our_write_makes_the_cache_current() {
         let writes = OwnWrites::default();
-        writes.wrote(&place("a"), &at("12"));
+        writes.wrote(&place("a"), &at("12"), None);
         // The watch has not come as far as our write: the cache lags.
         assert_eq!(
             writes.reconcile(&place("a"), None, Some(11)),
@@ -272,7 +355,7 @@ mod tests {
     #[test]
     fn an_unparsable_version_keeps_our_write() {
         let writes = OwnWrites::default();
-        writes.wrote(&place("a"), &at("abc"));
+        writes.wrote(&place("a"), &at("abc"), None);
         assert_eq!(
             writes.reconcile(&place("a"), Some(&at("99")), None),
             Override::Object(at("abc"))

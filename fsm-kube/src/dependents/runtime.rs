@@ -322,7 +322,8 @@ impl DependentsRuntime {
     /// Remembers the object the server returned from our write at `place`
     /// (read-your-writes over the caches).
     pub(crate) fn wrote(&self, place: &Placement, object: &Value) {
-        self.writes.wrote(place, object);
+        self.writes
+            .wrote(place, object, self.caches.watch_progress(place));
     }
 
     /// Remembers that we deleted the object at `place`; `response` is the
