@@ -38,6 +38,14 @@ SERVICE_CIDR=10.244.128.0/24
 # sandbox image containerd is configured with (no name it would pull).
 PAUSE_IMAGE=fsm.local/pause:3.4.1
 BUSYBOX_IMAGE=fsm.local/busybox:1.35
+# The WebPage example's server image (examples::webpage::NGINX_IMAGE,
+# `nginx:1.27`, which the CRI resolves to this name): here the same
+# busybox, its httpd serving nginx's document root /usr/share/nginx/html on
+# port 80, where the example mounts the page. Only the name is nginx's: the
+# example's pods then run and serve their page with nothing pulled.
+WEBPAGE_SERVER_IMAGE=docker.io/library/nginx:1.27
+# The archives `build` writes into images/ and `start` imports.
+IMAGE_ARCHIVES=(pause busybox webpage-server)
 # The kubelet's binary, the scheduler's and kube-proxy's, built with the
 # control plane's.
 NODE_COMMANDS=(cmd/kubelet cmd/kube-scheduler cmd/kube-proxy)
