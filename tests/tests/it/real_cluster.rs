@@ -213,7 +213,18 @@ async fn a_deployment_whose_pods_exit_is_reported_stuck() {
         return skipped("a_deployment_whose_pods_exit_is_reported_stuck");
     };
     let deployments: Api<Deployment> = Api::namespaced(cluster.client(), &ns);
-    let exits = json!({"name": "main", "image": BUSYBOX, "command": ["false"]});
+    // Without a readiness probe a container counts as ready while it runs,
+    // and `false` runs for a moment: when the kubelet reports both pods
+    // in that moment the rollout is complete (Progressing True,
+    // NewReplicaSetAvailable), a deadline no longer applies, and the
+    // Deployment is never reported stuck (seen twice in four fresh
+    // clusters). A probe that never passes keeps them unready throughout.
+    let exits = json!({
+        "name": "main",
+        "image": BUSYBOX,
+        "command": ["false"],
+        "readinessProbe": {"exec": {"command": ["false"]}, "periodSeconds": 1},
+    });
     deployments
         .create(&PostParams::default(), &deployment("stuck", exits, 10))
         .await
