@@ -3,13 +3,15 @@
 //!
 //! ```text
 //! fake-cloud [--seed N] [--failure-rate 0.2] [--ready-after 200ms] [--idempotency-keys]
+//!            [--listen ADDR:PORT]
 //! ```
 //!
 //! With `--idempotency-keys` a create honours its `Idempotency-Key` header
 //! (see `examples::database::cloud`); without, the header is ignored and
 //! every create charges.
 //!
-//! Listens on a free port of `127.0.0.1`, prints `listening on URL` on
+//! Listens on a free port of `127.0.0.1` (or at `--listen`: the real
+//! cluster's node address, for operators running in pods), prints `listening on URL` on
 //! stdout, and serves until interrupted (SIGINT or SIGTERM). The ledger is at
 //! `GET URL/v1/ledger`.
 
@@ -39,6 +41,9 @@ struct Args {
     /// returns the first create's instance instead of creating another.
     #[arg(long)]
     idempotency_keys: bool,
+    /// Where to listen (port 0: a free one).
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:0")]
+    listen: std::net::SocketAddr,
 }
 
 async fn shutdown_signal() {
@@ -72,7 +77,7 @@ async fn main() -> ExitCode {
         ready_after: Some(args.ready_after),
         idempotency_keys: args.idempotency_keys,
     };
-    let cloud = match CloudService::start(config).await {
+    let cloud = match CloudService::start_on(args.listen, config).await {
         Ok(cloud) => cloud,
         Err(e) => {
             eprintln!("fake-cloud: cannot listen: {e}");

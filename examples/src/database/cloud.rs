@@ -242,6 +242,15 @@ impl CloudService {
     /// # Errors
     /// The port could not be bound.
     pub async fn start(config: CloudConfig) -> std::io::Result<Self> {
+        Self::start_on(SocketAddr::from(([127, 0, 0, 1], 0)), config).await
+    }
+
+    /// Starts the service on `addr` (port 0: a free one), e.g. an address
+    /// that pods of a local cluster reach.
+    ///
+    /// # Errors
+    /// `addr` could not be bound.
+    pub async fn start_on(addr: SocketAddr, config: CloudConfig) -> std::io::Result<Self> {
         let shared = Arc::new(Mutex::new(Inner::new(config)));
         let app = Router::new()
             .route("/v1/instances", post(create).get(find))
@@ -250,7 +259,7 @@ impl CloudService {
             .route("/v1/instances/{id}/credentials", post(credentials))
             .route("/v1/ledger", get(ledger))
             .with_state(shared.clone());
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+        let listener = tokio::net::TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let task = tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, app).await {
@@ -260,7 +269,8 @@ impl CloudService {
         Ok(CloudService { addr, shared, task })
     }
 
-    /// The service's base URL, `http://127.0.0.1:PORT`.
+    /// The service's base URL, `http://ADDRESS:PORT` (`127.0.0.1` unless
+    /// started elsewhere).
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
     }

@@ -12,6 +12,7 @@ mod demo;
 mod diagram_geometry;
 mod integration;
 mod mutable_jar;
+mod real_cluster;
 mod shop;
 mod web_view;
 mod webpage;

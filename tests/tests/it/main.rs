@@ -16,3 +16,4 @@
 mod conformance;
 mod derive_vs_hand;
 mod hand_written_machine;
+mod real_cluster;

@@ -287,20 +287,7 @@ impl Stack {
         );
         let api_url =
             apiserver.line_after("serving the Kubernetes API on", Duration::from_secs(20));
-        let mut command = Command::new(env!("CARGO_BIN_EXE_fake-cloud"));
-        command
-            .arg("--failure-rate")
-            .arg((failure_percent as f64 / 100.0).to_string())
-            .args(["--ready-after", "200ms", "--seed"])
-            .arg(seed.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
-        if keys == CloudKeys::On {
-            command.arg("--idempotency-keys");
-        }
-        let mut cloud = Proc::spawn(&mut command);
-        let cloud_url = cloud.line_after("listening on", Duration::from_secs(20));
+        let (cloud, cloud_url) = cloud(seed, failure_percent, keys, "127.0.0.1:0");
         let client = client(&kubeconfig).await;
         install_crd(&client, &Database::crd())
             .await
@@ -340,9 +327,7 @@ impl Stack {
 
     /// The cloud's ledger.
     pub async fn ledger(&self) -> Ledger {
-        let (code, body) = http(&self.cloud_url, "GET", "/v1/ledger", None).await;
-        assert_eq!(code, 200, "GET /v1/ledger: {body}");
-        serde_json::from_str(&body).unwrap_or_else(|e| panic!("not a ledger ({e}): {body}"))
+        ledger(&self.cloud_url).await
     }
 
     /// Fails the test if any operator process printed a panic.
@@ -359,6 +344,34 @@ impl Stack {
         self.cloud.stop();
         self.apiserver.stop();
     }
+}
+
+/// A `fake-cloud` process listening at `listen` (port 0: a free one),
+/// failing `failure_percent` of its calls (seeded), idempotency keys as
+/// `keys` says; the process and its URL.
+pub fn cloud(seed: u64, failure_percent: u64, keys: CloudKeys, listen: &str) -> (Proc, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_fake-cloud"));
+    command
+        .arg("--failure-rate")
+        .arg((failure_percent as f64 / 100.0).to_string())
+        .args(["--ready-after", "200ms", "--listen", listen, "--seed"])
+        .arg(seed.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    if keys == CloudKeys::On {
+        command.arg("--idempotency-keys");
+    }
+    let mut cloud = Proc::spawn(&mut command);
+    let url = cloud.line_after("listening on", Duration::from_secs(20));
+    (cloud, url)
+}
+
+/// The ledger of the cloud at `cloud_url`.
+pub async fn ledger(cloud_url: &str) -> Ledger {
+    let (code, body) = http(cloud_url, "GET", "/v1/ledger", None).await;
+    assert_eq!(code, 200, "GET /v1/ledger: {body}");
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("not a ledger ({e}): {body}"))
 }
 
 async fn client(kubeconfig: &Path) -> Client {
@@ -437,7 +450,12 @@ pub fn expected(i: usize) -> &'static str {
 /// Creates Database `i`; retries an injected `500` and takes a `409`
 /// (the create served, its answer lost) as done.
 pub async fn create(client: &Client, i: usize) {
-    let api: Api<Database> = Api::namespaced(client.clone(), NS);
+    create_in(client, NS, i).await;
+}
+
+/// [`create`] in namespace `ns`.
+pub async fn create_in(client: &Client, ns: &str, i: usize) {
+    let api: Api<Database> = Api::namespaced(client.clone(), ns);
     let spec = DatabaseSpec {
         engine: "postgres".into(),
         size: "small".into(),
@@ -459,8 +477,13 @@ pub async fn create(client: &Client, i: usize) {
 
 /// Creates Databases `*created..until` (a wave), counting them in `created`.
 pub async fn create_up_to(client: &Client, created: &mut usize, until: usize) {
+    create_up_to_in(client, NS, created, until).await;
+}
+
+/// [`create_up_to`] in namespace `ns`.
+pub async fn create_up_to_in(client: &Client, ns: &str, created: &mut usize, until: usize) {
     while *created < until {
-        create(client, *created).await;
+        create_in(client, ns, *created).await;
         *created += 1;
     }
 }
@@ -469,7 +492,12 @@ pub async fn create_up_to(client: &Client, created: &mut usize, until: usize) {
 /// yet, or a record not resting in a final state. Read while no operator
 /// runs, this is the number of workflows a kill interrupted.
 pub async fn in_flight(client: &Client, created: usize) -> usize {
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    in_flight_in(client, NS, created).await
+}
+
+/// [`in_flight`] in namespace `ns`.
+pub async fn in_flight_in(client: &Client, ns: &str, created: usize) -> usize {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
     let listed = secrets
         .list(&ListParams::default())
         .await
@@ -526,12 +554,22 @@ pub fn check_history(name: &str, record: &StateRecord, path: &[(&str, &str)]) {
 /// The records of the `objects` Databases, read every half second until
 /// all rest in their expected state or `settle` has passed.
 pub async fn settle(client: &Client, objects: usize, settle: Duration) -> Vec<Option<StateRecord>> {
+    settle_in(client, NS, objects, settle).await
+}
+
+/// [`settle`] in namespace `ns`.
+pub async fn settle_in(
+    client: &Client,
+    ns: &str,
+    objects: usize,
+    settle: Duration,
+) -> Vec<Option<StateRecord>> {
     let deadline = Instant::now() + settle;
     loop {
         let mut records = Vec::with_capacity(objects);
         for i in 0..objects {
             records.push(
-                read_record(client, NS, Kind::Database, &name(i))
+                read_record(client, ns, Kind::Database, &name(i))
                     .await
                     .ok()
                     .flatten(),

@@ -1,0 +1,374 @@
+//! The operator in a real cluster, deployed as its users deploy it (issue
+//! 37): `database-operator` as a container image (assembled from the
+//! binary and exactly the libraries `ldd` names, imported into the node's
+//! containerd by `scripts/real-cluster/import`), and everything its
+//! `manifests` prints applied with kubectl. Its two replicas must become
+//! ready on their probes, one must hold the Lease, and when that pod is
+//! deleted the other takes over; no container restarts on the way (a
+//! missing permission or a crash would restart it). It runs with its
+//! ServiceAccount's token, under exactly the printed RBAC, against the API
+//! server reached through the `kubernetes` Service.
+//!
+//! `the_leader_pod_deleted_mid_workflow_loses_nothing_and_pays_once` is
+//! the crash soak's question asked of the real thing (issue 37, test 3):
+//! the operator's pods run the Databases' workflows against `fake-cloud`
+//! (on this machine, at the node's address, which pods reach), and the
+//! leader's pod is deleted with workflows mid-way, twice. At the end the
+//! crash soak's checks (`soak::check_outcome`): every Database rests in its
+//! expected state along the exact path of its workflow, no transition
+//! twice, one create per Database in the cloud's ledger; and deleting the
+//! Databases deletes every instance.
+//!
+//! Runs only when `FSM_REAL_CLUSTER_KUBECONFIG` names a cluster from
+//! `scripts/real-cluster/start` (as root: the import talks to its
+//! containerd); otherwise it says so and returns.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::soak;
+use crate::soak::{CloudKeys, check_outcome, create_up_to_in, in_flight_in, settle_in};
+
+use examples::database::Database;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{Api, DeleteParams, ListParams, LogParams};
+use operator_fsm::testkit::TestCluster;
+
+const ENV: &str = "FSM_REAL_CLUSTER_KUBECONFIG";
+const OPERATOR: &str = "database-operator";
+/// A tag of its own (not `latest`: the kubelet would try to pull that).
+const IMAGE: &str = "fsm.local/database-operator:in-cluster-test";
+const DEADLINE: Duration = Duration::from_secs(120);
+/// The node's address on the pods' bridge (scripts/real-cluster/common.sh,
+/// NODE_IP): a process of this machine listening there is reachable from
+/// the pods.
+const NODE_IP: &str = "10.244.0.1";
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace")
+        .to_owned()
+}
+
+/// Polls `check` until it returns `Some`, or panics with `what`.
+async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        if let Some(found) = check().await {
+            return found;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {DEADLINE:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+fn run(what: &str, command: &mut Command, stdin: Option<&[u8]>) -> Vec<u8> {
+    let mut child = command
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    if let Some(input) = stdin {
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input)
+            .expect("write stdin");
+    }
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success(), "{what} failed: {}", out.status);
+    out.stdout
+}
+
+/// The Lease's holder, when held.
+async fn holder(leases: &Api<Lease>) -> Option<String> {
+    leases
+        .get(&format!("{OPERATOR}-leader"))
+        .await
+        .ok()?
+        .spec?
+        .holder_identity
+}
+
+async fn ready_pods(pods: &Api<Pod>) -> Option<Vec<Pod>> {
+    let list = pods.list(&ListParams::default()).await.ok()?;
+    let ready: Vec<Pod> = list
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| {
+            p.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+        })
+        .collect();
+    Some(ready)
+}
+
+fn restarts(pod: &Pod) -> i32 {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .map_or(0, |c| c.iter().map(|c| c.restart_count).sum())
+}
+
+/// The real cluster's kubeconfig, or `None` (said on stderr) when the
+/// environment names none.
+fn kubeconfig(test: &str) -> Option<PathBuf> {
+    let Some(path) = std::env::var_os(ENV).filter(|p| !p.is_empty()) else {
+        eprintln!("{test}: skipped, {ENV} is not set (scripts/real-cluster/start prints it)");
+        return None;
+    };
+    Some(PathBuf::from(path))
+}
+
+/// The operator deployed in namespace `ns` of the cluster, from its own
+/// image and `manifests`, its cloud at `cloud_url`.
+struct Deployed {
+    ns: String,
+    cluster: TestCluster,
+    deployments: Api<Deployment>,
+    pods: Api<Pod>,
+    leases: Api<Lease>,
+}
+
+impl Deployed {
+    async fn start(kubeconfig: PathBuf, prefix: &str, cloud_url: &str) -> Deployed {
+        let cluster = TestCluster::connect(&kubeconfig)
+            .await
+            .expect("the real cluster");
+        let ns = cluster.create_namespace(prefix).await.expect("a namespace");
+        run(
+            "scripts/real-cluster/import",
+            Command::new(repo_root().join("scripts/real-cluster/import"))
+                .arg(env!("CARGO_BIN_EXE_database-operator"))
+                .arg(IMAGE),
+            None,
+        );
+        // Watching its own namespace only: a Role there instead of a
+        // ClusterRole, so nothing but the CRD is shared with other runs.
+        let cloud_arg = format!("--arg=--cloud-url={cloud_url}");
+        let manifests = run(
+            "database-operator manifests",
+            Command::new(env!("CARGO_BIN_EXE_database-operator")).args([
+                "manifests",
+                "--image",
+                IMAGE,
+                "-n",
+                &ns,
+                "--watch-namespace",
+                &ns,
+                // Kubernetes 1.20 serves PodDisruptionBudgets as v1beta1 only.
+                "--pdb-api-version",
+                "policy/v1beta1",
+                &cloud_arg,
+            ]),
+            None,
+        );
+        run(
+            "kubectl apply",
+            Command::new("kubectl")
+                .arg("--kubeconfig")
+                .arg(&kubeconfig)
+                .args(["apply", "-f", "-"]),
+            Some(&manifests),
+        );
+        Deployed {
+            deployments: Api::namespaced(cluster.client(), &ns),
+            pods: Api::namespaced(cluster.client(), &ns),
+            leases: Api::namespaced(cluster.client(), &ns),
+            ns,
+            cluster,
+        }
+    }
+
+    /// Waits for both replicas ready and one of them leading; the leader.
+    async fn leader(&self) -> String {
+        eventually("the operator's two replicas available", || async {
+            let status = self.deployments.get(OPERATOR).await.ok()?.status?;
+            (status.available_replicas == Some(2)).then_some(())
+        })
+        .await;
+        let ready = eventually("two ready pods", || async {
+            ready_pods(&self.pods).await.filter(|p| p.len() == 2)
+        })
+        .await;
+        let names: Vec<String> = ready
+            .iter()
+            .filter_map(|p| p.metadata.name.clone())
+            .collect();
+        eventually("the Lease held by one of them", || async {
+            holder(&self.leases).await.filter(|h| names.contains(h))
+        })
+        .await
+    }
+
+    /// Deletes the leader's pod `leader` (as a node drain or a rollout
+    /// does: SIGTERM, then the pod goes); waits until another pod holds
+    /// the Lease, which it returns.
+    async fn delete_leader(&self, leader: &str) -> String {
+        self.pods
+            .delete(leader, &DeleteParams::default())
+            .await
+            .expect("delete the leader's pod");
+        eventually("another pod holding the Lease", || async {
+            holder(&self.leases)
+                .await
+                .filter(|h| h != leader && !h.is_empty())
+        })
+        .await
+    }
+
+    /// Waits until two pods, none of them in `gone`, are ready; checks
+    /// that no container restarted (a missing permission or a crash would
+    /// restart it) and no log shows a panic.
+    async fn two_ready_without(&self, gone: &[String]) {
+        let ready = eventually("two ready pods again", || async {
+            ready_pods(&self.pods).await.filter(|p| {
+                p.len() == 2
+                    && p.iter()
+                        .all(|p| !gone.iter().any(|g| p.metadata.name.as_ref() == Some(g)))
+            })
+        })
+        .await;
+        for pod in &ready {
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            assert_eq!(restarts(pod), 0, "{name} restarted");
+            let log = self
+                .pods
+                .logs(&name, &LogParams::default())
+                .await
+                .unwrap_or_else(|e| panic!("the log of {name}: {e}"));
+            assert!(!log.contains("panicked"), "{name} panicked:\n{log}");
+        }
+    }
+
+    async fn delete(self) {
+        let namespaces: Api<Namespace> = Api::all(self.cluster.client());
+        let _ = namespaces.delete(&self.ns, &DeleteParams::default()).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_operator_runs_from_its_manifests_and_fails_over() {
+    let Some(kubeconfig) = kubeconfig("in_cluster") else {
+        return;
+    };
+    let _turn = soak::ONE_AT_A_TIME.lock().await;
+    // No cloud here: the operator starts, elects and serves its probes all
+    // the same (a Database would wait for the cloud).
+    let deployed = Deployed::start(kubeconfig, "in-cluster", "http://127.0.0.1:9").await;
+    let leader = deployed.leader().await;
+
+    // The leader's pod goes away (as in a node drain or a rollout): the
+    // standby takes the Lease, the ReplicaSet replaces the pod.
+    let next = deployed.delete_leader(&leader).await;
+    assert_ne!(next, leader);
+    deployed.two_ready_without(&[leader]).await;
+    deployed.delete().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_leader_pod_deleted_mid_workflow_loses_nothing_and_pays_once() {
+    const OBJECTS: usize = 30;
+    const DELETIONS: usize = 2;
+    let Some(kubeconfig) = kubeconfig("in_cluster") else {
+        return;
+    };
+    let _turn = soak::ONE_AT_A_TIME.lock().await;
+    // The crash soak's cloud (a fifth of its calls fail, seeded), keys
+    // honoured as in failover.rs: a terminated leader stops acting before
+    // it gives the Lease up, but its last call may still be answered.
+    let (_cloud, cloud_url) = soak::cloud(1, 20, CloudKeys::On, &format!("{NODE_IP}:0"));
+    let deployed = Deployed::start(kubeconfig, "in-cluster-soak", &cloud_url).await;
+    let client = deployed.cluster.client();
+    let ns = deployed.ns.clone();
+    let mut leader = deployed.leader().await;
+
+    // Databases in waves; after each wave but the last, the leader's pod
+    // is deleted as soon as workflows run.
+    let mut created = 0;
+    let mut deleted = Vec::new();
+    let mut interrupted = Vec::new();
+    for wave in 0..=DELETIONS {
+        let until = OBJECTS * (wave + 1) / (DELETIONS + 1);
+        create_up_to_in(&client, &ns, &mut created, until).await;
+        if wave == DELETIONS {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        interrupted.push(in_flight_in(&client, &ns, created).await);
+        let next = deployed.delete_leader(&leader).await;
+        deleted.push(std::mem::replace(&mut leader, next));
+        // The replacement pod up as the standby before the next wave.
+        deployed.two_ready_without(&deleted).await;
+    }
+    let records = settle_in(&client, &ns, OBJECTS, DEADLINE).await;
+    let ledger = soak::ledger(&cloud_url).await;
+    let per_database = check_outcome(
+        &records,
+        &ledger,
+        &format!("leader pods deleted: {deleted:?}, workflows in flight then: {interrupted:?}"),
+    );
+    // Deletions that land between workflows prove nothing.
+    assert!(
+        interrupted.iter().all(|n| *n > 0),
+        "a deletion interrupted no workflow: {interrupted:?}"
+    );
+    deployed.two_ready_without(&deleted).await;
+
+    // Deleted while the operator runs: each Database's compensation
+    // deletes its instance before the finalizer lets it go (deleting the
+    // namespace alone would leave them waiting for an operator it deletes
+    // too).
+    let databases: Api<Database> = Api::namespaced(client.clone(), &ns);
+    databases
+        .delete_collection(&DeleteParams::default(), &ListParams::default())
+        .await
+        .expect("delete the Databases");
+    eventually("the Databases gone", || async {
+        let left = databases.list(&ListParams::default()).await.ok()?;
+        left.items.is_empty().then_some(())
+    })
+    .await;
+    let after = soak::ledger(&cloud_url).await;
+    let kept: Vec<_> = after
+        .charges
+        .iter()
+        .filter(|c| !after.deleted.contains(&c.instance_id))
+        .map(|c| &c.name)
+        .collect();
+    assert!(
+        kept.is_empty(),
+        "instances left after their Database: {kept:?}"
+    );
+    println!(
+        "in-cluster failover: {OBJECTS} Databases, leader pods deleted {deleted:?} with \
+         {interrupted:?} workflows in flight; creates per database {per_database:?}; \
+         cloud: {} charges, {} deletes, {} injected failures, {} replays",
+        ledger.charges.len(),
+        ledger.deleted.len(),
+        ledger.injected_failures,
+        ledger.replays,
+    );
+    deployed.delete().await;
+}
