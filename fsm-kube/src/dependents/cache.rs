@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use futures::FutureExt;
-use kube::api::{DynamicObject, TypeMeta};
+use kube::api::{ApiResource, DynamicObject, TypeMeta};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use serde_json::Value;
@@ -223,19 +223,12 @@ impl KindCache {
     /// items of a list lack (the real server's lists of built-in kinds
     /// carry them on the list only), so that it compares with a desired
     /// body and decodes as a typed object however it reached the store.
+    ///
+    /// Built from the parts (the body cloned, the metadata serialized)
+    /// rather than by serializing the whole object, whose flattened body
+    /// serde would rebuild node by node.
     fn json(&self, object: &DynamicObject) -> Option<Value> {
-        let mut value = serde_json::to_value(object).ok()?;
-        if let Some(map) = value.as_object_mut() {
-            if !map.contains_key("apiVersion") {
-                let api_version = self.kind.resource.api_version.clone();
-                map.insert("apiVersion".to_owned(), Value::String(api_version));
-            }
-            if !map.contains_key("kind") {
-                let kind = self.kind.resource.kind.clone();
-                map.insert("kind".to_owned(), Value::String(kind));
-            }
-        }
-        Some(value)
+        object_json(object, &self.kind.resource)
     }
 
     /// `owner`'s labelled objects in `namespace` (all with `None`).
@@ -263,6 +256,27 @@ impl KindCache {
             .filter(|o| labelled_for(o, owner))
             .collect()
     }
+}
+
+/// `object` as JSON, with `resource`'s `apiVersion` and `kind` when it
+/// has none (see [`KindCache::json`]).
+fn object_json(object: &DynamicObject, resource: &ApiResource) -> Option<Value> {
+    let mut map = match &object.data {
+        Value::Object(body) => body.clone(),
+        Value::Null => serde_json::Map::new(),
+        _ => return None,
+    };
+    map.insert(
+        "metadata".to_owned(),
+        serde_json::to_value(&object.metadata).ok()?,
+    );
+    let (api_version, kind) = match &object.types {
+        Some(types) => (types.api_version.clone(), types.kind.clone()),
+        None => (resource.api_version.clone(), resource.kind.clone()),
+    };
+    map.insert("apiVersion".to_owned(), Value::String(api_version));
+    map.insert("kind".to_owned(), Value::String(kind));
+    Some(Value::Object(map))
 }
 
 /// The caches of a runtime, shared by its clones: a watch started after
@@ -379,6 +393,32 @@ mod tests {
         let mut names: Vec<String> = index.owned_by(uid).into_iter().map(|(_, n)| n).collect();
         names.sort();
         names
+    }
+
+    #[test]
+    fn a_cached_object_reads_as_its_json_with_its_types_filled_in() {
+        let resource = ApiResource::erase::<ConfigMap>(&());
+        let listed: DynamicObject = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "c", "namespace": "ns", "resourceVersion": "7"},
+            "data": {"k": "v"},
+            "immutable": false,
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let mut whole = serde_json::to_value(&listed).unwrap_or_else(|e| panic!("{e}"));
+        whole["apiVersion"] = "v1".into();
+        whole["kind"] = "ConfigMap".into();
+        assert_eq!(object_json(&listed, &resource), Some(whole.clone()));
+        // An object with its types keeps them.
+        let mut typed = listed.clone();
+        typed.types = Some(TypeMeta {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+        });
+        assert_eq!(
+            object_json(&typed, &resource),
+            serde_json::to_value(&typed).ok()
+        );
+        assert_eq!(object_json(&typed, &resource), Some(whole));
     }
 
     #[test]

@@ -80,6 +80,31 @@ pub fn builtin_readiness(group: &str, kind: &str, live: &Value) -> Readiness {
     }
 }
 
+/// The fields of a live object the built-in rules below read (its
+/// `metadata.generation`, `spec.replicas`, `spec.type` and `status`), from
+/// its body (everything but `metadata`) and its generation: what a caller
+/// holding the parts of an object passes to [`builtin_readiness`] instead
+/// of a copy of the whole. A rule that reads another field adds it here.
+pub(crate) fn readiness_view(body: &Value, generation: Option<i64>) -> Value {
+    let mut spec = serde_json::Map::new();
+    for field in ["replicas", "type"] {
+        if let Some(value) = body.get("spec").and_then(|s| s.get(field)) {
+            spec.insert(field.to_owned(), value.clone());
+        }
+    }
+    let mut view = serde_json::Map::new();
+    let mut metadata = serde_json::Map::new();
+    if let Some(generation) = generation {
+        metadata.insert("generation".to_owned(), generation.into());
+    }
+    view.insert("metadata".to_owned(), Value::Object(metadata));
+    view.insert("spec".to_owned(), Value::Object(spec));
+    if let Some(status) = body.get("status") {
+        view.insert("status".to_owned(), status.clone());
+    }
+    Value::Object(view)
+}
+
 fn int(value: &Value, path: &[&str]) -> Option<i64> {
     path.iter()
         .try_fold(value, |v, key| v.get(key))
@@ -228,6 +253,87 @@ fn service(live: &Value) -> Readiness {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_readiness_view_reads_as_the_whole_object() {
+        let objects = [
+            (
+                "apps",
+                "Deployment",
+                json!({"metadata": {"generation": 2, "name": "d"},
+                "spec": {"replicas": 3, "template": {"spec": {"containers": []}}},
+                "status": {"observedGeneration": 2, "updatedReplicas": 3, "readyReplicas": 3, "availableReplicas": 3, "replicas": 3}}),
+            ),
+            (
+                "apps",
+                "Deployment",
+                json!({"metadata": {"generation": 3},
+                "spec": {"replicas": 3}, "status": {"observedGeneration": 2}}),
+            ),
+            (
+                "apps",
+                "Deployment",
+                json!({"metadata": {"generation": 1}, "spec": {},
+                "status": {"observedGeneration": 1, "conditions": [{"type": "Progressing",
+                "status": "False", "reason": "ProgressDeadlineExceeded", "message": "stuck"}]}}),
+            ),
+            (
+                "apps",
+                "StatefulSet",
+                json!({"metadata": {"generation": 1}, "spec": {"replicas": 2},
+                "status": {"observedGeneration": 1, "updatedReplicas": 2, "readyReplicas": 1}}),
+            ),
+            (
+                "apps",
+                "DaemonSet",
+                json!({"metadata": {"generation": 1},
+                "status": {"observedGeneration": 1, "desiredNumberScheduled": 2,
+                "updatedNumberScheduled": 2, "numberAvailable": 2}}),
+            ),
+            (
+                "batch",
+                "Job",
+                json!({"status": {"conditions": [{"type": "Failed", "status": "True", "message": "backoff"}]}}),
+            ),
+            (
+                "",
+                "PersistentVolumeClaim",
+                json!({"status": {"phase": "Bound"}}),
+            ),
+            (
+                "",
+                "Pod",
+                json!({"status": {"phase": "Failed", "message": "oom"}}),
+            ),
+            (
+                "",
+                "Service",
+                json!({"spec": {"type": "LoadBalancer"}, "status": {"loadBalancer": {}}}),
+            ),
+            (
+                "",
+                "Service",
+                json!({"spec": {"type": "ClusterIP", "clusterIP": "10.0.0.1"}}),
+            ),
+            (
+                "example.com",
+                "Widget",
+                json!({"status": {"conditions": [{"type": "Ready", "status": "False", "message": "no"}]}}),
+            ),
+        ];
+        for (group, kind, live) in objects {
+            let mut body = live.clone();
+            let generation = body
+                .as_object_mut()
+                .and_then(|b| b.remove("metadata"))
+                .and_then(|m| m.get("generation").and_then(Value::as_i64));
+            assert_eq!(
+                builtin_readiness(group, kind, &readiness_view(&body, generation)),
+                builtin_readiness(group, kind, &live),
+                "{kind} {live}"
+            );
+        }
+    }
 
     fn deploy(
         generation: i64,

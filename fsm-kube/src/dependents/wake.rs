@@ -8,12 +8,12 @@ use std::hash::{Hash, Hasher};
 use std::sync::RwLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use kube::api::DynamicObject;
+use kube::api::{DynamicObject, ObjectMeta};
 use kube::runtime::watcher;
 use serde_json::Value;
 
 use super::kind::DependentKind;
-use super::readiness::{Readiness, builtin_readiness};
+use super::readiness::{Readiness, builtin_readiness, readiness_view};
 use super::set::{DesiredSet, ReadyCheck};
 
 /// What the runtime knows about waking: the kinds some dependent checks
@@ -101,42 +101,96 @@ fn key_of(object: &DynamicObject) -> (Option<String>, String) {
 
 /// A hash of what a converge can act on: the object without its
 /// `resourceVersion`, `managedFields` and `status`, and the class of its
-/// built-in readiness (ready, pending or failed), not its message.
+/// built-in readiness (ready, pending or failed), not its message; or,
+/// unfiltered, with its whole `status`. Serialized straight into the
+/// hasher: nothing of the object is copied but the few fields readiness
+/// reads.
 fn fingerprint(kind: &DependentKind, object: &DynamicObject, by_readiness: bool) -> u64 {
     let mut hasher = DefaultHasher::new();
-    let mut metadata = object.metadata.clone();
-    metadata.resource_version = None;
-    metadata.managed_fields = None;
-    serde_json::to_string(&metadata)
-        .unwrap_or_default()
-        .hash(&mut hasher);
-    let mut data = object.data.clone();
-    let status = data.as_object_mut().and_then(|d| d.remove("status"));
-    serde_json::to_string(&data)
-        .unwrap_or_default()
-        .hash(&mut hasher);
+    // Every field but the two that change with every write; destructured,
+    // so that a field added to ObjectMeta is not left out unnoticed.
+    let ObjectMeta {
+        annotations,
+        creation_timestamp,
+        deletion_grace_period_seconds,
+        deletion_timestamp,
+        finalizers,
+        generate_name,
+        generation,
+        labels,
+        managed_fields: _,
+        name,
+        namespace,
+        owner_references,
+        resource_version: _,
+        self_link,
+        uid,
+    } = &object.metadata;
+    hash_serialized(
+        &mut hasher,
+        &(
+            annotations,
+            creation_timestamp,
+            deletion_grace_period_seconds,
+            deletion_timestamp,
+            finalizers,
+            generate_name,
+            generation,
+            labels,
+            name,
+            namespace,
+            owner_references,
+            self_link,
+            uid,
+        ),
+    );
+    let status = match object.data.as_object() {
+        Some(body) => {
+            for (key, value) in body.iter().filter(|(key, _)| *key != "status") {
+                key.hash(&mut hasher);
+                hash_serialized(&mut hasher, value);
+            }
+            body.get("status")
+        }
+        None => {
+            hash_serialized(&mut hasher, &object.data);
+            None
+        }
+    };
     if by_readiness {
-        let mut live = data;
-        if let (Some(map), Some(status)) = (live.as_object_mut(), status) {
-            map.insert("status".into(), status);
-        }
-        if let (Some(map), Ok(metadata)) =
-            (live.as_object_mut(), serde_json::to_value(&object.metadata))
-        {
-            map.insert("metadata".into(), metadata);
-        }
-        let class = match builtin_readiness(&kind.resource.group, &kind.resource.kind, &live) {
+        let view = readiness_view(&object.data, *generation);
+        let class = match builtin_readiness(&kind.resource.group, &kind.resource.kind, &view) {
             Readiness::Ready => 0u8,
             Readiness::Pending(_) => 1,
             Readiness::Failed(_) => 2,
         };
         class.hash(&mut hasher);
     } else {
-        serde_json::to_string(&status.unwrap_or(Value::Null))
-            .unwrap_or_default()
-            .hash(&mut hasher);
+        hash_serialized(&mut hasher, status.unwrap_or(&Value::Null));
     }
     hasher.finish()
+}
+
+/// Hashes `value`'s JSON as it is written, without building the text.
+fn hash_serialized<T: serde::Serialize + ?Sized>(hasher: &mut DefaultHasher, value: &T) {
+    // Writing into a hasher cannot fail, nor can serializing these
+    // (JSON values and API types); were it to, what was written of the
+    // value so far is hashed.
+    let _ = serde_json::to_writer(HashWriter(hasher), value);
+}
+
+/// An `io::Write` that feeds a hasher.
+struct HashWriter<'h>(&'h mut DefaultHasher);
+
+impl std::io::Write for HashWriter<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.write(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 #[cfg(test)]
