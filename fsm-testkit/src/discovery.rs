@@ -28,6 +28,89 @@ fn groups(registry: &Registry) -> Vec<(String, Vec<String>)> {
     groups
 }
 
+/// Whether `/apis/{group}` is served: a group of a registered resource or
+/// of an access review. Below an unserved group the real server has no
+/// handler at all (its answer is a plain "404 page not found").
+#[must_use]
+pub fn serves_group(registry: &Registry, group: &str) -> bool {
+    registry.has_group(group) || reviews::REVIEWS.iter().any(|r| r.group == group)
+}
+
+/// What the server serves besides resources, as the root path lists it
+/// (`GET /`): the discovery paths of every served group and version, the
+/// health checks, OpenAPI and the version, sorted.
+#[must_use]
+pub fn root_paths(registry: &Registry) -> Value {
+    let mut paths: Vec<String> = [
+        "/api",
+        "/api/v1",
+        "/apis",
+        "/apis/",
+        "/healthz",
+        "/livez",
+        "/readyz",
+        "/openapi/v2",
+        "/openapi/v3",
+        "/version",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .collect();
+    for check in ["/healthz", "/livez", "/readyz"] {
+        for part in HEALTH_CHECKS {
+            paths.push(format!("{check}/{part}"));
+        }
+    }
+    for (group, versions) in groups(registry) {
+        paths.push(format!("/apis/{group}"));
+        for version in versions {
+            paths.push(format!("/apis/{group}/{version}"));
+        }
+    }
+    paths.sort();
+    paths.dedup();
+    json!({ "paths": paths })
+}
+
+/// The body of a 404 for a path outside `/api`, `/apis` and the other
+/// served paths: a listing like [`root_paths`]', but of what the real
+/// server's last handler in its chain serves (the CRD API's: `/apis`, its
+/// own group, health, OpenAPI and version), not the core APIs.
+#[must_use]
+pub fn not_found_paths(registry: &Registry) -> Value {
+    const CRDS: &str = "apiextensions.k8s.io";
+    let mut paths: Vec<String> = [
+        "/apis",
+        "/apis/",
+        "/healthz",
+        "/livez",
+        "/readyz",
+        "/openapi/v2",
+        "/version",
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .collect();
+    for check in ["/healthz", "/livez", "/readyz"] {
+        for part in HEALTH_CHECKS {
+            paths.push(format!("{check}/{part}"));
+        }
+    }
+    if registry.has_group(CRDS) {
+        paths.push(format!("/apis/{CRDS}"));
+        for version in registry.versions(CRDS) {
+            paths.push(format!("/apis/{CRDS}/{version}"));
+        }
+    }
+    paths.sort();
+    paths.dedup();
+    json!({ "paths": paths })
+}
+
+/// The named checks under `/healthz`, `/livez` and `/readyz` (each `ok`
+/// here; the real server has these and more).
+pub const HEALTH_CHECKS: [&str; 3] = ["etcd", "log", "ping"];
+
 /// The minor version of Kubernetes 1.x this server claims to be (its
 /// `/version` and discovery say `1.34`).
 pub const KUBERNETES_MINOR: &str = "34";

@@ -74,6 +74,8 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     let protobuf = wants_protobuf(&shared, &parts, &route);
     // 3. Serve.
     let result = match route {
+        _ if below_unserved_group(&shared, &route) => Ok(page_not_found()),
+        Route::Unlisted => Ok(unlisted(&shared)),
         _ if protobuf == Some(false) => Ok(not_acceptable()),
         // A fault answers instead (below), unless it lets the request
         // through first and loses its answer.
@@ -112,6 +114,37 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     );
     shared.log.record(record);
     response
+}
+
+/// Whether `route` lies below `/apis/{group}` of a group nothing serves,
+/// where the real server has no handler.
+fn below_unserved_group(shared: &Shared, route: &Route) -> bool {
+    let group = match route {
+        Route::ApiGroup(g) | Route::ResourceList(g, _) => g,
+        Route::Resource(rp) => &rp.group,
+        _ => return false,
+    };
+    !group.is_empty() && !discovery::serves_group(&shared.cluster().registry, group)
+}
+
+/// The real server's answer where no handler is registered at all: the
+/// Go mux's plain text.
+fn page_not_found() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        "404 page not found\n",
+    )
+        .into_response()
+}
+
+/// A path outside `/api`, `/apis` and the other served paths: a 404 whose
+/// body lists paths (not the core APIs), as the real server's does.
+fn unlisted(shared: &Shared) -> Response {
+    json(
+        StatusCode::NOT_FOUND,
+        &discovery::not_found_paths(&shared.cluster().registry),
+    )
 }
 
 /// A watch whose one event is an `ERROR` `410 Expired` (a fault's answer).
@@ -243,6 +276,7 @@ fn serve_discovery(
     let ok = |v: Value| Ok(json(StatusCode::OK, &v));
     let cluster = shared.cluster();
     match route {
+        Route::Root => ok(discovery::root_paths(&cluster.registry)),
         Route::Version => ok(discovery::version()),
         Route::Health => Ok((StatusCode::OK, "ok").into_response()),
         Route::Api | Route::ApiGroups
@@ -302,5 +336,6 @@ fn serve_discovery(
             }
         }
         Route::Resource(_) | Route::Unknown => Err(ApiError::UnknownResource),
+        Route::Unlisted => Ok(unlisted(shared)),
     }
 }

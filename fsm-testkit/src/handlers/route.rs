@@ -20,9 +20,12 @@ pub struct ResourcePath {
 /// What a request path names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
+    /// `/`: the paths the server serves.
+    Root,
     /// `/version`.
     Version,
-    /// `/healthz`, `/readyz`, `/livez`.
+    /// `/healthz`, `/readyz`, `/livez`, and their named checks
+    /// (`/healthz/ping`).
     Health,
     /// `/api`.
     Api,
@@ -40,8 +43,11 @@ pub enum Route {
     OpenApiDocument(String, String),
     /// A resource or one of its objects.
     Resource(ResourcePath),
-    /// Nothing served here.
+    /// Nothing served here, below `/api` or `/version`: a `Status`
+    /// NotFound.
     Unknown,
+    /// Nothing served here, anywhere else: a 404 with the root's paths.
+    Unlisted,
 }
 
 /// Parses a request path (without query).
@@ -49,8 +55,14 @@ pub enum Route {
 pub fn parse(path: &str) -> Route {
     let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     match segs.as_slice() {
+        [] => Route::Root,
         ["version"] => Route::Version,
-        ["healthz" | "readyz" | "livez", ..] => Route::Health,
+        ["healthz" | "readyz" | "livez"] => Route::Health,
+        ["healthz" | "readyz" | "livez", check]
+            if crate::discovery::HEALTH_CHECKS.contains(check) =>
+        {
+            Route::Health
+        }
         ["openapi", "v2"] => Route::OpenApiV2,
         ["openapi", "v3"] => Route::OpenApiIndex,
         ["openapi", "v3", "api", v] => Route::OpenApiDocument(String::new(), (*v).into()),
@@ -62,7 +74,8 @@ pub fn parse(path: &str) -> Route {
         ["apis", g] => Route::ApiGroup((*g).into()),
         ["apis", g, v] => Route::ResourceList((*g).into(), (*v).into()),
         ["apis", g, v, rest @ ..] => resource(g, v, rest),
-        _ => Route::Unknown,
+        ["version", ..] => Route::Unknown,
+        _ => Route::Unlisted,
     }
 }
 
@@ -144,7 +157,11 @@ mod tests {
             parse("/api/v1/namespaces/ns/configmaps/a/b/c"),
             Route::Unknown
         );
-        assert_eq!(parse("/nothing"), Route::Unknown);
+        assert_eq!(parse("/nothing"), Route::Unlisted);
+        assert_eq!(parse("/healthz/nothing"), Route::Unlisted);
+        assert_eq!(parse("/healthz/ping"), Route::Health);
+        assert_eq!(parse("/version/x"), Route::Unknown);
+        assert_eq!(parse("/"), Route::Root);
         assert_eq!(
             parse("/openapi/v3/apis/apps/v1"),
             Route::OpenApiDocument("apps".into(), "v1".into())

@@ -105,10 +105,8 @@ async fn unknown_resources_are_not_found() {
     let server = ApiServer::new();
     for path in [
         "/api/v1/namespaces/default/gizmos",
-        "/apis/nope.example.com/v1/things",
         "/apis/apps/v2/deployments",
         "/api/v1/namespaces/default/configmaps/a/scale",
-        "/apis/nope.example.com/v1",
     ] {
         let s = send(&server, "GET", path, "application/json", "").await;
         assert_eq!((s.code, s.reason.as_str()), (404, "NotFound"), "{path}");
@@ -116,6 +114,24 @@ async fn unknown_resources_are_not_found() {
             s.message,
             "the server could not find the requested resource"
         );
+    }
+    // Below a group nothing serves there is no API at all: the plain text
+    // of the real server's mux, whatever the method.
+    for (method, path) in [
+        ("GET", "/apis/nope.example.com/v1/things"),
+        ("GET", "/apis/nope.example.com/v1"),
+        ("POST", "/apis/nope.example.com/v1/namespaces/default/things"),
+    ] {
+        let request = http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("content-type", "application/json")
+            .body(kube::client::Body::from(b"{}".to_vec()))
+            .unwrap();
+        let response = server.client().send(request).await.unwrap();
+        assert_eq!(response.status(), 404, "{method} {path}");
+        let text = response.into_body().collect_bytes().await.unwrap();
+        assert_eq!(&text[..], b"404 page not found\n", "{method} {path}");
     }
     let body = json!({"apiVersion": "v1", "kind": "Gizmo", "metadata": {"name": "g"}});
     let s = send(

@@ -176,3 +176,114 @@ pub async fn legacy_watch_paths(s: &mut Scene) -> Fallible {
     s.record("a legacy watch of one object", &events);
     Ok(())
 }
+
+/// The paths `GET /` lists on every server (the real one lists more of
+/// its own: health checks, metrics, logs).
+const ROOT_LISTS: [&str; 7] = [
+    "/api",
+    "/api/v1",
+    "/apis",
+    "/apis/apps",
+    "/apis/apps/v1",
+    "/healthz",
+    "/version",
+];
+
+/// The paths a 404 outside the APIs lists on every server: those of the
+/// CRD API's server, the last in the real server's chain, and not the
+/// core APIs.
+const NOT_FOUND_LISTS: [&str; 5] = [
+    "/apis",
+    "/apis/apiextensions.k8s.io",
+    "/apis/apiextensions.k8s.io/v1",
+    "/healthz",
+    "/version",
+];
+
+/// What one GET of `path` shows of the server's answer: the code, the
+/// media type, and of the body a `Status`'s reason and message, the plain
+/// text, or, of a path listing, which of `listed` it lacks and whether it
+/// names the core API (the listings themselves differ: the real server
+/// lists its own health checks and endpoints).
+async fn answer_to(s: &Scene, path: &str, listed: &[&str]) -> Fallible<Value> {
+    let (code, content_type, body) = s
+        .send_bytes(
+            Method::GET,
+            path,
+            "application/json",
+            "application/json",
+            Vec::new(),
+        )
+        .await?;
+    let shown = match serde_json::from_slice::<Value>(&body) {
+        Ok(status) if status["kind"] == "Status" => {
+            json!({"Status": [status["reason"], status["message"]]})
+        }
+        Ok(listing) if listing["paths"].is_array() => {
+            let paths = listing["paths"].as_array().cloned().unwrap_or_default();
+            let missing: Vec<&str> = listed
+                .iter()
+                .filter(|p| !paths.iter().any(|q| q == **p))
+                .copied()
+                .collect();
+            let core = paths.iter().any(|p| p == "/api/v1");
+            json!({"paths, missing of the common ones": missing, "lists /api/v1": core})
+        }
+        Ok(other) => json!({"json": other["kind"]}),
+        Err(_) => json!({"text": String::from_utf8_lossy(&body)}),
+    };
+    Ok(json!({"code": code, "type": content_type, "body": shown}))
+}
+
+/// Paths nothing serves: below a served API (an unknown resource, an
+/// unknown version of a served group, `/version/x`) a `Status` 404; below
+/// `/apis/` of a group nothing serves, the plain "404 page not found" of
+/// the server's mux (no API handler is there at all); anywhere else a 404
+/// whose JSON lists paths (those of the CRD API's server, not the core
+/// APIs), as `GET /` lists every served path with a 200.
+pub async fn unknown_paths_and_the_root(s: &mut Scene) -> Fallible {
+    let root = answer_to(s, "/", &ROOT_LISTS).await?;
+    assert_eq!(root["code"], 200, "{root}");
+    assert_eq!(root["body"]["paths, missing of the common ones"], json!([]));
+    s.record("GET /", root);
+    for path in ["/healthz", "/healthz/ping"] {
+        let ok = answer_to(s, path, &[]).await?;
+        assert_eq!(ok["code"], 200, "{path}: {ok}");
+        s.record(path, ok["code"].clone());
+    }
+    for path in [
+        "/api/v1/nothings",
+        "/apis/apps/v1/nothings",
+        "/apis/apps/v9",
+        "/version/x",
+    ] {
+        let answer = answer_to(s, path, &[]).await?;
+        assert_eq!(answer["code"], 404, "{path}: {answer}");
+        assert_eq!(answer["body"]["Status"][0], "NotFound", "{path}: {answer}");
+        s.record(path, answer);
+    }
+    for path in [
+        "/apis/nothing.example.com",
+        "/apis/nothing.example.com/v1",
+        "/apis/nothing.example.com/v1/namespaces/default/things/x",
+    ] {
+        let answer = answer_to(s, path, &[]).await?;
+        assert_eq!(answer["code"], 404, "{path}: {answer}");
+        assert_eq!(
+            answer["body"]["text"], "404 page not found\n",
+            "{path}: {answer}"
+        );
+        s.record(path, answer);
+    }
+    for path in ["/nothing", "/healthz/nothing", "/apisx"] {
+        let answer = answer_to(s, path, &NOT_FOUND_LISTS).await?;
+        assert_eq!(answer["code"], 404, "{path}: {answer}");
+        assert_eq!(
+            answer["body"]["paths, missing of the common ones"],
+            json!([]),
+            "{path}: {answer}"
+        );
+        s.record(path, answer);
+    }
+    Ok(())
+}

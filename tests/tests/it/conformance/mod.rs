@@ -192,6 +192,7 @@ scenarios! {
     patches::server_side_apply_list_keys,
     bodies::yaml_bodies_and_the_type_from_the_url,
     bodies::legacy_watch_paths,
+    bodies::unknown_paths_and_the_root,
     validation::invalid_workloads_are_refused,
     validation::invalid_services_are_refused,
     validation::invalid_ingresses_and_data_keys_are_refused,
