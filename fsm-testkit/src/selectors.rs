@@ -28,6 +28,10 @@ pub enum LabelRequirement {
     Exists(String),
     /// `!key`.
     NotExists(String),
+    /// `key>n`: the label is an integer greater than `n`.
+    GreaterThan(String, i64),
+    /// `key<n`: the label is an integer less than `n`.
+    LessThan(String, i64),
 }
 
 impl LabelRequirement {
@@ -40,8 +44,16 @@ impl LabelRequirement {
             Self::NotIn(k, vs) => get(k).is_none_or(|x| !vs.contains(x)),
             Self::Exists(k) => get(k).is_some(),
             Self::NotExists(k) => get(k).is_none(),
+            // A label that is not an integer matches neither.
+            Self::GreaterThan(k, n) => integer(get(k)).is_some_and(|v| v > *n),
+            Self::LessThan(k, n) => integer(get(k)).is_some_and(|v| v < *n),
         }
     }
+}
+
+/// A label's value as the integer it spells (base 10), if it does.
+fn integer(value: Option<&str>) -> Option<i64> {
+    value?.parse().ok()
 }
 
 /// A parsed label selector; the empty selector matches everything.
@@ -64,7 +76,8 @@ impl LabelSelector {
             }
             let requirement = parse_requirement(part)
                 .ok_or_else(|| format!("found '{part}', expected: a label selector"))
-                .and_then(|r| r.check());
+                .and_then(|r| r)
+                .and_then(LabelRequirement::check);
             requirements.push(requirement.map_err(|why| {
                 ApiError::BadRequest(format!("unable to parse requirement: {why}"))
             })?);
@@ -119,10 +132,13 @@ fn is_key_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/')
 }
 
-fn parse_requirement(part: &str) -> Option<LabelRequirement> {
+/// One requirement; `None` when it does not parse at all, `Some(Err)`
+/// when it parses but breaks a rule of its operator (worded as the real
+/// server's parser).
+fn parse_requirement(part: &str) -> Option<Result<LabelRequirement, String>> {
     if let Some(key) = part.strip_prefix('!') {
         let key = key.trim();
-        return valid_key(key).then(|| LabelRequirement::NotExists(key.into()));
+        return valid_key(key).then(|| Ok(LabelRequirement::NotExists(key.into())));
     }
     let end = part.find(|c: char| !is_key_char(c)).unwrap_or(part.len());
     let (key, rest) = part.split_at(end);
@@ -132,19 +148,35 @@ fn parse_requirement(part: &str) -> Option<LabelRequirement> {
     let key = key.to_string();
     let rest = rest.trim_start();
     if rest.is_empty() {
-        return Some(LabelRequirement::Exists(key));
+        return Some(Ok(LabelRequirement::Exists(key)));
     }
     if let Some(v) = rest.strip_prefix("!=") {
-        return valid_value(v.trim()).map(|v| LabelRequirement::NotEquals(key, v));
+        return valid_value(v.trim()).map(|v| Ok(LabelRequirement::NotEquals(key, v)));
     }
     if let Some(v) = rest.strip_prefix("==").or_else(|| rest.strip_prefix('=')) {
-        return valid_value(v.trim()).map(|v| LabelRequirement::Equals(key, v));
+        return valid_value(v.trim()).map(|v| Ok(LabelRequirement::Equals(key, v)));
+    }
+    for (operator, make) in [
+        (
+            '>',
+            LabelRequirement::GreaterThan as fn(String, i64) -> LabelRequirement,
+        ),
+        ('<', LabelRequirement::LessThan),
+    ] {
+        if let Some(v) = rest.strip_prefix(operator) {
+            let v = valid_value(v.trim())?;
+            return Some(
+                v.parse()
+                    .map(|n| make(key, n))
+                    .map_err(|_| "for 'Gt', 'Lt' operators, the value must be an integer".into()),
+            );
+        }
     }
     if let Some(list) = rest.strip_prefix("notin") {
-        return parse_set(list).map(|s| LabelRequirement::NotIn(key, s));
+        return parse_set(list).map(|s| Ok(LabelRequirement::NotIn(key, s)));
     }
     if let Some(list) = rest.strip_prefix("in") {
-        return parse_set(list).map(|s| LabelRequirement::In(key, s));
+        return parse_set(list).map(|s| Ok(LabelRequirement::In(key, s)));
     }
     None
 }
@@ -156,7 +188,10 @@ impl LabelRequirement {
         let (key, values): (&str, Vec<&String>) = match &self {
             Self::Equals(k, v) | Self::NotEquals(k, v) => (k, vec![v]),
             Self::In(k, vs) | Self::NotIn(k, vs) => (k, vs.iter().collect()),
-            Self::Exists(k) | Self::NotExists(k) => (k, Vec::new()),
+            Self::Exists(k)
+            | Self::NotExists(k)
+            | Self::GreaterThan(k, _)
+            | Self::LessThan(k, _) => (k, Vec::new()),
         };
         if let Some(problem) = crate::validation::label_key_problem(key) {
             return Err(format!("invalid label key {key:?}: {problem}"));
@@ -357,7 +392,7 @@ mod tests {
 
     #[test]
     fn label_operators() {
-        let o = obj(json!({"app": "web", "tier": "front"}));
+        let o = obj(json!({"app": "web", "tier": "front", "replicas": "3"}));
         let cases = [
             ("app=web", true),
             ("app==web", true),
@@ -376,10 +411,32 @@ mod tests {
             ("app=web,tier=front", true),
             ("app=web,tier in (back)", false),
             ("", true),
+            ("replicas>2", true),
+            ("replicas > 3", false),
+            ("replicas<4", true),
+            ("replicas<-1", false),
+            // Not an integer, or absent: neither greater nor less.
+            ("app>1", false),
+            ("app<1", false),
+            ("missing<1", false),
         ];
         for (sel, want) in cases {
             let s = LabelSelector::parse(sel).unwrap();
             assert_eq!(s.matches(&o), want, "selector {sel:?}");
+        }
+    }
+
+    #[test]
+    fn greater_and_less_than_need_an_integer() {
+        for bad in ["x>a", "x<1.5", "x>"] {
+            let Err(ApiError::BadRequest(message)) = LabelSelector::parse(bad) else {
+                panic!("{bad:?} parsed");
+            };
+            assert_eq!(
+                message,
+                "unable to parse requirement: for 'Gt', 'Lt' operators, the value must be an integer",
+                "{bad:?}"
+            );
         }
     }
 

@@ -209,6 +209,13 @@ pub(super) fn list_query(q: &HashMap<String, String>) -> Result<ListQuery, ApiEr
     let at = read_options(q, false)
         .limited(limit.is_some_and(|l| l > 0))
         .read_at()?;
+    // `resourceVersion=0` (not Exact, not continued) is served from the
+    // real server's watch cache, which has no pages: `limit` is ignored
+    // and the whole list comes at once, without a continue token.
+    let from_cache = q.get("resourceVersion").is_some_and(|rv| rv == "0")
+        && continue_token.is_none()
+        && q.get("resourceVersionMatch").is_none_or(|m| m != "Exact");
+    let limit = if from_cache { None } else { limit };
     Ok(ListQuery {
         labels,
         fields,

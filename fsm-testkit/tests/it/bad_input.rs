@@ -120,7 +120,10 @@ async fn unknown_resources_are_not_found() {
     for (method, path) in [
         ("GET", "/apis/nope.example.com/v1/things"),
         ("GET", "/apis/nope.example.com/v1"),
-        ("POST", "/apis/nope.example.com/v1/namespaces/default/things"),
+        (
+            "POST",
+            "/apis/nope.example.com/v1/namespaces/default/things",
+        ),
     ] {
         let request = http::Request::builder()
             .method(method)

@@ -50,7 +50,7 @@ fn any_json() -> impl Strategy<Value = Value> {
 }
 
 const KEYS: [&str; 4] = ["app", "tier", "example.com/team", "a-b_c.d"];
-const VALUES: [&str; 5] = ["", "web", "db", "v1.2", "x_y-z"];
+const VALUES: [&str; 8] = ["", "web", "db", "v1.2", "x_y-z", "0", "3", "10"];
 
 fn label_key() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -80,6 +80,8 @@ fn label_requirement() -> impl Strategy<Value = LabelRequirement> {
         (label_key(), value_set()).prop_map(|(k, s)| LabelRequirement::NotIn(k, s)),
         label_key().prop_map(LabelRequirement::Exists),
         label_key().prop_map(LabelRequirement::NotExists),
+        (label_key(), -3i64..12).prop_map(|(k, n)| LabelRequirement::GreaterThan(k, n)),
+        (label_key(), -3i64..12).prop_map(|(k, n)| LabelRequirement::LessThan(k, n)),
     ]
 }
 
@@ -96,6 +98,8 @@ fn render_label(r: &LabelRequirement, double: bool, space: bool) -> String {
         LabelRequirement::NotIn(k, s) => format!("{k} notin{sp}({})", set(s)),
         LabelRequirement::Exists(k) => k.clone(),
         LabelRequirement::NotExists(k) => format!("!{k}"),
+        LabelRequirement::GreaterThan(k, n) => format!("{k}{sp}>{sp}{n}"),
+        LabelRequirement::LessThan(k, n) => format!("{k}{sp}<{sp}{n}"),
     }
 }
 
@@ -109,7 +113,14 @@ fn reference_label(r: &LabelRequirement, labels: &BTreeMap<String, String>) -> b
         LabelRequirement::NotIn(k, s) => get(k).is_none_or(|x| !s.contains(x)),
         LabelRequirement::Exists(k) => get(k).is_some(),
         LabelRequirement::NotExists(k) => get(k).is_none(),
+        LabelRequirement::GreaterThan(k, n) => integer(get(k)).is_some_and(|v| v > *n),
+        LabelRequirement::LessThan(k, n) => integer(get(k)).is_some_and(|v| v < *n),
     }
+}
+
+/// A label that spells a base-10 integer, as that integer.
+fn integer(value: Option<&String>) -> Option<i64> {
+    value?.parse().ok()
 }
 
 fn labels() -> impl Strategy<Value = BTreeMap<String, String>> {
@@ -124,7 +135,7 @@ fn selector_soup() -> impl Strategy<Value = String> {
         label_value(),
         prop::sample::select(vec![
             "=", "==", "!=", "!", " in ", " notin ", "in", "notin", "(", ")", ",", " ", "/", ".",
-            "-", "é", "\u{0}",
+            ">", "<", "-", "é", "\u{0}",
         ])
         .prop_map(str::to_owned),
     ];

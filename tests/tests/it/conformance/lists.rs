@@ -2,6 +2,7 @@
 //! for every page of a paged list, and how the server refuses versions and
 //! options it cannot serve.
 
+use integration_tests::scene::eventually;
 use integration_tests::{Fallible, Reply, Scene};
 use serde_json::{Value, json};
 
@@ -357,4 +358,98 @@ pub(super) fn mask_ages(rows: &Value) -> Value {
         Value::String(t) if is_age(t) => json!("<age>"),
         other => other.clone(),
     }
+}
+
+/// A list at `resourceVersion=0` comes from the real server's watch
+/// cache, which has no pages: `limit` is ignored and every item comes at
+/// once, without a continue token (also with `NotOlderThan`), in the
+/// cache's order (not always by name there); without the version, the same
+/// `limit` pages.
+pub async fn a_list_at_version_zero_is_not_paged(s: &mut Scene) -> Fallible {
+    let path = s.core("configmaps");
+    for name in ["a", "b", "c"] {
+        create(s, &path, name).await?;
+    }
+    for query in [
+        "limit=1&resourceVersion=0",
+        "limit=1&resourceVersion=0&resourceVersionMatch=NotOlderThan",
+    ] {
+        // The cache may lag a moment behind the writes.
+        let whole = eventually(query, 10, async || {
+            let r = s.get(&format!("{path}?{query}")).await?.expect(200)?;
+            Ok((items(&r).len() == 3).then_some(r))
+        })
+        .await?;
+        let continued = whole.body["metadata"]["continue"].is_string();
+        assert!(!continued, "{query}: {}", whole.body["metadata"]);
+        // In the order of the real server's cache, not of names: compared
+        // sorted.
+        let mut listed = items(&whole);
+        listed.sort_by_key(Value::to_string);
+        s.record(query, json!({"items": listed, "continue": continued}));
+    }
+    let paged = s.get(&format!("{path}?limit=1")).await?.expect(200)?;
+    assert_eq!(items(&paged).len(), 1);
+    let continued = paged.body["metadata"]["continue"].is_string();
+    assert!(continued, "{}", paged.body["metadata"]);
+    s.record(
+        "limit=1",
+        json!({"items": items(&paged), "continue": continued}),
+    );
+    Ok(())
+}
+
+/// Label selectors with `>` and `<`: the label must be an integer greater
+/// (less) than the value; a label that is not one, or is absent, matches
+/// neither; a value that is not an integer is refused.
+pub async fn integer_label_selectors(s: &mut Scene) -> Fallible {
+    let path = s.core("configmaps");
+    for (name, size) in [("one", "1"), ("five", "5"), ("word", "many")] {
+        s.post(
+            &path,
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": name, "labels": {"size": size}}}),
+        )
+        .await?
+        .expect(201)?;
+    }
+    create(s, &path, "unlabelled").await?;
+    let names = |r: &Reply| -> Vec<Value> {
+        r.body["items"]
+            .as_array()
+            .map(|i| i.iter().map(|i| i["metadata"]["name"].clone()).collect())
+            .unwrap_or_default()
+    };
+    for (selector, expected) in [
+        ("size>1", vec!["five"]),
+        ("size<5", vec!["one"]),
+        ("size>0,size<10", vec!["five", "one"]),
+        ("size<0", vec![]),
+    ] {
+        let r = s
+            .get(&format!(
+                "{path}?labelSelector={}",
+                selector.replace('>', "%3E").replace('<', "%3C")
+            ))
+            .await?
+            .expect(200)?;
+        assert_eq!(names(&r), expected, "{selector}");
+        s.record(selector, names(&r));
+    }
+    for bad in ["size>many", "size<1.5"] {
+        let r = s
+            .get(&format!(
+                "{path}?labelSelector={}",
+                bad.replace('>', "%3E").replace('<', "%3C")
+            ))
+            .await?
+            .expect(400)?;
+        assert_eq!(
+            r.body["message"],
+            "unable to parse requirement: for 'Gt', 'Lt' operators, the value must be an integer"
+        );
+        s.record(bad, refusal(&r));
+        s.record(format!("{bad}: message"), &r.body["message"]);
+    }
+    Ok(())
 }

@@ -145,6 +145,8 @@ scenarios! {
     watch::named_get_with_watch_is_a_get,
     lists::consistent_lists,
     lists::read_refusals,
+    lists::a_list_at_version_zero_is_not_paged,
+    lists::integer_label_selectors,
     lists::builtin_tables_and_table_watch,
     custom::crd_registration_and_discovery,
     custom::custom_resource_crud,
