@@ -226,6 +226,75 @@ fn parse_set(list: &str) -> Option<BTreeSet<String>> {
     (!set.is_empty() || inner.trim().is_empty()).then_some(set)
 }
 
+/// A field selector's terms: split at commas, but not at an escaped one
+/// (`\,`), which stays in its term with its backslash.
+fn split_terms(selector: &str) -> Vec<&str> {
+    let mut terms = Vec::new();
+    let mut start = 0;
+    let mut escaped = false;
+    for (i, c) in selector.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            ',' => {
+                terms.push(&selector[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    terms.push(&selector[start..]);
+    terms
+}
+
+/// A term's field, value and whether it is negated, split at the first
+/// operator (`!=`, `==` or `=`) from the left; `None` without one.
+fn split_term(term: &str) -> Option<(&str, &str, bool)> {
+    for (i, _) in term.char_indices() {
+        let rest = &term[i..];
+        for (operator, negated) in [("!=", true), ("==", false), ("=", false)] {
+            if let Some(value) = rest.strip_prefix(operator) {
+                return Some((&term[..i], value, negated));
+            }
+        }
+    }
+    None
+}
+
+/// A field selector's value with its escapes (`\\`, `\,`, `\=`) undone;
+/// an unescaped `,` or `=`, or another escape, is an error worded as the
+/// real server's.
+fn unescape_value(value: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(value.len());
+    let mut escaped = false;
+    for c in value.chars() {
+        if escaped {
+            if !matches!(c, '\\' | ',' | '=') {
+                return Err(format!(
+                    "invalid field selector: invalid escape sequence: \\{c}"
+                ));
+            }
+            out.push(c);
+            escaped = false;
+            continue;
+        }
+        match c {
+            '\\' => escaped = true,
+            ',' | '=' => {
+                return Err(format!(
+                    "invalid field selector: unescaped character in value: {}",
+                    u32::from(c)
+                ));
+            }
+            _ => out.push(c),
+        }
+    }
+    if escaped {
+        return Err("invalid field selector: invalid escape sequence: \\".into());
+    }
+    Ok(out)
+}
+
 /// One requirement of a field selector.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldRequirement {
@@ -252,25 +321,19 @@ impl FieldSelector {
     /// [`ApiError::BadRequest`] for a selector that does not parse.
     pub fn parse(input: &str) -> Result<Self, ApiError> {
         let mut requirements = Vec::new();
-        for part in input.split(',') {
+        for part in split_terms(input) {
             let part = part.trim();
             if part.is_empty() {
                 continue;
             }
-            let (field, value, negated) = if let Some((f, v)) = part.split_once("!=") {
-                (f, v, true)
-            } else if let Some((f, v)) = part.split_once("==") {
-                (f, v, false)
-            } else if let Some((f, v)) = part.split_once('=') {
-                (f, v, false)
-            } else {
+            let Some((field, value, negated)) = split_term(part) else {
                 return Err(ApiError::BadRequest(format!(
                     "invalid selector: '{input}'; can't understand '{part}'"
                 )));
             };
             requirements.push(FieldRequirement {
                 field: field.trim().into(),
-                value: value.trim().into(),
+                value: unescape_value(value.trim()).map_err(ApiError::BadRequest)?,
                 negated,
             });
         }
@@ -437,6 +500,28 @@ mod tests {
                 "unable to parse requirement: for 'Gt', 'Lt' operators, the value must be an integer",
                 "{bad:?}"
             );
+        }
+    }
+
+    #[test]
+    fn field_selector_values_unescape_and_refuse_bare_operators() {
+        let one = FieldSelector::parse(r"metadata.name=a\,b\=c\\d").unwrap();
+        assert_eq!(one.requirements[0].value, r"a,b=c\d");
+        // Terms split at unescaped commas only.
+        let two = FieldSelector::parse(r"metadata.name=a\,b,metadata.namespace!=x").unwrap();
+        assert_eq!(two.requirements.len(), 2);
+        assert!(two.requirements[1].negated);
+        // The first operator from the left splits the term.
+        for (bad, message) in [
+            ("metadata.name===x", "unescaped character in value: 61"),
+            ("metadata.name!==x", "unescaped character in value: 61"),
+            (r"metadata.name=a\x", r"invalid escape sequence: \x"),
+            (r"metadata.name=x\", r"invalid escape sequence: \"),
+        ] {
+            let Err(ApiError::BadRequest(got)) = FieldSelector::parse(bad) else {
+                panic!("{bad:?} parsed");
+            };
+            assert_eq!(got, format!("invalid field selector: {message}"), "{bad:?}");
         }
     }
 

@@ -453,3 +453,58 @@ pub async fn integer_label_selectors(s: &mut Scene) -> Fallible {
     }
     Ok(())
 }
+
+/// Field selector values: `\,`, `\=` and `\\` escape; an unescaped `=` in
+/// a value (`name===x`, `name!==x`: the first operator from the left
+/// splits the term) or another escape is refused with the real server's
+/// words; terms split at unescaped commas only.
+pub async fn field_selector_values_and_escapes(s: &mut Scene) -> Fallible {
+    let path = s.core("configmaps");
+    create(s, &path, "one").await?;
+    create(s, &path, "two").await?;
+    let names = |r: &Reply| -> Vec<Value> {
+        r.body["items"]
+            .as_array()
+            .map(|i| i.iter().map(|i| i["metadata"]["name"].clone()).collect())
+            .unwrap_or_default()
+    };
+    for (selector, expected) in [
+        ("metadata.name%3D%3Done", vec!["one"]),
+        ("metadata.name%3Done%2Cmetadata.name!%3Dtwo", vec!["one"]),
+        ("metadata.name!%3Done", vec!["two"]),
+        ("metadata.name%3Do%5C%2Cne", vec![]),
+    ] {
+        let r = s
+            .get(&format!("{path}?fieldSelector={selector}"))
+            .await?
+            .expect(200)?;
+        assert_eq!(names(&r), expected, "{selector}");
+        s.record(selector, names(&r));
+    }
+    for (selector, message) in [
+        (
+            "metadata.name%3D%3D%3Dx",
+            "invalid field selector: unescaped character in value: 61",
+        ),
+        (
+            "metadata.name!%3D%3Done",
+            "invalid field selector: unescaped character in value: 61",
+        ),
+        (
+            "metadata.name%3Da%5Cx",
+            "invalid field selector: invalid escape sequence: \\x",
+        ),
+        (
+            "metadata.name%3Dx%5C",
+            "invalid field selector: invalid escape sequence: \\",
+        ),
+    ] {
+        let r = s
+            .get(&format!("{path}?fieldSelector={selector}"))
+            .await?
+            .expect(400)?;
+        assert_eq!(r.body["message"], message, "{selector}");
+        s.record(selector, json!([refusal(&r), r.body["message"]]));
+    }
+    Ok(())
+}

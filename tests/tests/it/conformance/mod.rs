@@ -147,6 +147,7 @@ scenarios! {
     lists::read_refusals,
     lists::a_list_at_version_zero_is_not_paged,
     lists::integer_label_selectors,
+    lists::field_selector_values_and_escapes,
     lists::builtin_tables_and_table_watch,
     custom::crd_registration_and_discovery,
     custom::custom_resource_crud,
