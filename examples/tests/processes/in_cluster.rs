@@ -25,6 +25,11 @@
 //! it needs `cargo build -p kubectl-fsm` first) and the web view in the
 //! operator's pod through `kubectl port-forward`.
 //!
+//! `containerd_killed_mid_workflow_loses_nothing_and_pays_once` kills
+//! the node's containerd (`-9`) with workflows mid-way and starts it again
+//! (`scripts/real-cluster/restart-containerd`): the crash soak's checks
+//! again, and the same pods, none restarted.
+//!
 //! Runs only when `FSM_REAL_CLUSTER_KUBECONFIG` names a cluster from
 //! `scripts/real-cluster/start` (as root: the import talks to its
 //! containerd); otherwise it says so and returns.
@@ -622,5 +627,85 @@ async fn kubectl_fsm_and_the_web_view_show_the_databases_in_the_cluster() {
 
     deployed.two_ready_without(&[]).await;
     deployed.delete_databases(&cloud_url).await;
+    deployed.delete().await;
+}
+
+/// Issue 37, test 3, second half: the node's containerd killed (`-9`)
+/// with workflows mid-way, then started again as it was
+/// (`scripts/real-cluster/restart-containerd --kill`). The containers
+/// outlive it (their shims do), the kubelet finds them again, and the
+/// operator's workflows go on: at the end the crash soak's checks hold
+/// (every Database at rest along its exact path, no transition twice, one
+/// create each in the cloud's ledger), the same two pods run, none
+/// restarted, and deleting the Databases deletes every instance.
+#[tokio::test(flavor = "multi_thread")]
+async fn containerd_killed_mid_workflow_loses_nothing_and_pays_once() {
+    const OBJECTS: usize = 20;
+    let Some(kubeconfig) = kubeconfig("in_cluster") else {
+        return;
+    };
+    let _turn = soak::ONE_AT_A_TIME.lock().await;
+    let (_cloud, cloud_url) = soak::cloud(2, 20, CloudKeys::On, &format!("{NODE_IP}:0"));
+    let deployed = Deployed::start(kubeconfig, "in-cluster-containerd", &cloud_url).await;
+    let client = deployed.cluster.client();
+    let ns = deployed.ns.clone();
+    deployed.leader().await;
+    let before: Vec<String> = ready_pods(&deployed.pods)
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|p| p.metadata.name)
+        .collect();
+
+    // Half the Databases; once workflows run, containerd dies. The other
+    // half is created while it is down (the operator's pods keep running
+    // without it), then it comes back.
+    let mut created = 0;
+    create_up_to_in(&client, &ns, &mut created, OBJECTS / 2).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let interrupted = in_flight_in(&client, &ns, created).await;
+    let restart = std::thread::spawn(|| {
+        run(
+            "scripts/real-cluster/restart-containerd --kill --down 5",
+            Command::new(repo_root().join("scripts/real-cluster/restart-containerd"))
+                .args(["--kill", "--down", "5"]),
+            None,
+        )
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    create_up_to_in(&client, &ns, &mut created, OBJECTS).await;
+    let during = in_flight_in(&client, &ns, created).await;
+    tokio::task::spawn_blocking(move || restart.join())
+        .await
+        .expect("the restart's thread")
+        .expect("restart-containerd");
+
+    let records = settle_in(&client, &ns, OBJECTS, DEADLINE).await;
+    let ledger = soak::ledger(&cloud_url).await;
+    let per_database = check_outcome(
+        &records,
+        &ledger,
+        &format!("containerd killed with {interrupted} workflows in flight, {during} while down"),
+    );
+    assert!(interrupted > 0, "the kill interrupted no workflow");
+    // The containers outlived containerd: the same pods, none restarted
+    // (two_ready_without checks restarts and panics).
+    deployed.two_ready_without(&[]).await;
+    let after: Vec<String> = ready_pods(&deployed.pods)
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|p| p.metadata.name)
+        .collect();
+    assert_eq!(after, before, "the operator's pods changed");
+    deployed.delete_databases(&cloud_url).await;
+    println!(
+        "containerd killed: {OBJECTS} Databases, {interrupted} workflows in flight at the kill, \
+         {during} while it was down; creates per database {per_database:?}; cloud: {} charges, \
+         {} injected failures, {} replays",
+        ledger.charges.len(),
+        ledger.injected_failures,
+        ledger.replays,
+    );
     deployed.delete().await;
 }
