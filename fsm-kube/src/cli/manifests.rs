@@ -16,7 +16,7 @@ use kube::CustomResourceExt;
 use serde_json::{Value, json};
 
 use super::rbac::{self, OperatorDescription, RbacScope};
-use super::{Error, Operator, ViewAuth, crd_yaml};
+use super::{CrdArgs, Error, Operator, ViewAuth, crd_yaml};
 use crate::KubeResource;
 
 /// The port `run --http-addr` listens on in the Deployment, unless
@@ -122,12 +122,15 @@ where
     F::Resource: KubeResource + CustomResourceExt,
     A: Args + Clone + Send + Sync + 'static,
 {
-    /// What `manifests` prints ([`deploy_manifests`]).
+    /// What `manifests` prints ([`deploy_manifests`]), the CRD being what
+    /// `crd` prints ([`crd_definition`](Self::crd_definition)): the
+    /// machine published on it, which `kubectl fsm` reads.
     ///
     /// # Errors
     /// A declared rule is refused.
     pub fn manifests(&self, args: &ManifestsArgs) -> Result<String, Error> {
-        deploy_manifests(&self.description(), &F::Resource::crd(), args)
+        let crd = self.crd_definition(&CrdArgs::default())?;
+        deploy_manifests(&self.description(), &crd, args)
     }
 }
 

@@ -227,6 +227,16 @@ fn the_manifests_are_everything_a_cluster_needs_in_order() {
     .map(|(kind, name)| (kind.to_owned(), name.to_owned()));
     assert_eq!(kinds, expected);
 
+    // The CRD is what `crd` prints: the machine published on it, which
+    // `kubectl fsm` needs (seen missing on the real cluster, issue 37).
+    let crd = operator().crd(&fsm_kube::cli::CrdArgs::default()).unwrap();
+    assert_eq!(documents[0], self::documents(&crd)[0]);
+    assert!(
+        documents[0]["metadata"]["annotations"]["operator-fsm.io/machine"].is_string(),
+        "{:?}",
+        documents[0]["metadata"]
+    );
+
     // The RBAC is `rbac`'s, with leader election in the operator's namespace.
     let rbac = operator()
         .rbac(&fsm_kube::cli::RbacArgs {
