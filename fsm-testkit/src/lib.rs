@@ -162,6 +162,7 @@ mod immutable;
 mod kind_defaults;
 mod kinds;
 mod kubeconfig;
+mod label_syntax;
 mod limits;
 mod log;
 mod openapi;

@@ -68,21 +68,9 @@ impl LabelSelector {
     /// # Errors
     /// [`ApiError::BadRequest`] for a selector that does not parse.
     pub fn parse(input: &str) -> Result<Self, ApiError> {
-        let mut requirements = Vec::new();
-        for part in split_top_level(input) {
-            let part = part.trim();
-            if part.is_empty() {
-                continue;
-            }
-            let requirement = parse_requirement(part)
-                .ok_or_else(|| format!("found '{part}', expected: a label selector"))
-                .and_then(|r| r)
-                .and_then(LabelRequirement::check);
-            requirements.push(requirement.map_err(|why| {
-                ApiError::BadRequest(format!("unable to parse requirement: {why}"))
-            })?);
-        }
-        Ok(Self { requirements })
+        crate::label_syntax::parse(input)
+            .map(|requirements| Self { requirements })
+            .map_err(ApiError::BadRequest)
     }
 
     /// Whether the selector has no requirement (matches everything).
@@ -106,124 +94,6 @@ impl LabelSelector {
             .and_then(Value::as_object);
         self.requirements.iter().all(|r| r.matches(labels))
     }
-}
-
-/// Splits on commas that are not inside parentheses.
-fn split_top_level(input: &str) -> Vec<&str> {
-    let mut parts = Vec::new();
-    let mut depth = 0usize;
-    let mut start = 0;
-    for (i, c) in input.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth = depth.saturating_sub(1),
-            ',' if depth == 0 => {
-                parts.push(&input[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&input[start..]);
-    parts
-}
-
-fn is_key_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/')
-}
-
-/// One requirement; `None` when it does not parse at all, `Some(Err)`
-/// when it parses but breaks a rule of its operator (worded as the real
-/// server's parser).
-fn parse_requirement(part: &str) -> Option<Result<LabelRequirement, String>> {
-    if let Some(key) = part.strip_prefix('!') {
-        let key = key.trim();
-        return valid_key(key).then(|| Ok(LabelRequirement::NotExists(key.into())));
-    }
-    let end = part.find(|c: char| !is_key_char(c)).unwrap_or(part.len());
-    let (key, rest) = part.split_at(end);
-    if !valid_key(key) {
-        return None;
-    }
-    let key = key.to_string();
-    let rest = rest.trim_start();
-    if rest.is_empty() {
-        return Some(Ok(LabelRequirement::Exists(key)));
-    }
-    if let Some(v) = rest.strip_prefix("!=") {
-        return valid_value(v.trim()).map(|v| Ok(LabelRequirement::NotEquals(key, v)));
-    }
-    if let Some(v) = rest.strip_prefix("==").or_else(|| rest.strip_prefix('=')) {
-        return valid_value(v.trim()).map(|v| Ok(LabelRequirement::Equals(key, v)));
-    }
-    for (operator, make) in [
-        (
-            '>',
-            LabelRequirement::GreaterThan as fn(String, i64) -> LabelRequirement,
-        ),
-        ('<', LabelRequirement::LessThan),
-    ] {
-        if let Some(v) = rest.strip_prefix(operator) {
-            let v = valid_value(v.trim())?;
-            return Some(
-                v.parse()
-                    .map(|n| make(key, n))
-                    .map_err(|_| "for 'Gt', 'Lt' operators, the value must be an integer".into()),
-            );
-        }
-    }
-    if let Some(list) = rest.strip_prefix("notin") {
-        return parse_set(list).map(|s| Ok(LabelRequirement::NotIn(key, s)));
-    }
-    if let Some(list) = rest.strip_prefix("in") {
-        return parse_set(list).map(|s| Ok(LabelRequirement::In(key, s)));
-    }
-    None
-}
-
-impl LabelRequirement {
-    /// The requirement, or why its key or a value is not a valid label
-    /// key or value, worded as the real server's selector parser.
-    fn check(self) -> Result<Self, String> {
-        let (key, values): (&str, Vec<&String>) = match &self {
-            Self::Equals(k, v) | Self::NotEquals(k, v) => (k, vec![v]),
-            Self::In(k, vs) | Self::NotIn(k, vs) => (k, vs.iter().collect()),
-            Self::Exists(k)
-            | Self::NotExists(k)
-            | Self::GreaterThan(k, _)
-            | Self::LessThan(k, _) => (k, Vec::new()),
-        };
-        if let Some(problem) = crate::validation::label_key_problem(key) {
-            return Err(format!("invalid label key {key:?}: {problem}"));
-        }
-        for v in values {
-            if let Some(problem) = crate::validation::label_value_problem(v) {
-                return Err(format!(
-                    "invalid label value: {v:?}: at key: {key:?}: {problem}"
-                ));
-            }
-        }
-        Ok(self)
-    }
-}
-
-fn valid_key(key: &str) -> bool {
-    !key.is_empty() && key.chars().all(is_key_char)
-}
-
-fn valid_value(v: &str) -> Option<String> {
-    v.chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        .then(|| v.to_string())
-}
-
-fn parse_set(list: &str) -> Option<BTreeSet<String>> {
-    let inner = list.trim().strip_prefix('(')?.strip_suffix(')')?;
-    let mut set = BTreeSet::new();
-    for v in inner.split(',') {
-        set.insert(valid_value(v.trim())?);
-    }
-    (!set.is_empty() || inner.trim().is_empty()).then_some(set)
 }
 
 /// A field selector's terms: split at commas, but not at an escaped one
@@ -477,7 +347,7 @@ mod tests {
             ("replicas>2", true),
             ("replicas > 3", false),
             ("replicas<4", true),
-            ("replicas<-1", false),
+            ("replicas<1", false),
             // Not an integer, or absent: neither greater nor less.
             ("app>1", false),
             ("app<1", false),

@@ -80,8 +80,8 @@ fn label_requirement() -> impl Strategy<Value = LabelRequirement> {
         (label_key(), value_set()).prop_map(|(k, s)| LabelRequirement::NotIn(k, s)),
         label_key().prop_map(LabelRequirement::Exists),
         label_key().prop_map(LabelRequirement::NotExists),
-        (label_key(), -3i64..12).prop_map(|(k, n)| LabelRequirement::GreaterThan(k, n)),
-        (label_key(), -3i64..12).prop_map(|(k, n)| LabelRequirement::LessThan(k, n)),
+        (label_key(), 0i64..12).prop_map(|(k, n)| LabelRequirement::GreaterThan(k, n)),
+        (label_key(), 0i64..12).prop_map(|(k, n)| LabelRequirement::LessThan(k, n)),
     ]
 }
 

@@ -508,3 +508,50 @@ pub async fn field_selector_values_and_escapes(s: &mut Scene) -> Fallible {
     }
     Ok(())
 }
+
+/// Label selectors the parser refuses, each with the real parser's words
+/// (what it found where it wanted what), and the odd ones it accepts
+/// (`a==`: the empty value; `a in ()`, `a in (,)`: the one empty value).
+pub async fn label_selector_refusals(s: &mut Scene) -> Fallible {
+    let path = s.core("configmaps");
+    create(s, &path, "a").await?;
+    for selector in [
+        "a=b,",
+        ",a=b",
+        "a=b=c",
+        "a in (b",
+        "a=(b)",
+        "a >= 1",
+        "a b",
+        "a!",
+        "!",
+        "a>",
+        "x<-1",
+        "a in (x y)",
+    ] {
+        let query = selector
+            .replace('%', "%25")
+            .replace(' ', "%20")
+            .replace('=', "%3D")
+            .replace(',', "%2C")
+            .replace('>', "%3E")
+            .replace('<', "%3C");
+        let r = s
+            .get(&format!("{path}?labelSelector={query}"))
+            .await?
+            .expect(400)?;
+        s.record(selector, json!([refusal(&r), r.body["message"]]));
+    }
+    for selector in ["a==", "a in ()", "a in (,)"] {
+        let query = selector
+            .replace(' ', "%20")
+            .replace('=', "%3D")
+            .replace(',', "%2C");
+        let r = s
+            .get(&format!("{path}?labelSelector={query}"))
+            .await?
+            .expect(200)?;
+        s.record(selector, items(&r).len());
+    }
+    Ok(())
+}

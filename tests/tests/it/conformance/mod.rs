@@ -148,6 +148,7 @@ scenarios! {
     lists::a_list_at_version_zero_is_not_paged,
     lists::integer_label_selectors,
     lists::field_selector_values_and_escapes,
+    lists::label_selector_refusals,
     lists::builtin_tables_and_table_watch,
     custom::crd_registration_and_discovery,
     custom::custom_resource_crud,
