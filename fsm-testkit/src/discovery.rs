@@ -41,35 +41,9 @@ pub fn serves_group(registry: &Registry, group: &str) -> bool {
 /// health checks, OpenAPI and the version, sorted.
 #[must_use]
 pub fn root_paths(registry: &Registry) -> Value {
-    let mut paths: Vec<String> = [
-        "/api",
-        "/api/v1",
-        "/apis",
-        "/apis/",
-        "/healthz",
-        "/livez",
-        "/readyz",
-        "/openapi/v2",
-        "/openapi/v3",
-        "/version",
-    ]
-    .into_iter()
-    .map(str::to_owned)
-    .collect();
-    for check in ["/healthz", "/livez", "/readyz"] {
-        for part in HEALTH_CHECKS {
-            paths.push(format!("{check}/{part}"));
-        }
-    }
-    for (group, versions) in groups(registry) {
-        paths.push(format!("/apis/{group}"));
-        for version in versions {
-            paths.push(format!("/apis/{group}/{version}"));
-        }
-    }
-    paths.sort();
-    paths.dedup();
-    json!({ "paths": paths })
+    let groups = groups(registry);
+    let served = groups.iter().map(|(g, v)| (g.as_str(), v.as_slice()));
+    path_listing(&["/api", "/api/v1", "/openapi/v3"], served)
 }
 
 /// The body of a 404 for a path outside `/api`, `/apis` and the other
@@ -79,27 +53,37 @@ pub fn root_paths(registry: &Registry) -> Value {
 #[must_use]
 pub fn not_found_paths(registry: &Registry) -> Value {
     const CRDS: &str = "apiextensions.k8s.io";
-    let mut paths: Vec<String> = [
-        "/apis",
-        "/apis/",
-        "/healthz",
-        "/livez",
-        "/readyz",
-        "/openapi/v2",
-        "/version",
-    ]
-    .into_iter()
-    .map(str::to_owned)
-    .collect();
+    let versions = if registry.has_group(CRDS) {
+        registry.versions(CRDS)
+    } else {
+        Vec::new()
+    };
+    let served = (!versions.is_empty()).then_some((CRDS, versions.as_slice()));
+    path_listing(&[], served)
+}
+
+/// A `{"paths": [...]}` listing, sorted: `/apis`, health and its checks,
+/// OpenAPI v2 and the version, then `extra`, and each group of `groups`
+/// with its versions.
+fn path_listing<'g>(
+    extra: &[&str],
+    groups: impl IntoIterator<Item = (&'g str, &'g [String])>,
+) -> Value {
+    let mut paths: Vec<String> = ["/apis", "/apis/", "/openapi/v2", "/version"]
+        .iter()
+        .chain(extra)
+        .map(|p| (*p).to_owned())
+        .collect();
     for check in ["/healthz", "/livez", "/readyz"] {
+        paths.push(check.to_owned());
         for part in HEALTH_CHECKS {
             paths.push(format!("{check}/{part}"));
         }
     }
-    if registry.has_group(CRDS) {
-        paths.push(format!("/apis/{CRDS}"));
-        for version in registry.versions(CRDS) {
-            paths.push(format!("/apis/{CRDS}/{version}"));
+    for (group, versions) in groups {
+        paths.push(format!("/apis/{group}"));
+        for version in versions {
+            paths.push(format!("/apis/{group}/{version}"));
         }
     }
     paths.sort();

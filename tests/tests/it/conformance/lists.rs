@@ -19,6 +19,25 @@ fn items(r: &Reply) -> Vec<Value> {
         .unwrap_or_default()
 }
 
+/// The names of a list's items, in order.
+fn names(r: &Reply) -> Vec<Value> {
+    r.body["items"]
+        .as_array()
+        .map(|i| i.iter().map(|i| i["metadata"]["name"].clone()).collect())
+        .unwrap_or_default()
+}
+
+/// A label selector as a query parameter's value.
+fn encoded(selector: &str) -> String {
+    selector
+        .replace('%', "%25")
+        .replace(' ', "%20")
+        .replace('=', "%3D")
+        .replace(',', "%2C")
+        .replace('>', "%3E")
+        .replace('<', "%3C")
+}
+
 /// What a refusal says, without its wording: code, reason, details (the
 /// causes' reasons and fields), and whether a continue token came with it.
 fn refusal(r: &Reply) -> Value {
@@ -414,12 +433,6 @@ pub async fn integer_label_selectors(s: &mut Scene) -> Fallible {
         .expect(201)?;
     }
     create(s, &path, "unlabelled").await?;
-    let names = |r: &Reply| -> Vec<Value> {
-        r.body["items"]
-            .as_array()
-            .map(|i| i.iter().map(|i| i["metadata"]["name"].clone()).collect())
-            .unwrap_or_default()
-    };
     for (selector, expected) in [
         ("size>1", vec!["five"]),
         ("size<5", vec!["one"]),
@@ -427,10 +440,7 @@ pub async fn integer_label_selectors(s: &mut Scene) -> Fallible {
         ("size<0", vec![]),
     ] {
         let r = s
-            .get(&format!(
-                "{path}?labelSelector={}",
-                selector.replace('>', "%3E").replace('<', "%3C")
-            ))
+            .get(&format!("{path}?labelSelector={}", encoded(selector)))
             .await?
             .expect(200)?;
         assert_eq!(names(&r), expected, "{selector}");
@@ -438,10 +448,7 @@ pub async fn integer_label_selectors(s: &mut Scene) -> Fallible {
     }
     for bad in ["size>many", "size<1.5"] {
         let r = s
-            .get(&format!(
-                "{path}?labelSelector={}",
-                bad.replace('>', "%3E").replace('<', "%3C")
-            ))
+            .get(&format!("{path}?labelSelector={}", encoded(bad)))
             .await?
             .expect(400)?;
         assert_eq!(
@@ -462,12 +469,6 @@ pub async fn field_selector_values_and_escapes(s: &mut Scene) -> Fallible {
     let path = s.core("configmaps");
     create(s, &path, "one").await?;
     create(s, &path, "two").await?;
-    let names = |r: &Reply| -> Vec<Value> {
-        r.body["items"]
-            .as_array()
-            .map(|i| i.iter().map(|i| i["metadata"]["name"].clone()).collect())
-            .unwrap_or_default()
-    };
     for (selector, expected) in [
         ("metadata.name%3D%3Done", vec!["one"]),
         ("metadata.name%3Done%2Cmetadata.name!%3Dtwo", vec!["one"]),
@@ -529,13 +530,7 @@ pub async fn label_selector_refusals(s: &mut Scene) -> Fallible {
         "x<-1",
         "a in (x y)",
     ] {
-        let query = selector
-            .replace('%', "%25")
-            .replace(' ', "%20")
-            .replace('=', "%3D")
-            .replace(',', "%2C")
-            .replace('>', "%3E")
-            .replace('<', "%3C");
+        let query = encoded(selector);
         let r = s
             .get(&format!("{path}?labelSelector={query}"))
             .await?
@@ -543,10 +538,7 @@ pub async fn label_selector_refusals(s: &mut Scene) -> Fallible {
         s.record(selector, json!([refusal(&r), r.body["message"]]));
     }
     for selector in ["a==", "a in ()", "a in (,)"] {
-        let query = selector
-            .replace(' ', "%20")
-            .replace('=', "%3D")
-            .replace(',', "%2C");
+        let query = encoded(selector);
         let r = s
             .get(&format!("{path}?labelSelector={query}"))
             .await?
