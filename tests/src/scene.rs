@@ -144,6 +144,26 @@ impl Scene {
         format!("/api/v1/namespaces/{}/{resource}", self.ns)
     }
 
+    /// The namespace's `default` ServiceAccount once it has its token
+    /// Secret (waiting up to 30 s): a controller makes both shortly after
+    /// the namespace, and until then the real server's admission refuses
+    /// a Pod (500 `ServerTimeout`, "retry after the token is
+    /// automatically created").
+    ///
+    /// # Errors
+    /// Transport errors, or no token within 30 s.
+    pub async fn default_service_account(&self) -> Fallible<Value> {
+        let path = format!("{}/default", self.core("serviceaccounts"));
+        eventually("the default ServiceAccount's token", 30, async || {
+            let reply = self.get(&path).await?;
+            let referenced = reply.body["secrets"]
+                .as_array()
+                .is_some_and(|a| !a.is_empty());
+            Ok((reply.code == 200 && referenced).then_some(reply.body))
+        })
+        .await
+    }
+
     /// `/apis/<group>/<version>/namespaces/<ns>/<resource>` for this run's
     /// CRD group.
     #[must_use]

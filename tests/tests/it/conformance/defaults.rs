@@ -7,8 +7,8 @@
 //! The answers are those of the write itself, before the real cluster's
 //! controllers act (a Deployment's revision annotation, a Job's start).
 
-use integration_tests::scene::{Reply, eventually};
-use integration_tests::{Backend, Fallible, Scene};
+use integration_tests::scene::Reply;
+use integration_tests::{Fallible, Scene};
 use serde_json::{Value, json};
 
 /// The collection of `plural` of `group/v1` in the scene's namespace.
@@ -359,15 +359,9 @@ pub async fn service_defaults(s: &mut Scene) -> Fallible {
 /// the token volume names a Secret of the real cluster's token controller.
 pub async fn pod_defaults(s: &mut Scene) -> Fallible {
     let pods = s.core("pods");
-    if s.backend() == Backend::Real {
-        // The real cluster's controller creates the namespace's default
-        // account shortly after the namespace; admission needs it.
-        let account = format!("{}/default", s.core("serviceaccounts"));
-        eventually("the default service account", 30, async || {
-            Ok((s.get(&account).await?.code == 200).then_some(()))
-        })
-        .await?;
-    }
+    // Admission needs the namespace's default account, which a
+    // controller makes shortly after the namespace.
+    s.default_service_account().await?;
     let pod = |name: &str, resources: Value| {
         json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
             "spec": {"automountServiceAccountToken": false,

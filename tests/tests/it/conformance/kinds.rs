@@ -132,7 +132,7 @@ pub async fn kinds_claims_volumes_and_classes(s: &mut Scene) -> Fallible {
     // A Pod mounting the claim holds it when it is deleted (on the real
     // server, no controller would release it anyway). The real server
     // admits a Pod once its namespace's default account has its token.
-    default_account(s).await?;
+    s.default_service_account().await?;
     let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "user"},
         "spec": {"containers": [{"name": "c", "image": "busybox"}],
             "volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "data"}}]}});
@@ -291,25 +291,11 @@ pub async fn kinds_cron_jobs(s: &mut Scene) -> Fallible {
     Ok(())
 }
 
-/// Waits for the namespace's `default` ServiceAccount to reference its
-/// token Secret; returns the account.
-async fn default_account(s: &Scene) -> Fallible<Value> {
-    let path = format!("{}/default", s.core("serviceaccounts"));
-    eventually("the default ServiceAccount's token", 30, async || {
-        let reply = s.get(&path).await?;
-        let referenced = reply.body["secrets"]
-            .as_array()
-            .is_some_and(|a| !a.is_empty());
-        Ok((reply.code == 200 && referenced).then_some(reply.body))
-    })
-    .await
-}
-
 /// A new namespace gets a `default` ServiceAccount (with its token
 /// Secret); deleted, it is made again.
 pub async fn kinds_default_service_account(s: &mut Scene) -> Fallible {
     let path = format!("{}/default", s.core("serviceaccounts"));
-    let account = default_account(s).await?;
+    let account = s.default_service_account().await?;
     let secret = account["secrets"][0]["name"].as_str().unwrap_or_default();
     assert!(secret.starts_with("default-token-"), "{account}");
     s.record("default account", without(&shape(&account), &["secrets"]));

@@ -179,6 +179,7 @@ pub async fn invalid_workloads_are_refused(s: &mut Scene) -> Fallible {
     }
 
     let pods = s.core("pods");
+    s.default_service_account().await?;
     let pod = |spec: Value| json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec});
     let cases = [
         ("pod: valid", json!({"containers": one_container()}), 201),
