@@ -7,7 +7,26 @@
 
 use std::collections::BTreeSet;
 
-use crate::selectors::LabelRequirement;
+/// One requirement of a label selector.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LabelRequirement {
+    /// `key=value` or `key==value`.
+    Equals(String, String),
+    /// `key!=value` (also true when the key is absent).
+    NotEquals(String, String),
+    /// `key in (a,b)`.
+    In(String, BTreeSet<String>),
+    /// `key notin (a,b)` (also true when the key is absent).
+    NotIn(String, BTreeSet<String>),
+    /// `key`.
+    Exists(String),
+    /// `!key`.
+    NotExists(String),
+    /// `key>n`: the label is an integer greater than `n`.
+    GreaterThan(String, i64),
+    /// `key<n`: the label is an integer less than `n`.
+    LessThan(String, i64),
+}
 
 /// What the lexer reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,37 +2,17 @@
 //! against JSON objects.
 //!
 //! Label selectors support `=`, `==`, `!=`, `in (…)`, `notin (…)`, `key`
-//! (exists) and `!key` (does not exist), comma-separated, all of which must
-//! hold. Field selectors support `=`, `==` and `!=` on dotted paths; which
+//! (exists), `!key` (does not exist), `key>n` and `key<n` (integer labels),
+//! comma-separated, all of which must hold (parsed in
+//! [`label_syntax`](crate::label_syntax)). Field selectors support `=`, `==` and `!=` on dotted paths; which
 //! paths a resource accepts is decided by the caller (see
 //! [`FieldSelector::check_supported`]).
-
-use std::collections::BTreeSet;
 
 use serde_json::Value;
 
 use crate::status::ApiError;
 
-/// One requirement of a label selector.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LabelRequirement {
-    /// `key=value` or `key==value`.
-    Equals(String, String),
-    /// `key!=value` (also true when the key is absent).
-    NotEquals(String, String),
-    /// `key in (a,b)`.
-    In(String, BTreeSet<String>),
-    /// `key notin (a,b)` (also true when the key is absent).
-    NotIn(String, BTreeSet<String>),
-    /// `key`.
-    Exists(String),
-    /// `!key`.
-    NotExists(String),
-    /// `key>n`: the label is an integer greater than `n`.
-    GreaterThan(String, i64),
-    /// `key<n`: the label is an integer less than `n`.
-    LessThan(String, i64),
-}
+pub use crate::label_syntax::LabelRequirement;
 
 impl LabelRequirement {
     fn matches(&self, labels: Option<&serde_json::Map<String, Value>>) -> bool {
