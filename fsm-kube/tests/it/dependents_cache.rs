@@ -69,6 +69,32 @@ fn set_for(name: &str) -> DesiredSet {
         .unwrap()
 }
 
+/// A controller of the test's Widgets through `client`, converging them
+/// with `reconciler` (on `runtime`), whose ConfigMap watch is also the
+/// runtime's cache.
+fn converging_widgets(
+    env: &Env,
+    client: &Client,
+    runtime: &DependentsRuntime,
+    reconciler: &DependentsReconciler<Widget, ()>,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
+    owns_dependents(
+        Controller::new(
+            Api::<Widget>::namespaced(client.clone(), &env.ns),
+            watcher::Config::default(),
+        ),
+        runtime,
+        Some(&env.ns),
+        [DependentKind::of::<ConfigMap>()],
+    )
+    .run(
+        reconciler.reconcile(),
+        reconciler.error_policy(),
+        Arc::new(()),
+    )
+    .for_each(|_| async {})
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_converged_resync_reads_the_watches_and_makes_no_request() {
     let env = env().await;
@@ -81,22 +107,7 @@ async fn a_converged_resync_reads_the_watches_and_makes_no_request() {
             Ok(set_for(&w.name_any()))
         });
     let widgets: Api<Widget> = Api::namespaced(env.client.clone(), &env.ns);
-    let controller = owns_dependents(
-        Controller::new(
-            Api::<Widget>::namespaced(client.clone(), &env.ns),
-            watcher::Config::default(),
-        ),
-        &runtime,
-        Some(&env.ns),
-        [DependentKind::of::<ConfigMap>()],
-    )
-    .run(
-        reconciler.reconcile(),
-        reconciler.error_policy(),
-        Arc::new(()),
-    )
-    .for_each(|_| async {});
-    let controller = tokio::spawn(controller);
+    let controller = tokio::spawn(converging_widgets(&env, &client, &runtime, &reconciler));
     create_widget(&env, "cached", WidgetSpec::colored("c")).await;
     eventually("DependentsReady", || {
         let widgets = widgets.clone();
@@ -164,22 +175,7 @@ async fn after_a_restart_the_listed_dependents_are_not_written_again() {
             Ok(set_for(&w.name_any()))
         });
     let widgets: Api<Widget> = Api::namespaced(env.client.clone(), &env.ns);
-    let controller = owns_dependents(
-        Controller::new(
-            Api::<Widget>::namespaced(client.clone(), &env.ns),
-            watcher::Config::default(),
-        ),
-        &runtime,
-        Some(&env.ns),
-        [DependentKind::of::<ConfigMap>()],
-    )
-    .run(
-        reconciler.reconcile(),
-        reconciler.error_policy(),
-        Arc::new(()),
-    )
-    .for_each(|_| async {});
-    let controller = tokio::spawn(controller);
+    let controller = tokio::spawn(converging_widgets(&env, &client, &runtime, &reconciler));
     eventually("DependentsReady", || {
         let widgets = widgets.clone();
         async move {
