@@ -10,13 +10,14 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use futures::FutureExt;
-use kube::api::{ApiResource, DynamicObject, TypeMeta};
+use kube::api::{ApiResource, DynamicObject, ObjectMeta, TypeMeta};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use serde_json::Value;
 
+use super::cached_object::CachedObject;
 use super::kind::DependentKind;
-use super::object::{Owner, Placement, labelled_for};
+use super::object::{Owner, Placement, meta_labelled_for};
 use crate::store::{MANAGED_BY_LABEL, OWNER_UID_LABEL};
 
 /// An object's place in a kind's cache: namespace and name.
@@ -117,12 +118,92 @@ impl OwnerIndex {
     }
 }
 
+/// Where a kind's cache keeps its objects.
+pub(crate) enum CacheStore {
+    /// The runtime's own watch: objects in their compact form.
+    Watched(Store<CachedObject>),
+    /// A reflector store given by hand
+    /// ([`DependentsRuntime::cache`](super::DependentsRuntime::cache)).
+    Given(Store<DynamicObject>),
+}
+
+/// One object of a cache, as its store holds it.
+pub(crate) enum Cached {
+    Watched(Arc<CachedObject>),
+    Given(Arc<DynamicObject>),
+}
+
+impl Cached {
+    /// The object's metadata (for a watched one, without `managedFields`).
+    pub fn meta(&self) -> &ObjectMeta {
+        match self {
+            Cached::Watched(object) => &object.metadata,
+            Cached::Given(object) => &object.metadata,
+        }
+    }
+
+    /// The object's resourceVersion as an integer (see
+    /// [`version_of`](super::own_writes::version_of)).
+    pub fn version(&self) -> Option<u64> {
+        self.meta().resource_version.as_deref()?.parse().ok()
+    }
+
+    /// The whole object as JSON, with `resource`'s `apiVersion` and `kind`
+    /// when it has none.
+    pub fn to_json(&self, resource: &ApiResource) -> Option<Value> {
+        match self {
+            Cached::Watched(object) => object.to_value(),
+            Cached::Given(object) => object_json(object, resource),
+        }
+    }
+}
+
+impl CacheStore {
+    fn get(&self, name: &str, namespace: Option<&str>, resource: &ApiResource) -> Option<Cached> {
+        fn key<K: kube::Resource<DynamicType = ApiResource>>(
+            name: &str,
+            namespace: Option<&str>,
+            resource: &ApiResource,
+        ) -> ObjectRef<K> {
+            let key = ObjectRef::new_with(name, resource.clone());
+            match namespace {
+                Some(ns) => key.within(ns),
+                None => key,
+            }
+        }
+        match self {
+            CacheStore::Watched(store) => store
+                .get(&key(name, namespace, resource))
+                .map(Cached::Watched),
+            CacheStore::Given(store) => store
+                .get(&key(name, namespace, resource))
+                .map(Cached::Given),
+        }
+    }
+
+    fn all(&self) -> Vec<Cached> {
+        match self {
+            CacheStore::Watched(store) => store.state().into_iter().map(Cached::Watched).collect(),
+            CacheStore::Given(store) => store.state().into_iter().map(Cached::Given).collect(),
+        }
+    }
+
+    /// Resolves once the store's watch has listed (`false`: its writer is
+    /// gone without).
+    async fn listed(&self) -> bool {
+        match self {
+            CacheStore::Watched(store) => store.wait_until_ready().await.is_ok(),
+            CacheStore::Given(store) => store.wait_until_ready().await.is_ok(),
+        }
+    }
+}
+
 /// One kind's cache: its store, the namespace its watch covers (`None`:
 /// all), and the owner index when the watch keeps one.
 pub(crate) struct KindCache {
     pub kind: DependentKind,
     pub namespace: Option<String>,
-    pub store: Store<DynamicObject>,
+    pub store: CacheStore,
     pub owners: Option<Arc<OwnerIndex>>,
     /// Set once a converge waited for the watch's list in vain: later ones
     /// do not wait again (they GET until it has listed).
@@ -183,9 +264,9 @@ impl KindCache {
         if self.synced() || self.waited_out.load(Ordering::Relaxed) {
             return;
         }
-        if tokio::time::timeout(limit, self.store.wait_until_ready())
+        if !tokio::time::timeout(limit, self.store.listed())
             .await
-            .is_err()
+            .unwrap_or(false)
             && !self.waited_out.swap(true, Ordering::Relaxed)
         {
             tracing::warn!(kind = %self.kind.display(), ?limit,
@@ -196,7 +277,7 @@ impl KindCache {
     /// Whether the initial list of the watch is done (a store given by
     /// hand whose reflector has not listed yet is not).
     pub fn synced(&self) -> bool {
-        matches!(self.store.wait_until_ready().now_or_never(), Some(Ok(())))
+        self.store.listed().now_or_never() == Some(true)
     }
 
     /// The newest resourceVersion the cache's watch has stored, when the
@@ -210,56 +291,42 @@ impl KindCache {
         !self.kind.namespaced || self.namespace.is_none() || self.namespace.as_deref() == namespace
     }
 
-    /// The cached object at `place`, as JSON.
-    pub fn get(&self, place: &Placement) -> Option<Value> {
-        let mut key = ObjectRef::new_with(&place.name, self.kind.resource.clone());
-        if let Some(ns) = &place.namespace {
-            key = key.within(ns);
-        }
-        self.store.get(&key).and_then(|o| self.json(&o))
+    /// The cached object at `place`.
+    pub fn get(&self, place: &Placement) -> Option<Cached> {
+        self.store
+            .get(&place.name, place.namespace.as_deref(), &self.kind.resource)
     }
 
     /// A cached object as JSON, with the `apiVersion` and `kind` that the
     /// items of a list lack (the real server's lists of built-in kinds
     /// carry them on the list only), so that it compares with a desired
     /// body and decodes as a typed object however it reached the store.
-    ///
-    /// Built from the parts (the body cloned, the metadata serialized)
-    /// rather than by serializing the whole object, whose flattened body
-    /// serde would rebuild node by node.
-    fn json(&self, object: &DynamicObject) -> Option<Value> {
-        object_json(object, &self.kind.resource)
+    pub fn json(&self, object: &Cached) -> Option<Value> {
+        object.to_json(&self.kind.resource)
     }
 
     /// `owner`'s labelled objects in `namespace` (all with `None`).
-    pub fn owned(&self, namespace: Option<&str>, owner: &Owner) -> Vec<Value> {
-        let in_namespace =
-            |o: &DynamicObject| namespace.is_none() || o.metadata.namespace.as_deref() == namespace;
-        let objects: Vec<Arc<DynamicObject>> = match &self.owners {
+    pub fn owned(&self, namespace: Option<&str>, owner: &Owner) -> Vec<Cached> {
+        let objects: Vec<Cached> = match &self.owners {
             Some(index) => index
                 .owned_by(&owner.uid)
                 .into_iter()
-                .filter_map(|(ns, name)| {
-                    let mut key = ObjectRef::new_with(&name, self.kind.resource.clone());
-                    if let Some(ns) = ns {
-                        key = key.within(&ns);
-                    }
-                    self.store.get(&key)
-                })
+                .filter_map(|(ns, name)| self.store.get(&name, ns.as_deref(), &self.kind.resource))
                 .collect(),
-            None => self.store.state(),
+            None => self.store.all(),
         };
         objects
-            .iter()
-            .filter(|o| in_namespace(o))
-            .filter_map(|o| self.json(o))
-            .filter(|o| labelled_for(o, owner))
+            .into_iter()
+            .filter(|o| namespace.is_none() || o.meta().namespace.as_deref() == namespace)
+            .filter(|o| meta_labelled_for(o.meta(), owner))
             .collect()
     }
 }
 
 /// `object` as JSON, with `resource`'s `apiVersion` and `kind` when it
-/// has none (see [`KindCache::json`]).
+/// has none (see [`KindCache::json`]). Built from the parts (the body
+/// cloned, the metadata serialized) rather than by serializing the whole
+/// object, whose flattened body serde would rebuild node by node.
 fn object_json(object: &DynamicObject, resource: &ApiResource) -> Option<Value> {
     let mut map = match &object.data {
         Value::Object(body) => body.clone(),

@@ -7,8 +7,8 @@ use std::sync::Mutex;
 
 use futures::future::join_all;
 use kube::Resource;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
-use serde_json::Value;
+use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams};
+use serde_json::{Value, json};
 
 use super::create_only::{create_or_read, ownership_only};
 use super::derived;
@@ -16,7 +16,9 @@ use super::diff::{conflicting_managers, only_updaters};
 use super::error::DependentsError;
 use super::live::LiveDependents;
 use super::matching;
-use super::object::{DEPENDENT_LABEL, Owner, Placement, applied, owned_by, placement, selector};
+use super::object::{
+    DEPENDENT_LABEL, Owner, Placement, applied, live_placement, owned_by, placement, selector,
+};
 use super::order;
 use super::orphan;
 use super::pruned::PruneShape;
@@ -643,11 +645,11 @@ async fn prune(
         .filter(|d| d.active && (d.per_attempt || d.is_derived()))
         .map(|d| d.key.as_str())
         .collect();
-    let earlier_attempt = |live: &Value| {
-        live.pointer("/metadata/labels")
+    let earlier_attempt = |live: &ObjectMeta| {
+        live.labels
+            .as_ref()
             .and_then(|l| l.get(DEPENDENT_LABEL))
-            .and_then(Value::as_str)
-            .is_some_and(|key| attempts.contains(key))
+            .is_some_and(|key| attempts.contains(key.as_str()))
     };
     let kinds: Vec<_> = set
         .kinds()
@@ -665,8 +667,8 @@ async fn prune(
         }
     }
     let removals = join_all(doomed.iter().map(|(kind, place, live)| async move {
-        if orphan::is_kept(live) {
-            orphan::release(runtime, owner, kind, place, live)
+        if orphan::is_kept_meta(live) {
+            orphan::release(runtime, owner, kind, place, &json!({ "metadata": live }))
                 .await
                 .map(|()| true)
         } else {
@@ -705,26 +707,14 @@ async fn prune(
     Ok((pruned, released))
 }
 
-/// Where a live object of `kind` (listed or cached) is.
-pub(crate) fn live_placement(kind: &super::DependentKind, live: &Value) -> Placement {
-    Placement {
-        group: kind.resource.group.clone(),
-        kind: kind.resource.kind.clone(),
-        namespace: live
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        name: super::set::object_name(live).to_owned(),
-    }
-}
-
-/// `owner`'s labelled objects of `kind` (in its namespace when `kind` is
-/// namespaced and the owner is too), from the kind's cache if it has one.
+/// The metadata of `owner`'s labelled objects of `kind` (in its namespace
+/// when `kind` is namespaced and the owner is too), from the kind's cache
+/// if it has one: all that pruning and teardown read of them.
 pub(crate) async fn list_owned(
     runtime: &DependentsRuntime,
     owner: &Owner,
     kind: &super::DependentKind,
-) -> Result<Vec<Value>, DependentsError> {
+) -> Result<Vec<ObjectMeta>, DependentsError> {
     let namespace = if kind.namespaced {
         owner.namespace.as_deref()
     } else {
@@ -741,11 +731,7 @@ pub(crate) async fn list_owned(
             kind: kind.display(),
             source,
         })?;
-    Ok(list
-        .items
-        .into_iter()
-        .filter_map(|o| serde_json::to_value(o).ok())
-        .collect())
+    Ok(list.items.into_iter().map(|o| o.metadata).collect())
 }
 
 /// Deletes the object at `place` (in the background); already gone is fine.

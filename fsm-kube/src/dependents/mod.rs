@@ -82,6 +82,7 @@
 //! [`Convergence::failures`] lists them.
 
 mod cache;
+mod cached_object;
 mod condition_memo;
 mod converge;
 mod converge_attr;

@@ -214,6 +214,30 @@ pub(crate) fn labelled_for(live: &Value, owner: &Owner) -> bool {
         && label(DEPENDENT_LABEL).is_some()
 }
 
+/// Where a live object of `kind` (listed or cached) is, read from its
+/// metadata.
+pub(crate) fn live_placement(kind: &DependentKind, meta: &kube::api::ObjectMeta) -> Placement {
+    Placement {
+        group: kind.resource.group.clone(),
+        kind: kind.resource.kind.clone(),
+        namespace: meta.namespace.clone(),
+        name: meta.name.clone().unwrap_or_default(),
+    }
+}
+
+/// [`labelled_for`], read from typed metadata.
+pub(crate) fn meta_labelled_for(meta: &kube::api::ObjectMeta, owner: &Owner) -> bool {
+    let label = |k: &str| {
+        meta.labels
+            .as_ref()
+            .and_then(|l| l.get(k))
+            .map(String::as_str)
+    };
+    label(MANAGED_BY_LABEL.0) == Some(MANAGED_BY_LABEL.1)
+        && label(OWNER_UID_LABEL) == Some(owner.uid.as_str())
+        && label(DEPENDENT_LABEL).is_some()
+}
+
 /// The label selector of `owner`'s dependents.
 pub(crate) fn selector(owner: &Owner) -> String {
     format!(
@@ -271,6 +295,12 @@ mod tests {
         assert!(body.get("status").is_none());
         assert!(owned_by(&body, &owner(Some("ns"))));
         assert!(labelled_for(&body, &owner(Some("ns"))));
+        let meta: kube::api::ObjectMeta =
+            serde_json::from_value(body["metadata"].clone()).unwrap_or_default();
+        assert!(meta_labelled_for(&meta, &owner(Some("ns"))));
+        let mut other = owner(Some("ns"));
+        other.uid = "u-2".into();
+        assert!(!meta_labelled_for(&meta, &other));
     }
 
     #[test]

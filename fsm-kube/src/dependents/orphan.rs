@@ -39,6 +39,15 @@ pub(crate) fn is_kept(live: &Value) -> bool {
         == Some(ORPHAN)
 }
 
+/// [`is_kept`], read from typed metadata.
+pub(crate) fn is_kept_meta(meta: &kube::api::ObjectMeta) -> bool {
+    meta.annotations
+        .as_ref()
+        .and_then(|a| a.get(KEEP_ANNOTATION))
+        .map(String::as_str)
+        == Some(ORPHAN)
+}
+
 /// The merge patch releasing `live` from `owner`: its other owner
 /// references kept, the owner's labels and the keep annotation removed,
 /// and the resource version it was read at, so that a concurrent change
@@ -128,6 +137,12 @@ mod tests {
         assert!(!is_kept(&body));
         mark(&mut body);
         assert!(is_kept(&body));
+        let meta = |body: &Value| {
+            serde_json::from_value::<kube::api::ObjectMeta>(body["metadata"].clone())
+                .unwrap_or_default()
+        };
+        assert!(is_kept_meta(&meta(&body)));
+        assert!(!is_kept_meta(&meta(&json!({"metadata": {"name": "x"}}))));
         let live = json!({"metadata": {"name": "x", "resourceVersion": "7",
             "ownerReferences": [{"uid": "u-1"}, {"uid": "other"}]}});
         let patch = release_patch(&live, &owner());

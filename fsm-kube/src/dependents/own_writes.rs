@@ -173,10 +173,23 @@ impl OwnWrites {
     /// delivered something as new as our write or newer (then the cache
     /// holds every change up to our write, and any after it: it is
     /// current; not for a deletion, see below).
+    #[cfg(test)]
     pub fn reconcile(
         &self,
         place: &Placement,
         cached: Option<&Value>,
+        watched: Option<u64>,
+    ) -> Override {
+        self.reconcile_version(place, cached.map(version_of), watched)
+    }
+
+    /// [`Self::reconcile`] with what the cache shows at `place` given by its
+    /// version: `None` when the cache has no object there, `Some(None)`
+    /// when its version is not an integer.
+    pub fn reconcile_version(
+        &self,
+        place: &Placement,
+        cached: Option<Option<u64>>,
         watched: Option<u64>,
     ) -> Override {
         let Ok(mut entries) = self.entries.lock() else {
@@ -186,7 +199,7 @@ impl OwnWrites {
         let Some(entry) = entries.get(place) else {
             return Override::None;
         };
-        let cached_version = cached.and_then(version_of);
+        let cached_version = cached.flatten();
         let caught_up = match (&entry.written, cached, entry.version, cached_version) {
             // The cache shows our write, or something newer.
             (Written::Object(_), Some(_), Some(ours), Some(theirs)) => theirs >= ours,

@@ -5,16 +5,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::Client;
-use kube::api::{Api, DynamicObject};
+use kube::api::{Api, DynamicObject, ObjectMeta};
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::reflector::Store;
 use serde_json::Value;
 
-use super::cache::{CacheRegistry, KindCache};
+use super::cache::{CacheRegistry, CacheStore, Cached, KindCache};
 use super::condition_memo::ConditionMemo;
 use super::kind::DependentKind;
 use super::matching::LearnedForms;
-use super::object::{Owner, Placement};
+use super::object::{Owner, Placement, live_placement};
 use super::own_writes::{Override, OwnWrites};
 use super::pruned::PrunedShapes;
 use super::wake::WakeFilters;
@@ -192,7 +192,7 @@ impl DependentsRuntime {
         self.caches.register(KindCache {
             kind,
             namespace: None,
-            store,
+            store: CacheStore::Given(store),
             owners: None,
             waited_out: Default::default(),
             progress: None,
@@ -257,9 +257,11 @@ impl DependentsRuntime {
         if let Some(cache) = self.caches.synced(kind, place.namespace.as_deref()) {
             let cached = cache.get(place);
             let watched = cache.watched();
+            let version = cached.as_ref().map(Cached::version);
+            // The object is built only when it is the answer.
             return Ok(
-                match self.writes.reconcile(place, cached.as_ref(), watched) {
-                    Override::None => cached,
+                match self.writes.reconcile_version(place, version, watched) {
+                    Override::None => cached.and_then(|c| cache.json(&c)),
                     Override::Object(ours) => Some(ours),
                     Override::Absent => None,
                 },
@@ -290,7 +292,7 @@ impl DependentsRuntime {
         kind: &DependentKind,
         namespace: Option<&str>,
         owner: &Owner,
-    ) -> Option<Vec<Value>> {
+    ) -> Option<Vec<ObjectMeta>> {
         let cache = self.caches.synced(kind, namespace)?;
         let owned = cache.owned(namespace, owner);
         let watched = cache.watched();
@@ -298,20 +300,15 @@ impl DependentsRuntime {
             owned
                 .into_iter()
                 .filter_map(|live| {
-                    let text = |pointer: &str| {
-                        live.pointer(pointer)
-                            .and_then(Value::as_str)
-                            .map(str::to_owned)
-                    };
-                    let place = Placement {
-                        group: kind.resource.group.clone(),
-                        kind: kind.resource.kind.clone(),
-                        namespace: text("/metadata/namespace"),
-                        name: text("/metadata/name").unwrap_or_default(),
-                    };
-                    match self.writes.reconcile(&place, Some(&live), watched) {
-                        Override::None => Some(live),
-                        Override::Object(ours) => Some(ours),
+                    let place = live_placement(kind, live.meta());
+                    match self
+                        .writes
+                        .reconcile_version(&place, Some(live.version()), watched)
+                    {
+                        Override::None => Some(live.meta().clone()),
+                        Override::Object(ours) => {
+                            serde_json::from_value(ours.get("metadata")?.clone()).ok()
+                        }
                         Override::Absent => None,
                     }
                 })

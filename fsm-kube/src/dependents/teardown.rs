@@ -6,9 +6,11 @@ use futures::future::join_all;
 use kube::Resource;
 use serde_json::Value;
 
-use super::converge::{delete, list_owned, live_placement};
+use super::converge::{delete, list_owned};
 use super::error::DependentsError;
-use super::object::{DEPENDENT_LABEL, Owner, Placement, labelled_for, owned_by, placement};
+use super::object::{
+    DEPENDENT_LABEL, Owner, Placement, labelled_for, live_placement, owned_by, placement,
+};
 use super::order;
 use super::orphan;
 use super::report::{Teardown, TeardownState};
@@ -86,12 +88,13 @@ pub(crate) async fn teardown_for(
     if report.is_done() {
         for kind in set.kinds() {
             for live in list_owned(runtime, owner, &kind).await? {
-                if live.pointer("/metadata/deletionTimestamp").is_some() {
+                if live.deletion_timestamp.is_some() {
                     continue;
                 }
                 let place = live_placement(&kind, &live);
-                let kept = orphan::is_kept(&live);
+                let kept = orphan::is_kept_meta(&live);
                 let removal = if kept {
+                    let live = serde_json::json!({ "metadata": live });
                     orphan::release(runtime, owner, &kind, &place, &live).await
                 } else {
                     delete(runtime, &kind, &place).await
@@ -209,9 +212,10 @@ async fn places_of(
         .await?
         .iter()
         .filter(|live| {
-            live.pointer("/metadata/labels")
+            live.labels
+                .as_ref()
                 .and_then(|l| l.get(DEPENDENT_LABEL))
-                .and_then(Value::as_str)
+                .map(String::as_str)
                 == Some(dependent.key.as_str())
         })
         .map(|live| live_placement(&dependent.kind, live))

@@ -12,7 +12,8 @@ use kube::runtime::{Controller, WatchStreamExt, watcher};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 
-use super::cache::{KindCache, OwnerIndex, WatchProgress, prepare_for_cache};
+use super::cache::{CacheStore, KindCache, OwnerIndex, WatchProgress, prepare_for_cache};
+use super::cached_object::{CachedObject, compact_event};
 use super::kind::DependentKind;
 use super::object::DEPENDENT_LABEL;
 use super::runtime::DependentsRuntime;
@@ -151,13 +152,13 @@ fn cached_watch(
     api: Api<DynamicObject>,
     config: watcher::Config,
 ) -> impl futures::Stream<Item = Result<DynamicObject, watcher::Error>> + Send + 'static {
-    let writer = Writer::new(kind.resource.clone());
+    let mut writer = Writer::<CachedObject>::new(kind.resource.clone());
     let owners = Arc::new(OwnerIndex::default());
     let progress = Arc::new(WatchProgress::default());
     runtime.register_cache(KindCache {
         kind: kind.clone(),
         namespace: namespace.map(str::to_owned),
-        store: writer.as_reader(),
+        store: CacheStore::Watched(writer.as_reader()),
         owners: Some(owners.clone()),
         waited_out: Default::default(),
         progress: Some(progress.clone()),
@@ -168,10 +169,20 @@ fn cached_watch(
     watcher(api, config)
         .default_backoff()
         .modify(move |object| prepare_for_cache(object, &kind, &manager))
-        .inspect_ok(move |event| owners.apply(event))
-        .reflect(writer)
-        // After the store: what it says it holds, it holds.
-        .inspect_ok(move |event| progress.stored(event))
+        .inspect_ok(move |event| {
+            owners.apply(event);
+            // The store keeps the compact form; the controller and the
+            // wake filter see the object as decoded.
+            match compact_event(event) {
+                Some(compact) => writer.apply_watcher_event(&compact),
+                None => tracing::warn!(
+                    ?event,
+                    "a watched dependent has a body that is not a JSON object: not cached"
+                ),
+            }
+            // After the store: what it says it holds, it holds.
+            progress.stored(event);
+        })
         .try_filter(move |event| future::ready(wake.passes(&filters, event)))
         .touched_objects()
         .boxed()

@@ -1,0 +1,134 @@
+//! The compact form in which the runtime's own watches keep dependents:
+//! the object's JSON text, and its metadata typed (without
+//! `managedFields`) for what is read without the body.
+//!
+//! A `DynamicObject` keeps its body as a `serde_json::Value` tree, every
+//! JSON object a map of owned keys: a Deployment of a few kilobytes of
+//! JSON takes about 13 KB that way, for as long as it exists. Its text
+//! takes what it is long, and a read parses it once, which costs less
+//! than rebuilding the same JSON from a typed `ObjectMeta` and a cloned
+//! tree.
+
+use std::borrow::Cow;
+
+use kube::Resource;
+use kube::api::{ApiResource, DynamicObject, ObjectMeta};
+use kube::core::DynamicResourceScope;
+use kube::runtime::watcher;
+use serde_json::Value;
+
+/// An object as a watch cache keeps it.
+#[derive(Clone, Debug)]
+pub(crate) struct CachedObject {
+    /// The metadata without `managedFields` (those are in [`Self::json`]):
+    /// what the store keys, the owner index and pruning read.
+    pub metadata: ObjectMeta,
+    /// The whole object as compact JSON, as the cache prepared it (its
+    /// `apiVersion` and `kind` filled in, other managers' field sets
+    /// dropped).
+    json: Box<str>,
+}
+
+impl CachedObject {
+    /// The compact form of `object`; `None` if it does not serialize
+    /// (a body that is not a JSON object cannot come from a watch).
+    pub fn compact(object: &DynamicObject) -> Option<Self> {
+        if !matches!(object.data, Value::Object(_) | Value::Null) {
+            return None;
+        }
+        let json = serde_json::to_string(object).ok()?.into_boxed_str();
+        let mut metadata = object.metadata.clone();
+        metadata.managed_fields = None;
+        Some(Self { metadata, json })
+    }
+
+    /// The object as JSON (parsed from its text).
+    pub fn to_value(&self) -> Option<Value> {
+        serde_json::from_str(&self.json).ok()
+    }
+}
+
+/// `event` with its object in the compact form; `None` if it does not
+/// compact.
+pub(crate) fn compact_event(
+    event: &watcher::Event<DynamicObject>,
+) -> Option<watcher::Event<CachedObject>> {
+    Some(match event {
+        watcher::Event::Apply(object) => watcher::Event::Apply(CachedObject::compact(object)?),
+        watcher::Event::Delete(object) => watcher::Event::Delete(CachedObject::compact(object)?),
+        watcher::Event::Init => watcher::Event::Init,
+        watcher::Event::InitApply(object) => {
+            watcher::Event::InitApply(CachedObject::compact(object)?)
+        }
+        watcher::Event::InitDone => watcher::Event::InitDone,
+    })
+}
+
+impl Resource for CachedObject {
+    type DynamicType = ApiResource;
+    type Scope = DynamicResourceScope;
+
+    fn group(dt: &ApiResource) -> Cow<'_, str> {
+        dt.group.as_str().into()
+    }
+
+    fn version(dt: &ApiResource) -> Cow<'_, str> {
+        dt.version.as_str().into()
+    }
+
+    fn kind(dt: &ApiResource) -> Cow<'_, str> {
+        dt.kind.as_str().into()
+    }
+
+    fn api_version(dt: &ApiResource) -> Cow<'_, str> {
+        dt.api_version.as_str().into()
+    }
+
+    fn plural(dt: &ApiResource) -> Cow<'_, str> {
+        dt.plural.as_str().into()
+    }
+
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+    use serde_json::json;
+
+    fn deployment() -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "d", "namespace": "ns", "resourceVersion": "7",
+                "labels": {"app": "d"},
+                "managedFields": [{"manager": "op", "operation": "Apply",
+                    "fieldsV1": {"f:spec": {"f:replicas": {}}}}]},
+            "spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "c"}]}}},
+            "status": {"readyReplicas": 1},
+        }))
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn the_compact_form_reads_back_as_the_whole_object() {
+        let object = deployment();
+        let cached = CachedObject::compact(&object).unwrap_or_else(|| panic!("compacts"));
+        assert_eq!(cached.to_value(), serde_json::to_value(&object).ok());
+        // The typed metadata leaves the field sets to the text.
+        assert!(cached.metadata.managed_fields.is_none());
+        let entries: Option<Vec<ManagedFieldsEntry>> = cached
+            .to_value()
+            .and_then(|v| serde_json::from_value(v["metadata"]["managedFields"].clone()).ok());
+        assert_eq!(entries.map(|e| e.len()), Some(1));
+        assert_eq!(cached.metadata.name.as_deref(), Some("d"));
+        assert_eq!(cached.metadata.resource_version.as_deref(), Some("7"));
+    }
+}
