@@ -41,8 +41,11 @@ const SWEEP_AT_LEAST: usize = 1024;
 /// What we last wrote at one placement.
 #[derive(Clone, Debug)]
 enum Written {
-    /// The object as the server returned it from an apply, create or patch.
-    Object(Value),
+    /// The object as the server returned it from an apply, create or
+    /// patch, as its JSON text: thousands of writes can wait for a
+    /// lagging watch at once, and the text is a fraction of a `Value`
+    /// tree's size.
+    Object(Box<str>),
     /// Deleted; the resourceVersion of the deletion (if the server said
     /// it) tells a later object from the one deleted.
     Deleted,
@@ -130,7 +133,7 @@ impl OwnWrites {
             place,
             Entry {
                 version: version_of(object),
-                written: Written::Object(object.clone()),
+                written: Written::Object(object.to_string().into_boxed_str()),
                 at: Instant::now(),
                 watch,
             },
@@ -215,7 +218,10 @@ impl OwnWrites {
             return Override::None;
         }
         match &entry.written {
-            Written::Object(object) => Override::Object(object.clone()),
+            // The text is what `Value` wrote: it parses.
+            Written::Object(text) => serde_json::from_str(text)
+                .map(Override::Object)
+                .unwrap_or(Override::None),
             Written::Deleted => Override::Absent,
         }
     }
