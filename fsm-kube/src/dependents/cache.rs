@@ -15,7 +15,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use serde_json::Value;
 
-use super::cached_object::CachedObject;
+use super::cached_object::{CachedObject, SharedResource};
 use super::kind::DependentKind;
 use super::object::{Owner, Placement, meta_labelled_for};
 use crate::store::{MANAGED_BY_LABEL, OWNER_UID_LABEL};
@@ -120,8 +120,9 @@ impl OwnerIndex {
 
 /// Where a kind's cache keeps its objects.
 pub(crate) enum CacheStore {
-    /// The runtime's own watch: objects in their compact form.
-    Watched(Store<CachedObject>),
+    /// The runtime's own watch: objects in their compact form, keyed with
+    /// the kind's shared resource.
+    Watched(Store<CachedObject>, SharedResource),
     /// A reflector store given by hand
     /// ([`DependentsRuntime::cache`](super::DependentsRuntime::cache)).
     Given(Store<DynamicObject>),
@@ -160,30 +161,32 @@ impl Cached {
 
 impl CacheStore {
     fn get(&self, name: &str, namespace: Option<&str>, resource: &ApiResource) -> Option<Cached> {
-        fn key<K: kube::Resource<DynamicType = ApiResource>>(
+        fn key<K: kube::Resource>(
             name: &str,
             namespace: Option<&str>,
-            resource: &ApiResource,
+            dyntype: K::DynamicType,
         ) -> ObjectRef<K> {
-            let key = ObjectRef::new_with(name, resource.clone());
+            let key = ObjectRef::new_with(name, dyntype);
             match namespace {
                 Some(ns) => key.within(ns),
                 None => key,
             }
         }
         match self {
-            CacheStore::Watched(store) => store
-                .get(&key(name, namespace, resource))
+            CacheStore::Watched(store, shared) => store
+                .get(&key(name, namespace, shared.clone()))
                 .map(Cached::Watched),
             CacheStore::Given(store) => store
-                .get(&key(name, namespace, resource))
+                .get(&key(name, namespace, resource.clone()))
                 .map(Cached::Given),
         }
     }
 
     fn all(&self) -> Vec<Cached> {
         match self {
-            CacheStore::Watched(store) => store.state().into_iter().map(Cached::Watched).collect(),
+            CacheStore::Watched(store, _) => {
+                store.state().into_iter().map(Cached::Watched).collect()
+            }
             CacheStore::Given(store) => store.state().into_iter().map(Cached::Given).collect(),
         }
     }
@@ -192,7 +195,7 @@ impl CacheStore {
     /// gone without).
     async fn listed(&self) -> bool {
         match self {
-            CacheStore::Watched(store) => store.wait_until_ready().await.is_ok(),
+            CacheStore::Watched(store, _) => store.wait_until_ready().await.is_ok(),
             CacheStore::Given(store) => store.wait_until_ready().await.is_ok(),
         }
     }

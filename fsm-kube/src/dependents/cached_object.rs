@@ -10,6 +10,7 @@
 //! tree.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use kube::Resource;
 use kube::api::{ApiResource, DynamicObject, ObjectMeta};
@@ -64,28 +65,34 @@ pub(crate) fn compact_event(
     })
 }
 
+/// A kind's API resource, shared by all the keys of its cache: kube's
+/// store keys each object with its own copy of the dynamic type (five
+/// strings for an `ApiResource`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct SharedResource(pub Arc<ApiResource>);
+
 impl Resource for CachedObject {
-    type DynamicType = ApiResource;
+    type DynamicType = SharedResource;
     type Scope = DynamicResourceScope;
 
-    fn group(dt: &ApiResource) -> Cow<'_, str> {
-        dt.group.as_str().into()
+    fn group(dt: &SharedResource) -> Cow<'_, str> {
+        dt.0.group.as_str().into()
     }
 
-    fn version(dt: &ApiResource) -> Cow<'_, str> {
-        dt.version.as_str().into()
+    fn version(dt: &SharedResource) -> Cow<'_, str> {
+        dt.0.version.as_str().into()
     }
 
-    fn kind(dt: &ApiResource) -> Cow<'_, str> {
-        dt.kind.as_str().into()
+    fn kind(dt: &SharedResource) -> Cow<'_, str> {
+        dt.0.kind.as_str().into()
     }
 
-    fn api_version(dt: &ApiResource) -> Cow<'_, str> {
-        dt.api_version.as_str().into()
+    fn api_version(dt: &SharedResource) -> Cow<'_, str> {
+        dt.0.api_version.as_str().into()
     }
 
-    fn plural(dt: &ApiResource) -> Cow<'_, str> {
-        dt.plural.as_str().into()
+    fn plural(dt: &SharedResource) -> Cow<'_, str> {
+        dt.0.plural.as_str().into()
     }
 
     fn meta(&self) -> &ObjectMeta {

@@ -13,7 +13,7 @@ use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 
 use super::cache::{CacheStore, KindCache, OwnerIndex, WatchProgress, prepare_for_cache};
-use super::cached_object::{CachedObject, compact_event};
+use super::cached_object::{CachedObject, SharedResource, compact_event};
 use super::kind::DependentKind;
 use super::object::DEPENDENT_LABEL;
 use super::runtime::DependentsRuntime;
@@ -152,13 +152,14 @@ fn cached_watch(
     api: Api<DynamicObject>,
     config: watcher::Config,
 ) -> impl futures::Stream<Item = Result<DynamicObject, watcher::Error>> + Send + 'static {
-    let mut writer = Writer::<CachedObject>::new(kind.resource.clone());
+    let shared = SharedResource(Arc::new(kind.resource.clone()));
+    let mut writer = Writer::<CachedObject>::new(shared.clone());
     let owners = Arc::new(OwnerIndex::default());
     let progress = Arc::new(WatchProgress::default());
     runtime.register_cache(KindCache {
         kind: kind.clone(),
         namespace: namespace.map(str::to_owned),
-        store: CacheStore::Watched(writer.as_reader()),
+        store: CacheStore::Watched(writer.as_reader(), shared),
         owners: Some(owners.clone()),
         waited_out: Default::default(),
         progress: Some(progress.clone()),
