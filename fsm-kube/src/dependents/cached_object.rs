@@ -10,12 +10,14 @@
 //! tree.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use kube::Resource;
 use kube::api::{ApiResource, DynamicObject, ObjectMeta};
 use kube::core::DynamicResourceScope;
 use kube::runtime::watcher;
+use serde::Serialize;
 use serde_json::Value;
 
 /// An object as a watch cache keeps it.
@@ -37,7 +39,7 @@ impl CachedObject {
         if !matches!(object.data, Value::Object(_) | Value::Null) {
             return None;
         }
-        let json = serde_json::to_string(object).ok()?.into_boxed_str();
+        let json = json_text(object)?;
         let mut metadata = object.metadata.clone();
         metadata.managed_fields = None;
         Some(Self { metadata, json })
@@ -47,6 +49,34 @@ impl CachedObject {
     pub fn to_value(&self) -> Option<Value> {
         serde_json::from_str(&self.json).ok()
     }
+}
+
+thread_local! {
+    /// Where [`json_text`] writes before it copies: reused, so that
+    /// building a text allocates once, at its final size.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The largest scratch buffer kept between texts.
+const SCRATCH_KEPT: usize = 1 << 20;
+
+/// `value` as compact JSON text, in one allocation of exactly its length
+/// (serializing straight into a `String` grows it by doubling, and every
+/// long-lived text would leave the freed smaller buffers behind it in the
+/// allocator).
+pub(crate) fn json_text<T: Serialize + ?Sized>(value: &T) -> Option<Box<str>> {
+    SCRATCH.with(|scratch| {
+        let mut scratch = scratch.try_borrow_mut().ok()?;
+        scratch.clear();
+        let written = serde_json::to_writer(&mut *scratch, value);
+        let text = written
+            .ok()
+            .and_then(|()| std::str::from_utf8(&scratch).ok().map(Box::<str>::from));
+        if scratch.capacity() > SCRATCH_KEPT {
+            *scratch = Vec::new();
+        }
+        text
+    })
 }
 
 /// `event` with its object in the compact form; `None` if it does not
@@ -137,5 +167,15 @@ mod tests {
         assert_eq!(entries.map(|e| e.len()), Some(1));
         assert_eq!(cached.metadata.name.as_deref(), Some("d"));
         assert_eq!(cached.metadata.resource_version.as_deref(), Some("7"));
+    }
+
+    #[test]
+    fn a_text_is_the_compact_json_and_the_scratch_is_reused() {
+        let value = json!({"a": [1, 2, {"b": "c"}], "d": null});
+        assert_eq!(json_text(&value).as_deref(), Some(value.to_string().as_str()));
+        // A long text, then a short one: each exactly itself.
+        let long = json!({"k": "x".repeat(100_000)});
+        assert_eq!(json_text(&long).map(|t| t.len()), Some(long.to_string().len()));
+        assert_eq!(json_text(&json!(1)).as_deref(), Some("1"));
     }
 }

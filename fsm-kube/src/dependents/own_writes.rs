@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::cache::WatchProgress;
+use super::cached_object::json_text;
 use super::object::Placement;
 
 /// At most this many writes are remembered; past it, those older than
@@ -133,7 +134,9 @@ impl OwnWrites {
             place,
             Entry {
                 version: version_of(object),
-                written: Written::Object(object.to_string().into_boxed_str()),
+                written: Written::Object(
+                    json_text(object).unwrap_or_else(|| object.to_string().into_boxed_str()),
+                ),
                 at: Instant::now(),
                 watch,
             },
