@@ -29,7 +29,7 @@ pub(crate) struct CachedObject {
     /// The whole object as compact JSON, as the cache prepared it (its
     /// `apiVersion` and `kind` filled in, other managers' field sets
     /// dropped).
-    json: Box<str>,
+    json: Arc<str>,
 }
 
 impl CachedObject {
@@ -39,7 +39,7 @@ impl CachedObject {
         if !matches!(object.data, Value::Object(_) | Value::Null) {
             return None;
         }
-        let json = json_text(object)?;
+        let json = with_json_text(object, |text: &str| Arc::from(text))?;
         let mut metadata = object.metadata.clone();
         metadata.managed_fields = None;
         Some(Self { metadata, json })
@@ -48,6 +48,11 @@ impl CachedObject {
     /// The object as JSON (parsed from its text).
     pub fn to_value(&self) -> Option<Value> {
         serde_json::from_str(&self.json).ok()
+    }
+
+    /// The object's JSON text (shared, not copied).
+    pub fn text(&self) -> Arc<str> {
+        self.json.clone()
     }
 }
 
@@ -65,13 +70,22 @@ const SCRATCH_KEPT: usize = 1 << 20;
 /// long-lived text would leave the freed smaller buffers behind it in the
 /// allocator).
 pub(crate) fn json_text<T: Serialize + ?Sized>(value: &T) -> Option<Box<str>> {
+    with_json_text(value, |text: &str| Box::from(text))
+}
+
+/// `value`'s compact JSON text, made into `R` by `make` (which copies it
+/// into an allocation of its own: `Box::from`, `Arc::from`).
+fn with_json_text<T, R>(value: &T, make: impl FnOnce(&str) -> R) -> Option<R>
+where
+    T: Serialize + ?Sized,
+{
     SCRATCH.with(|scratch| {
         let mut scratch = scratch.try_borrow_mut().ok()?;
         scratch.clear();
         let written = serde_json::to_writer(&mut *scratch, value);
         let text = written
             .ok()
-            .and_then(|()| std::str::from_utf8(&scratch).ok().map(Box::<str>::from));
+            .and_then(|()| std::str::from_utf8(&scratch).ok().map(make));
         if scratch.capacity() > SCRATCH_KEPT {
             *scratch = Vec::new();
         }
@@ -172,10 +186,16 @@ mod tests {
     #[test]
     fn a_text_is_the_compact_json_and_the_scratch_is_reused() {
         let value = json!({"a": [1, 2, {"b": "c"}], "d": null});
-        assert_eq!(json_text(&value).as_deref(), Some(value.to_string().as_str()));
+        assert_eq!(
+            json_text(&value).as_deref(),
+            Some(value.to_string().as_str())
+        );
         // A long text, then a short one: each exactly itself.
         let long = json!({"k": "x".repeat(100_000)});
-        assert_eq!(json_text(&long).map(|t| t.len()), Some(long.to_string().len()));
+        assert_eq!(
+            json_text(&long).map(|t| t.len()),
+            Some(long.to_string().len())
+        );
         assert_eq!(json_text(&json!(1)).as_deref(), Some("1"));
     }
 }

@@ -14,7 +14,8 @@ use super::create_only::{create_or_read, ownership_only};
 use super::derived;
 use super::diff::{conflicting_managers, only_updaters};
 use super::error::DependentsError;
-use super::live::LiveDependents;
+use super::live::{LiveDependents, LiveObject};
+use super::match_memo::body_hash;
 use super::matching;
 use super::object::{
     DEPENDENT_LABEL, Owner, Placement, applied, live_placement, owned_by, placement, selector,
@@ -25,7 +26,7 @@ use super::pruned::PruneShape;
 use super::readiness::{Readiness, builtin_readiness};
 use super::report::{Convergence, DependentFailure, DependentState, FailureKind};
 use super::runtime::DependentsRuntime;
-use super::set::{Dependent, DesiredSet, ReadyCheck};
+use super::set::{Dependent, DesiredSet, Precondition, ReadyCheck};
 use super::unchanged;
 
 /// Brings the dependents of `owner` to `set`, as far as they can go now.
@@ -288,12 +289,12 @@ struct Outcome {
     applied: Vec<String>,
     unchanged: u32,
     /// The live objects of its ready members.
-    live: Vec<Value>,
+    live: Vec<LiveObject>,
 }
 
 /// One object of a dependent, reconciled.
 enum Member {
-    Ready(Value),
+    Ready(LiveObject),
     NotReady(String),
     Held,
     Failed(DependentFailure),
@@ -377,6 +378,13 @@ async fn reconcile_object(
     if dependent.keep {
         orphan::mark(&mut body);
     }
+    let memo = memoizable(dependent).then(|| body_hash(&body));
+    if let Some(hash) = memo
+        && let Some(live) = runtime.matched_before(kind, &place, hash)
+    {
+        runtime.count(kind, "unchanged");
+        return Ok((place, Member::Ready(live), Some(false)));
+    }
     let live = match runtime.read(kind, &place).await {
         Ok(live) => live,
         Err(error) => {
@@ -417,6 +425,9 @@ async fn reconcile_object(
     if unchanged && let Some(current) = live {
         runtime.count(kind, "unchanged");
         let member = readiness(dependent, current);
+        if let (Some(hash), Member::Ready(LiveObject::Json(current))) = (memo, &member) {
+            runtime.matched(&place, current, hash);
+        }
         return Ok((place, member, Some(false)));
     }
     let written = match apply(runtime, dependent, &place, &body, live.as_ref()).await {
@@ -608,12 +619,24 @@ fn readiness(dependent: &Dependent, live: Value) -> Member {
         ReadyCheck::Custom(check) => check(&live),
     };
     match readiness {
-        Readiness::Ready => Member::Ready(live),
+        Readiness::Ready => Member::Ready(LiveObject::Json(live)),
         Readiness::Pending(why) => Member::NotReady(why),
         Readiness::Failed(why) => {
             Member::Failed(DependentFailure::new(FailureKind::ReadinessFailed, why))
         }
     }
+}
+
+/// Whether a match of `dependent`'s objects may be remembered (see
+/// [`DependentsRuntime::matched_before`]): whether the outcome of a
+/// converge depends on nothing but the live object and the desired body.
+/// Not with a precondition, a readiness check or a matcher of the user's
+/// (code that may look at more), nor for a create-only dependent.
+fn memoizable(dependent: &Dependent) -> bool {
+    matches!(dependent.precondition, Precondition::Always(true))
+        && !matches!(dependent.ready, ReadyCheck::Custom(_))
+        && !dependent.create_only
+        && dependent.matching.matcher.is_none()
 }
 
 /// The placements the set's active dependents desire.

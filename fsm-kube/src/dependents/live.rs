@@ -4,6 +4,7 @@
 //! ([`Convergence::live`](super::Convergence::live)).
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -55,15 +56,90 @@ pub enum LiveError {
 /// assert!(live.get::<Service>("database").is_err());
 /// # Ok::<(), fsm_kube::dependents::LiveError>(())
 /// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct LiveDependents {
-    objects: BTreeMap<String, Vec<Value>>,
+    objects: BTreeMap<String, LiveFamily>,
 }
+
+/// One live object as a converge found it: JSON it holds anyway (an
+/// apply's answer, a read it compared), or the text of a cached object it
+/// did not need to parse.
+#[derive(Clone, Debug)]
+pub(crate) enum LiveObject {
+    Json(Value),
+    Text(Arc<str>),
+}
+
+impl LiveObject {
+    fn to_value(&self) -> Option<Value> {
+        match self {
+            LiveObject::Json(value) => Some(value.clone()),
+            LiveObject::Text(text) => serde_json::from_str(text).ok(),
+        }
+    }
+
+    fn decode<T: DeserializeOwned>(&self, key: &str) -> Result<T, LiveError> {
+        let decoded = match self {
+            LiveObject::Json(value) => T::deserialize(value),
+            LiveObject::Text(text) => serde_json::from_str(text),
+        };
+        decoded.map_err(|e| LiveError::Decode {
+            key: key.to_owned(),
+            message: e.to_string(),
+        })
+    }
+}
+
+/// The live objects of one key, parsed into JSON the first time they are
+/// read as JSON ([`LiveDependents::raw`]); typed reads decode them
+/// directly.
+#[derive(Clone, Debug, Default)]
+struct LiveFamily {
+    objects: Vec<LiveObject>,
+    parsed: OnceLock<Vec<Value>>,
+}
+
+impl LiveFamily {
+    fn of(objects: Vec<LiveObject>) -> Self {
+        LiveFamily {
+            objects,
+            parsed: OnceLock::new(),
+        }
+    }
+
+    fn values(&self) -> &[Value] {
+        self.parsed.get_or_init(|| {
+            self.objects
+                .iter()
+                .filter_map(LiveObject::to_value)
+                .collect()
+        })
+    }
+}
+
+impl PartialEq for LiveDependents {
+    fn eq(&self, other: &Self) -> bool {
+        self.objects.len() == other.objects.len()
+            && self
+                .objects
+                .iter()
+                .zip(&other.objects)
+                .all(|((k, a), (l, b))| k == l && a.values() == b.values())
+    }
+}
+
+impl Eq for LiveDependents {}
 
 impl FromIterator<(String, Vec<Value>)> for LiveDependents {
     fn from_iter<I: IntoIterator<Item = (String, Vec<Value>)>>(iter: I) -> Self {
         LiveDependents {
-            objects: iter.into_iter().collect(),
+            objects: iter
+                .into_iter()
+                .map(|(key, values)| {
+                    let objects = values.into_iter().map(LiveObject::Json).collect();
+                    (key, LiveFamily::of(objects))
+                })
+                .collect(),
         }
     }
 }
@@ -76,9 +152,9 @@ impl LiveDependents {
     /// family of another size than one, [`LiveError::Decode`] when it does
     /// not read as `T`.
     pub fn get<T: DeserializeOwned>(&self, key: &str) -> Result<T, LiveError> {
-        match self.raw(key) {
+        match self.objects.get(key).map(|f| f.objects.as_slice()) {
             None | Some([]) => Err(LiveError::Absent(key.to_owned())),
-            Some([one]) => decode(key, one),
+            Some([one]) => one.decode(key),
             Some(many) => Err(LiveError::Family {
                 key: key.to_owned(),
                 count: many.len(),
@@ -93,16 +169,16 @@ impl LiveDependents {
     /// [`LiveError::Absent`] when the key has no live objects here,
     /// [`LiveError::Decode`] when one does not read as `T`.
     pub fn family<T: DeserializeOwned>(&self, key: &str) -> Result<Vec<T>, LiveError> {
-        let objects = self
+        let family = self
             .objects
             .get(key)
             .ok_or_else(|| LiveError::Absent(key.to_owned()))?;
-        objects.iter().map(|o| decode(key, o)).collect()
+        family.objects.iter().map(|o| o.decode(key)).collect()
     }
 
     /// The live objects of dependent `key`, as JSON.
     pub fn raw(&self, key: &str) -> Option<&[Value]> {
-        self.objects.get(key).map(Vec::as_slice)
+        self.objects.get(key).map(LiveFamily::values)
     }
 
     /// The keys with live objects.
@@ -116,25 +192,21 @@ impl LiveDependents {
     }
 
     /// Records the live objects of `key`.
-    pub(crate) fn insert(&mut self, key: String, objects: Vec<Value>) {
-        self.objects.insert(key, objects);
+    pub(crate) fn insert(&mut self, key: String, objects: Vec<LiveObject>) {
+        self.objects.insert(key, LiveFamily::of(objects));
     }
 
     /// Only the keys in `keys`: what a derived dependent may see.
     pub(crate) fn only(&self, keys: &[String]) -> LiveDependents {
-        self.objects
-            .iter()
-            .filter(|(k, _)| keys.contains(k))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
+        LiveDependents {
+            objects: self
+                .objects
+                .iter()
+                .filter(|(k, _)| keys.contains(k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        }
     }
-}
-
-fn decode<T: DeserializeOwned>(key: &str, value: &Value) -> Result<T, LiveError> {
-    T::deserialize(value).map_err(|e| LiveError::Decode {
-        key: key.to_owned(),
-        message: e.to_string(),
-    })
 }
 
 #[cfg(test)]
@@ -173,5 +245,21 @@ mod tests {
             live.only(&["bad".to_owned()]).keys().collect::<Vec<_>>(),
             ["bad"]
         );
+    }
+
+    #[test]
+    fn a_cached_text_reads_as_its_json_typed_and_raw() {
+        let object = json!({"metadata": {"name": "a"}, "data": {"k": "v"}});
+        let mut from_text = LiveDependents::default();
+        from_text.insert(
+            "config".into(),
+            vec![LiveObject::Text(Arc::from(object.to_string().as_str()))],
+        );
+        let from_json = LiveDependents::from_iter([("config".to_owned(), vec![object.clone()])]);
+        let config: ConfigMap = from_text.get("config").unwrap();
+        assert_eq!(config.metadata.name.as_deref(), Some("a"));
+        assert_eq!(from_text.raw("config"), Some(&[object][..]));
+        assert_eq!(from_text, from_json);
+        assert_ne!(from_text, LiveDependents::default());
     }
 }

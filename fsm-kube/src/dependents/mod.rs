@@ -92,6 +92,7 @@ mod diff;
 mod error;
 mod kind;
 mod live;
+mod match_memo;
 mod matching;
 mod object;
 mod on_delete;

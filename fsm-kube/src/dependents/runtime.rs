@@ -13,9 +13,11 @@ use serde_json::Value;
 use super::cache::{CacheRegistry, CacheStore, Cached, KindCache};
 use super::condition_memo::ConditionMemo;
 use super::kind::DependentKind;
+use super::live::LiveObject;
+use super::match_memo::MatchMemo;
 use super::matching::LearnedForms;
 use super::object::{Owner, Placement, live_placement};
-use super::own_writes::{Override, OwnWrites};
+use super::own_writes::{Override, OwnWrites, version_of};
 use super::pruned::PrunedShapes;
 use super::wake::WakeFilters;
 use crate::conditions::ReportedConditions;
@@ -80,6 +82,7 @@ pub struct DependentsRuntime {
     pub(crate) field_manager: String,
     caches: Arc<CacheRegistry>,
     writes: Arc<OwnWrites>,
+    matches: Arc<MatchMemo>,
     pub(crate) wakes: Arc<WakeFilters>,
     pub(crate) condition_memo: Arc<ConditionMemo>,
     recorder: Option<Recorder>,
@@ -121,6 +124,7 @@ impl DependentsRuntime {
             field_manager: "operator-fsm".to_owned(),
             caches: Arc::default(),
             writes: Arc::default(),
+            matches: Arc::default(),
             wakes: Arc::default(),
             condition_memo: Arc::default(),
             recorder: None,
@@ -270,6 +274,38 @@ impl DependentsRuntime {
         let api = self.api(kind, place.namespace.as_deref());
         let object = api.get_opt(&place.name).await?;
         Ok(object.and_then(|o| serde_json::to_value(o).ok()))
+    }
+
+    /// The cached object at `place`, unparsed, when the last comparison
+    /// there found this very version of it matching a desired body
+    /// hashing to `body` (see [`MatchMemo`]); `None` whenever the object
+    /// must be read and compared: no watch cache of ours, a newer own
+    /// write the cache does not show yet, another version, another body.
+    pub(crate) fn matched_before(
+        &self,
+        kind: &DependentKind,
+        place: &Placement,
+        body: u64,
+    ) -> Option<LiveObject> {
+        let cache = self.caches.synced(kind, place.namespace.as_deref())?;
+        let cached = cache.get(place)?;
+        let version = cached.version()?;
+        let Cached::Watched(object) = &cached else {
+            return None;
+        };
+        let current = self
+            .writes
+            .reconcile_version(place, Some(Some(version)), cache.watched());
+        (current == Override::None && self.matches.holds(place, version, body))
+            .then(|| LiveObject::Text(object.text()))
+    }
+
+    /// Notes that `live` at `place` matched a desired body hashing to
+    /// `body` (see [`Self::matched_before`]).
+    pub(crate) fn matched(&self, place: &Placement, live: &Value, body: u64) {
+        if let Some(version) = version_of(live) {
+            self.matches.note(place, version, body);
+        }
     }
 
     /// Whether `kind` has a synced cache for `owner`'s objects (in its
