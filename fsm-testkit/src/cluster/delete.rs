@@ -68,7 +68,9 @@ impl Cluster {
     }
 
     /// Deletes every object of `def` in `ns` matching `q`; returns the list
-    /// of deleted (or now terminating) objects.
+    /// as it was read before the deletions, as kube-apiserver's
+    /// `DeleteCollection` does: an object a finalizer holds is answered
+    /// without its `deletionTimestamp`, a deleted one at its last version.
     ///
     /// # Errors
     /// As [`Cluster::list`].
@@ -80,19 +82,16 @@ impl Cluster {
         opts: &DeleteOptions,
         now: jiff::Timestamp,
     ) -> Result<Value, ApiError> {
-        let mut list = self.list(def, ns, q)?;
-        let mut deleted = Vec::new();
+        let list = self.list(def, ns, q)?;
         if let Some(items) = list["items"].as_array() {
             for item in items {
                 let (ns, name) = (str_at(item, "namespace"), str_at(item, "name"));
                 match self.delete(def, ns, name, opts, now) {
-                    Ok((obj, _)) => deleted.push(super::list_item(def, &obj)),
-                    Err(ApiError::NotFound(_)) => {}
+                    Ok(_) | Err(ApiError::NotFound(_)) => {}
                     Err(e) => return Err(e),
                 }
             }
         }
-        list["items"] = Value::Array(deleted);
         Ok(list)
     }
 

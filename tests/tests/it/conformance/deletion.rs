@@ -201,6 +201,75 @@ pub async fn dry_run_delete_of_a_held_object(s: &mut Scene) -> Fallible {
     Ok(())
 }
 
+/// A deletecollection answers the list as it read it before deleting: a
+/// held object without the `deletionTimestamp` it now has, a deleted one
+/// at the version it was listed at (not at its deletion's).
+pub async fn delete_collection_answers_the_list_it_read(s: &mut Scene) -> Fallible {
+    let path = s.core("configmaps");
+    let held = s
+        .post(
+            &path,
+            configmap(
+                "held",
+                json!({"labels": {"set": "y"}, "finalizers": ["example.com/hold"]}),
+            ),
+        )
+        .await?
+        .expect(201)?;
+    let free = s
+        .post(&path, configmap("free", json!({"labels": {"set": "y"}})))
+        .await?
+        .expect(201)?;
+    let answer = s
+        .delete(&format!("{path}?labelSelector=set%3Dy"))
+        .await?
+        .expect(200)?;
+    let items = answer.body["items"].as_array().cloned().unwrap_or_default();
+    let listed: Vec<(Value, Value, bool)> = items
+        .iter()
+        .map(|i| {
+            let meta = &i["metadata"];
+            (
+                meta["name"].clone(),
+                meta["resourceVersion"].clone(),
+                meta.get("deletionTimestamp").is_some(),
+            )
+        })
+        .collect();
+    let version = |reply: &Reply| reply.body["metadata"]["resourceVersion"].clone();
+    assert_eq!(
+        listed,
+        [
+            (json!("free"), version(&free), false),
+            (json!("held"), version(&held), false),
+        ],
+        "the items as listed"
+    );
+    s.record(
+        "answer: names and whether marked",
+        json!(
+            listed
+                .iter()
+                .map(|(name, _, marked)| json!([name, marked]))
+                .collect::<Vec<_>>()
+        ),
+    );
+    let now = s.get(&format!("{path}/held")).await?.expect(200)?;
+    assert!(now.body["metadata"]["deletionTimestamp"].is_string());
+    s.record(
+        "held, now marked",
+        now.body["metadata"]["finalizers"].clone(),
+    );
+    s.get(&format!("{path}/free")).await?.expect(404)?;
+    s.merge(
+        &format!("{path}/held"),
+        json!({"metadata": {"finalizers": null}}),
+    )
+    .await?
+    .expect(200)?;
+    Ok(())
+}
+
 async fn owner_and_child(s: &Scene, owner: &str, child_meta: Value) -> Fallible<(String, String)> {
     let path = s.core("configmaps");
     let created = s

@@ -167,6 +167,7 @@ scenarios! {
     gaps::managed_fields_bookkeeping,
     deletion::delete_options_as_query_parameters,
     deletion::dry_run_delete_of_a_held_object,
+    deletion::delete_collection_answers_the_list_it_read,
     deletion::cascade_as_query_parameter,
     deletion::dangling_owner_reference_is_collected,
     deletion::owner_references_and_finalizers_are_validated,
