@@ -102,8 +102,7 @@ fn keycloak() -> Keycloak {
 const BILLING_ROUTES_EDITED: &str = "- from:\n    uri: timer:invoices?period=30000\n    steps:\n      - to: http:billing.internal/run\n      - to: log:billing\n";
 
 /// The integrations `orders` and `billing`.
-// `integrations_`: `integrations` is the name of their Api below.
-fn integrations_() -> [Integration; 2] {
+fn integration_objects() -> [Integration; 2] {
     let integration = |name: &str, source: &str, dependencies: &[&str]| {
         Integration::new(
             name,
@@ -141,7 +140,7 @@ pub fn workload_images() -> Vec<String> {
         BuildPlan::for_keycloak(&sso, mutable_jar::REGISTRY).image,
         BUILDER_IMAGE.to_owned(),
     ];
-    let [orders, billing] = integrations_();
+    let [orders, billing] = integration_objects();
     let edited = IntegrationSpec {
         source: BILLING_ROUTES_EDITED.to_owned(),
         ..billing.spec.clone()
@@ -178,7 +177,7 @@ pub async fn create_objects(client: &Client, namespace: &str) -> Result<(), kube
     create_or_get(&keycloaks, &keycloak()).await?;
 
     let integrations: Api<Integration> = Api::namespaced(client.clone(), namespace);
-    for integration in integrations_() {
+    for integration in integration_objects() {
         create_or_get(&integrations, &integration).await?;
     }
 
