@@ -11,6 +11,10 @@
 //! per run (`scripts/real-apiserver`), the workload simulated through a
 //! client of the driver's, the operator's requests counted from the
 //! apiserver's audit log of its own user (see `bench::audit`).
+//! `--server cluster` runs it on the one-node cluster of
+//! `scripts/real-cluster`, started afresh per run (as root), where nothing
+//! is simulated: the Deployments' pods really run (on its `nginx:1.27`
+//! stand-in), the requests counted from the same audit log.
 //!
 //! `deps` is another workload: four dependents per object converged by a
 //! `DependentsReconciler`, then one re-sync of every converged object,
@@ -64,6 +68,10 @@ enum ServerKind {
     /// simulated through the driver's client; requests counted from the
     /// audit log of the operator's own user.
     Real,
+    /// The one-node cluster (`scripts/real-cluster`), started afresh per
+    /// run: its controllers and kubelet really roll the Deployments out;
+    /// requests counted as on `Real`.
+    Cluster,
 }
 
 impl ServerKind {
@@ -71,6 +79,7 @@ impl ServerKind {
         match self {
             ServerKind::Embedded => "embedded",
             ServerKind::Real => "real",
+            ServerKind::Cluster => "cluster",
         }
     }
 }
@@ -101,7 +110,9 @@ struct Args {
     #[arg(long, default_value = "target/bench-runs")]
     work_dir: PathBuf,
     /// The API servers to run against, comma-separated, in order:
-    /// `embedded` (fsm-apiserver), `real` (kube-apiserver 1.20).
+    /// `embedded` (fsm-apiserver), `real` (kube-apiserver 1.20), `cluster`
+    /// (the one-node cluster of scripts/real-cluster, as root; mind its
+    /// ~110 pods: each app's Deployment has 2).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "embedded")]
     server: Vec<ServerKind>,
     /// The directory of the driver's own real kube-apiserver instance
@@ -112,6 +123,12 @@ struct Args {
     /// `bin/`), linked from `--real-apiserver-dir` when that has none.
     #[arg(long, default_value = "target/real-apiserver")]
     real_apiserver_build: PathBuf,
+    /// The one-node cluster's directory (`FSM_REAL_CLUSTER_DIR` of
+    /// `scripts/real-cluster/start`), for `--server cluster`; a cluster
+    /// running there is stopped first. Its Go binaries come from
+    /// `FSM_REAL_APISERVER_DIR` as the scripts find it.
+    #[arg(long, default_value = "target/real-cluster")]
+    cluster_dir: PathBuf,
 }
 
 #[tokio::main]
@@ -163,7 +180,7 @@ async fn main() -> Result<(), BoxError> {
 /// each per server, then the operator's fair columns of both servers side
 /// by side when both ran.
 fn print_tables(results: &[RunResult]) {
-    let servers: Vec<&str> = ["embedded", "real"]
+    let servers: Vec<&str> = ["embedded", "real", "cluster"]
         .into_iter()
         .filter(|s| results.iter().any(|r| r.server == *s))
         .collect();
@@ -183,7 +200,12 @@ fn print_tables(results: &[RunResult]) {
             println!("{}", dependents_table(&dependents));
         }
     }
-    if servers.len() > 1 {
+    // The workflow's runs side by side, when both servers ran some (the
+    // dependents workload has no such table).
+    let both = ["embedded", "real"]
+        .iter()
+        .all(|s| results.iter().any(|r| r.server == *s && r.resync.is_none()));
+    if both {
         println!("### the operator on both servers (embedded / real)\n");
         println!("{}", servers_side_by_side(results));
     }
@@ -192,6 +214,7 @@ fn print_tables(results: &[RunResult]) {
 fn server_title(server: &str) -> &'static str {
     match server {
         "real" => "real kube-apiserver 1.20 (audit-log counts)",
+        "cluster" => "real one-node cluster, real rollouts (audit-log counts)",
         _ => "embedded fsm-apiserver",
     }
 }
@@ -423,6 +446,16 @@ async fn start(
             );
             (Running::Real(server), driver, operator, tally)
         }
+        ServerKind::Cluster => {
+            let server =
+                RealServer::start_cluster(&std::path::absolute(&args.cluster_dir)?).await?;
+            let tally = Tally::Real(AuditReader::new(server.audit_log.clone(), OPERATOR_USER));
+            let (driver, operator) = (
+                server.admin_kubeconfig.clone(),
+                server.operator_kubeconfig.clone(),
+            );
+            (Running::Real(server), driver, operator, tally)
+        }
     })
 }
 
@@ -457,6 +490,7 @@ async fn run(
     let label = match kind {
         ServerKind::Embedded => format!("{implementation}-{n}"),
         ServerKind::Real => format!("real-{implementation}-{n}"),
+        ServerKind::Cluster => format!("cluster-{implementation}-{n}"),
     };
     let dir = std::fs::canonicalize(&args.work_dir)?.join(label);
     std::fs::create_dir_all(&dir)?;
@@ -477,7 +511,7 @@ async fn run(
     wait_established(&crds).await?;
     // No controllers roll Deployments out on the real server: the
     // simulation does, through the driver's client, as the embedded server
-    // does inside itself.
+    // does inside itself. On the cluster they really roll out.
     let simulation = (kind == ServerKind::Real).then(|| {
         Simulation::through(
             client.clone(),

@@ -44,8 +44,27 @@ BUSYBOX_IMAGE=fsm.local/busybox:1.35
 # port 80, where the example mounts the page. Only the name is nginx's: the
 # example's pods then run and serve their page with nothing pulled.
 WEBPAGE_SERVER_IMAGE=docker.io/library/nginx:1.27
+# The demo's workloads (examples/src/demo), under exactly the names the
+# examples run, each a busybox stand-in doing what its operator expects of
+# the real one (build assembles them; docs/testing.md lists them). The
+# augmented Keycloak's and the kits' names hold digests of the demo's specs
+# (mutable_jar::BuildPlan, integration::kit_image):
+# examples::demo::scenario::workload_images lists the same names, and a test
+# of the examples checks that this list has every one.
+#   Keycloak, stock and augmented: `build ...` completes, `start` serves 8080.
+DEMO_KEYCLOAK_IMAGES=quay.io/keycloak/keycloak:26.0,registry.local/keycloak/sso-augmented:53bfadd142
+#   The Camel K builder: completes, but for the demo's one scripted failure
+#   (attempt 0 of orders' kit build fails, as the simulation plays it).
+DEMO_BUILDER_IMAGE=registry.local/camel-k/builder:2
+#   The kits: orders', billing's before and after its routes change; serve 8080.
+DEMO_KIT_IMAGES=registry.local/camel-k/kit:f9964817c7be,registry.local/camel-k/kit:a30999a1c911,registry.local/camel-k/kit:0211c8605e48
+#   The WebPage's smoke test's curl: `--fail http://SERVICE/` fetched with
+#   busybox wget, the Service's address from the pod's environment (no DNS).
+DEMO_CURL_IMAGE=docker.io/curlimages/curl:8.10.1
+#   The shop's five versions: serve 8080.
+DEMO_SHOP_IMAGES=example.com/shop:v1,example.com/shop:v2,example.com/shop:v3,example.com/shop:v4,example.com/shop:v5
 # The archives `build` writes into images/ and `start` imports.
-IMAGE_ARCHIVES=(pause busybox webpage-server)
+IMAGE_ARCHIVES=(pause busybox webpage-server demo-keycloak demo-builder demo-kits demo-curl demo-shop)
 # The kubelet's binary, the scheduler's and kube-proxy's, built with the
 # control plane's.
 NODE_COMMANDS=(cmd/kubelet cmd/kube-scheduler cmd/kube-proxy)

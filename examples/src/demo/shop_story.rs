@@ -32,6 +32,9 @@ use crate::shop::{Migrations, SendCommandError, Shop, send_command};
 /// The demo's shop.
 pub const SHOP: &str = "corner";
 
+/// The version the story ends with.
+pub const LAST_VERSION: u32 = 5;
+
 /// The version whose migration script is broken until the story fixes it.
 pub const BROKEN_VERSION: u32 = 4;
 
@@ -188,7 +191,7 @@ impl ShopStory {
         self.say(format!(
             "{shop}: signal approve by intern (command {seq}) refused: {reason}"
         ));
-        self.edit(json!({"version": 5, "requireApproval": true}))
+        self.edit(json!({"version": LAST_VERSION, "requireApproval": true}))
             .await?;
         self.say(format!("{shop}: version 4 → 5, approval required"));
         self.wait("awaits approval", |r| r.state == "AwaitingApproval")

@@ -73,9 +73,16 @@ impl IntegrationSpec {
     }
 }
 
-/// The kit image for `digest`.
+/// The image of the kit build Jobs.
+pub const BUILDER_IMAGE: &str = "registry.local/camel-k/builder:2";
+
+/// The kit image for `digest`: one repository of kits, each tagged with
+/// its digest. A kit never changes once built, so it has a tag of its own:
+/// an image without one is `latest`, which the kubelet pulls again at every
+/// pod start (`imagePullPolicy: Always`), while a tag lets a node reuse the
+/// kit it has (`IfNotPresent`).
 pub fn kit_image(digest: &str) -> String {
-    format!("registry.local/camel-k/kit-{digest}")
+    format!("registry.local/camel-k/kit:{digest}")
 }
 
 /// The base name of the build Jobs of `digest`; each attempt's Job adds
@@ -106,7 +113,7 @@ pub fn kit_job(integration: &Integration, digest: &str) -> Job {
                     restart_policy: Some("Never".to_owned()),
                     containers: vec![Container {
                         name: "builder".to_owned(),
-                        image: Some("registry.local/camel-k/builder:2".to_owned()),
+                        image: Some(BUILDER_IMAGE.to_owned()),
                         args: Some(
                             std::iter::once(format!("--push={}", kit_image(digest)))
                                 .chain(

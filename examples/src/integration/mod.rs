@@ -21,8 +21,8 @@ use kube::Client;
 use operator_fsm::prelude::*;
 
 pub use crd::{
-    Integration, IntegrationSpec, IntegrationStatus, KIT_DIGEST_LABEL, integration_deployment,
-    kit_image, kit_job, kit_job_name,
+    BUILDER_IMAGE, Integration, IntegrationSpec, IntegrationStatus, KIT_DIGEST_LABEL,
+    integration_deployment, kit_image, kit_job, kit_job_name,
 };
 pub use state::IntegrationPhase;
 

@@ -36,13 +36,15 @@ pub struct JarContext {
     pub poll: Duration,
 }
 
+/// The registry [`JarContext::new`] pushes the augmented images to.
+pub const REGISTRY: &str = "registry.local/keycloak";
+
 impl JarContext {
-    /// A context pushing to `registry.local/keycloak`, polling every
-    /// 500 ms.
+    /// A context pushing to [`REGISTRY`], polling every 500 ms.
     pub fn new(client: Client) -> Self {
         JarContext {
             client,
-            registry: "registry.local/keycloak".to_owned(),
+            registry: REGISTRY.to_owned(),
             poll: Duration::from_millis(500),
         }
     }

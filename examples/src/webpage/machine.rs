@@ -127,6 +127,10 @@ async fn take_down(cx: &mut Step<'_, PageState>, _: &PageState) -> Result<()> {
     }
 }
 
+/// The image of the smoke test's Job, which runs it with `--fail
+/// http://PAGE/`.
+pub const SMOKE_TEST_IMAGE: &str = "curlimages/curl:8.10.1";
+
 /// The smoke test of version `digest` of `page`: one Job, named after the
 /// digest, so each version is tested once; the next version's test
 /// replaces it (same key, another name: the old one is pruned).
@@ -145,7 +149,7 @@ fn smoke_test(page: &WebPage, digest: &str) -> Result<DesiredSet> {
                     restart_policy: Some("Never".to_owned()),
                     containers: vec![Container {
                         name: "fetch".to_owned(),
-                        image: Some("curlimages/curl:8.10.1".to_owned()),
+                        image: Some(SMOKE_TEST_IMAGE.to_owned()),
                         args: Some(vec!["--fail".to_owned(), format!("http://{name}/")]),
                         ..Container::default()
                     }],

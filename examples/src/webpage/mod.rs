@@ -28,7 +28,7 @@ use crate::support::scoped_api;
 
 pub use crd::{WebPage, WebPageSpec, WebPageStatus};
 pub use desired::{NGINX_IMAGE, desired, html_config_map_name, kinds};
-pub use machine::{PageError, PageState, html_digest};
+pub use machine::{PageError, PageState, SMOKE_TEST_IMAGE, html_digest};
 
 /// The field manager of the operators' applies.
 pub const FIELD_MANAGER: &str = "webpage-operator";
