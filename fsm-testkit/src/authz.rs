@@ -30,7 +30,7 @@
 //! - The Node authorizer (`system:nodes`) is not there.
 
 use k8s_openapi::api::authorization::v1::{
-    NonResourceAttributes, ResourceAttributes, SubjectAccessReview,
+    NonResourceAttributes, ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
 };
 use serde_json::{Map, Value, json};
 
@@ -314,21 +314,30 @@ pub(crate) fn attribute_causes(
     non_resource: Option<&NonResourceAttributes>,
 ) -> Vec<Cause> {
     match (resource, non_resource) {
-        (Some(_), Some(n)) => vec![Cause {
-            reason: "FieldValueInvalid".into(),
-            message: format!(
-                "Invalid value: authorization.NonResourceAttributes{{Path:{:?}, Verb:{:?}}}: cannot be specified in combination with resourceAttributes",
-                n.path.as_deref().unwrap_or_default(),
-                n.verb.as_deref().unwrap_or_default()
-            ),
-            field: "spec.nonResourceAttributes".into(),
-        }],
+        (Some(_), Some(n)) => vec![non_resource_cause(
+            n,
+            "cannot be specified in combination with resourceAttributes",
+        )],
         (None, None) => vec![Cause::invalid(
             "spec.resourceAttributes",
             "null",
             "exactly one of nonResourceAttributes or resourceAttributes must be specified",
         )],
         _ => Vec::new(),
+    }
+}
+
+/// A cause on `spec.nonResourceAttributes`, showing them as Go prints
+/// them.
+pub(crate) fn non_resource_cause(n: &NonResourceAttributes, why: &str) -> Cause {
+    Cause {
+        reason: "FieldValueInvalid".into(),
+        message: format!(
+            "Invalid value: authorization.NonResourceAttributes{{Path:{:?}, Verb:{:?}}}: {why}",
+            n.path.as_deref().unwrap_or_default(),
+            n.verb.as_deref().unwrap_or_default()
+        ),
+        field: "spec.nonResourceAttributes".into(),
     }
 }
 
@@ -347,29 +356,56 @@ pub(crate) fn metadata_causes(body: &Value) -> Option<Cause> {
 
 pub fn review(store: &Store, bytes: &[u8]) -> Result<Value, ApiError> {
     let (body, typed) = reviews::decode::<SubjectAccessReview>(&SUBJECT_ACCESS_REVIEW, bytes)?;
-    let spec = &typed.spec;
+    let mut causes = spec_causes(&typed.spec);
+    causes.extend(metadata_causes(&body));
+    invalid_unless_empty(causes)?;
+    let status = decide(store, &typed.spec)?;
+    Ok(json!({
+        "kind": SUBJECT_ACCESS_REVIEW.kind,
+        "apiVersion": SUBJECT_ACCESS_REVIEW.api_version(),
+        "metadata": reviews::answer_metadata(&body),
+        "spec": echo_spec(&body["spec"]),
+        "status": status,
+    }))
+}
+
+/// What 1.20's validation of a subject access review's spec finds (also
+/// a local one's): neither or both attributes, no user and no group.
+pub(crate) fn spec_causes(spec: &SubjectAccessReviewSpec) -> Vec<Cause> {
     let mut causes = attribute_causes(
         spec.resource_attributes.as_ref(),
         spec.non_resource_attributes.as_ref(),
     );
-    let user = User {
-        name: spec.user.clone().unwrap_or_default(),
-        groups: spec.groups.clone().unwrap_or_default(),
-    };
-    if user.name.is_empty() && user.groups.is_empty() {
+    if spec.user.as_deref().unwrap_or_default().is_empty()
+        && spec.groups.as_ref().is_none_or(Vec::is_empty)
+    {
         causes.push(Cause::invalid(
             "spec.user",
             "",
             "at least one of user or group must be specified",
         ));
     }
-    causes.extend(metadata_causes(&body));
-    if !causes.is_empty() {
-        return Err(ApiError::Invalid(
-            Subject::new(SUBJECT_ACCESS_REVIEW.group, "", ""),
-            causes,
-        ));
+    causes
+}
+
+/// `422 Invalid` of an access review with `causes`, unless there are none.
+pub(crate) fn invalid_unless_empty(causes: Vec<Cause>) -> Result<(), ApiError> {
+    if causes.is_empty() {
+        return Ok(());
     }
+    Err(ApiError::Invalid(
+        Subject::new(SUBJECT_ACCESS_REVIEW.group, "", ""),
+        causes,
+    ))
+}
+
+/// The `status` of a validated subject access review: `allowed`, and the
+/// `reason` when there is one.
+pub(crate) fn decide(store: &Store, spec: &SubjectAccessReviewSpec) -> Result<Value, ApiError> {
+    let user = User {
+        name: spec.user.clone().unwrap_or_default(),
+        groups: spec.groups.clone().unwrap_or_default(),
+    };
     let attributes = match (&spec.resource_attributes, &spec.non_resource_attributes) {
         (Some(r), _) => resource_attributes(r),
         (None, Some(n)) => non_resource_attributes(n),
@@ -384,13 +420,7 @@ pub fn review(store: &Store, bytes: &[u8]) -> Result<Value, ApiError> {
     if !decision.reason.is_empty() {
         status["reason"] = json!(decision.reason);
     }
-    Ok(json!({
-        "kind": SUBJECT_ACCESS_REVIEW.kind,
-        "apiVersion": SUBJECT_ACCESS_REVIEW.api_version(),
-        "metadata": reviews::answer_metadata(&body),
-        "spec": echo_spec(&body["spec"]),
-        "status": status,
-    }))
+    Ok(status)
 }
 
 pub(crate) fn resource_attributes(r: &ResourceAttributes) -> Attributes {

@@ -417,11 +417,13 @@ mod tests {
         assert_eq!(
             names,
             [
+                "localsubjectaccessreviews",
                 "selfsubjectaccessreviews",
                 "selfsubjectrulesreviews",
                 "subjectaccessreviews"
             ]
         );
+        assert_eq!(authz["versions"][0]["resources"][0]["scope"], "Namespaced");
     }
     #[test]
     fn aggregated_documents() {

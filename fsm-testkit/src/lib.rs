@@ -164,6 +164,7 @@ mod kinds;
 mod kubeconfig;
 mod label_syntax;
 mod limits;
+mod local_reviews;
 mod log;
 mod openapi;
 mod patch;

@@ -22,6 +22,8 @@ pub struct Review {
     pub plural: &'static str,
     /// Kind.
     pub kind: &'static str,
+    /// Whether it is posted in a namespace (`LocalSubjectAccessReview`).
+    pub namespaced: bool,
 }
 
 impl Review {
@@ -38,6 +40,7 @@ pub const TOKEN_REVIEW: Review = Review {
     version: "v1",
     plural: "tokenreviews",
     kind: "TokenReview",
+    namespaced: false,
 };
 
 /// `subjectaccessreviews.authorization.k8s.io/v1`.
@@ -46,6 +49,17 @@ pub const SUBJECT_ACCESS_REVIEW: Review = Review {
     version: "v1",
     plural: "subjectaccessreviews",
     kind: "SubjectAccessReview",
+    namespaced: false,
+};
+
+/// `localsubjectaccessreviews.authorization.k8s.io/v1`: a
+/// `SubjectAccessReview` in one namespace, posted there.
+pub const LOCAL_SUBJECT_ACCESS_REVIEW: Review = Review {
+    group: "authorization.k8s.io",
+    version: "v1",
+    plural: "localsubjectaccessreviews",
+    kind: "LocalSubjectAccessReview",
+    namespaced: true,
 };
 
 /// `selfsubjectaccessreviews.authorization.k8s.io/v1`.
@@ -54,6 +68,7 @@ pub const SELF_SUBJECT_ACCESS_REVIEW: Review = Review {
     version: "v1",
     plural: "selfsubjectaccessreviews",
     kind: "SelfSubjectAccessReview",
+    namespaced: false,
 };
 
 /// `selfsubjectrulesreviews.authorization.k8s.io/v1`.
@@ -62,13 +77,15 @@ pub const SELF_SUBJECT_RULES_REVIEW: Review = Review {
     version: "v1",
     plural: "selfsubjectrulesreviews",
     kind: "SelfSubjectRulesReview",
+    namespaced: false,
 };
 
 /// Every review resource served, in the order `/apis` lists their groups
 /// (as kube-apiserver 1.20 does: authentication, then authorization) and
 /// discovery their resources (by name).
-pub const REVIEWS: [Review; 4] = [
+pub const REVIEWS: [Review; 5] = [
     TOKEN_REVIEW,
+    LOCAL_SUBJECT_ACCESS_REVIEW,
     SELF_SUBJECT_ACCESS_REVIEW,
     SELF_SUBJECT_RULES_REVIEW,
     SUBJECT_ACCESS_REVIEW,
@@ -98,7 +115,7 @@ pub fn discovery_entry(r: &Review) -> Value {
     json!({
         "name": r.plural,
         "singularName": "",
-        "namespaced": false,
+        "namespaced": r.namespaced,
         "kind": r.kind,
         "verbs": ["create"],
     })
@@ -111,7 +128,7 @@ pub fn aggregated_entry(r: &Review) -> Value {
     json!({
         "resource": r.plural,
         "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
-        "scope": "Cluster",
+        "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
         "singularResource": "",
         "verbs": ["create"],
     })

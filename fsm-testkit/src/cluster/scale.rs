@@ -27,6 +27,7 @@ const SCALE: Review = Review {
     version: "v1",
     plural: "scale",
     kind: "Scale",
+    namespaced: true,
 };
 
 /// The Scale kind as a resource, for patching a Scale: a built-in type,

@@ -1,8 +1,9 @@
 //! The review resources over HTTP ([`crate::reviews`]): `POST` of a
 //! `TokenReview`, a `SubjectAccessReview` or a self review to its collection is answered
 //! `201` with the review and its status; any other method there is `405`,
-//! and a named, namespaced or subresource path `404`, as on the real
-//! server.
+//! and a named or subresource path `404`, as is a namespaced path of a
+//! cluster review or a cluster path of a namespaced one
+//! (`LocalSubjectAccessReview`), as on the real server.
 
 use axum::body::Body;
 use http::request::Parts;
@@ -12,8 +13,8 @@ use super::json;
 use super::request::read_body;
 use super::route::ResourcePath;
 use crate::reviews::{
-    self, Review, SELF_SUBJECT_ACCESS_REVIEW, SELF_SUBJECT_RULES_REVIEW, SUBJECT_ACCESS_REVIEW,
-    TOKEN_REVIEW,
+    self, LOCAL_SUBJECT_ACCESS_REVIEW, Review, SELF_SUBJECT_ACCESS_REVIEW,
+    SELF_SUBJECT_RULES_REVIEW, SUBJECT_ACCESS_REVIEW, TOKEN_REVIEW,
 };
 use crate::self_reviews;
 use crate::state::Shared;
@@ -38,7 +39,8 @@ pub async fn handle(
     rp: &ResourcePath,
     review: Review,
 ) -> Result<axum::response::Response, ApiError> {
-    if rp.namespace.is_some() || rp.name.is_some() || rp.subresource.is_some() {
+    if rp.namespace.is_some() != review.namespaced || rp.name.is_some() || rp.subresource.is_some()
+    {
         return Err(ApiError::UnknownResource);
     }
     if parts.method != Method::POST {
@@ -51,6 +53,9 @@ pub async fn handle(
             crate::authn::review(&cluster.store, &bytes)?
         } else if review == SUBJECT_ACCESS_REVIEW {
             crate::authz::review(&cluster.store, &bytes)?
+        } else if review == LOCAL_SUBJECT_ACCESS_REVIEW {
+            let namespace = rp.namespace.as_deref().unwrap_or_default();
+            crate::local_reviews::review(&cluster.store, namespace, &bytes)?
         } else if review == SELF_SUBJECT_ACCESS_REVIEW {
             let user = self_reviews::requester(&cluster.store, &parts.headers);
             self_reviews::access_review(&cluster.store, &user, &bytes)?

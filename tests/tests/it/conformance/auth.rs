@@ -445,6 +445,121 @@ pub async fn auth_subject_access_review_evaluates_rbac(s: &mut Scene) -> Fallibl
     Ok(())
 }
 
+/// LocalSubjectAccessReviews: a review posted in a namespace, about that
+/// namespace only (a Role there grants, another namespace is refused),
+/// its validation, and that it is served in namespaces only.
+pub async fn auth_local_subject_access_review(s: &mut Scene) -> Fallible {
+    let ns = s.ns.clone();
+    let path = format!("/apis/authorization.k8s.io/v1/namespaces/{ns}/localsubjectaccessreviews");
+    let reader = format!("reader-{}", s.token);
+    s.post(
+        &format!("{RBAC}/namespaces/{ns}/roles"),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+               "metadata": {"name": "cm-reader"},
+               "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]}),
+    )
+    .await?
+    .expect(201)?;
+    s.post(
+        &format!("{RBAC}/namespaces/{ns}/rolebindings"),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": {"name": "reader"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cm-reader"},
+               "subjects": [{"kind": "User", "name": reader}]}),
+    )
+    .await?
+    .expect(201)?;
+    let review = |metadata: Value, spec: Value| {
+        json!({"apiVersion": "authorization.k8s.io/v1", "kind": "LocalSubjectAccessReview",
+               "metadata": metadata, "spec": spec})
+    };
+    let asks = |verb: &str| json!({"user": reader, "resourceAttributes": on(&ns, verb, "", "configmaps", "")});
+    // The binding takes effect a moment later on the real server.
+    let allowed = eventually("the binding to take effect", 20, async || {
+        let answer = s
+            .post(&path, review(json!({"namespace": ns}), asks("get")))
+            .await?
+            .expect(201)?;
+        Ok((answer.body["status"]["allowed"] == true).then_some(answer))
+    })
+    .await?;
+    s.record("get configmaps where the Role is", &allowed);
+    let denied = s
+        .post(&path, review(json!({"namespace": ns}), asks("delete")))
+        .await?
+        .expect(201)?;
+    assert_eq!(denied.body["status"]["allowed"], false);
+    s.record("delete configmaps", &denied.body["status"]);
+
+    let refusals = [
+        (
+            "no namespace anywhere",
+            json!({}),
+            json!({"user": reader, "resourceAttributes": on("", "get", "", "configmaps", "")}),
+            400,
+        ),
+        (
+            "a namespace in the attributes only",
+            json!({}),
+            asks("get"),
+            422,
+        ),
+        (
+            "attributes without a namespace",
+            json!({"namespace": ns}),
+            json!({"user": reader, "resourceAttributes": on("", "get", "", "configmaps", "")}),
+            422,
+        ),
+        (
+            "attributes of another namespace",
+            json!({"namespace": ns}),
+            json!({"user": reader, "resourceAttributes": on("default", "get", "", "configmaps", "")}),
+            422,
+        ),
+        (
+            "another namespace throughout",
+            json!({"namespace": "default"}),
+            json!({"user": reader, "resourceAttributes": on("default", "get", "", "configmaps", "")}),
+            400,
+        ),
+        (
+            "a non-resource URL",
+            json!({"namespace": ns}),
+            json!({"user": reader, "nonResourceAttributes": {"path": "/x", "verb": "get"}}),
+            422,
+        ),
+        (
+            "no user and no group",
+            json!({"namespace": ns}),
+            json!({"resourceAttributes": on(&ns, "get", "", "configmaps", "")}),
+            422,
+        ),
+    ];
+    for (label, metadata, spec, code) in refusals {
+        let refused = s.post(&path, review(metadata, spec)).await?.expect(code)?;
+        s.record(label, &refused);
+    }
+    let cluster_wide = s
+        .post(
+            "/apis/authorization.k8s.io/v1/localsubjectaccessreviews",
+            review(json!({}), asks("get")),
+        )
+        .await?
+        .expect(404)?;
+    s.record("posted outside a namespace", &cluster_wide);
+    let list = s.get("/apis/authorization.k8s.io/v1").await?.expect(200)?;
+    let entry = list.body["resources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|r| r["name"] == "localsubjectaccessreviews")
+        .cloned()
+        .ok_or("localsubjectaccessreviews is not in discovery")?;
+    assert_eq!(entry["namespaced"], true);
+    s.record("discovery", &entry);
+    Ok(())
+}
+
 /// Discovery lists the two review resources, create-only and
 /// cluster-scoped.
 pub async fn auth_review_resources_in_discovery(s: &mut Scene) -> Fallible {

@@ -192,6 +192,7 @@ scenarios! {
     writes::kubectl_server_side_apply_after_client_side,
     auth::auth_service_account_token_and_token_review,
     auth::auth_subject_access_review_evaluates_rbac,
+    auth::auth_local_subject_access_review,
     auth::auth_review_resources_in_discovery,
     patches::strategic_merge_patch_order_and_directives,
     patches::server_side_apply_list_keys,
