@@ -319,7 +319,8 @@ fn conflict_error(list: &[Entry], conflicts: &[(usize, FieldPath)]) -> ApiError 
         let lines: Vec<String> = by_manager
             .iter()
             .flat_map(|(m, paths)| {
-                std::iter::once(m.clone()).chain(paths.iter().map(|p| format!("- {p}")))
+                std::iter::once(format!("conflicts with {m}:"))
+                    .chain(paths.iter().map(|p| format!("- {p}")))
             })
             .collect();
         format!(

@@ -190,6 +190,7 @@ scenarios! {
     writes::create_in_terminating_namespace,
     writes::crd_pattern_and_format,
     writes::kubectl_server_side_apply_after_client_side,
+    writes::apply_conflict_messages,
     auth::auth_service_account_token_and_token_review,
     auth::auth_subject_access_review_evaluates_rbac,
     auth::auth_local_subject_access_review,

@@ -623,6 +623,50 @@ pub async fn crd_pattern_and_format(s: &mut Scene) -> Fallible {
     Ok(())
 }
 
+/// The message of an apply's conflicts: one conflict on one line; several
+/// grouped by manager (sorted), each group headed `conflicts with
+/// MANAGER:`; a manager that updated named with the API version it used.
+pub async fn apply_conflict_messages(s: &mut Scene) -> Fallible {
+    let path = s.core("configmaps");
+    let item = format!("{path}/shared");
+    let apply = "application/apply-patch+yaml";
+    let config = |data: Value| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "shared"},
+               "data": data})
+    };
+    s.patch(
+        &format!("{item}?fieldManager=one"),
+        apply,
+        config(json!({"a": "1", "b": "2"})),
+    )
+    .await?
+    .expect(201)?;
+    s.merge(
+        &format!("{item}?fieldManager=editor"),
+        json!({"data": {"c": "3"}}),
+    )
+    .await?
+    .expect(200)?;
+    for (label, data) in [
+        ("one conflict", json!({"a": "9"})),
+        (
+            "two conflicts with one manager",
+            json!({"a": "9", "b": "8"}),
+        ),
+        (
+            "conflicts with two managers",
+            json!({"a": "9", "b": "8", "c": "7"}),
+        ),
+    ] {
+        let refused = s
+            .patch(&format!("{item}?fieldManager=two"), apply, config(data))
+            .await?
+            .expect(409)?;
+        s.record(label, &refused.body["message"]);
+    }
+    Ok(())
+}
+
 /// The first server-side apply by `kubectl` of an object it applied
 /// client-side: conflicts on fields the last-applied annotation still
 /// matches are forced; another manager, or a field changed since, still
