@@ -360,13 +360,19 @@ pub fn review(store: &Store, bytes: &[u8]) -> Result<Value, ApiError> {
     causes.extend(metadata_causes(&body));
     invalid_unless_empty(causes)?;
     let status = decide(store, &typed.spec)?;
-    Ok(json!({
-        "kind": SUBJECT_ACCESS_REVIEW.kind,
-        "apiVersion": SUBJECT_ACCESS_REVIEW.api_version(),
-        "metadata": reviews::answer_metadata(&body),
+    Ok(access_review_answer(&SUBJECT_ACCESS_REVIEW, &body, status))
+}
+
+/// The answer to an access review `body` of kind `review`: its metadata
+/// and spec as the real server echoes them, and `status`.
+pub(crate) fn access_review_answer(review: &reviews::Review, body: &Value, status: Value) -> Value {
+    json!({
+        "kind": review.kind,
+        "apiVersion": review.api_version(),
+        "metadata": reviews::answer_metadata(body),
         "spec": echo_spec(&body["spec"]),
         "status": status,
-    }))
+    })
 }
 
 /// What 1.20's validation of a subject access review's spec finds (also

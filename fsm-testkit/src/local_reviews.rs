@@ -9,9 +9,11 @@
 //! Nothing is stored.
 
 use k8s_openapi::api::authorization::v1::LocalSubjectAccessReview;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::authz::{decide, echo_spec, invalid_unless_empty, non_resource_cause, spec_causes};
+use crate::authz::{
+    access_review_answer, decide, invalid_unless_empty, non_resource_cause, spec_causes,
+};
 use crate::reviews::{self, LOCAL_SUBJECT_ACCESS_REVIEW};
 use crate::status::{ApiError, Cause};
 use crate::store::Store;
@@ -49,13 +51,11 @@ pub fn review(store: &Store, namespace: &str, bytes: &[u8]) -> Result<Value, Api
         )));
     }
     let status = decide(store, spec)?;
-    Ok(json!({
-        "kind": LOCAL_SUBJECT_ACCESS_REVIEW.kind,
-        "apiVersion": LOCAL_SUBJECT_ACCESS_REVIEW.api_version(),
-        "metadata": reviews::answer_metadata(&body),
-        "spec": echo_spec(&body["spec"]),
-        "status": status,
-    }))
+    Ok(access_review_answer(
+        &LOCAL_SUBJECT_ACCESS_REVIEW,
+        &body,
+        status,
+    ))
 }
 
 /// The cause of a review whose metadata has more than its namespace.
@@ -76,6 +76,7 @@ fn metadata_cause(body: &Value) -> Option<Cause> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn lsar(metadata: Value, spec: Value) -> Vec<u8> {
         serde_json::to_vec(&json!({"apiVersion": "authorization.k8s.io/v1",

@@ -246,6 +246,17 @@ pub(crate) fn selector(owner: &Owner) -> String {
     )
 }
 
+/// A placement for unit tests: ConfigMap `name` in namespace `ns`.
+#[cfg(test)]
+pub(crate) fn test_placement(name: &str) -> Placement {
+    Placement {
+        group: String::new(),
+        kind: "ConfigMap".into(),
+        namespace: Some("ns".into()),
+        name: name.into(),
+    }
+}
+
 /// An owner for unit tests: `App` `web` (UID `u-1`) in `namespace`.
 #[cfg(test)]
 pub(crate) fn test_owner(namespace: Option<&str>) -> Owner {

@@ -239,15 +239,11 @@ impl OwnWrites {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dependents::object::test_placement;
     use serde_json::json;
 
     fn place(name: &str) -> Placement {
-        Placement {
-            group: String::new(),
-            kind: "ConfigMap".into(),
-            namespace: Some("ns".into()),
-            name: name.into(),
-        }
+        test_placement(name)
     }
 
     fn at(version: &str) -> Value {
