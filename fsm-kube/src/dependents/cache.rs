@@ -159,6 +159,32 @@ impl Cached {
     }
 }
 
+/// The metadata of one of an owner's live objects, as pruning and
+/// teardown read it: that of a cached object (shared, not copied), or
+/// owned (a listed object's, or our own newer write's).
+pub(crate) enum OwnedMeta {
+    Cached(Cached),
+    Owned(Box<ObjectMeta>),
+}
+
+impl OwnedMeta {
+    /// The metadata.
+    pub fn meta(&self) -> &ObjectMeta {
+        match self {
+            OwnedMeta::Cached(cached) => cached.meta(),
+            OwnedMeta::Owned(meta) => meta,
+        }
+    }
+}
+
+impl std::ops::Deref for OwnedMeta {
+    type Target = ObjectMeta;
+
+    fn deref(&self) -> &ObjectMeta {
+        self.meta()
+    }
+}
+
 impl CacheStore {
     fn get(&self, name: &str, namespace: Option<&str>, resource: &ApiResource) -> Option<Cached> {
         fn key<K: kube::Resource>(
@@ -211,6 +237,8 @@ pub(crate) struct KindCache {
     /// Set once a converge waited for the watch's list in vain: later ones
     /// do not wait again (they GET until it has listed).
     pub waited_out: AtomicBool,
+    /// Set once the store was seen listed (a store stays listed).
+    pub listed: AtomicBool,
     /// How far the watch has come, when it is the runtime's own: see
     /// [`WatchProgress`].
     pub progress: Option<Arc<WatchProgress>>,
@@ -280,7 +308,14 @@ impl KindCache {
     /// Whether the initial list of the watch is done (a store given by
     /// hand whose reflector has not listed yet is not).
     pub fn synced(&self) -> bool {
-        self.store.listed().now_or_never() == Some(true)
+        if self.listed.load(Ordering::Relaxed) {
+            return true;
+        }
+        let listed = self.store.listed().now_or_never() == Some(true);
+        if listed {
+            self.listed.store(true, Ordering::Relaxed);
+        }
+        listed
     }
 
     /// The newest resourceVersion the cache's watch has stored, when the

@@ -10,6 +10,7 @@ use kube::Resource;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams};
 use serde_json::{Value, json};
 
+use super::cache::OwnedMeta;
 use super::create_only::{create_or_read, ownership_only};
 use super::derived;
 use super::diff::{conflicting_managers, only_updaters};
@@ -691,9 +692,15 @@ async fn prune(
     }
     let removals = join_all(doomed.iter().map(|(kind, place, live)| async move {
         if orphan::is_kept_meta(live) {
-            orphan::release(runtime, owner, kind, place, &json!({ "metadata": live }))
-                .await
-                .map(|()| true)
+            orphan::release(
+                runtime,
+                owner,
+                kind,
+                place,
+                &json!({ "metadata": live.meta() }),
+            )
+            .await
+            .map(|()| true)
         } else {
             delete(runtime, kind, place).await.map(|()| false)
         }
@@ -737,7 +744,7 @@ pub(crate) async fn list_owned(
     runtime: &DependentsRuntime,
     owner: &Owner,
     kind: &super::DependentKind,
-) -> Result<Vec<ObjectMeta>, DependentsError> {
+) -> Result<Vec<OwnedMeta>, DependentsError> {
     let namespace = if kind.namespaced {
         owner.namespace.as_deref()
     } else {
@@ -754,7 +761,11 @@ pub(crate) async fn list_owned(
             kind: kind.display(),
             source,
         })?;
-    Ok(list.items.into_iter().map(|o| o.metadata).collect())
+    Ok(list
+        .items
+        .into_iter()
+        .map(|o| OwnedMeta::Owned(Box::new(o.metadata)))
+        .collect())
 }
 
 /// Deletes the object at `place` (in the background); already gone is fine.

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use kube::api::ObjectMeta;
 use serde_json::Value;
 
 use super::cache::WatchProgress;
@@ -46,7 +47,7 @@ enum Written {
     /// patch, as its JSON text: thousands of writes can wait for a
     /// lagging watch at once, and the text is a fraction of a `Value`
     /// tree's size.
-    Object(Box<str>),
+    Object(Arc<str>),
     /// Deleted; the resourceVersion of the deletion (if the server said
     /// it) tells a later object from the one deleted.
     Deleted,
@@ -120,9 +121,34 @@ pub(crate) enum Override {
     /// The cache is current: use it.
     None,
     /// The cache lags: this is the object.
-    Object(Value),
+    Object(OurWrite),
     /// The cache lags: the object is gone.
     Absent,
+}
+
+/// The object the server returned from our write, as its JSON text
+/// (shared with the memory, not copied): parsed only by the reads that
+/// need it.
+#[derive(Debug, PartialEq)]
+pub(crate) struct OurWrite(Arc<str>);
+
+impl OurWrite {
+    /// The whole object.
+    pub fn to_value(&self) -> Option<Value> {
+        serde_json::from_str(&self.0).ok()
+    }
+
+    /// Only its metadata (what pruning reads), without building the rest.
+    pub fn metadata(&self) -> Option<ObjectMeta> {
+        #[derive(serde::Deserialize)]
+        struct MetadataOnly {
+            #[serde(default)]
+            metadata: ObjectMeta,
+        }
+        serde_json::from_str::<MetadataOnly>(&self.0)
+            .ok()
+            .map(|o| o.metadata)
+    }
 }
 
 impl OwnWrites {
@@ -134,9 +160,9 @@ impl OwnWrites {
             place,
             Entry {
                 version: version_of(object),
-                written: Written::Object(
+                written: Written::Object(Arc::from(
                     json_text(object).unwrap_or_else(|| object.to_string().into_boxed_str()),
-                ),
+                )),
                 at: Instant::now(),
                 watch,
             },
@@ -222,9 +248,7 @@ impl OwnWrites {
         }
         match &entry.written {
             // The text is what `Value` wrote: it parses.
-            Written::Object(text) => serde_json::from_str(text)
-                .map(Override::Object)
-                .unwrap_or(Override::None),
+            Written::Object(text) => Override::Object(OurWrite(text.clone())),
             Written::Deleted => Override::Absent,
         }
     }
@@ -246,8 +270,27 @@ mod tests {
         test_placement(name)
     }
 
+    /// What a read is answered with for our write of `object`.
+    fn ours(object: Value) -> Override {
+        Override::Object(OurWrite(Arc::from(object.to_string().as_str())))
+    }
+
     fn at(version: &str) -> Value {
         json!({"metadata": {"name": "a", "resourceVersion": version}})
+    }
+
+    #[test]
+    fn our_write_reads_whole_or_only_its_metadata() {
+        let object = json!({"metadata": {"name": "a", "resourceVersion": "3",
+            "labels": {"k": "v"}}, "spec": {"x": 1}});
+        let ours = OurWrite(Arc::from(object.to_string().as_str()));
+        assert_eq!(ours.to_value(), Some(object));
+        let meta = ours.metadata().unwrap_or_default();
+        assert_eq!(meta.name.as_deref(), Some("a"));
+        assert_eq!(
+            meta.labels.and_then(|l| l.get("k").cloned()).as_deref(),
+            Some("v")
+        );
     }
 
     #[test]
@@ -255,13 +298,10 @@ mod tests {
         let writes = OwnWrites::default();
         writes.wrote(&place("a"), &at("12"), None);
         // Absent from the cache, or older: our write.
-        assert_eq!(
-            writes.reconcile(&place("a"), None, None),
-            Override::Object(at("12"))
-        );
+        assert_eq!(writes.reconcile(&place("a"), None, None), ours(at("12")));
         assert_eq!(
             writes.reconcile(&place("a"), Some(&at("9")), None),
-            Override::Object(at("12"))
+            ours(at("12"))
         );
         // Versions compare as integers, not as text ("100" < "12" as text).
         assert_eq!(
@@ -330,7 +370,7 @@ mod tests {
         // Those left are still read over a cache that lags.
         assert_eq!(
             writes.reconcile(&place("next"), None, Some(SWEEP_AT_LEAST as u64)),
-            Override::Object(at("5000"))
+            ours(at("5000"))
         );
         // Writes to a store given by hand (no watch to follow) are kept
         // until they expire, sweep or not.
@@ -348,7 +388,7 @@ mod tests {
         // The watch has not come as far as our write: the cache lags.
         assert_eq!(
             writes.reconcile(&place("a"), None, Some(11)),
-            Override::Object(at("12"))
+            ours(at("12"))
         );
         // It has: whatever the cache shows is newer than our write (here:
         // deleted since, by someone else).
@@ -376,7 +416,7 @@ mod tests {
         writes.wrote(&place("a"), &at("abc"), None);
         assert_eq!(
             writes.reconcile(&place("a"), Some(&at("99")), None),
-            Override::Object(at("abc"))
+            ours(at("abc"))
         );
         assert_eq!(writes.reconcile(&place("b"), None, None), Override::None);
     }

@@ -5,12 +5,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::Client;
-use kube::api::{Api, DynamicObject, ObjectMeta};
+use kube::api::{Api, DynamicObject};
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::reflector::Store;
 use serde_json::Value;
 
-use super::cache::{CacheRegistry, CacheStore, Cached, KindCache};
+use super::cache::{CacheRegistry, CacheStore, Cached, KindCache, OwnedMeta};
 use super::condition_memo::ConditionMemo;
 use super::kind::DependentKind;
 use super::live::LiveObject;
@@ -199,6 +199,7 @@ impl DependentsRuntime {
             store: CacheStore::Given(store),
             owners: None,
             waited_out: Default::default(),
+            listed: Default::default(),
             progress: None,
         });
         self
@@ -266,7 +267,7 @@ impl DependentsRuntime {
             return Ok(
                 match self.writes.reconcile_version(place, version, watched) {
                     Override::None => cached.and_then(|c| cache.json(&c)),
-                    Override::Object(ours) => Some(ours),
+                    Override::Object(ours) => ours.to_value(),
                     Override::Absent => None,
                 },
             );
@@ -328,7 +329,7 @@ impl DependentsRuntime {
         kind: &DependentKind,
         namespace: Option<&str>,
         owner: &Owner,
-    ) -> Option<Vec<ObjectMeta>> {
+    ) -> Option<Vec<OwnedMeta>> {
         let cache = self.caches.synced(kind, namespace)?;
         let owned = cache.owned(namespace, owner);
         let watched = cache.watched();
@@ -341,9 +342,9 @@ impl DependentsRuntime {
                         .writes
                         .reconcile_version(&place, Some(live.version()), watched)
                     {
-                        Override::None => Some(live.meta().clone()),
+                        Override::None => Some(OwnedMeta::Cached(live)),
                         Override::Object(ours) => {
-                            serde_json::from_value(ours.get("metadata")?.clone()).ok()
+                            ours.metadata().map(|m| OwnedMeta::Owned(Box::new(m)))
                         }
                         Override::Absent => None,
                     }

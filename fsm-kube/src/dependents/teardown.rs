@@ -94,7 +94,7 @@ pub(crate) async fn teardown_for(
                 let place = live_placement(&kind, &live);
                 let kept = orphan::is_kept_meta(&live);
                 let removal = if kept {
-                    let live = serde_json::json!({ "metadata": live });
+                    let live = serde_json::json!({ "metadata": live.meta() });
                     orphan::release(runtime, owner, &kind, &place, &live).await
                 } else {
                     delete(runtime, &kind, &place).await

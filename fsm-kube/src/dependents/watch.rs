@@ -162,6 +162,7 @@ fn cached_watch(
         store: CacheStore::Watched(writer.as_reader(), shared),
         owners: Some(owners.clone()),
         waited_out: Default::default(),
+        listed: Default::default(),
         progress: Some(progress.clone()),
     });
     let manager = runtime.field_manager.clone();
