@@ -825,3 +825,23 @@ fn the_markdown_helpers_read_what_they_should() {
         ["b.md#c", "img.png"]
     );
 }
+
+/// A merge that stopped on a conflict and was committed anyway leaves its
+/// markers in the text, which Markdown renders as prose.
+#[test]
+fn no_page_keeps_a_merge_conflict() {
+    let mut found = Vec::new();
+    for file in checked_files() {
+        let text = std::fs::read_to_string(&file).expect("a Markdown file");
+        for (n, line) in text.lines().enumerate() {
+            if line.starts_with("<<<<<<< ") || line.starts_with(">>>>>>> ") {
+                found.push(format!("{}:{}: {line}", file.display(), n + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "merge conflict markers:\n{}",
+        found.join("\n")
+    );
+}
