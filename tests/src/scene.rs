@@ -77,6 +77,8 @@ pub struct Scene {
     pub token: String,
     obs: Observations,
     crds: Vec<String>,
+    /// The embedded server's simulated controllers, when started.
+    simulation: Option<fsm_testkit::simulation::Simulation>,
 }
 
 impl Scene {
@@ -96,6 +98,7 @@ impl Scene {
             obs: Observations::new(token.clone()),
             token,
             crds: Vec::new(),
+            simulation: None,
         };
         scene
             .post(
@@ -110,6 +113,9 @@ impl Scene {
     /// Deletes what the scene created (its CRDs, its namespace) without
     /// waiting for the deletion to finish, and returns the observations.
     pub async fn close(self) -> Observations {
+        if let Some(simulation) = &self.simulation {
+            simulation.stop();
+        }
         for crd in &self.crds {
             let path = format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd}");
             let _ = self.delete(&path).await;
@@ -118,6 +124,21 @@ impl Scene {
             .delete(&format!("/api/v1/namespaces/{}", self.ns))
             .await;
         self.obs
+    }
+
+    /// Binds claims to PersistentVolumes as the real server's
+    /// kube-controller-manager does (its `persistentvolume-binder`, see
+    /// `scripts/real-apiserver/start`): on the embedded server, starts
+    /// `fsm_testkit`'s simulation until the scene closes; on the real
+    /// server, does nothing, its controller binds for real. The
+    /// simulation also rolls out workloads and finishes Jobs, which the
+    /// real server here does not: call it only in scenarios without them.
+    pub fn simulate_claim_binding(&mut self) {
+        if self.simulation.is_none()
+            && let Some(server) = self.cluster.embedded_server()
+        {
+            self.simulation = Some(server.simulate(Default::default()));
+        }
     }
 
     /// Which server this scene runs on.
