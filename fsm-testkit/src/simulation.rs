@@ -346,8 +346,10 @@ impl Simulation {
     /// Never point it at a cluster that runs the real controllers: both
     /// would write the workloads' status. It needs the rights to list,
     /// watch, get and update the status of Deployments, StatefulSets and
-    /// Jobs; a request that fails is logged (`tracing`) and not retried,
-    /// the watch is.
+    /// Jobs, and, to bind claims, to list and watch PersistentVolumes and
+    /// StorageClasses (cluster-wide), claims and Pods, and to update
+    /// volumes and claims and their status; a request that fails is logged
+    /// (`tracing`) and not retried, the watch is.
     ///
     /// # Examples
     /// ```no_run
