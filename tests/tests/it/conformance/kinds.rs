@@ -19,6 +19,7 @@ use integration_tests::{Fallible, Scene};
 use serde_json::{Value, json};
 
 use super::lists::{mask_ages, table_summary};
+use super::volumes::BINDER_HINT;
 
 /// `v` without the keys `drop` (at any depth).
 fn without(v: &Value, drop: &[&str]) -> Value {
@@ -67,7 +68,7 @@ async fn remove(s: &Scene, path: &str) -> Fallible {
 /// Waits (at most 30 s) until the object at `path` is in `phase`: the
 /// volume binder made it so.
 async fn settled(s: &Scene, path: &str, phase: &str) -> Fallible {
-    let what = format!("{path} to be {phase}");
+    let what = format!("{path} to be {phase} (on a real server, {BINDER_HINT})");
     eventually(&what, 30, async || {
         let reply = s.get(path).await?.expect(200)?;
         Ok((reply.body["status"]["phase"] == phase).then_some(()))

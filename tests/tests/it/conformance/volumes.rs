@@ -17,6 +17,11 @@ use super::lists::{mask_ages, table_summary};
 
 const VOLUMES: &str = "/api/v1/persistentvolumes";
 
+/// Why a real server may never bind: started before its controller-manager
+/// ran the binder.
+pub const BINDER_HINT: &str = "kube-controller-manager must run persistentvolume-binder, as \
+    scripts/real-apiserver/start does since issue 32: restart a server started before";
+
 /// What binding decides about an object: its name, annotations and
 /// finalizers, spec and status.
 fn shape(object: &Value) -> Value {
@@ -34,7 +39,7 @@ async fn table(s: &Scene, path: &str) -> Fallible<Value> {
 
 /// The object at `path` once its `status.phase` is `phase` (at most 30 s).
 async fn phase(s: &Scene, path: &str, phase: &str) -> Fallible<Value> {
-    let what = format!("{path} to be {phase}");
+    let what = format!("{path} to be {phase} (on a real server, {BINDER_HINT})");
     eventually(&what, 30, async || {
         let reply = s.get(path).await?.expect(200)?;
         Ok((reply.body["status"]["phase"] == phase).then_some(reply.body))
