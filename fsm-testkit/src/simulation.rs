@@ -531,30 +531,45 @@ fn bind_claims(shared: &Weak<Shared>, state: &Mutex<State>) {
         classes: classes.iter().map(AsRef::as_ref).collect(),
         pods: pods.iter().map(AsRef::as_ref).collect(),
     };
-    for step in volumes::plan(&world) {
-        let gr = match step.object {
-            volumes::Object::Volume => core("persistentvolumes"),
-            volumes::Object::Claim => core("persistentvolumeclaims"),
-        };
-        let (ns, name) = (step.namespace.as_str(), step.name.as_str());
-        let Some(current) = cluster.store.get(&gr, ns, name) else {
-            continue;
-        };
-        let Some(def) = cluster.registry.preferred(&gr) else {
-            continue;
-        };
-        if uid(&current) != step.uid {
-            continue;
+    for group in volumes::plan(&world) {
+        for step in group {
+            if !write_step(&mut cluster, &step) {
+                break;
+            }
         }
-        let mut next = (*current).clone();
-        step.edit.apply(&mut next);
-        let part = if step.status {
-            Part::Status
-        } else {
-            Part::Main
-        };
-        if let Err(e) = cluster.update(&def, ns, name, next, part, false, jiff::Timestamp::now()) {
+    }
+}
+
+/// Makes one step of the volume binder in the embedded server: whether
+/// it was written (no: the object is gone, replaced, or no longer fits the
+/// step, and the rest of its group is left).
+fn write_step(cluster: &mut crate::cluster::Cluster, step: &volumes::Step) -> bool {
+    let gr = match step.object {
+        volumes::Object::Volume => core("persistentvolumes"),
+        volumes::Object::Claim => core("persistentvolumeclaims"),
+    };
+    let (ns, name) = (step.namespace.as_str(), step.name.as_str());
+    let Some(current) = cluster.store.get(&gr, ns, name) else {
+        return false;
+    };
+    let Some(def) = cluster.registry.preferred(&gr) else {
+        return false;
+    };
+    if uid(&current) != step.uid || !step.edit.fits(&current) {
+        return false;
+    }
+    let mut next = (*current).clone();
+    step.edit.apply(&mut next);
+    let part = if step.status {
+        Part::Status
+    } else {
+        Part::Main
+    };
+    match cluster.update(&def, ns, name, next, part, false, jiff::Timestamp::now()) {
+        Ok(_) => true,
+        Err(e) => {
             tracing::warn!(error = %e, %name, "simulation: binding a claim failed");
+            false
         }
     }
 }

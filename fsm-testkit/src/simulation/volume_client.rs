@@ -134,17 +134,23 @@ async fn round(client: &Client, apis: &Apis, state: &Mutex<State>) {
         pods: pod_list.iter().collect(),
         classes: class_list.iter().collect(),
     };
-    for step in volumes::plan(&world) {
-        if stopped(state) {
-            return;
+    for group in volumes::plan(&world) {
+        for step in group {
+            if stopped(state) {
+                return;
+            }
+            if !write(client, &step).await {
+                break;
+            }
         }
-        write(client, &step).await;
     }
 }
 
 /// Applies a step's edit to the object as read and replaces it (or its
-/// status); a conflict reads it again.
-async fn write(client: &Client, step: &Step) {
+/// status); a conflict reads it again. Whether it was written (no: the
+/// object is gone, replaced, no longer fits the step, or the request
+/// failed).
+async fn write(client: &Client, step: &Step) -> bool {
     let api: Api<DynamicObject> = match step.object {
         Object::Volume => Api::all_with(client.clone(), &volume_resource()),
         Object::Claim => Api::namespaced_with(client.clone(), &step.namespace, &claim_resource()),
@@ -153,21 +159,24 @@ async fn write(client: &Client, step: &Step) {
     for _ in 0..ATTEMPTS {
         let current = match api.get_opt(name).await {
             Ok(Some(current)) => current,
-            Ok(None) => return,
+            Ok(None) => return false,
             Err(error) => {
                 tracing::warn!(%error, %name, "simulation: reading for the volume binder failed");
-                return;
+                return false;
             }
         };
         if current.metadata.uid.as_deref() != Some(step.uid.as_str()) {
-            return;
+            return false;
         }
         let Ok(mut object) = serde_json::to_value(&current) else {
-            return;
+            return false;
         };
+        if !step.edit.fits(&object) {
+            return false;
+        }
         step.edit.apply(&mut object);
         let Ok(next) = serde_json::from_value::<DynamicObject>(object) else {
-            return;
+            return false;
         };
         let pp = PostParams::default();
         let written = if step.status {
@@ -176,13 +185,14 @@ async fn write(client: &Client, step: &Step) {
             api.replace(name, &pp, &next).await
         };
         match written {
-            Ok(_) => return,
+            Ok(_) => return true,
             Err(kube::Error::Api(status)) if status.code == 409 => {}
             Err(error) => {
                 tracing::warn!(%error, %name, "simulation: binding a claim failed");
-                return;
+                return false;
             }
         }
     }
     tracing::warn!(%name, "simulation: binding a claim kept conflicting; gave up");
+    false
 }

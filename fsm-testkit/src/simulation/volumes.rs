@@ -64,8 +64,12 @@ pub(super) struct Step {
 /// What a step changes.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum Edit {
-    /// A volume's `status.phase`.
+    /// A volume's `status.phase`: `Available` (free or reserved) or
+    /// `Released` (bound, its claim gone).
     VolumePhase(&'static str),
+    /// A volume's `status.phase: Bound`, once its `claimRef` names the
+    /// claim of this uid.
+    VolumeBound { claim_uid: String },
     /// A volume's `spec.claimRef`, and its `bound-by-controller`
     /// annotation when the controller chose it.
     ClaimRef {
@@ -74,18 +78,43 @@ pub(super) enum Edit {
     },
     /// A claim's `spec.volumeName` and annotations.
     VolumeName { volume: String, by_controller: bool },
-    /// A claim's status once bound.
+    /// A claim's status once bound to `volume`.
     ClaimBound {
+        volume: String,
         access_modes: Value,
         capacity: Value,
     },
 }
 
 impl Edit {
+    /// Whether the edit still fits `current`, the object as it is when
+    /// written: another writer (a test, a real controller) may have bound
+    /// it otherwise since the plan was made. A binding stops at the first
+    /// step that no longer fits.
+    pub(super) fn fits(&self, current: &Value) -> bool {
+        let reference = &current["spec"]["claimRef"];
+        let ref_uid = text(reference, "/uid");
+        let named = text(current, "/spec/volumeName");
+        match self {
+            Edit::VolumePhase("Released") => !ref_uid.is_empty(),
+            Edit::VolumePhase(_) => ref_uid.is_empty(),
+            Edit::VolumeBound { claim_uid } => ref_uid == claim_uid,
+            Edit::ClaimRef { reference: to, .. } => {
+                !reference.is_object()
+                    || (text(reference, "/name") == text(to, "/name")
+                        && text(reference, "/namespace") == text(to, "/namespace")
+                        && (ref_uid.is_empty() || ref_uid == text(to, "/uid")))
+            }
+            Edit::VolumeName { volume, .. } => named.is_empty() || named == volume,
+            Edit::ClaimBound { volume, .. } => named == volume,
+        }
+    }
+
     /// Applies the change to `object`.
     pub(super) fn apply(&self, object: &mut Value) {
         match self {
             Edit::VolumePhase(phase) => object["status"] = json!({ "phase": phase }),
+            Edit::VolumeBound { .. } => object["status"] = json!({"phase": "Bound"}),
             Edit::ClaimRef {
                 reference,
                 by_controller,
@@ -108,6 +137,7 @@ impl Edit {
             Edit::ClaimBound {
                 access_modes,
                 capacity,
+                ..
             } => {
                 object["status"] = json!({"phase": "Bound", "accessModes": access_modes,
                                           "capacity": capacity});
@@ -338,7 +368,14 @@ fn bind(volume: &Value, claim: &Value) -> Vec<Step> {
                 by_controller: !reserved_for(volume, claim),
             },
         ),
-        step(Object::Volume, volume, true, Edit::VolumePhase("Bound")),
+        step(
+            Object::Volume,
+            volume,
+            true,
+            Edit::VolumeBound {
+                claim_uid: uid(claim).to_owned(),
+            },
+        ),
         step(
             Object::Claim,
             claim,
@@ -353,6 +390,7 @@ fn bind(volume: &Value, claim: &Value) -> Vec<Step> {
             claim,
             true,
             Edit::ClaimBound {
+                volume: name(volume).to_owned(),
                 access_modes: volume["spec"]["accessModes"].clone(),
                 capacity: volume["spec"]["capacity"].clone(),
             },
@@ -360,10 +398,11 @@ fn bind(volume: &Value, claim: &Value) -> Vec<Step> {
     ]
 }
 
-/// What the controller writes about `world` as it is now: nothing when
+/// What the controller writes about `world` as it is now, in groups made
+/// in order (a binding's four steps, or one change of phase): nothing when
 /// everything is settled. Planning again after the writes land plans
 /// nothing more (a volume made `Available` is bound on the next round).
-pub(super) fn plan(world: &World<'_>) -> Vec<Step> {
+pub(super) fn plan(world: &World<'_>) -> Vec<Vec<Step>> {
     let mut steps = Vec::new();
     let claim_of = |volume: &Value| {
         let reference = &volume["spec"]["claimRef"];
@@ -380,24 +419,24 @@ pub(super) fn plan(world: &World<'_>) -> Vec<Step> {
         let ref_uid = text(reference, "/uid");
         if !reference.is_object() || ref_uid.is_empty() {
             if phase != "Available" {
-                steps.push(step(
+                steps.push(vec![step(
                     Object::Volume,
                     volume,
                     true,
                     Edit::VolumePhase("Available"),
-                ));
+                )]);
             }
         } else if claim_of(volume).is_none_or(|c| uid(c) != ref_uid) {
             let retain = volume["spec"]["persistentVolumeReclaimPolicy"]
                 .as_str()
                 .is_none_or(|p| p == "Retain");
             if retain && !matches!(phase, "Released" | "Failed") {
-                steps.push(step(
+                steps.push(vec![step(
                     Object::Volume,
                     volume,
                     true,
                     Edit::VolumePhase("Released"),
-                ));
+                )]);
             }
         }
     }
@@ -424,7 +463,7 @@ pub(super) fn plan(world: &World<'_>) -> Vec<Step> {
         };
         if let Some(volume) = volume {
             taken.push(name(volume).to_owned());
-            steps.extend(bind(volume, claim));
+            steps.push(bind(volume, claim));
         }
     }
     steps
@@ -454,6 +493,50 @@ mod tests {
     }
 
     const RWO: &[&str] = &["ReadWriteOnce"];
+
+    /// The plan's steps, groups run together.
+    fn steps_of(world: &World<'_>) -> Vec<Step> {
+        plan(world).into_iter().flatten().collect()
+    }
+
+    #[test]
+    fn a_binding_is_one_group_and_stops_where_another_writer_bound_otherwise() {
+        let v = volume("small", "1Gi", RWO, "");
+        let c = claim("c", "500Mi", RWO, "");
+        let groups = plan(&World {
+            volumes: vec![&v],
+            claims: vec![&c],
+            ..World::default()
+        });
+        assert_eq!(groups.iter().map(Vec::len).collect::<Vec<_>>(), [4]);
+        let [claim_ref, bound, volume_name, claim_bound] = &groups[0][..] else {
+            panic!("four steps: {groups:?}");
+        };
+        assert!(claim_ref.edit.fits(&v));
+        let mut taken = v.clone();
+        taken["spec"]["claimRef"] = json!({"namespace": "ns", "name": "other", "uid": "u2"});
+        assert!(
+            !claim_ref.edit.fits(&taken),
+            "bound to another claim meanwhile"
+        );
+        assert!(!bound.edit.fits(&taken));
+        let mut mine = v.clone();
+        claim_ref.edit.apply(&mut mine);
+        assert!(bound.edit.fits(&mine));
+        assert!(volume_name.edit.fits(&c));
+        let mut elsewhere = c.clone();
+        elsewhere["spec"]["volumeName"] = json!("big");
+        assert!(!volume_name.edit.fits(&elsewhere));
+        assert!(!claim_bound.edit.fits(&c), "not bound to the volume yet");
+        let mut named = c.clone();
+        volume_name.edit.apply(&mut named);
+        assert!(claim_bound.edit.fits(&named));
+        assert!(
+            !Edit::VolumePhase("Available").fits(&mine),
+            "bound meanwhile"
+        );
+        assert!(Edit::VolumePhase("Released").fits(&mine));
+    }
 
     #[test]
     fn the_smallest_volume_that_fits_wins() {
@@ -538,7 +621,7 @@ mod tests {
     fn binding_writes_what_the_controller_writes() {
         let v = volume("small", "1Gi", RWO, "");
         let c = claim("c", "500Mi", RWO, "");
-        let steps = plan(&World {
+        let steps = steps_of(&World {
             volumes: vec![&v],
             claims: vec![&c],
             ..World::default()
@@ -582,7 +665,7 @@ mod tests {
                 (Object::Claim, true)
             ]
         );
-        let settled = plan(&World {
+        let settled = steps_of(&World {
             volumes: vec![&pv],
             claims: vec![&pvc],
             ..World::default()
@@ -595,7 +678,7 @@ mod tests {
         let mut v = volume("pre", "2Gi", RWO, "");
         v["spec"]["claimRef"] = json!({"namespace": "ns", "name": "c"});
         let c = claim("c", "1Gi", RWO, "");
-        let steps = plan(&World {
+        let steps = steps_of(&World {
             volumes: vec![&v],
             claims: vec![&c],
             ..World::default()
@@ -622,7 +705,7 @@ mod tests {
         let big = volume("big", "5Gi", RWO, "");
         let mut c = claim("c", "2Gi", RWO, "");
         c["spec"]["volumeName"] = json!("big");
-        let steps = plan(&World {
+        let steps = steps_of(&World {
             volumes: vec![&small, &big],
             claims: vec![&c],
             ..World::default()
@@ -641,7 +724,7 @@ mod tests {
             claims: vec![&c],
             ..World::default()
         };
-        assert_eq!(plan(&world), [], "too small: the claim stays Pending");
+        assert_eq!(steps_of(&world), [], "too small: the claim stays Pending");
     }
 
     #[test]
@@ -656,7 +739,7 @@ mod tests {
         orphan["status"] = json!({"phase": "Bound"});
         let mut deleted = orphan.clone();
         deleted["spec"]["persistentVolumeReclaimPolicy"] = json!("Delete");
-        let steps = plan(&World {
+        let steps = steps_of(&World {
             volumes: vec![&new, &reserved, &orphan, &deleted],
             ..World::default()
         });
@@ -686,26 +769,26 @@ mod tests {
             classes: vec![&class],
             pods: Vec::new(),
         };
-        assert_eq!(plan(&world), [], "no consumer yet");
+        assert_eq!(steps_of(&world), [], "no consumer yet");
         let elsewhere = json!({"metadata": {"name": "p", "namespace": "other"},
             "spec": {"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "c"}}]}});
         world.pods = vec![&elsewhere];
-        assert_eq!(plan(&world), [], "a Pod of another namespace");
+        assert_eq!(steps_of(&world), [], "a Pod of another namespace");
         let pod = json!({"metadata": {"name": "p", "namespace": "ns"},
             "spec": {"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "c"}}]}});
         world.pods = vec![&pod];
-        assert_eq!(plan(&world).len(), 4);
+        assert_eq!(steps_of(&world).len(), 4);
         let immediate = json!({"metadata": {"name": "local"}, "volumeBindingMode": "Immediate"});
         world.classes = vec![&immediate];
         world.pods = Vec::new();
-        assert_eq!(plan(&world).len(), 4, "Immediate binds without a Pod");
+        assert_eq!(steps_of(&world).len(), 4, "Immediate binds without a Pod");
     }
 
     #[test]
     fn two_claims_never_get_the_same_volume() {
         let v = volume("only", "1Gi", RWO, "");
         let (a, b) = (claim("a", "1Gi", RWO, ""), claim("b", "1Gi", RWO, ""));
-        let steps = plan(&World {
+        let steps = steps_of(&World {
             volumes: vec![&v],
             claims: vec![&a, &b],
             ..World::default()
