@@ -77,6 +77,8 @@ pub struct Scene {
     pub token: String,
     obs: Observations,
     crds: Vec<String>,
+    /// Paths of cluster-scoped objects to delete at close.
+    cluster_scoped: Vec<String>,
     /// The embedded server's simulated controllers, when started.
     simulation: Option<fsm_testkit::simulation::Simulation>,
 }
@@ -98,6 +100,7 @@ impl Scene {
             obs: Observations::new(token.clone()),
             token,
             crds: Vec::new(),
+            cluster_scoped: Vec::new(),
             simulation: None,
         };
         scene
@@ -110,11 +113,18 @@ impl Scene {
         Ok(scene)
     }
 
-    /// Deletes what the scene created (its CRDs, its namespace) without
-    /// waiting for the deletion to finish, and returns the observations.
+    /// Deletes what the scene created (its CRDs, the cluster-scoped objects
+    /// given to [`Scene::delete_at_close`], its namespace) without waiting
+    /// for the deletion to finish, and returns the observations.
     pub async fn close(self) -> Observations {
         if let Some(simulation) = &self.simulation {
             simulation.stop();
+        }
+        for path in &self.cluster_scoped {
+            let _ = self
+                .merge(path, json!({"metadata": {"finalizers": null}}))
+                .await;
+            let _ = self.delete(path).await;
         }
         for crd in &self.crds {
             let path = format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd}");
@@ -139,6 +149,14 @@ impl Scene {
         {
             self.simulation = Some(server.simulate(Default::default()));
         }
+    }
+
+    /// Deletes the cluster-scoped object at `path` when the scene closes,
+    /// its finalizers taken off first (the real server here runs no
+    /// protection controllers), even after a failure: names of one run
+    /// carry its token, but a shared real server should not keep them.
+    pub fn delete_at_close(&mut self, path: impl Into<String>) {
+        self.cluster_scoped.push(path.into());
     }
 
     /// Which server this scene runs on.

@@ -95,6 +95,7 @@ pub async fn kinds_claims_volumes_and_classes(s: &mut Scene) -> Fallible {
     assert_eq!(class.body["volumeBindingMode"], "Immediate");
     s.record("storage class", shape(&class.body));
     let class_path = format!("{classes}/{class_name}");
+    s.delete_at_close(class_path.clone());
     let class_table = table(s, &class_path).await?;
     s.record("storage class table", class_table);
 
@@ -113,6 +114,7 @@ pub async fn kinds_claims_volumes_and_classes(s: &mut Scene) -> Fallible {
     assert_eq!(volume.body["status"]["phase"], "Pending");
     s.record("volume", shape(&volume.body));
     let volume_path = format!("{volumes}/{volume_name}");
+    s.delete_at_close(volume_path.clone());
     settled(s, &volume_path, "Available").await?;
     let volume_table = table(s, &volume_path).await?;
     s.record("volume table", volume_table);

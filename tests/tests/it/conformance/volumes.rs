@@ -6,8 +6,9 @@
 //! their tables.
 //!
 //! Volumes are cluster-scoped: their names carry the run's token and they
-//! are deleted at the end. The controller's Events (`FailedBinding` for
-//! the claim nothing fits) are not compared: the simulation writes none.
+//! are deleted when the scene closes, even after a failure. The
+//! controller's Events (`FailedBinding` for the claim nothing fits) are
+//! not compared: the simulation writes none.
 
 use integration_tests::scene::eventually;
 use integration_tests::{Fallible, Scene};
@@ -102,6 +103,9 @@ pub async fn volumes_bind_claims(s: &mut Scene) -> Fallible {
             json!({"spec": {"claimRef": {"namespace": ns, "name": "wants-reserved"}}}),
         ),
     ];
+    for name in &names {
+        s.delete_at_close(format!("{VOLUMES}/{name}"));
+    }
     for body in bodies {
         s.post(VOLUMES, body).await?.expect(201)?;
     }
@@ -166,8 +170,6 @@ pub async fn volumes_bind_claims(s: &mut Scene) -> Fallible {
     for claim in ["picky", "wants-reserved", "huge"] {
         remove(s, &format!("{claims}/{claim}")).await?;
     }
-    for name in &names {
-        remove(s, &format!("{VOLUMES}/{name}")).await?;
-    }
+    // The volumes go when the scene closes (Scene::delete_at_close).
     Ok(())
 }
