@@ -87,9 +87,16 @@ pub fn claim(_def: &ResourceDef, object: &mut Value) {
 }
 
 /// Every write of a PersistentVolume: a `hostPath` source gets its
-/// `type: ""`, as the volume sources' defaulting writes it.
+/// `type: ""`, as the volume sources' defaulting writes it, and an empty
+/// `storageClassName` is left out (a plain string with `omitempty` in a
+/// volume, unlike a claim's, which is a pointer and kept).
 pub fn volume(_def: &ResourceDef, object: &mut Value) {
     fill(object, VOLUME);
+    if let Some(spec) = object.get_mut("spec").and_then(Value::as_object_mut)
+        && spec.get("storageClassName").is_some_and(|c| c == "")
+    {
+        spec.remove("storageClassName");
+    }
     if let Some(host_path) = object["spec"]
         .get_mut("hostPath")
         .and_then(Value::as_object_mut)
@@ -202,6 +209,19 @@ mod tests {
             on_delete["spec"]["updateStrategy"],
             json!({"type": "OnDelete"})
         );
+    }
+
+    #[test]
+    fn an_empty_class_is_left_out_of_a_volume_only() {
+        let mut pv = json!({"spec": {"storageClassName": ""}});
+        volume(&def(), &mut pv);
+        assert_eq!(pv["spec"].get("storageClassName"), None);
+        let mut named = json!({"spec": {"storageClassName": "fast"}});
+        volume(&def(), &mut named);
+        assert_eq!(named["spec"]["storageClassName"], "fast");
+        let mut pvc = json!({"spec": {"storageClassName": ""}});
+        claim(&def(), &mut pvc);
+        assert_eq!(pvc["spec"]["storageClassName"], "");
     }
 
     #[test]

@@ -109,7 +109,9 @@ impl ApiServer {
 
     /// Starts the simulated workload controllers (see
     /// [`simulation`](crate::simulation)): Deployments and StatefulSets
-    /// become ready and Jobs finish after a delay. Off unless called; runs
+    /// become ready and Jobs finish after a delay, and claims are bound to
+    /// static PersistentVolumes as kube-controller-manager binds them. Off
+    /// unless called; runs
     /// until [`Simulation::stop`](crate::simulation::Simulation::stop) or
     /// until the server is dropped.
     ///

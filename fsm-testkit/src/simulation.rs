@@ -1,6 +1,8 @@
 //! Simulated workload controllers (off by default): Deployments and
 //! StatefulSets become ready, Jobs succeed or fail, after a delay, by
-//! writing their `status` as kube-controller-manager would.
+//! writing their `status` as kube-controller-manager would; claims are
+//! bound to static PersistentVolumes as its PersistentVolume controller
+//! binds them.
 //!
 //! Two ways to start it, with the same behaviour:
 //! - [`ApiServer::simulate`](crate::ApiServer::simulate), inside the
@@ -30,6 +32,25 @@
 //!   label [`OUTCOME_LABEL`] (`succeed`, `fail`, `hang`) if it has one, else
 //!   the first [`JobRule`] matching its name that has uses left, else
 //!   success.
+//! - **PersistentVolumeClaim** / **PersistentVolume** (`volumes.rs`): a
+//!   new volume becomes `Available`; an unbound claim of an `Immediate`
+//!   class (or of none, or of `""`) is bound at once to the volume
+//!   reserved for it (`spec.claimRef`) or that it names
+//!   (`spec.volumeName`), else to the smallest `Available` volume of its
+//!   class whose access modes, capacity, volume mode and labels (the
+//!   claim's `spec.selector`) fit; a claim that nothing fits stays
+//!   `Pending`. Binding writes what kube-controller-manager 1.20 writes:
+//!   the volume's full `spec.claimRef`, `status.phase: Bound` and
+//!   (unless it was reserved) `pv.kubernetes.io/bound-by-controller`; the
+//!   claim's `spec.volumeName`, `pv.kubernetes.io/bind-completed`,
+//!   `pv.kubernetes.io/bound-by-controller` (unless it named the volume)
+//!   and its status (`Bound`, the volume's access modes and capacity). A
+//!   claim of a `WaitForFirstConsumer` class waits until a Pod of its
+//!   namespace mounts it, then binds the same way: the simulation stands
+//!   in for the scheduler, which would pick a node first (there are
+//!   none). A bound volume whose claim is deleted becomes `Released`
+//!   (reclaim policy `Retain`). Through a client, volumes and classes are
+//!   read cluster-wide, claims and Pods in the simulated namespace.
 //!
 //! # Expected flow
 //! ```no_run
@@ -50,10 +71,20 @@
 //!
 //! # Caveats
 //! No Pods or ReplicaSets are created; `replicas` of a Deployment with
-//! `paused: true` roll out anyway; a Job's `parallelism` is ignored.
+//! `paused: true` roll out anyway; a Job's `parallelism` is ignored. No
+//! volume is provisioned for a claim of a class with a provisioner (the
+//! claim stays `Pending`, without the controller's
+//! `volume.beta.kubernetes.io/storage-provisioner` annotation), reclaim
+//! policies `Delete` and `Recycle` do nothing, and the controller's Events
+//! (`FailedBinding`, `WaitForFirstConsumer`) are not written: the
+//! simulation writes no Events.
 //! Needs a Tokio runtime.
 
+#[cfg(test)]
+mod binding_tests;
 mod client;
+mod volume_client;
+mod volumes;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -300,7 +331,7 @@ impl Finish {
 #[derive(Debug, Clone)]
 pub struct Simulation {
     state: Arc<Mutex<State>>,
-    task: Arc<JoinHandle<()>>,
+    tasks: Arc<Vec<JoinHandle<()>>>,
 }
 
 impl Simulation {
@@ -315,8 +346,10 @@ impl Simulation {
     /// Never point it at a cluster that runs the real controllers: both
     /// would write the workloads' status. It needs the rights to list,
     /// watch, get and update the status of Deployments, StatefulSets and
-    /// Jobs; a request that fails is logged (`tracing`) and not retried,
-    /// the watch is.
+    /// Jobs, and, to bind claims, to list and watch PersistentVolumes and
+    /// StorageClasses (cluster-wide), claims and Pods, and to update
+    /// volumes and claims and their status; a request that fails is logged
+    /// (`tracing`) and not retried, the watch is.
     ///
     /// # Examples
     /// ```no_run
@@ -338,10 +371,12 @@ impl Simulation {
         config: SimulationConfig,
     ) -> Simulation {
         let state = Arc::new(Mutex::new(State::new(config)));
-        let task = client::start(client, namespace.map(str::to_owned), state.clone());
+        let namespace = namespace.map(str::to_owned);
+        let binder = volume_client::start(client.clone(), namespace.clone(), state.clone());
+        let task = client::start(client, namespace, state.clone());
         Simulation {
             state,
-            task: Arc::new(task),
+            tasks: Arc::new(vec![task, binder]),
         }
     }
 
@@ -361,7 +396,9 @@ impl Simulation {
     /// already sent may still land).
     pub fn stop(&self) {
         self.lock().stopped = true;
-        self.task.abort();
+        for task in self.tasks.iter() {
+            task.abort();
+        }
     }
 }
 
@@ -419,10 +456,13 @@ pub(crate) fn start(shared: &Arc<Shared>, config: SimulationConfig) -> Simulatio
         for (kind, object) in existing {
             observe(&weak, &task_state, kind, &object);
         }
+        bind_claims(&weak, &task_state);
         loop {
             match rx.recv().await {
                 Ok(e) => {
-                    if e.kind != crate::store::EventType::Deleted
+                    if volume_related(&e.resource) {
+                        bind_claims(&weak, &task_state);
+                    } else if e.kind != crate::store::EventType::Deleted
                         && let Some(kind) = kind_of(&e.resource)
                     {
                         observe(&weak, &task_state, kind, &e.object);
@@ -434,6 +474,7 @@ pub(crate) fn start(shared: &Arc<Shared>, config: SimulationConfig) -> Simulatio
                     for (kind, object) in all {
                         observe(&weak, &task_state, kind, &object);
                     }
+                    bind_claims(&weak, &task_state);
                 }
                 Err(RecvError::Closed) => return,
             }
@@ -441,7 +482,95 @@ pub(crate) fn start(shared: &Arc<Shared>, config: SimulationConfig) -> Simulatio
     });
     Simulation {
         state,
-        task: Arc::new(task),
+        tasks: Arc::new(vec![task]),
+    }
+}
+
+/// The resources the PersistentVolume controller follows: a change to any
+/// of them may bind a claim.
+const VOLUME_RESOURCES: [(&str, &str); 4] = [
+    ("", "persistentvolumes"),
+    ("", "persistentvolumeclaims"),
+    ("", "pods"),
+    ("storage.k8s.io", "storageclasses"),
+];
+
+fn volume_related(gr: &GroupResource) -> bool {
+    VOLUME_RESOURCES
+        .iter()
+        .any(|(g, r)| gr.group == *g && gr.resource == *r)
+}
+
+fn core(resource: &str) -> GroupResource {
+    GroupResource {
+        group: String::new(),
+        resource: resource.into(),
+    }
+}
+
+/// Plans the PersistentVolume controller's writes on the cluster as it is
+/// ([`volumes::plan`]) and makes them, in the embedded server.
+fn bind_claims(shared: &Weak<Shared>, state: &Mutex<State>) {
+    if stopped(state) {
+        return;
+    }
+    let Some(shared) = shared.upgrade() else {
+        return;
+    };
+    let mut cluster = shared.cluster();
+    let [volumes, claims, pods, classes] = VOLUME_RESOURCES.map(|(group, resource)| {
+        let gr = GroupResource {
+            group: group.into(),
+            resource: resource.into(),
+        };
+        cluster.store.list(&gr, None)
+    });
+    let world = volumes::World {
+        volumes: volumes.iter().map(AsRef::as_ref).collect(),
+        claims: claims.iter().map(AsRef::as_ref).collect(),
+        classes: classes.iter().map(AsRef::as_ref).collect(),
+        pods: pods.iter().map(AsRef::as_ref).collect(),
+    };
+    for group in volumes::plan(&world) {
+        for step in group {
+            if !write_step(&mut cluster, &step) {
+                break;
+            }
+        }
+    }
+}
+
+/// Makes one step of the volume binder in the embedded server: whether
+/// it was written (no: the object is gone, replaced, or no longer fits the
+/// step, and the rest of its group is left).
+fn write_step(cluster: &mut crate::cluster::Cluster, step: &volumes::Step) -> bool {
+    let gr = match step.object {
+        volumes::Object::Volume => core("persistentvolumes"),
+        volumes::Object::Claim => core("persistentvolumeclaims"),
+    };
+    let (ns, name) = (step.namespace.as_str(), step.name.as_str());
+    let Some(current) = cluster.store.get(&gr, ns, name) else {
+        return false;
+    };
+    let Some(def) = cluster.registry.preferred(&gr) else {
+        return false;
+    };
+    if uid(&current) != step.uid || !step.edit.fits(&current) {
+        return false;
+    }
+    let mut next = (*current).clone();
+    step.edit.apply(&mut next);
+    let part = if step.status {
+        Part::Status
+    } else {
+        Part::Main
+    };
+    match cluster.update(&def, ns, name, next, part, false, jiff::Timestamp::now()) {
+        Ok(_) => true,
+        Err(e) => {
+            tracing::warn!(error = %e, %name, "simulation: binding a claim failed");
+            false
+        }
     }
 }
 

@@ -77,6 +77,10 @@ pub struct Scene {
     pub token: String,
     obs: Observations,
     crds: Vec<String>,
+    /// Paths of cluster-scoped objects to delete at close.
+    cluster_scoped: Vec<String>,
+    /// The embedded server's simulated controllers, when started.
+    simulation: Option<fsm_testkit::simulation::Simulation>,
 }
 
 impl Scene {
@@ -96,6 +100,8 @@ impl Scene {
             obs: Observations::new(token.clone()),
             token,
             crds: Vec::new(),
+            cluster_scoped: Vec::new(),
+            simulation: None,
         };
         scene
             .post(
@@ -107,9 +113,19 @@ impl Scene {
         Ok(scene)
     }
 
-    /// Deletes what the scene created (its CRDs, its namespace) without
-    /// waiting for the deletion to finish, and returns the observations.
+    /// Deletes what the scene created (its CRDs, the cluster-scoped objects
+    /// given to [`Scene::delete_at_close`], its namespace) without waiting
+    /// for the deletion to finish, and returns the observations.
     pub async fn close(self) -> Observations {
+        if let Some(simulation) = &self.simulation {
+            simulation.stop();
+        }
+        for path in &self.cluster_scoped {
+            let _ = self
+                .merge(path, json!({"metadata": {"finalizers": null}}))
+                .await;
+            let _ = self.delete(path).await;
+        }
         for crd in &self.crds {
             let path = format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd}");
             let _ = self.delete(&path).await;
@@ -118,6 +134,29 @@ impl Scene {
             .delete(&format!("/api/v1/namespaces/{}", self.ns))
             .await;
         self.obs
+    }
+
+    /// Binds claims to PersistentVolumes as the real server's
+    /// kube-controller-manager does (its `persistentvolume-binder`, see
+    /// `scripts/real-apiserver/start`): on the embedded server, starts
+    /// `fsm_testkit`'s simulation until the scene closes; on the real
+    /// server, does nothing, its controller binds for real. The
+    /// simulation also rolls out workloads and finishes Jobs, which the
+    /// real server here does not: call it only in scenarios without them.
+    pub fn simulate_claim_binding(&mut self) {
+        if self.simulation.is_none()
+            && let Some(server) = self.cluster.embedded_server()
+        {
+            self.simulation = Some(server.simulate(Default::default()));
+        }
+    }
+
+    /// Deletes the cluster-scoped object at `path` when the scene closes,
+    /// its finalizers taken off first (the real server here runs no
+    /// protection controllers), even after a failure: names of one run
+    /// carry its token, but a shared real server should not keep them.
+    pub fn delete_at_close(&mut self, path: impl Into<String>) {
+        self.cluster_scoped.push(path.into());
     }
 
     /// Which server this scene runs on.

@@ -6,10 +6,11 @@
 //! namespace's `default` ServiceAccount, and the self reviews behind
 //! `kubectl auth can-i`.
 //!
-//! The real server runs no volume binder, no workload controllers and no
-//! CronJob controller (only the garbage collector, namespace and
-//! service-account controllers): claims and volumes stay `Pending`, and
-//! nothing is created for the workloads, on both servers. The pod
+//! The real server runs no workload controllers and no CronJob controller
+//! (only the garbage collector, namespace, service-account and volume
+//! binder controllers): nothing is created for the workloads, on both
+//! servers; its claim is bound, on the embedded server by the simulation
+//! (see volumes.rs). The pod
 //! templates inside the workloads are not compared (their defaults are
 //! the pod template's, compared where that is served).
 
@@ -18,6 +19,7 @@ use integration_tests::{Fallible, Scene};
 use serde_json::{Value, json};
 
 use super::lists::{mask_ages, table_summary};
+use super::volumes::BINDER_HINT;
 
 /// `v` without the keys `drop` (at any depth).
 fn without(v: &Value, drop: &[&str]) -> Value {
@@ -63,9 +65,21 @@ async fn remove(s: &Scene, path: &str) -> Fallible {
     Ok(())
 }
 
+/// Waits (at most 30 s) until the object at `path` is in `phase`: the
+/// volume binder made it so.
+async fn settled(s: &Scene, path: &str, phase: &str) -> Fallible {
+    let what = format!("{path} to be {phase} (on a real server, {BINDER_HINT})");
+    eventually(&what, 30, async || {
+        let reply = s.get(path).await?.expect(200)?;
+        Ok((reply.body["status"]["phase"] == phase).then_some(()))
+    })
+    .await
+}
+
 /// A claim, a volume and a class: their defaults, the protection
 /// finalizers, their tables, and a deleted claim held by its finalizer.
 pub async fn kinds_claims_volumes_and_classes(s: &mut Scene) -> Fallible {
+    s.simulate_claim_binding();
     let class_name = format!("{}-fast", s.ns);
     let classes = "/apis/storage.k8s.io/v1/storageclasses";
     let class = s
@@ -81,6 +95,7 @@ pub async fn kinds_claims_volumes_and_classes(s: &mut Scene) -> Fallible {
     assert_eq!(class.body["volumeBindingMode"], "Immediate");
     s.record("storage class", shape(&class.body));
     let class_path = format!("{classes}/{class_name}");
+    s.delete_at_close(class_path.clone());
     let class_table = table(s, &class_path).await?;
     s.record("storage class table", class_table);
 
@@ -99,6 +114,8 @@ pub async fn kinds_claims_volumes_and_classes(s: &mut Scene) -> Fallible {
     assert_eq!(volume.body["status"]["phase"], "Pending");
     s.record("volume", shape(&volume.body));
     let volume_path = format!("{volumes}/{volume_name}");
+    s.delete_at_close(volume_path.clone());
+    settled(s, &volume_path, "Available").await?;
     let volume_table = table(s, &volume_path).await?;
     s.record("volume table", volume_table);
 
@@ -117,6 +134,7 @@ pub async fn kinds_claims_volumes_and_classes(s: &mut Scene) -> Fallible {
         json!(["kubernetes.io/pvc-protection"])
     );
     s.record("claim", shape(&claim.body));
+    settled(s, &format!("{claims}/data"), "Bound").await?;
     let claim_table = table(s, &claims).await?;
     s.record("claim table", claim_table);
     let unknown = s

@@ -33,6 +33,7 @@ pub mod patches;
 pub mod protobuf;
 pub mod scale;
 pub mod validation;
+pub mod volumes;
 pub mod watch;
 pub mod writes;
 
@@ -227,4 +228,5 @@ scenarios! {
     immutability::statefulset_spec_is_frozen,
     immutability::service_cluster_ip_is_immutable,
     immutability::immutable_configmaps_and_secrets,
+    volumes::volumes_bind_claims,
 }
