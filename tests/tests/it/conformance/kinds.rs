@@ -54,7 +54,7 @@ async fn table(s: &Scene, path: &str) -> Fallible<Value> {
 
 /// Takes the finalizers off the object at `path` and deletes it: the real
 /// server here runs no protection controllers to do it.
-async fn remove(s: &Scene, path: &str) -> Fallible {
+pub async fn remove(s: &Scene, path: &str) -> Fallible {
     let reply = s
         .merge(path, json!({"metadata": {"finalizers": null}}))
         .await?;

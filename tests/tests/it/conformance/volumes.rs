@@ -14,6 +14,7 @@ use integration_tests::scene::eventually;
 use integration_tests::{Fallible, Scene};
 use serde_json::{Value, json};
 
+use super::kinds::remove;
 use super::lists::{mask_ages, table_summary};
 
 const VOLUMES: &str = "/api/v1/persistentvolumes";
@@ -46,19 +47,6 @@ async fn phase(s: &Scene, path: &str, phase: &str) -> Fallible<Value> {
         Ok((reply.body["status"]["phase"] == phase).then_some(reply.body))
     })
     .await
-}
-
-/// Takes the finalizers off the object at `path` and deletes it: the real
-/// server here runs no protection controllers to do it.
-async fn remove(s: &Scene, path: &str) -> Fallible {
-    let reply = s
-        .merge(path, json!({"metadata": {"finalizers": null}}))
-        .await?;
-    if reply.code == 200 {
-        let deleted = s.delete(path).await?;
-        assert!(matches!(deleted.code, 200 | 404), "{deleted:?}");
-    }
-    Ok(())
 }
 
 /// Three claims bound (the smallest volume that fits, the volume a
