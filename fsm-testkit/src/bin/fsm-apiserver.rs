@@ -55,7 +55,8 @@ Options:
   --debug-port PORT           also serve the request log as JSON on
                               http://127.0.0.1:PORT/debug/requests (0: a free port)
   --simulate-workloads MS     roll out Deployments and StatefulSets, and
-                              complete Jobs, MS milliseconds after each change
+                              complete Jobs, MS milliseconds after each change;
+                              bind claims to fitting PersistentVolumes
   -h, --help                  print this help and exit
   -V, --version               print the version and exit
 
