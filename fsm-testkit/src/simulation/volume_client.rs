@@ -1,18 +1,21 @@
 //! The PersistentVolume controller through a `kube::Client`
 //! ([`Simulation::through`]): the same plan as in the embedded server
-//! ([`volumes::plan`]), read with lists after any change a watch reports
-//! and carried out with `PUT` requests, one round at a time.
+//! ([`volumes::plan`]), made on the caches of its watches after any change
+//! they report and carried out with `PUT` requests, one round at a time.
 //!
 //! [`Simulation::through`]: super::Simulation::through
 
 use std::sync::{Arc, Mutex};
 
+use futures::FutureExt;
 use futures::{StreamExt, stream};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use kube::runtime::WatchStreamExt;
+use kube::runtime::reflector::Store;
+use kube::runtime::reflector::store::Writer;
 use kube::runtime::watcher::{self, watcher};
 use serde_json::Value;
 use tokio::sync::Notify;
@@ -24,48 +27,45 @@ use super::{State, stopped};
 /// How many times a write is tried when another writer got there first.
 const ATTEMPTS: usize = 5;
 
-/// The APIs the controller reads: volumes and classes of the cluster,
-/// claims and Pods of `namespace` (all when `None`).
-struct Apis {
-    volumes: Api<DynamicObject>,
-    claims: Api<DynamicObject>,
-    pods: Api<DynamicObject>,
-    classes: Api<DynamicObject>,
+/// The APIs the controller watches: volumes and classes of the cluster,
+/// claims and Pods of `namespace` (all when `None`), each with its
+/// resource.
+fn watched_apis(
+    client: &Client,
+    namespace: Option<&str>,
+) -> [(Api<DynamicObject>, ApiResource); 4] {
+    let scoped = |resource: ApiResource| {
+        let api = match namespace {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+            None => Api::all_with(client.clone(), &resource),
+        };
+        (api, resource)
+    };
+    let cluster = |resource: ApiResource| (Api::all_with(client.clone(), &resource), resource);
+    [
+        cluster(volume_resource()),
+        scoped(claim_resource()),
+        scoped(ApiResource::erase::<Pod>(&())),
+        cluster(ApiResource::erase::<StorageClass>(&())),
+    ]
 }
 
-impl Apis {
-    fn new(client: &Client, namespace: Option<&str>) -> Self {
-        let scoped = |resource: &ApiResource| match namespace {
-            Some(ns) => Api::namespaced_with(client.clone(), ns, resource),
-            None => Api::all_with(client.clone(), resource),
-        };
-        Self {
-            volumes: Api::all_with(client.clone(), &volume_resource()),
-            claims: scoped(&claim_resource()),
-            pods: scoped(&ApiResource::erase::<Pod>(&())),
-            classes: Api::all_with(client.clone(), &ApiResource::erase::<StorageClass>(&())),
-        }
+/// What the watches' caches hold, as JSON: volumes, claims, Pods and
+/// classes; `None` until every watch has listed.
+fn world(stores: &[Store<DynamicObject>; 4]) -> Option<[Vec<Value>; 4]> {
+    let listed = |store: &Store<DynamicObject>| {
+        matches!(store.wait_until_ready().now_or_never(), Some(Ok(())))
+    };
+    if !stores.iter().all(listed) {
+        return None;
     }
-
-    /// Every object of each API, as JSON; `None` when a list fails.
-    async fn world(&self) -> Option<[Vec<Value>; 4]> {
-        let mut lists = Vec::with_capacity(4);
-        for api in [&self.volumes, &self.claims, &self.pods, &self.classes] {
-            match api.list(&ListParams::default()).await {
-                Ok(list) => lists.push(
-                    list.items
-                        .iter()
-                        .filter_map(|o| serde_json::to_value(o).ok())
-                        .collect(),
-                ),
-                Err(error) => {
-                    tracing::warn!(%error, "simulation: listing for the volume binder failed");
-                    return None;
-                }
-            }
-        }
-        lists.try_into().ok()
-    }
+    Some(stores.each_ref().map(|store| {
+        store
+            .state()
+            .iter()
+            .filter_map(|o| serde_json::to_value(o.as_ref()).ok())
+            .collect()
+    }))
 }
 
 fn volume_resource() -> ApiResource {
@@ -84,11 +84,16 @@ pub(super) fn start(
     state: Arc<Mutex<State>>,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
-        let apis = Apis::new(&client, namespace.as_deref());
         let changed = Arc::new(Notify::new());
-        let watches = [&apis.volumes, &apis.claims, &apis.pods, &apis.classes].map(|api| {
-            watcher(api.clone(), watcher::Config::default())
+        let watched = watched_apis(&client, namespace.as_deref());
+        let writers = watched
+            .each_ref()
+            .map(|(_, resource)| Writer::new(resource.clone()));
+        let stores = writers.each_ref().map(Writer::as_reader);
+        let watches = watched.into_iter().zip(writers).map(|((api, _), writer)| {
+            watcher(api, watcher::Config::default())
                 .default_backoff()
+                .reflect(writer)
                 .boxed()
         });
         let notify = changed.clone();
@@ -109,7 +114,7 @@ pub(super) fn start(
             if stopped(&state) {
                 return;
             }
-            round(&client, &apis, &state).await;
+            round(&client, &stores, &state).await;
         }
     })
 }
@@ -123,9 +128,9 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// One round: plans on what the lists say and makes each write.
-async fn round(client: &Client, apis: &Apis, state: &Mutex<State>) {
-    let Some([volume_list, claim_list, pod_list, class_list]) = apis.world().await else {
+/// One round: plans on what the caches hold and makes each write.
+async fn round(client: &Client, stores: &[Store<DynamicObject>; 4], state: &Mutex<State>) {
+    let Some([volume_list, claim_list, pod_list, class_list]) = world(stores) else {
         return;
     };
     let world = volumes::World {
