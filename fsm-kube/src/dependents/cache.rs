@@ -417,7 +417,6 @@ impl CacheRegistry {
             .collect()
     }
 
-    /// The synced cache of `kind` covering `namespace`, if any.
     /// How far the watch of the cache covering `place` has come, when the
     /// runtime follows it (its own watch).
     pub fn watch_progress(&self, place: &Placement) -> Option<Arc<WatchProgress>> {
@@ -432,6 +431,7 @@ impl CacheRegistry {
             .and_then(|c| c.progress.clone())
     }
 
+    /// The synced cache of `kind` covering `namespace`, if any.
     pub fn synced(&self, kind: &DependentKind, namespace: Option<&str>) -> Option<Arc<KindCache>> {
         let kinds = self.kinds.read().ok()?;
         kinds

@@ -12,6 +12,7 @@ use std::sync::Mutex;
 use serde_json::Value;
 
 use super::object::Placement;
+use super::wake::hash_serialized;
 
 /// At most this many placements are remembered; past it the memory
 /// starts over (a forgotten match costs one comparison).
@@ -41,37 +42,8 @@ fn place_key(place: &Placement) -> u64 {
 /// the text).
 pub(crate) fn body_hash(body: &Value) -> u64 {
     let mut hasher = DefaultHasher::new();
-    hash_json(body, &mut hasher);
+    hash_serialized(&mut hasher, body);
     hasher.finish()
-}
-
-fn hash_json(value: &Value, hasher: &mut DefaultHasher) {
-    match value {
-        Value::Null => 0u8.hash(hasher),
-        Value::Bool(b) => (1u8, b).hash(hasher),
-        Value::Number(n) => {
-            2u8.hash(hasher);
-            match (n.as_i64(), n.as_u64(), n.as_f64()) {
-                (Some(i), _, _) => (0u8, i).hash(hasher),
-                (None, Some(u), _) => (1u8, u).hash(hasher),
-                (None, None, f) => (2u8, f.map(f64::to_bits)).hash(hasher),
-            }
-        }
-        Value::String(s) => (3u8, s).hash(hasher),
-        Value::Array(items) => {
-            (4u8, items.len()).hash(hasher);
-            for item in items {
-                hash_json(item, hasher);
-            }
-        }
-        Value::Object(map) => {
-            (5u8, map.len()).hash(hasher);
-            for (key, item) in map {
-                key.hash(hasher);
-                hash_json(item, hasher);
-            }
-        }
-    }
 }
 
 impl MatchMemo {

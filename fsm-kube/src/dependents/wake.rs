@@ -172,7 +172,7 @@ fn fingerprint(kind: &DependentKind, object: &DynamicObject, by_readiness: bool)
 }
 
 /// Hashes `value`'s JSON as it is written, without building the text.
-fn hash_serialized<T: serde::Serialize + ?Sized>(hasher: &mut DefaultHasher, value: &T) {
+pub(crate) fn hash_serialized<T: serde::Serialize + ?Sized>(hasher: &mut DefaultHasher, value: &T) {
     // Writing into a hasher cannot fail, nor can serializing these
     // (JSON values and API types); were it to, what was written of the
     // value so far is hashed.
