@@ -99,6 +99,7 @@ mod on_delete;
 mod order;
 mod orphan;
 mod own_writes;
+mod owners;
 mod pruned;
 mod readiness;
 mod reads;
@@ -130,4 +131,5 @@ pub use runtime::{DEFAULT_PENDING_REQUEUE, DEFAULT_SYNC_WAIT, DependentsRuntime}
 pub use set::{Dependent, DesiredSet, DesiredSetBuilder, attempt_name};
 pub use step::{StepDependents, converge_state};
 pub use teardown::teardown;
-pub use watch::{DependentsWatchSource, owns_dependents};
+pub use owners::owners_any_version;
+pub use watch::{DependentsWatchSource, owns_dependents, owns_dependents_of};

@@ -16,6 +16,7 @@ use super::cache::{CacheStore, KindCache, OwnerIndex, WatchProgress, prepare_for
 use super::cached_object::{CachedObject, SharedResource, compact_event};
 use super::kind::DependentKind;
 use super::object::DEPENDENT_LABEL;
+use super::owners::owners_any_version;
 use super::runtime::DependentsRuntime;
 use super::wake::WakeFilter;
 use crate::store::MANAGED_BY_LABEL;
@@ -106,6 +107,12 @@ impl DependentsWatchSource for DependentsRuntime {
 /// [`converge`](super::converge), which GETs each dependent. Pass the
 /// runtime instead. A cache covers only `namespace`: owners whose
 /// dependents are elsewhere read those with a GET.
+///
+/// # Owners at any version
+/// A dependent wakes its owner whatever the version its owner reference
+/// was written at (matched on group and kind, see
+/// [`owners_any_version`]): after the owner's type moves from `v1alpha1`
+/// to `v1`, dependents written before the upgrade still wake it.
 pub fn owns_dependents<K, S>(
     controller: Controller<K>,
     source: &S,
@@ -114,7 +121,31 @@ pub fn owns_dependents<K, S>(
 ) -> Controller<K>
 where
     K: Clone + Resource + DeserializeOwned + Debug + Send + Sync + 'static,
-    K::DynamicType: Eq + Hash + Clone,
+    K::DynamicType: Eq + Hash + Clone + Default + Send + Sync + 'static,
+    S: DependentsWatchSource + ?Sized,
+{
+    owns_dependents_of(
+        controller,
+        K::DynamicType::default(),
+        source,
+        namespace,
+        kinds,
+    )
+}
+
+/// [`owns_dependents`] for an owner type known only at run time (a
+/// `DynamicObject` owner): `owner_type` is the one `controller` was built
+/// with.
+pub fn owns_dependents_of<K, S>(
+    controller: Controller<K>,
+    owner_type: K::DynamicType,
+    source: &S,
+    namespace: Option<&str>,
+    kinds: impl IntoIterator<Item = DependentKind>,
+) -> Controller<K>
+where
+    K: Clone + Resource + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Eq + Hash + Clone + Send + Sync + 'static,
     S: DependentsWatchSource + ?Sized,
 {
     let selector = format!(
@@ -130,12 +161,15 @@ where
             None => Api::all_with(client.clone(), &kind.resource),
         };
         let config = watcher::Config::default().labels(&selector);
+        let owner_type = owner_type.clone();
+        let owners =
+            move |object: DynamicObject| owners_any_version::<K>(&object.metadata, &owner_type);
         controller = match source.cached_runtime() {
-            None => controller.owns_with(api, kind.resource.clone(), config),
+            None => controller.watches_with(api, kind.resource.clone(), config, owners),
             Some(runtime) => {
                 let resource = kind.resource.clone();
                 let stream = cached_watch(runtime, kind, watched, api, config);
-                controller.owns_stream_with(stream, resource)
+                controller.watches_stream_with(stream, owners, resource)
             }
         };
     }

@@ -24,6 +24,7 @@ mod dependents_cache;
 mod dependents_lifecycle;
 mod dependents_matching;
 mod dependents_reads;
+mod dependents_versions;
 mod health;
 mod leader;
 mod lean;
