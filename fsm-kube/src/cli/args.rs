@@ -47,6 +47,15 @@ pub enum Command<A: Args = ()> {
     /// version of the machine, or unreadable). Exit status 3 when some
     /// record cannot be run. Writes nothing.
     Preflight(PreflightArgs),
+    /// Rewrite every object of the resource at the storage version.
+    ///
+    /// Then remove the older versions from the CRD's
+    /// `status.storedVersions`, so that a later build may drop them
+    /// (`preflight` says when that is needed). The API does not tell which
+    /// objects are still at an old version, so every object is written
+    /// back as read; run it while the operator (serving the conversion) is
+    /// running.
+    MigrateStorage(MigrateStorageArgs),
 }
 
 /// How to reach the API server.
@@ -314,6 +323,20 @@ pub struct PreflightArgs {
     /// Read the records of this namespace only (default: all namespaces).
     #[arg(long, short = 'n')]
     pub namespace: Option<String>,
+    /// The output format.
+    #[arg(long, short = 'o', value_enum, default_value_t)]
+    pub output: OutputFormat,
+    /// How to reach the API server.
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+/// `migrate-storage`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Args)]
+pub struct MigrateStorageArgs {
+    /// Count the objects, write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
     /// The output format.
     #[arg(long, short = 'o', value_enum, default_value_t)]
     pub output: OutputFormat,

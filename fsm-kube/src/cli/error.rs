@@ -7,7 +7,8 @@ use super::rbac::InvalidRule;
 use crate::records::ReadError;
 
 /// Why a subcommand failed. [`Operator::main`](super::Operator::main) prints it and exits with
-/// status 1, or 3 for [`Error::CannotRun`] ([`Error::exit_status`]).
+/// status 1, or 3 for [`Error::CannotRun`] and
+/// [`Error::StoredVersionsDropped`] ([`Error::exit_status`]).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// No usable Kubernetes configuration (kubeconfig or in-cluster).
@@ -98,6 +99,29 @@ pub enum Error {
         /// This build's machine version.
         version: u32,
     },
+    /// `preflight`: this build's CRD drops versions at which objects may
+    /// still be stored (the CRD's `status.storedVersions`); the API server
+    /// would refuse the CRD. `migrate-storage` first. Exit status 3.
+    #[error(
+        "this build's CRD drops {} of {crd}, at which objects may still be stored; \
+         run `migrate-storage` with the build now running first",
+        versions.join(", ")
+    )]
+    StoredVersionsDropped {
+        /// The CRD's name.
+        crd: String,
+        /// The versions dropped while stored.
+        versions: Vec<String>,
+    },
+    /// `migrate-storage` could not finish; what it did is in its output,
+    /// and `status.storedVersions` is left as it was.
+    #[error("storage migration of {crd} stopped: {reason}")]
+    Migration {
+        /// The CRD's name.
+        crd: String,
+        /// Why.
+        reason: String,
+    },
     /// The operator's main function returned an error.
     #[error("the controller failed")]
     Controller(#[source] Box<dyn std::error::Error + Send + Sync>),
@@ -105,12 +129,13 @@ pub enum Error {
 
 impl Error {
     /// The exit status of a command that failed with this error: 3 for
-    /// [`Error::CannotRun`] (a pre-flight check that found records this
-    /// build cannot run), 1 for every other failure (2 is clap's, for a
+    /// [`Error::CannotRun`] and [`Error::StoredVersionsDropped`] (a
+    /// pre-flight check that found records this build cannot run, or
+    /// stored versions its CRD drops), 1 for every other failure (2 is clap's, for a
     /// usage error).
     pub fn exit_status(&self) -> u8 {
         match self {
-            Error::CannotRun { .. } => 3,
+            Error::CannotRun { .. } | Error::StoredVersionsDropped { .. } => 3,
             _ => 1,
         }
     }

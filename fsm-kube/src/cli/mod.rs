@@ -1,6 +1,6 @@
 //! The operator's command line: `run`, `crd`, `rbac`, `manifests`,
-//! `diagram`, `status` and `preflight`, for any operator binary in a few
-//! lines.
+//! `diagram`, `status`, `preflight` and `migrate-storage`, for any
+//! operator binary in a few lines.
 //!
 //! `crd` publishes the machine's diagram and store on the CRD
 //! ([`published`]), where `kubectl fsm` reads them.
@@ -46,6 +46,7 @@
 //! $ db-operator status orders -n shop
 //! $ db-operator manifests --image example.io/db-operator:0.1.0 -n ops | kubectl apply -f -
 //! $ db-operator preflight            # before an upgrade: exit status 3 if a record cannot run
+//! $ db-operator migrate-storage      # every object rewritten at the storage version
 //! $ db-operator run --leader-elect --http-addr 0.0.0.0:8080
 //! ```
 //!
@@ -60,12 +61,14 @@
 //! and [`preflight::Preflight::judge`]. The clap layer ([`Cli`]) only
 //! parses.
 
+mod api_versions;
 mod args;
 mod commands;
 mod connect;
 mod context;
 mod error;
 pub mod manifests;
+pub mod migrate_storage;
 mod operator;
 pub mod preflight;
 mod printer_columns;
@@ -77,9 +80,10 @@ mod view;
 
 pub use crate::records::ResourceInfo;
 pub use crate::store::StoreKind;
+pub use api_versions::ApiVersions;
 pub use args::{
-    Cli, Command, ConnectArgs, CrdArgs, DiagramArgs, DiagramFormat, LeaderArgs, OutputFormat,
-    PreflightArgs, RbacArgs, RunArgs, ShardArgs, StatusArgs, ViewAuth, ViewGuardArgs,
+    Cli, Command, ConnectArgs, CrdArgs, DiagramArgs, DiagramFormat, LeaderArgs, MigrateStorageArgs,
+    OutputFormat, PreflightArgs, RbacArgs, RunArgs, ShardArgs, StatusArgs, ViewAuth, ViewGuardArgs,
 };
 pub use commands::{crd_yaml, diagram};
 pub use connect::connect;

@@ -232,6 +232,9 @@ where
                 self.status(&client, &args).await?
             }
             Command::Preflight(args) => return self.preflight_command(&args, out).await,
+            Command::MigrateStorage(args) => {
+                return self.migrate_storage_command(&args, out).await;
+            }
         };
         out.write_all(text.as_bytes())
             .and_then(|()| out.flush())

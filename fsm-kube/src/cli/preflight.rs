@@ -53,13 +53,15 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use fsm_core::{Fsm, RawRecord, RecordCompatibility};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use kube::{Api, Client, CustomResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::{Error, Operator, OutputFormat, PreflightArgs, StoreKind};
+use super::api_versions::ApiVersions;
+use super::{CrdArgs, Error, Operator, OutputFormat, PreflightArgs, StoreKind};
 use crate::KubeResource;
 use crate::records::record_view::Location;
 use crate::records::{ReadError, ResourceInfo};
@@ -233,6 +235,14 @@ pub struct Preflight {
     pub records: Vec<Judged>,
     /// Objects without a record yet: they start in the initial state.
     pub without_record: usize,
+    /// The resource's API versions: those objects may be stored at,
+    /// against this build's CRD (`None` when not checked, see
+    /// [`api_versions_unchecked`](Self::api_versions_unchecked)).
+    pub api_versions: Option<ApiVersions>,
+    /// Why the API versions were not checked (the CRD is not installed,
+    /// or may not be read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_versions_unchecked: Option<String>,
 }
 
 impl Preflight {
@@ -258,7 +268,20 @@ impl Preflight {
             machine_version: F::machine().version(),
             records,
             without_record,
+            api_versions: None,
+            api_versions_unchecked: None,
         }
+    }
+
+    /// Whether this build may be rolled out: it can run every record of
+    /// an existing object, and its CRD keeps every version objects may be
+    /// stored at.
+    pub fn allows_upgrade(&self) -> bool {
+        self.all_can_run()
+            && self
+                .api_versions
+                .as_ref()
+                .is_none_or(ApiVersions::allows_this_build)
     }
 
     /// How many records of existing objects this build cannot run: the
@@ -341,6 +364,13 @@ impl Preflight {
             );
         }
         out.push_str(".\n");
+        match (&self.api_versions, &self.api_versions_unchecked) {
+            (Some(versions), _) => out.push_str(&versions.describe()),
+            (None, Some(reason)) => {
+                let _ = writeln!(out, "API versions not checked: {reason}.");
+            }
+            (None, None) => {}
+        }
         out
     }
 
@@ -587,6 +617,51 @@ async fn from_record_objects(
     Ok(fetched)
 }
 
+/// The API versions check of `preflight`: the cluster's CRD named as
+/// `build`'s, judged against it, with the objects of the kind counted (in
+/// `namespace`, or all). `Ok(Err(reason))` when it cannot be checked: the
+/// CRD is not installed, or reading it is forbidden.
+///
+/// # Errors
+/// Any other failed request.
+async fn api_versions(
+    client: &Client,
+    build: &CustomResourceDefinition,
+    namespace: Option<&str>,
+) -> Result<Result<ApiVersions, String>, Error> {
+    let name = build.metadata.name.clone().unwrap_or_default();
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let cluster = match crds.get_opt(&name).await {
+        Ok(Some(crd)) => crd,
+        Ok(None) => return Ok(Err(format!("the CRD {name} is not installed"))),
+        Err(kube::Error::Api(status)) if status.code == 403 => {
+            return Ok(Err(format!(
+                "reading the CRD {name} is forbidden ({})",
+                status.message
+            )));
+        }
+        Err(error) => return Err(Error::Kube(error)),
+    };
+    let Some(storage) = super::api_versions::storage_of(&cluster) else {
+        return Ok(Err(format!("the CRD {name} has no storage version")));
+    };
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(&cluster.spec.group, &storage, &cluster.spec.names.kind),
+        &cluster.spec.names.plural,
+    );
+    let objects: Api<DynamicObject> = match namespace {
+        Some(ns) if cluster.spec.scope == "Namespaced" => {
+            Api::namespaced_with(client.clone(), ns, &resource)
+        }
+        _ => Api::all_with(client.clone(), &resource),
+    };
+    let listed = objects
+        .list_metadata(&ListParams::default())
+        .await
+        .map_err(Error::Kube)?;
+    Ok(Ok(ApiVersions::judge(&cluster, build, listed.items.len())))
+}
+
 impl<F, A> Operator<F, A>
 where
     F: Fsm,
@@ -611,10 +686,13 @@ where
             args.namespace.as_deref(),
         )
         .await?;
-        Ok(Preflight::judge::<F>(
-            fetched.records,
-            fetched.without_record,
-        ))
+        let mut report = Preflight::judge::<F>(fetched.records, fetched.without_record);
+        let build = self.crd_definition(&CrdArgs::default())?;
+        match api_versions(client, &build, args.namespace.as_deref()).await? {
+            Ok(versions) => report.api_versions = Some(versions),
+            Err(reason) => report.api_versions_unchecked = Some(reason),
+        }
+        Ok(report)
     }
 
     /// Runs `preflight` and writes its report to `out`.
@@ -637,6 +715,14 @@ where
         out.write_all(text.as_bytes())
             .and_then(|()| out.flush())
             .map_err(Error::Output)?;
+        if let Some(versions) = report.api_versions.as_ref()
+            && !versions.allows_this_build()
+        {
+            return Err(Error::StoredVersionsDropped {
+                crd: versions.crd.clone(),
+                versions: versions.dropped_while_stored.clone(),
+            });
+        }
         match report.cannot_run() {
             0 => Ok(()),
             cannot => Err(Error::CannotRun {

@@ -121,6 +121,7 @@ pub use live::{LiveDependents, LiveError};
 pub use object::{DEPENDENT_LABEL, Owner};
 pub use on_delete::TEARDOWN_FINALIZER;
 pub use orphan::KEEP_ANNOTATION;
+pub use owners::owners_any_version;
 pub use readiness::{Readiness, builtin_readiness};
 pub use reads::{DesiredContext, Reads};
 pub use reconciler::{DEFAULT_RESYNC, DependentsReconciler};
@@ -131,5 +132,4 @@ pub use runtime::{DEFAULT_PENDING_REQUEUE, DEFAULT_SYNC_WAIT, DependentsRuntime}
 pub use set::{Dependent, DesiredSet, DesiredSetBuilder, attempt_name};
 pub use step::{StepDependents, converge_state};
 pub use teardown::teardown;
-pub use owners::owners_any_version;
 pub use watch::{DependentsWatchSource, owns_dependents, owns_dependents_of};

@@ -1215,13 +1215,14 @@ fn the_command_line_is_named_after_the_operator() {
     let help = command.render_help().to_string();
     assert!(help.contains("Usage: widget-operator <COMMAND>"), "{help}");
     for line in [
-        "run        Run the operator's controller(s)",
-        "crd        Print the CustomResourceDefinition of the operator's resource (YAML)",
-        "rbac       Print the least ClusterRole (or Role) the operator needs (YAML)",
-        "manifests  Print everything a cluster needs to run the operator (YAML)",
-        "diagram    Print the state machine's diagram",
-        "status     Show an object's current state, attempt, last error and history",
-        "preflight  Say which stored records this build can run, before an upgrade or a rollback",
+        "run              Run the operator's controller(s)",
+        "crd              Print the CustomResourceDefinition of the operator's resource (YAML)",
+        "rbac             Print the least ClusterRole (or Role) the operator needs (YAML)",
+        "manifests        Print everything a cluster needs to run the operator (YAML)",
+        "diagram          Print the state machine's diagram",
+        "status           Show an object's current state, attempt, last error and history",
+        "preflight        Say which stored records this build can run, before an upgrade or a rollback",
+        "migrate-storage  Rewrite every object of the resource at the storage version",
     ] {
         assert!(help.contains(line), "{line}\n{help}");
     }

@@ -29,6 +29,7 @@ mod health;
 mod leader;
 mod lean;
 mod manifests;
+mod migrate_storage;
 mod oversized;
 mod own_write;
 mod saga_scopes;
