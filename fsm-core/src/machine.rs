@@ -92,6 +92,9 @@ pub struct StateMeta {
     commit_on_entry: bool,
     commits: bool,
     signals: &'static [(&'static str, &'static str)],
+    immutable: &'static [&'static str],
+    grow_only: &'static [&'static str],
+    refuses_delete: bool,
 }
 
 impl StateMeta {
@@ -119,6 +122,9 @@ impl StateMeta {
             commit_on_entry: false,
             commits: false,
             signals: &[],
+            immutable: &[],
+            grow_only: &[],
+            refuses_delete: false,
         }
     }
 
@@ -346,6 +352,57 @@ impl StateMeta {
             .iter()
             .find(|(name, _)| *name == signal)
             .map(|(_, target)| *target)
+    }
+    /// Fields of the object (dotted paths such as `spec.engine`) that may
+    /// not change while the object is in this state
+    /// (`#[fsm(immutable("spec.engine"))]`): the operator's admission
+    /// webhook refuses a write that changes one.
+    ///
+    /// ```
+    /// use fsm_core::StateMeta;
+    ///
+    /// const SERVING: StateMeta = StateMeta::new("Serving")
+    ///     .with_handler()
+    ///     .immutable(&["spec.engine"])
+    ///     .grow_only(&["spec.storageGi"])
+    ///     .refuses_delete();
+    /// assert_eq!(SERVING.immutable_fields(), ["spec.engine"]);
+    /// assert_eq!(SERVING.grow_only_fields(), ["spec.storageGi"]);
+    /// assert!(SERVING.is_delete_refused());
+    /// ```
+    pub const fn immutable(mut self, paths: &'static [&'static str]) -> Self {
+        self.immutable = paths;
+        self
+    }
+    /// The fields [`StateMeta::immutable`] declares.
+    pub const fn immutable_fields(&self) -> &'static [&'static str] {
+        self.immutable
+    }
+    /// Fields (numbers or quantities) that may grow but not shrink while
+    /// the object is in this state (`#[fsm(grow_only("spec.storageGi"))]`).
+    pub const fn grow_only(mut self, paths: &'static [&'static str]) -> Self {
+        self.grow_only = paths;
+        self
+    }
+    /// The fields [`StateMeta::grow_only`] declares.
+    pub const fn grow_only_fields(&self) -> &'static [&'static str] {
+        self.grow_only
+    }
+    /// The object may not be deleted while in this state
+    /// (`#[fsm(refuse_delete)]`): the admission webhook refuses the
+    /// deletion.
+    pub const fn refuses_delete(mut self) -> Self {
+        self.refuses_delete = true;
+        self
+    }
+    /// Whether [`StateMeta::refuses_delete`] was declared.
+    pub const fn is_delete_refused(&self) -> bool {
+        self.refuses_delete
+    }
+    /// Whether the state declares any admission rule (immutable or
+    /// grow-only fields, refused deletion).
+    pub const fn has_admission_rules(&self) -> bool {
+        !self.immutable.is_empty() || !self.grow_only.is_empty() || self.refuses_delete
     }
     /// Whether the state was marked [`StateMeta::commits`].
     pub const fn is_commits(&self) -> bool {

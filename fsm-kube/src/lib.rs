@@ -53,6 +53,7 @@
 //! them all). Its code blocks are compiled as this crate's doc tests.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod admission;
 mod cache;
 mod classify;
 #[cfg(feature = "cli")]

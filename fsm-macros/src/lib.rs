@@ -68,7 +68,11 @@ mod expansion_snapshots;
 /// `commit_on_entry` (under `batch_commits`, this state's entry is committed
 /// before its handler runs), `commits` (entering this state closes the
 /// saga's scope: a later failure no longer undoes the compensable states
-/// entered before it; `ready` and `final` states close it too). The
+/// entered before it; `ready` and `final` states close it too),
+/// `immutable("spec.engine", ..)`, `grow_only("spec.storageGi", ..)` and
+/// `refuse_delete` (what the operator's admission webhook refuses while
+/// an object is in this state: a change of the fields, a smaller value,
+/// its deletion). The
 /// `initial` state may carry data: it is entered with every field's
 /// `Default` (a field type without one is an error on the
 /// field), so its handler can checkpoint before a non-idempotent call.

@@ -92,6 +92,12 @@ pub struct State {
     /// `on_signal(name = Target, ...)`: each signal once, each target a
     /// known unit state, on a state that is not resting.
     pub signals: Vec<(Ident, Ident)>,
+    /// `immutable(...)`: checked field paths, each once.
+    pub immutable: Vec<String>,
+    /// `grow_only(...)`: checked field paths, each once, none immutable.
+    pub grow_only: Vec<String>,
+    /// `refuse_delete`.
+    pub refuse_delete: bool,
 }
 
 impl State {

@@ -9,6 +9,7 @@
 //! (`machine`), one state (`state`), a retry policy (`retry`), the serde
 //! attributes (`serde`).
 
+mod admission;
 mod checker;
 mod commit;
 mod graph;

@@ -25,6 +25,7 @@ impl Checker<'_> {
         self.entry_commit(v, batch_commits);
         self.commits_flag(v);
         let signals = self.signals(v, resting);
+        let (immutable, grow_only) = self.admission_fields(v);
         let retry = v
             .retry
             .as_ref()
@@ -52,6 +53,9 @@ impl Checker<'_> {
             commit_on_entry: v.commit_on_entry.is_present(),
             commits: v.commits.is_present(),
             signals,
+            immutable,
+            grow_only,
+            refuse_delete: v.refuse_delete.is_present(),
         }
     }
 

@@ -125,6 +125,17 @@ fn state_meta(s: &State, core: &TokenStream) -> TokenStream {
         });
         calls.push(quote!(.on_signals(&[#(#pairs),*])));
     }
+    if !s.immutable.is_empty() {
+        let paths = &s.immutable;
+        calls.push(quote!(.immutable(&[#(#paths),*])));
+    }
+    if !s.grow_only.is_empty() {
+        let paths = &s.grow_only;
+        calls.push(quote!(.grow_only(&[#(#paths),*])));
+    }
+    if s.refuse_delete {
+        calls.push(quote!(.refuses_delete()));
+    }
     if !s.renamed_from.is_empty() {
         let names = &s.renamed_from;
         calls.push(quote!(.renamed_from(&[#(#names),*])));

@@ -137,6 +137,16 @@ pub struct VariantInput {
     /// state takes from a person, and the states they move to.
     #[darling(default)]
     pub on_signal: Option<Signals>,
+    /// `immutable("spec.engine", ...)`: fields that may not change while
+    /// the object is in this state.
+    #[darling(default)]
+    pub immutable: Option<FieldPaths>,
+    /// `grow_only("spec.storageGi", ...)`: fields that may not shrink while
+    /// the object is in this state.
+    #[darling(default)]
+    pub grow_only: Option<FieldPaths>,
+    /// `refuse_delete`: the object may not be deleted in this state.
+    pub refuse_delete: Flag,
 }
 
 /// `allow(unreachable, never_rests)`: the graph checks a state is exempt
@@ -428,6 +438,31 @@ impl FromMeta for Signals {
             errors.push(darling::Error::custom(EXPECTED));
         }
         errors.finish_with(Signals(signals))
+    }
+}
+
+/// `immutable("spec.engine", "spec.region")`: fields of the object as
+/// dotted paths, each a string literal (JSON names, which Rust
+/// identifiers cannot always spell), checked by the analysis.
+#[derive(Debug, Clone, Default)]
+pub struct FieldPaths(pub Vec<syn::LitStr>);
+
+impl FromMeta for FieldPaths {
+    fn from_list(items: &[NestedMeta]) -> darling::Result<Self> {
+        const EXPECTED: &str =
+            "expected a field path as a string, e.g. `immutable(\"spec.engine\")`";
+        let mut errors = darling::Error::accumulator();
+        let mut paths = Vec::new();
+        for item in items {
+            match item {
+                NestedMeta::Lit(Lit::Str(path)) => paths.push(path.clone()),
+                other => errors.push(darling::Error::custom(EXPECTED).with_span(other)),
+            }
+        }
+        if items.is_empty() {
+            errors.push(darling::Error::custom(EXPECTED));
+        }
+        errors.finish_with(FieldPaths(paths))
     }
 }
 

@@ -46,7 +46,10 @@ pub enum DbState {
         ready,
         handler = check_drift,
         next(Provisioning),
-        on_signal(decommission = TimedOut, abort = Cancelled)
+        on_signal(decommission = TimedOut, abort = Cancelled),
+        immutable("spec.engine", "metadata.labels.tier"),
+        grow_only("spec.storageGi"),
+        refuse_delete
     )]
     Ready { instance_id: String },
     #[fsm(final)]
@@ -143,6 +146,12 @@ fn main() {
     // Keys not given are inherited from the enum's policy.
     let inherited = RetryPolicy::new(3, ms(500), 1.5, ms(5_400_000)).unwrap();
     assert_eq!(w.own_retry(), Some(inherited));
+
+    let r = m.state("Ready").unwrap();
+    assert_eq!(r.immutable_fields(), ["spec.engine", "metadata.labels.tier"]);
+    assert_eq!(r.grow_only_fields(), ["spec.storageGi"]);
+    assert!(r.is_delete_refused() && r.has_admission_rules());
+    assert!(!w.has_admission_rules());
 
     let s = m.state("Seeding").unwrap();
     let seeding = RetryPolicy::new(7, ms(2_000), 3.0, ms(5_400_000)).unwrap().with_jitter(Jitter::Full);
