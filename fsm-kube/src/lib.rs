@@ -28,6 +28,7 @@
 //! | [`FsmStatus`], [`conditions`], [`events`], [`FsmMetrics`] | what the runtime reports on the object and to Prometheus | |
 //! | [`HandlerError`], [`classify_kube_error`] | Kubernetes errors in handlers, classed for retries | |
 //! | [`dependents`] | the objects an owner should have, converged and torn down | |
+//! | [`Admission`], [`judge_admission`] | the validating webhook derived from the machine: fields immutable or grow-only in a state, deletion refused, `.status.fsm` the operator's | |
 //! | [`leader`], [`shard`] | one replica at a time, or replicas sharing the objects | |
 //! | [`watch`] | the controller's watch: lean caches, objects that do not decode | |
 //! | [`records`] | the read side, without the machine's type: where a record is and how to read it, rows of objects and their changes, the annotation commands arrive in; what `kubectl fsm` and the web view read through | |
@@ -53,7 +54,7 @@
 //! them all). Its code blocks are compiled as this crate's doc tests.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
-pub mod admission;
+mod admission;
 mod cache;
 mod classify;
 #[cfg(feature = "cli")]
@@ -82,6 +83,9 @@ pub mod store;
 pub mod view;
 pub mod watch;
 
+pub use admission::{
+    Admission, AdmissionChange, AdmissionOperation, AdmissionRefusal, judge_admission,
+};
 pub use classify::{HandlerError, classify_kube_error};
 pub use fsm_core;
 pub use fsm_status::FsmStatus;

@@ -8,12 +8,12 @@
 //! Serving,
 //! ```
 //!
-//! and [`Admission`] answers the API server's `AdmissionReview`s for the
+//! and [`Admission`](crate::Admission) answers the API server's `AdmissionReview`s for the
 //! resource: a change of `spec.engine` or a smaller `spec.storageGi` while
 //! `Serving` is refused (422 Invalid), as is deleting the object then (403
 //! Forbidden); in every state, `.status.fsm` (the machine's record) is
 //! written by the operator only (403). The state is read from the
-//! object's record as the operator keeps it. [`judge`] is the decision
+//! object's record as the operator keeps it. [`judge_admission`](crate::judge_admission) is the decision
 //! alone, without I/O.
 
 mod amount;
@@ -21,4 +21,4 @@ mod review;
 mod rules;
 
 pub use review::Admission;
-pub use rules::{Change, Operation, Refusal, judge};
+pub use rules::{AdmissionChange, AdmissionOperation, AdmissionRefusal, judge_admission};

@@ -1,6 +1,6 @@
 //! Answering an `AdmissionReview` (`admission.k8s.io/v1`) for the
 //! machine's resource: the object's state read from its record, the
-//! change judged by [`judge`](super::judge).
+//! change judged by [`judge_admission`](super::judge_admission).
 
 use std::marker::PhantomData;
 
@@ -12,7 +12,7 @@ use kube::core::admission::{
 };
 use serde_json::Value;
 
-use super::rules::{Change, Operation, judge};
+use super::rules::{AdmissionChange, AdmissionOperation, judge_admission};
 use crate::KubeResource;
 use crate::records::record_view::{location, read_record};
 use crate::records::{ReadError, ResourceInfo};
@@ -39,7 +39,7 @@ use crate::store::StoreKind;
 /// #   }
 /// # }
 /// # use my::DbState;
-/// use fsm_kube::admission::Admission;
+/// use fsm_kube::Admission;
 /// use fsm_kube::store::StoreKind;
 /// use kube::core::admission::AdmissionReview;
 /// use kube::api::DynamicObject;
@@ -135,9 +135,9 @@ where
     async fn answer(&self, request: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
         let response = AdmissionResponse::from(request);
         let operation = match request.operation {
-            KubeOperation::Create => Operation::Create,
-            KubeOperation::Update => Operation::Update,
-            KubeOperation::Delete => Operation::Delete,
+            KubeOperation::Create => AdmissionOperation::Create,
+            KubeOperation::Update => AdmissionOperation::Update,
+            KubeOperation::Delete => AdmissionOperation::Delete,
             KubeOperation::Connect => return response,
         };
         let state = match self.state(request.old_object.as_ref()).await {
@@ -160,7 +160,7 @@ where
         let old = request.old_object.as_ref().and_then(as_json);
         let new = request.object.as_ref().and_then(as_json);
         let user = request.user_info.username.as_deref().unwrap_or("");
-        let change = Change {
+        let change = AdmissionChange {
             operation,
             subresource: request.sub_resource.as_deref(),
             kind: &request.kind.kind,
@@ -173,7 +173,7 @@ where
             old: old.as_ref(),
             new: new.as_ref(),
         };
-        match judge(F::machine(), &change) {
+        match judge_admission(F::machine(), &change) {
             Ok(()) => response,
             Err(refusal) => {
                 tracing::info!(

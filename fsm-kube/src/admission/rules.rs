@@ -11,7 +11,7 @@ use super::amount;
 
 /// What is being done to an object, as an admission request says it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Operation {
+pub enum AdmissionOperation {
     /// A create.
     Create,
     /// An update or patch (of the object or a subresource).
@@ -22,9 +22,9 @@ pub enum Operation {
 
 /// A write to judge.
 #[derive(Clone, Copy, Debug)]
-pub struct Change<'a> {
+pub struct AdmissionChange<'a> {
     /// What is done.
-    pub operation: Operation,
+    pub operation: AdmissionOperation,
     /// The subresource written (`status`), if any.
     pub subresource: Option<&'a str>,
     /// The object's kind, for messages.
@@ -48,7 +48,7 @@ pub struct Change<'a> {
 /// Why a write is refused: the HTTP status and reason the API server
 /// answers the writer with, and the message.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Refusal {
+pub struct AdmissionRefusal {
     /// `403` (forbidden: deletion, the record) or `422` (invalid: a field).
     pub code: u16,
     /// `Forbidden` or `Invalid`.
@@ -58,9 +58,9 @@ pub struct Refusal {
     pub message: String,
 }
 
-impl Refusal {
+impl AdmissionRefusal {
     fn forbidden(message: String) -> Self {
-        Refusal {
+        AdmissionRefusal {
             code: 403,
             reason: "Forbidden",
             message,
@@ -68,7 +68,7 @@ impl Refusal {
     }
 
     fn invalid(message: String) -> Self {
-        Refusal {
+        AdmissionRefusal {
             code: 422,
             reason: "Invalid",
             message,
@@ -80,7 +80,7 @@ impl Refusal {
 ///
 /// ```
 /// use fsm_core::{Machine, StateMeta};
-/// use fsm_kube::admission::{Change, Operation, judge};
+/// use fsm_kube::{AdmissionChange, AdmissionOperation, judge_admission};
 /// use serde_json::json;
 ///
 /// static STATES: [StateMeta; 2] = [
@@ -91,8 +91,8 @@ impl Refusal {
 ///
 /// let old = json!({"spec": {"storageGi": 20}});
 /// let new = json!({"spec": {"storageGi": 10}});
-/// let change = Change {
-///     operation: Operation::Update,
+/// let change = AdmissionChange {
+///     operation: AdmissionOperation::Update,
 ///     subresource: None,
 ///     kind: "Database",
 ///     namespace: Some("shop"),
@@ -103,17 +103,20 @@ impl Refusal {
 ///     old: Some(&old),
 ///     new: Some(&new),
 /// };
-/// let refusal = judge(&MACHINE, &change).unwrap_err();
+/// let refusal = judge_admission(&MACHINE, &change).unwrap_err();
 /// assert_eq!(refusal.code, 422);
 /// assert!(refusal.message.contains("spec.storageGi may not shrink"));
 /// // The same write while provisioning is allowed.
-/// let change = Change { state: Some("Provisioning"), ..change };
-/// assert!(judge(&MACHINE, &change).is_ok());
+/// let change = AdmissionChange { state: Some("Provisioning"), ..change };
+/// assert!(judge_admission(&MACHINE, &change).is_ok());
 /// ```
 ///
 /// # Errors
 /// The first rule the change breaks.
-pub fn judge(machine: &Machine, change: &Change<'_>) -> Result<(), Refusal> {
+pub fn judge_admission(
+    machine: &Machine,
+    change: &AdmissionChange<'_>,
+) -> Result<(), AdmissionRefusal> {
     record_untouched(change)?;
     let Some(state) = change.state.and_then(|name| machine.state(name)) else {
         return Ok(());
@@ -123,10 +126,10 @@ pub fn judge(machine: &Machine, change: &Change<'_>) -> Result<(), Refusal> {
         None => format!("{} {}", change.kind, change.name),
     };
     match change.operation {
-        Operation::Create => Ok(()),
-        Operation::Delete => {
+        AdmissionOperation::Create => Ok(()),
+        AdmissionOperation::Delete => {
             if state.is_delete_refused() {
-                return Err(Refusal::forbidden(format!(
+                return Err(AdmissionRefusal::forbidden(format!(
                     "{object} is {}, a state in which it may not be deleted; move it on \
                      first (its workflow, or `kubectl fsm`)",
                     state.name()
@@ -134,14 +137,14 @@ pub fn judge(machine: &Machine, change: &Change<'_>) -> Result<(), Refusal> {
             }
             Ok(())
         }
-        Operation::Update => {
+        AdmissionOperation::Update => {
             let (Some(old), Some(new)) = (change.old, change.new) else {
                 return Ok(());
             };
             for path in state.immutable_fields() {
                 let (before, after) = (at(old, path), at(new, path));
                 if before != after {
-                    return Err(Refusal::invalid(format!(
+                    return Err(AdmissionRefusal::invalid(format!(
                         "{path} may not change while {object} is {} (was {}, now {})",
                         state.name(),
                         shown(before),
@@ -161,7 +164,7 @@ pub fn judge(machine: &Machine, change: &Change<'_>) -> Result<(), Refusal> {
                     (None, _) => false,
                 };
                 if shrinks {
-                    return Err(Refusal::invalid(format!(
+                    return Err(AdmissionRefusal::invalid(format!(
                         "{path} may not shrink while {object} is {} (was {}, now {})",
                         state.name(),
                         shown(before),
@@ -177,8 +180,8 @@ pub fn judge(machine: &Machine, change: &Change<'_>) -> Result<(), Refusal> {
 /// `.status.fsm`, the machine's record, is the operator's alone: anyone
 /// else writing it (the status subresource, or a create or update that
 /// carries a status) is refused.
-fn record_untouched(change: &Change<'_>) -> Result<(), Refusal> {
-    if change.by_operator || change.operation == Operation::Delete {
+fn record_untouched(change: &AdmissionChange<'_>) -> Result<(), AdmissionRefusal> {
+    if change.by_operator || change.operation == AdmissionOperation::Delete {
         return Ok(());
     }
     let record = |object: Option<&Value>| object.and_then(|o| o.pointer("/status/fsm")).cloned();
@@ -191,7 +194,7 @@ fn record_untouched(change: &Change<'_>) -> Result<(), Refusal> {
         Some(sub) => format!("{sub} of {} {}", change.kind, change.name),
         None => format!("{} {}", change.kind, change.name),
     };
-    Err(Refusal::forbidden(format!(
+    Err(AdmissionRefusal::forbidden(format!(
         ".status.fsm of {place} is written by its operator only, not by {}; act on the \
          workflow with `kubectl fsm` (pause, resume, retry, goto, signal)",
         change.user
@@ -245,12 +248,12 @@ mod tests {
     static MACHINE: Machine = Machine::new("Db", &STATES);
 
     fn change<'a>(
-        operation: Operation,
+        operation: AdmissionOperation,
         state: &'a str,
         old: Option<&'a Value>,
         new: Option<&'a Value>,
-    ) -> Change<'a> {
-        Change {
+    ) -> AdmissionChange<'a> {
+        AdmissionChange {
             operation,
             subresource: None,
             kind: "Database",
@@ -275,9 +278,14 @@ mod tests {
     fn an_immutable_field_may_change_only_outside_its_state() {
         let old = db("postgres", json!(10), json!("1Gi"));
         let new = db("mysql", json!(10), json!("1Gi"));
-        let refused = judge(
+        let refused = judge_admission(
             &MACHINE,
-            &change(Operation::Update, "Serving", Some(&old), Some(&new)),
+            &change(
+                AdmissionOperation::Update,
+                "Serving",
+                Some(&old),
+                Some(&new),
+            ),
         )
         .unwrap_err();
         assert_eq!((refused.code, refused.reason), (422, "Invalid"));
@@ -287,9 +295,14 @@ mod tests {
              (was \"postgres\", now \"mysql\")"
         );
         assert!(
-            judge(
+            judge_admission(
                 &MACHINE,
-                &change(Operation::Update, "Provisioning", Some(&old), Some(&new))
+                &change(
+                    AdmissionOperation::Update,
+                    "Provisioning",
+                    Some(&old),
+                    Some(&new)
+                )
             )
             .is_ok()
         );
@@ -300,9 +313,14 @@ mod tests {
         let old = db("postgres", json!(10), json!("1Gi"));
         let mut new = old.clone();
         new["metadata"]["labels"] = json!({});
-        let refused = judge(
+        let refused = judge_admission(
             &MACHINE,
-            &change(Operation::Update, "Serving", Some(&old), Some(&new)),
+            &change(
+                AdmissionOperation::Update,
+                "Serving",
+                Some(&old),
+                Some(&new),
+            ),
         )
         .unwrap_err();
         assert!(
@@ -321,9 +339,9 @@ mod tests {
     fn a_grow_only_field_may_grow_but_not_shrink_or_go() {
         let old = db("postgres", json!(10), json!("1Gi"));
         let judge_new = |new: &Value| {
-            judge(
+            judge_admission(
                 &MACHINE,
-                &change(Operation::Update, "Serving", Some(&old), Some(new)),
+                &change(AdmissionOperation::Update, "Serving", Some(&old), Some(new)),
             )
         };
         assert!(judge_new(&db("postgres", json!(20), json!("2Gi"))).is_ok());
@@ -353,9 +371,9 @@ mod tests {
     #[test]
     fn deletion_is_refused_only_in_the_states_that_say_so() {
         let old = db("postgres", json!(10), json!("1Gi"));
-        let refused = judge(
+        let refused = judge_admission(
             &MACHINE,
-            &change(Operation::Delete, "Serving", Some(&old), None),
+            &change(AdmissionOperation::Delete, "Serving", Some(&old), None),
         )
         .unwrap_err();
         assert_eq!((refused.code, refused.reason), (403, "Forbidden"));
@@ -363,9 +381,9 @@ mod tests {
             "Database shop/orders is Serving, a state in which it may not be deleted"
         ));
         assert!(
-            judge(
+            judge_admission(
                 &MACHINE,
-                &change(Operation::Delete, "Failed", Some(&old), None)
+                &change(AdmissionOperation::Delete, "Failed", Some(&old), None)
             )
             .is_ok()
         );
@@ -375,9 +393,14 @@ mod tests {
     fn only_the_operator_writes_the_record() {
         let old = json!({"status": {"fsm": {"state": "Serving"}}});
         let forged = json!({"status": {"fsm": {"state": "Provisioning"}}});
-        let mut write = change(Operation::Update, "Serving", Some(&old), Some(&forged));
+        let mut write = change(
+            AdmissionOperation::Update,
+            "Serving",
+            Some(&old),
+            Some(&forged),
+        );
         write.subresource = Some("status");
-        let refused = judge(&MACHINE, &write).unwrap_err();
+        let refused = judge_admission(&MACHINE, &write).unwrap_err();
         assert_eq!(refused.code, 403);
         assert!(
             refused
@@ -387,24 +410,34 @@ mod tests {
             refused.message
         );
         write.by_operator = true;
-        assert!(judge(&MACHINE, &write).is_ok());
+        assert!(judge_admission(&MACHINE, &write).is_ok());
         // Another part of the status is anyone's.
         let other = json!({"status": {"fsm": {"state": "Serving"}, "phase": "x"}});
-        let write = change(Operation::Update, "Serving", Some(&old), Some(&other));
-        assert!(judge(&MACHINE, &write).is_ok());
+        let write = change(
+            AdmissionOperation::Update,
+            "Serving",
+            Some(&old),
+            Some(&other),
+        );
+        assert!(judge_admission(&MACHINE, &write).is_ok());
         // A create carrying a record is forging one.
-        let create = change(Operation::Create, "Serving", None, Some(&forged));
-        assert!(judge(&MACHINE, &create).is_err());
+        let create = change(AdmissionOperation::Create, "Serving", None, Some(&forged));
+        assert!(judge_admission(&MACHINE, &create).is_err());
     }
 
     #[test]
     fn without_a_state_or_a_known_one_only_the_record_is_guarded() {
         let old = db("postgres", json!(10), json!("1Gi"));
         let new = db("mysql", json!(1), json!("1Gi"));
-        let mut write = change(Operation::Update, "Serving", Some(&old), Some(&new));
+        let mut write = change(
+            AdmissionOperation::Update,
+            "Serving",
+            Some(&old),
+            Some(&new),
+        );
         write.state = None;
-        assert!(judge(&MACHINE, &write).is_ok());
+        assert!(judge_admission(&MACHINE, &write).is_ok());
         write.state = Some("Renamed");
-        assert!(judge(&MACHINE, &write).is_ok());
+        assert!(judge_admission(&MACHINE, &write).is_ok());
     }
 }
