@@ -84,7 +84,8 @@ pub mod view;
 pub mod watch;
 
 pub use admission::{
-    Admission, AdmissionChange, AdmissionOperation, AdmissionRefusal, judge_admission,
+    Admission, AdmissionChange, AdmissionOperation, AdmissionRefusal, admission_policy,
+    judge_admission,
 };
 pub use classify::{HandlerError, classify_kube_error};
 pub use fsm_core;

@@ -17,8 +17,10 @@
 //! alone, without I/O.
 
 mod amount;
+mod policy;
 mod review;
 mod rules;
 
+pub use policy::admission_policy;
 pub use review::Admission;
 pub use rules::{AdmissionChange, AdmissionOperation, AdmissionRefusal, judge_admission};
