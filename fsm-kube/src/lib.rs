@@ -84,8 +84,8 @@ pub mod view;
 pub mod watch;
 
 pub use admission::{
-    Admission, AdmissionChange, AdmissionOperation, AdmissionRefusal, admission_policy,
-    judge_admission,
+    Admission, AdmissionChange, AdmissionClient, AdmissionOperation, AdmissionRefusal,
+    VALIDATE_PATH, admission_policy, judge_admission, validating_webhook_configuration,
 };
 pub use classify::{HandlerError, classify_kube_error};
 pub use fsm_core;

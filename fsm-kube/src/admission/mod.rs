@@ -17,10 +17,12 @@
 //! alone, without I/O.
 
 mod amount;
+mod configuration;
 mod policy;
 mod review;
 mod rules;
 
+pub use configuration::{AdmissionClient, VALIDATE_PATH, validating_webhook_configuration};
 pub use policy::admission_policy;
 pub use review::Admission;
 pub use rules::{AdmissionChange, AdmissionOperation, AdmissionRefusal, judge_admission};
