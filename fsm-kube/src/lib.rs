@@ -83,6 +83,8 @@ pub mod store;
 pub mod view;
 pub mod watch;
 
+#[cfg(feature = "http")]
+pub use admission::admission_router;
 pub use admission::{
     Admission, AdmissionChange, AdmissionClient, AdmissionOperation, AdmissionRefusal,
     VALIDATE_PATH, admission_policy, judge_admission, validating_webhook_configuration,

@@ -20,9 +20,13 @@ mod amount;
 mod configuration;
 mod policy;
 mod review;
+#[cfg(feature = "http")]
+mod route;
 mod rules;
 
 pub use configuration::{AdmissionClient, VALIDATE_PATH, validating_webhook_configuration};
 pub use policy::admission_policy;
 pub use review::Admission;
+#[cfg(feature = "http")]
+pub use route::admission_router;
 pub use rules::{AdmissionChange, AdmissionOperation, AdmissionRefusal, judge_admission};
