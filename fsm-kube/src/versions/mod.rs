@@ -16,4 +16,4 @@ pub use registry::Versions;
 pub use review::ReviewOutcome;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -19,7 +19,7 @@ pub struct DatabaseStatus {
     pub endpoint: Option<String>,
 }
 
-mod v1alpha1 {
+pub(crate) mod v1alpha1 {
     use super::*;
     #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
     #[kube(
@@ -36,7 +36,7 @@ mod v1alpha1 {
     }
 }
 
-mod v1 {
+pub(crate) mod v1 {
     use super::*;
     #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
     #[kube(
@@ -55,7 +55,7 @@ mod v1 {
     }
 }
 
-mod v2 {
+pub(crate) mod v2 {
     use super::*;
     #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
     #[kube(
@@ -167,13 +167,13 @@ impl TryFrom<v2::Database> for v1::Database {
     }
 }
 
-fn versions() -> Versions<v1::Database> {
+pub(crate) fn versions() -> Versions<v1::Database> {
     Versions::<v1::Database>::new()
         .spoke::<v1alpha1::Database>(VersionOptions::default().deprecated("use example.io/v1"))
         .spoke::<v2::Database>(VersionOptions::default())
 }
 
-fn old_object() -> Value {
+pub(crate) fn old_object() -> Value {
     json!({
         "apiVersion": "example.io/v1alpha1",
         "kind": "Database",
