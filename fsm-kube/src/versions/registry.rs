@@ -152,6 +152,15 @@ where
         Versions::default()
     }
 
+    /// The hub and `spokes`, each made for hub `H` (by [`spoke`](Self::spoke)
+    /// or [`Spoke::new`]).
+    pub(crate) fn from_spokes(spokes: Vec<Spoke>) -> Self {
+        Versions {
+            spokes,
+            hub: PhantomData,
+        }
+    }
+
     /// Adds spoke `S`, offered as `options` says, converted to the hub
     /// with `H: TryFrom<S>` (or `From<S>`) and back with `S: TryFrom<H>`.
     ///

@@ -36,6 +36,15 @@ pub enum WebhookError {
     /// A certificate could not be generated.
     #[error("generating the webhook's certificate failed")]
     Generate(#[source] rcgen::Error),
+    /// Serving failed.
+    #[error("conversion webhook on {addr} failed")]
+    Serve {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
     /// The address cannot be bound.
     #[error("conversion webhook on {addr}: cannot listen")]
     Bind {
