@@ -36,6 +36,11 @@ pub const DEFAULT_WEBHOOK_PORT: u16 = 9443;
 /// (`run --webhook-cert-dir`).
 pub const WEBHOOK_CERT_DIR: &str = "/var/run/operator-fsm/webhook";
 
+/// The pod template's annotation naming the webhook certificate the pods
+/// serve ([`WebhookCertificates::fingerprint`]): a new certificate rolls
+/// them.
+pub const WEBHOOK_CERT_ANNOTATION: &str = "operator-fsm.io/webhook-cert";
+
 /// The label of the pods the NetworkPolicy of `--view-expose` admits to
 /// the view's port (its value: the operator's name).
 pub const VIEW_CLIENT_LABEL: &str = "operator-fsm.io/view-client";
@@ -230,7 +235,7 @@ pub fn deploy_manifests_with_webhook(
         push(&mut out, &webhook_secret(name, namespace, certs))?;
         push(&mut out, &webhook_service(name, namespace))?;
     }
-    push(&mut out, &deployment(name, args, webhook.is_some()))?;
+    push(&mut out, &deployment(name, args, webhook))?;
     push(
         &mut out,
         &disruption_budget(name, namespace, args.pdb_api_version),
@@ -353,7 +358,7 @@ pub fn run_args(args: &ManifestsArgs) -> Vec<String> {
     out
 }
 
-fn deployment(name: &str, args: &ManifestsArgs, webhook: bool) -> Value {
+fn deployment(name: &str, args: &ManifestsArgs, webhook: Option<&WebhookCertificates>) -> Value {
     let field = |path: &str| json!({ "valueFrom": { "fieldRef": { "fieldPath": path } } });
     let mut pod_name = field("metadata.name");
     pod_name["name"] = json!("POD_NAME");
@@ -386,13 +391,13 @@ fn deployment(name: &str, args: &ManifestsArgs, webhook: bool) -> Value {
                     "containers": [{
                         "name": "operator",
                         "image": args.image,
-                        "args": container_args(name, args, webhook),
+                        "args": container_args(name, args, webhook.is_some()),
                         "env": [
                             pod_name,
                             pod_namespace,
                             { "name": "RUST_LOG", "value": "info" },
                         ],
-                        "ports": ports(args, webhook),
+                        "ports": ports(args, webhook.is_some()),
                         "livenessProbe": probe("/healthz", 10),
                         "readinessProbe": probe("/readyz", 5),
                         "resources": {
@@ -409,7 +414,11 @@ fn deployment(name: &str, args: &ManifestsArgs, webhook: bool) -> Value {
             },
         },
     });
-    if webhook {
+    if let Some(certs) = webhook {
+        // The webhook reads its certificate when it starts: a new one (each
+        // `manifests` makes one) rolls the pods, as the CRD trusts only it.
+        deployment["spec"]["template"]["metadata"]["annotations"] =
+            json!({ WEBHOOK_CERT_ANNOTATION: certs.fingerprint() });
         let pod = &mut deployment["spec"]["template"]["spec"];
         pod["volumes"] = json!([{
             "name": "webhook-tls",
@@ -763,7 +772,7 @@ mod tests {
 
     #[test]
     fn the_disruption_budget_selects_the_pods_of_the_deployment() {
-        let deployment = deployment("db-operator", &args(), false);
+        let deployment = deployment("db-operator", &args(), None);
         let budget = disruption_budget("db-operator", "ops", PdbApiVersion::V1beta1);
         assert_eq!(budget["apiVersion"], "policy/v1beta1");
         assert_eq!(budget["spec"]["selector"], deployment["spec"]["selector"]);

@@ -366,6 +366,26 @@ async fn manifests_mount_a_generated_certificate_and_point_the_crd_at_the_webhoo
         container["volumeMounts"][0]["mountPath"],
         "/var/run/operator-fsm/webhook"
     );
+    // A new certificate rolls the pods, which read it when they start.
+    let fingerprint =
+        deployment["spec"]["template"]["metadata"]["annotations"]["operator-fsm.io/webhook-cert"]
+            .as_str()
+            .unwrap();
+    assert_eq!(fingerprint.len(), 64);
+    let again = execute(
+        &operator(),
+        &[
+            "gadget-operator",
+            "manifests",
+            "--image",
+            "example.io/gadget:1",
+            "-n",
+            "ops",
+        ],
+    )
+    .await
+    .unwrap();
+    assert!(!again.contains(fingerprint), "a new certificate each time");
     assert_eq!(
         deployment["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"],
         "gadget-operator-webhook-tls"
@@ -425,6 +445,31 @@ async fn post_json_tls(url: &str, ca_pem: &str, body: &Value) -> Option<Value> {
     let (head, body) = response.split_once("\r\n\r\n").unwrap();
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     Some(serde_json::from_str(body).unwrap())
+}
+
+/// Runs `kubectl --kubeconfig K ARGS` with `stdin`; whether it succeeded,
+/// and its output.
+async fn kubectl(kubeconfig: &std::path::Path, args: &[&str], stdin: String) -> (bool, String) {
+    use std::io::Write;
+    let mut command = std::process::Command::new("kubectl");
+    command.arg("--kubeconfig").arg(kubeconfig).args(args);
+    tokio::task::spawn_blocking(move || {
+        let mut child = command
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("kubectl is installed");
+        let mut input = child.stdin.take().unwrap();
+        input.write_all(stdin.as_bytes()).unwrap();
+        drop(input);
+        let output = child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&output.stdout).into_owned()
+            + &String::from_utf8_lossy(&output.stderr);
+        (output.status.success(), text)
+    })
+    .await
+    .unwrap()
 }
 
 /// The v1alpha1 resource, read without a type.
@@ -627,6 +672,63 @@ async fn an_object_created_at_v1alpha1_runs_at_v1_and_reads_the_same_at_either_v
         "{message}"
     );
     assert!(message.contains("invoices"), "{message}");
+
+    // What `manifests` prints for this cluster, accepted by it (a server
+    // dry run): the CRD calling the webhook's Service, its Secret and
+    // Service, the Deployment mounting the certificate.
+    let yaml = execute(
+        &self::operator(),
+        &[
+            "gadget-operator",
+            "manifests",
+            "--image",
+            "example.io/gadget:1",
+            "-n",
+            &ns,
+            "--pdb-api-version",
+            "policy/v1beta1",
+        ],
+    )
+    .await
+    .unwrap();
+    // The CRD exists, calling the test's URL: a client-side apply would
+    // merge the Service into it beside the URL (the server refuses both),
+    // so it is replaced; the rest is applied.
+    let (crd_yaml, rest): (Vec<&str>, Vec<&str>) = yaml
+        .split("\n---\n")
+        .partition(|document| document.contains("kind: CustomResourceDefinition"));
+    let (ok, out) = kubectl(
+        &kubeconfig,
+        &["replace", "--dry-run=server", "-f", "-"],
+        crd_yaml.join("\n---\n"),
+    )
+    .await;
+    assert!(ok, "{out}");
+    assert!(
+        out.starts_with(
+            "customresourcedefinition.apiextensions.k8s.io/gadgets.versions.test.operator-fsm.io \
+             replaced (server dry run)"
+        ),
+        "{out}"
+    );
+    let (ok, out) = kubectl(
+        &kubeconfig,
+        &["apply", "--dry-run=server", "-f", "-"],
+        rest.join("\n---\n"),
+    )
+    .await;
+    assert!(ok, "{out}");
+    for object in [
+        "secret/gadget-operator-webhook-tls",
+        "service/gadget-operator-webhook",
+        "deployment.apps/gadget-operator",
+    ] {
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with(object) && l.ends_with("(server dry run)")),
+            "{object} in\n{out}"
+        );
+    }
 
     running.abort();
     // Deleted while the webhook still answers (a deletion reads the object).

@@ -98,6 +98,18 @@ impl WebhookCertificates {
         Self::generate(&service_names(name, namespace))
     }
 
+    /// The SHA-256 of the serving certificate (its DER), in hex: what
+    /// tells one certificate from another, and nothing secret.
+    #[must_use]
+    pub fn fingerprint(&self) -> String {
+        use rustls_pki_types::pem::PemObject;
+        let der = rustls_pki_types::CertificateDer::from_pem_slice(self.cert_pem.as_bytes())
+            .map(|der| der.to_vec())
+            .unwrap_or_else(|_| self.cert_pem.as_bytes().to_vec());
+        let digest = ring::digest::digest(&ring::digest::SHA256, &der);
+        digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
     /// Writes `ca.crt`, `tls.crt` and `tls.key` (readable by the owner
     /// only) into `dir`, which must exist: what `run --webhook-cert-dir`
     /// reads.
