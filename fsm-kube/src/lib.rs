@@ -32,7 +32,8 @@
 //! | [`leader`], [`shard`] | one replica at a time, or replicas sharing the objects | |
 //! | [`watch`] | the controller's watch: lean caches, objects that do not decode | |
 //! | [`records`] | the read side, without the machine's type: where a record is and how to read it, rows of objects and their changes, the annotation commands arrive in; what `kubectl fsm` and the web view read through | |
-//! | `http` | `/metrics`, `/healthz`, `/readyz` and readiness holds | `http` |
+//! | [`Versions`], [`VersionOptions`], [`WebhookTarget`] | several versions of the resource: the multi-version CRD, conversion hub and spoke, a `ConversionReview` answered | |
+//! | `http` | `/metrics`, `/healthz`, `/readyz` and readiness holds; `http::webhook`, the conversion webhook over TLS | `http`; `webhook` |
 //! | `view` | the web view | `view` (with `http`) |
 //! | `cli` | the operator binary's command line | `cli` (with `view`), default |
 //! | [`prelude`] | everything an operator's author needs | |
@@ -79,6 +80,7 @@ mod reconciler;
 pub mod records;
 pub mod shard;
 pub mod store;
+mod versions;
 #[cfg(feature = "view")]
 pub mod view;
 pub mod watch;
@@ -97,6 +99,9 @@ pub use options::{DEFAULT_OWN_WRITE_WAIT, ReconcilerOptions};
 pub use reconciler::{Error, FsmReconciler, ReconcileFuture, ReconcilerBuilder};
 pub use store::{
     ConfigMapStore, DerivingStore, KubeStore, ObjectStore, SecretStore, StatusStore, Target,
+};
+pub use versions::{
+    ConversionError, ReviewOutcome, VersionOptions, Versions, VersionsError, WebhookTarget,
 };
 
 /// What a resource needs to be driven by a machine: a `kube::Resource` with

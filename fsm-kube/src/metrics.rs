@@ -52,8 +52,9 @@ fn histogram() -> Histogram {
 /// for dependent resources `dependent_operations_total{kind, outcome}`
 /// (outcome `applied`: created or changed, `unchanged`: found as desired
 /// and not written, `pruned`, `deleted` by a teardown, `orphaned`: a
-/// kept dependent released instead of deleted, `failed`); in
-/// sharded mode ([`crate::shard`]) `shard_objects{operator, shard}` (the
+/// kept dependent released instead of deleted, `failed`); for the
+/// conversion webhook `conversions_total{outcome}` (`success`, `failure`,
+/// `invalid`); in sharded mode ([`crate::shard`]) `shard_objects{operator, shard}` (the
 /// active assigner's count per shard label), `shard_ring_member{operator,
 /// shard}` (the active assigner's view of each shard Lease: 1 while the
 /// shard is given new objects, 0 while it is not yet confirmed alive or is
@@ -71,6 +72,7 @@ pub struct FsmMetrics {
     compensations: Family<Labels, Counter>,
     objects: Family<Labels, Gauge>,
     dependent_operations: Family<Labels, Counter>,
+    conversions: Family<Labels, Counter>,
     shard_objects: Family<Labels, Gauge>,
     shard_ring: Family<Labels, Gauge>,
     shard_moves: Family<Labels, Counter>,
@@ -98,6 +100,7 @@ impl FsmMetrics {
             compensations: Family::default(),
             objects: Family::default(),
             dependent_operations: Family::default(),
+            conversions: Family::default(),
             shard_objects: Family::default(),
             shard_ring: Family::default(),
             shard_moves: Family::default(),
@@ -146,6 +149,11 @@ impl FsmMetrics {
             "dependent_operations",
             "Dependent resource operations by kind and outcome (applied, unchanged, pruned, deleted, orphaned, failed)",
             Declared(metrics.dependent_operations.clone()),
+        );
+        registry.register(
+            "conversions",
+            "Conversion reviews answered by the conversion webhook, by outcome (success, failure, invalid)",
+            Declared(metrics.conversions.clone()),
         );
         registry.register(
             "shard_objects",
@@ -249,6 +257,15 @@ impl FsmMetrics {
                 ("kind", kind.to_owned()),
                 ("outcome", outcome.to_owned()),
             ])
+            .inc();
+    }
+
+    /// Counts one conversion review answered with `outcome` (`success`,
+    /// `failure`: an object could not be converted, `invalid`: not a
+    /// review).
+    pub fn count_conversion(&self, outcome: &'static str) {
+        self.conversions
+            .get_or_create(&vec![("outcome", outcome.to_owned())])
             .inc();
     }
 

@@ -283,6 +283,7 @@ pub fn crds() -> Result<Vec<CustomResourceDefinition>, DemoError> {
         .map(|&(kind, store)| {
             let args = CrdArgs {
                 printer_columns: store == StoreKind::Status,
+                ..CrdArgs::default()
             };
             let name = format!("{}-operator", kind.name());
             match kind {

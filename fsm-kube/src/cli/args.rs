@@ -20,6 +20,10 @@ pub struct Cli<A: Args = ()> {
 
 /// The subcommands.
 #[derive(Clone, Debug, PartialEq, Eq, Subcommand)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "parsed once per process; boxing `run`'s arguments would change every match on `Command::Run`"
+)]
 pub enum Command<A: Args = ()> {
     /// Run the operator's controller(s).
     Run(RunArgs<A>),
@@ -96,9 +100,38 @@ pub struct RunArgs<A: Args = ()> {
     /// Sharded mode.
     #[command(flatten)]
     pub shard: ShardArgs,
+    /// The conversion webhook.
+    #[command(flatten)]
+    pub webhook: WebhookArgs,
     /// The operator's own flags ([`Operator::with_args`](super::Operator::with_args)).
     #[command(flatten)]
     pub operator: A,
+}
+
+/// The conversion webhook (`run`), for an operator that serves several
+/// versions of its resource.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Args)]
+pub struct WebhookArgs {
+    /// Serve the conversion webhook (`POST /convert`, HTTPS) on this
+    /// address, for the API server to convert objects between the
+    /// resource's versions. Needs --webhook-cert-dir.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        env = "WEBHOOK_ADDR",
+        requires = "webhook_cert_dir"
+    )]
+    pub webhook_addr: Option<SocketAddr>,
+    /// The webhook's certificate: a directory with `tls.crt` (the chain,
+    /// leaf first) and `tls.key`, as a mounted `kubernetes.io/tls` Secret
+    /// gives them; the CRD's caBundle must trust it.
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "WEBHOOK_CERT_DIR",
+        requires = "webhook_addr"
+    )]
+    pub webhook_cert_dir: Option<PathBuf>,
 }
 
 /// The web view's host allow-list and caps (`run`).
@@ -230,6 +263,16 @@ pub struct CrdArgs {
     /// (status store only).
     #[arg(long)]
     pub printer_columns: bool,
+    /// Where the API server calls the conversion webhook, for an operator
+    /// serving several versions and run outside the cluster:
+    /// `https://HOST:PORT/convert` (`run --webhook-addr`). Needs
+    /// --webhook-ca-file.
+    #[arg(long, value_name = "URL", requires = "webhook_ca_file")]
+    pub webhook_url: Option<String>,
+    /// The PEM certificate of the CA that signed the webhook's
+    /// certificate: the CRD's caBundle.
+    #[arg(long, value_name = "PEM", requires = "webhook_url")]
+    pub webhook_ca_file: Option<PathBuf>,
 }
 
 /// `rbac`.

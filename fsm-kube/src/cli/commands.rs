@@ -14,6 +14,7 @@ use crate::records::PublishedMachine;
 use crate::records::ResourceInfo;
 use crate::records::{ReadError, record_view};
 use crate::store::RecordPlace;
+use crate::versions::WebhookTarget;
 
 impl<F, A> Operator<F, A>
 where
@@ -73,10 +74,12 @@ where
 
     /// What `crd` prints: the CRD of the resource with the machine
     /// published on it ([`PublishedMachine`]), and with `--printer-columns`
-    /// the state columns ([`add_printer_columns`]).
+    /// the state columns ([`add_printer_columns`]); with other versions
+    /// ([`served_version`](Operator::served_version)), every version and
+    /// the conversion webhook at `--webhook-url`.
     ///
     /// # Errors
-    /// [`Error::PrinterColumnsNeedStatusStore`].
+    /// As [`crd_definition`](Self::crd_definition).
     pub fn crd(&self, args: &CrdArgs) -> Result<String, Error> {
         crd_yaml(&self.crd_definition(args)?)
     }
@@ -109,7 +112,7 @@ where
     /// #     Failed,
     /// # }
     /// let crd = Operator::<JobState>::new("job-operator", StoreKind::Status)
-    ///     .crd_definition(&CrdArgs { printer_columns: true })?;
+    ///     .crd_definition(&CrdArgs { printer_columns: true, ..CrdArgs::default() })?;
     /// let published = PublishedMachine::from_crd(&crd)?.expect("published");
     /// assert_eq!(published.store, StoreKind::Status);
     /// let columns = crd.spec.versions[0].additional_printer_columns.as_ref();
@@ -117,10 +120,49 @@ where
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
+    /// With other versions ([`served_version`](Operator::served_version)):
+    /// one entry per version ([`Versions::crd`](crate::Versions::crd)),
+    /// printer columns on each, and `spec.conversion` calling the webhook
+    /// at `--webhook-url`, trusting `--webhook-ca-file`.
+    ///
     /// # Errors
-    /// [`Error::PrinterColumnsNeedStatusStore`].
+    /// [`Error::PrinterColumnsNeedStatusStore`]; [`Error::Versions`];
+    /// [`Error::ConversionWebhookNeeded`] for several versions without
+    /// `--webhook-url`, [`Error::NoConversion`] for one version with it;
+    /// [`Error::WebhookCa`].
     pub fn crd_definition(&self, args: &CrdArgs) -> Result<CustomResourceDefinition, Error> {
-        let mut crd = F::Resource::crd();
+        let mut crd = self.crd_without_conversion(args)?;
+        let versions = self.versions();
+        match (&args.webhook_url, &args.webhook_ca_file) {
+            (Some(url), Some(ca)) => {
+                if !versions.has_spokes() {
+                    return Err(Error::NoConversion {
+                        version: versions.hub_api_version(),
+                    });
+                }
+                let pem = std::fs::read(ca).map_err(|source| Error::WebhookCa {
+                    path: ca.clone(),
+                    source,
+                })?;
+                WebhookTarget::Url(url.clone()).set_on(&mut crd, &pem);
+            }
+            _ if versions.has_spokes() => {
+                return Err(Error::ConversionWebhookNeeded {
+                    versions: versions.api_versions().join(", "),
+                });
+            }
+            _ => {}
+        }
+        Ok(crd)
+    }
+
+    /// [`crd_definition`](Self::crd_definition) without `spec.conversion`,
+    /// which `manifests` points at the webhook's Service.
+    pub(super) fn crd_without_conversion(
+        &self,
+        args: &CrdArgs,
+    ) -> Result<CustomResourceDefinition, Error> {
+        let mut crd = self.versions().crd()?;
         PublishedMachine {
             store: self.store,
             graph: F::machine().graph(),

@@ -28,6 +28,44 @@ pub enum Error {
         "printer columns read .status.fsm, but the operator keeps its records in the {0:?} store"
     )]
     PrinterColumnsNeedStatusStore(StoreKind),
+    /// The declared versions do not make one CRD.
+    #[error(transparent)]
+    Versions(#[from] crate::versions::VersionsError),
+    /// `crd` for an operator serving several versions, without a webhook
+    /// for the API server to convert them with.
+    #[error(
+        "the CRD serves {versions}, which the API server converts by calling the operator's \
+         conversion webhook: give `crd --webhook-url https://HOST:PORT/convert --webhook-ca-file \
+         CA.pem` (an operator run outside the cluster), or use `manifests` (its Service, \
+         Secret and CA)"
+    )]
+    ConversionWebhookNeeded {
+        /// The versions, comma-separated.
+        versions: String,
+    },
+    /// A conversion webhook flag for an operator that declares one
+    /// version only.
+    #[error(
+        "the operator serves one version of its resource ({version}): there is no conversion \
+         for a webhook to serve"
+    )]
+    NoConversion {
+        /// The one version.
+        version: String,
+    },
+    /// `crd --webhook-ca-file` cannot be read.
+    #[error("{}: cannot read the webhook's CA certificate", path.display())]
+    WebhookCa {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The conversion webhook cannot start (its certificate, its address)
+    /// or failed.
+    #[error(transparent)]
+    Webhook(#[from] crate::http::webhook::WebhookError),
     /// A declared RBAC rule is refused.
     #[error(transparent)]
     InvalidRule(#[from] InvalidRule),

@@ -5,7 +5,10 @@
 //! `/healthz` and `/readyz`, the
 //! metrics port, non-root with a read-only root filesystem, resource
 //! requests) and a PodDisruptionBudget; with `--view-expose`, the web
-//! view's Service and a NetworkPolicy restricting who reaches it.
+//! view's Service and a NetworkPolicy restricting who reaches it; for an
+//! operator serving several versions of its resource, the conversion
+//! webhook's Service and a Secret with a generated certificate, mounted
+//! into the pods, whose CA the CRD trusts.
 //!
 //! [`deploy_manifests`] computes; the CLI prints.
 
@@ -18,10 +21,25 @@ use serde_json::{Value, json};
 use super::rbac::{self, OperatorDescription, RbacScope};
 use super::{CrdArgs, Error, Operator, ViewAuth, crd_yaml};
 use crate::KubeResource;
+use crate::http::webhook::{CA_FILE, CERT_FILE, KEY_FILE, WebhookCertificates};
+use crate::versions::WebhookTarget;
 
 /// The port `run --http-addr` listens on in the Deployment, unless
 /// `--http-port` says otherwise.
 pub const DEFAULT_HTTP_PORT: u16 = 8080;
+
+/// The port `run --webhook-addr` listens on in the Deployment, unless
+/// `--webhook-port` says otherwise.
+pub const DEFAULT_WEBHOOK_PORT: u16 = 9443;
+
+/// Where the pods mount the webhook's certificate Secret
+/// (`run --webhook-cert-dir`).
+pub const WEBHOOK_CERT_DIR: &str = "/var/run/operator-fsm/webhook";
+
+/// The pod template's annotation naming the webhook certificate the pods
+/// serve ([`WebhookCertificates::fingerprint`]): a new certificate rolls
+/// them.
+pub const WEBHOOK_CERT_ANNOTATION: &str = "operator-fsm.io/webhook-cert";
 
 /// The label of the pods the NetworkPolicy of `--view-expose` admits to
 /// the view's port (its value: the operator's name).
@@ -89,6 +107,10 @@ pub struct ManifestsArgs {
         requires = "view_expose"
     )]
     pub view_allowed_hosts: Vec<String>,
+    /// The port the conversion webhook listens on in the pods (an
+    /// operator serving several versions; its Service listens on 443).
+    #[arg(long, value_name = "PORT", default_value_t = DEFAULT_WEBHOOK_PORT)]
+    pub webhook_port: u16,
     /// More arguments for `run` (the operator's own flags), repeatable:
     /// `--arg=--cloud-url=http://cloud`.
     #[arg(long = "arg", value_name = "ARG", allow_hyphen_values = true)]
@@ -124,13 +146,28 @@ where
 {
     /// What `manifests` prints ([`deploy_manifests`]), the CRD being what
     /// `crd` prints ([`crd_definition`](Self::crd_definition)): the
-    /// machine published on it, which `kubectl fsm` reads.
+    /// machine published on it, which `kubectl fsm` reads. With other
+    /// versions ([`served_version`](Self::served_version)), the
+    /// conversion webhook too ([`deploy_manifests_with_webhook`]), with a
+    /// certificate generated for its Service (a new one each time).
     ///
     /// # Errors
-    /// A declared rule is refused.
+    /// A declared rule is refused; the versions do not make one CRD; the
+    /// certificate cannot be generated.
     pub fn manifests(&self, args: &ManifestsArgs) -> Result<String, Error> {
-        let crd = self.crd_definition(&CrdArgs::default())?;
-        deploy_manifests(&self.description(), &crd, args)
+        let mut crd = self.crd_without_conversion(&CrdArgs::default())?;
+        if !self.versions().has_spokes() {
+            return deploy_manifests(&self.description(), &crd, args);
+        }
+        let service = webhook_service_name(&self.name);
+        let certs = WebhookCertificates::for_service(&service, &args.namespace)?;
+        WebhookTarget::Service {
+            namespace: args.namespace.clone(),
+            name: service,
+            port: 443,
+        }
+        .set_on(&mut crd, certs.ca_pem.as_bytes());
+        deploy_manifests_with_webhook(&self.description(), &crd, args, Some(&certs))
     }
 }
 
@@ -150,6 +187,24 @@ pub fn deploy_manifests(
     operator: &OperatorDescription,
     crd: &CustomResourceDefinition,
     args: &ManifestsArgs,
+) -> Result<String, Error> {
+    deploy_manifests_with_webhook(operator, crd, args, None)
+}
+
+/// [`deploy_manifests`], and with `webhook` the conversion webhook: a
+/// Secret `<operator>-webhook-tls` holding `certs` (`tls.crt`, `tls.key`,
+/// `ca.crt`) mounted at [`WEBHOOK_CERT_DIR`], `run --webhook-addr
+/// 0.0.0.0:<--webhook-port>`, and the Service `<operator>-webhook` (port
+/// 443) that `crd`'s `spec.conversion` names, which must trust
+/// `certs.ca_pem`.
+///
+/// # Errors
+/// As [`deploy_manifests`].
+pub fn deploy_manifests_with_webhook(
+    operator: &OperatorDescription,
+    crd: &CustomResourceDefinition,
+    args: &ManifestsArgs,
+    webhook: Option<&WebhookCertificates>,
 ) -> Result<String, Error> {
     let name = operator.name.as_str();
     let namespace = args.namespace.as_str();
@@ -176,14 +231,21 @@ pub fn deploy_manifests(
     for role in &roles {
         push(&mut out, &binding(name, namespace, role))?;
     }
-    push(&mut out, &deployment(name, args))?;
+    if let Some(certs) = webhook {
+        push(&mut out, &webhook_secret(name, namespace, certs))?;
+        push(&mut out, &webhook_service(name, namespace))?;
+    }
+    push(&mut out, &deployment(name, args, webhook))?;
     push(
         &mut out,
         &disruption_budget(name, namespace, args.pdb_api_version),
     )?;
     if let (true, Some(port)) = (args.view_expose, args.view_port) {
         push(&mut out, &view_service(name, namespace, port))?;
-        push(&mut out, &view_network_policy(name, namespace))?;
+        push(
+            &mut out,
+            &view_network_policy(name, namespace, webhook.is_some()),
+        )?;
     }
     Ok(out)
 }
@@ -296,7 +358,7 @@ pub fn run_args(args: &ManifestsArgs) -> Vec<String> {
     out
 }
 
-fn deployment(name: &str, args: &ManifestsArgs) -> Value {
+fn deployment(name: &str, args: &ManifestsArgs, webhook: Option<&WebhookCertificates>) -> Value {
     let field = |path: &str| json!({ "valueFrom": { "fieldRef": { "fieldPath": path } } });
     let mut pod_name = field("metadata.name");
     pod_name["name"] = json!("POD_NAME");
@@ -309,7 +371,7 @@ fn deployment(name: &str, args: &ManifestsArgs) -> Value {
             "failureThreshold": 3,
         })
     };
-    json!({
+    let mut deployment = json!({
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": metadata(name, name, Some(&args.namespace)),
@@ -329,13 +391,13 @@ fn deployment(name: &str, args: &ManifestsArgs) -> Value {
                     "containers": [{
                         "name": "operator",
                         "image": args.image,
-                        "args": container_args(name, args),
+                        "args": container_args(name, args, webhook.is_some()),
                         "env": [
                             pod_name,
                             pod_namespace,
                             { "name": "RUST_LOG", "value": "info" },
                         ],
-                        "ports": ports(args),
+                        "ports": ports(args, webhook.is_some()),
                         "livenessProbe": probe("/healthz", 10),
                         "readinessProbe": probe("/readyz", 5),
                         "resources": {
@@ -351,13 +413,42 @@ fn deployment(name: &str, args: &ManifestsArgs) -> Value {
                 },
             },
         },
-    })
+    });
+    if let Some(certs) = webhook {
+        // The webhook reads its certificate when it starts: a new one (each
+        // `manifests` makes one) rolls the pods, as the CRD trusts only it.
+        deployment["spec"]["template"]["metadata"]["annotations"] =
+            json!({ WEBHOOK_CERT_ANNOTATION: certs.fingerprint() });
+        let pod = &mut deployment["spec"]["template"]["spec"];
+        pod["volumes"] = json!([{
+            "name": "webhook-tls",
+            "secret": { "secretName": webhook_secret_name(name) },
+        }]);
+        pod["containers"][0]["volumeMounts"] = json!([{
+            "name": "webhook-tls",
+            "mountPath": WEBHOOK_CERT_DIR,
+            "readOnly": true,
+        }]);
+    }
+    deployment
 }
 
 /// [`run_args`], with the names of the view's Service as allowed hosts
-/// when it is exposed.
-fn container_args(name: &str, args: &ManifestsArgs) -> Vec<String> {
+/// when it is exposed, and the conversion webhook's address and
+/// certificate with `webhook`.
+fn container_args(name: &str, args: &ManifestsArgs, webhook: bool) -> Vec<String> {
     let mut out = run_args(args);
+    if webhook {
+        // Before the operator's own flags, after `run`'s others.
+        let at = out.len() - args.run_args.len();
+        let flags = [
+            "--webhook-addr".to_owned(),
+            format!("0.0.0.0:{}", args.webhook_port),
+            "--webhook-cert-dir".to_owned(),
+            WEBHOOK_CERT_DIR.to_owned(),
+        ];
+        out.splice(at..at, flags);
+    }
     if args.view_expose
         && let Some(at) = out.iter().position(|a| a == "--view-addr")
     {
@@ -377,16 +468,60 @@ fn container_args(name: &str, args: &ManifestsArgs) -> Vec<String> {
     out
 }
 
-/// The container's ports: `http`, and `view` when the web view is
+/// The container's ports: `http`, `view` when the web view is
 /// exposed (without `--view-expose` it listens on the pod's loopback,
-/// which no Service reaches).
-fn ports(args: &ManifestsArgs) -> Value {
+/// which no Service reaches), and `webhook` with the conversion webhook.
+fn ports(args: &ManifestsArgs, webhook: bool) -> Value {
     let port = |name: &str, number: u16| json!({ "name": name, "containerPort": number, "protocol": "TCP" });
     let mut out = vec![port("http", args.http_port)];
     if let (true, Some(view)) = (args.view_expose, args.view_port) {
         out.push(port("view", view));
     }
+    if webhook {
+        out.push(port("webhook", args.webhook_port));
+    }
     Value::Array(out)
+}
+
+/// The name of the conversion webhook's Service: `<operator>-webhook`.
+pub fn webhook_service_name(operator: &str) -> String {
+    format!("{operator}-webhook")
+}
+
+/// The name of the Secret holding the webhook's certificate:
+/// `<operator>-webhook-tls`.
+pub fn webhook_secret_name(operator: &str) -> String {
+    format!("{operator}-webhook-tls")
+}
+
+/// The Secret of the webhook's certificate, as `run --webhook-cert-dir`
+/// reads it once mounted; `ca.crt` is the CRD's caBundle.
+fn webhook_secret(name: &str, namespace: &str, certs: &WebhookCertificates) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": metadata(&webhook_secret_name(name), name, Some(namespace)),
+        "type": "kubernetes.io/tls",
+        "stringData": {
+            CERT_FILE: certs.cert_pem,
+            KEY_FILE: certs.key_pem,
+            CA_FILE: certs.ca_pem,
+        },
+    })
+}
+
+/// The Service the API server calls the webhook through: port 443 to
+/// the pods' `webhook` port. Every replica serves it, leader or not.
+fn webhook_service(name: &str, namespace: &str) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata(&webhook_service_name(name), name, Some(namespace)),
+        "spec": {
+            "selector": { "app.kubernetes.io/name": name },
+            "ports": [{ "name": "webhook", "port": 443, "targetPort": "webhook", "protocol": "TCP" }],
+        },
+    })
 }
 
 /// The name of the view's Service: `<operator>-view`.
@@ -410,9 +545,10 @@ fn view_service(name: &str, namespace: &str, port: u16) -> Value {
 /// The NetworkPolicy of an exposed web view: the operator's pods admit
 /// the `view` port only from pods labelled [`VIEW_CLIENT_LABEL`]` =
 /// <operator>` (in any namespace), and the `http` port (metrics, probes)
-/// from anywhere, as without the policy.
-fn view_network_policy(name: &str, namespace: &str) -> Value {
-    json!({
+/// from anywhere, as without the policy; with `webhook`, the `webhook`
+/// port from anywhere too (the API server is not a pod a selector names).
+fn view_network_policy(name: &str, namespace: &str, webhook: bool) -> Value {
+    let mut policy = json!({
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
         "metadata": metadata(&view_service_name(name), name, Some(namespace)),
@@ -430,7 +566,11 @@ fn view_network_policy(name: &str, namespace: &str) -> Value {
                 { "ports": [{ "port": "http", "protocol": "TCP" }] },
             ],
         },
-    })
+    });
+    if webhook && let Some(rules) = policy["spec"]["ingress"].as_array_mut() {
+        rules.push(json!({ "ports": [{ "port": "webhook", "protocol": "TCP" }] }));
+    }
+    policy
 }
 
 /// At most one replica evicted at a time (a node drain waits for the
@@ -464,6 +604,7 @@ mod tests {
             view_expose: false,
             view_allowed_hosts: Vec::new(),
             view_auth: None,
+            webhook_port: DEFAULT_WEBHOOK_PORT,
             run_args: vec!["--cloud-url=http://cloud".into()],
         }
     }
@@ -492,7 +633,7 @@ mod tests {
             view_expose: true,
             ..args()
         };
-        let run = container_args("db-operator", &exposed);
+        let run = container_args("db-operator", &exposed, false);
         let at = run.iter().position(|a| a == "--view-auth").unwrap();
         assert_eq!(run[at + 1], "kubernetes");
         let yaml = deploy_manifests(&operator(), &crd, &exposed).unwrap();
@@ -509,7 +650,7 @@ mod tests {
             view_auth: Some(ViewAuth::None),
             ..exposed
         };
-        let run = container_args("db-operator", &proxied);
+        let run = container_args("db-operator", &proxied, false);
         let at = run.iter().position(|a| a == "--view-auth").unwrap();
         assert_eq!(run[at + 1], "none");
         let yaml = deploy_manifests(&operator(), &crd, &proxied).unwrap();
@@ -535,9 +676,9 @@ mod tests {
         let at = run.iter().position(|a| a == "--view-addr").unwrap();
         assert_eq!(run[at + 1], "127.0.0.1:8090");
         assert!(!run.contains(&"--view-allowed-host".to_owned()), "{run:?}");
-        assert_eq!(container_args("db-operator", &viewed), run);
+        assert_eq!(container_args("db-operator", &viewed, false), run);
         // No port for a Service: only port-forward reaches it.
-        assert_eq!(ports(&viewed).as_array().map(Vec::len), Some(1));
+        assert_eq!(ports(&viewed, false).as_array().map(Vec::len), Some(1));
         assert!(!run_args(&args()).contains(&"--view-addr".to_owned()));
     }
 
@@ -549,7 +690,7 @@ mod tests {
             view_allowed_hosts: vec!["fsm.example.io".into()],
             ..args()
         };
-        let run = container_args("db-operator", &exposed);
+        let run = container_args("db-operator", &exposed, false);
         let at = run.iter().position(|a| a == "--view-addr").unwrap();
         assert_eq!(run[at + 1], "0.0.0.0:8090");
         let hosts: Vec<&str> = run
@@ -571,10 +712,10 @@ mod tests {
             run.last().map(String::as_str),
             Some("--cloud-url=http://cloud")
         );
-        let exposed_ports = ports(&exposed);
+        let exposed_ports = ports(&exposed, false);
         assert_eq!(exposed_ports[1]["name"], "view");
         assert_eq!(exposed_ports[1]["containerPort"], 8090);
-        let policy = view_network_policy("db-operator", "ops");
+        let policy = view_network_policy("db-operator", "ops", false);
         let rules = policy["spec"]["ingress"].as_array().unwrap();
         assert_eq!(rules[0]["ports"][0]["port"], "view");
         assert_eq!(
@@ -631,7 +772,7 @@ mod tests {
 
     #[test]
     fn the_disruption_budget_selects_the_pods_of_the_deployment() {
-        let deployment = deployment("db-operator", &args());
+        let deployment = deployment("db-operator", &args(), None);
         let budget = disruption_budget("db-operator", "ops", PdbApiVersion::V1beta1);
         assert_eq!(budget["apiVersion"], "policy/v1beta1");
         assert_eq!(budget["spec"]["selector"], deployment["spec"]["selector"]);

@@ -84,12 +84,15 @@ pub use api_versions::ApiVersions;
 pub use args::{
     Cli, Command, ConnectArgs, CrdArgs, DiagramArgs, DiagramFormat, LeaderArgs, MigrateStorageArgs,
     OutputFormat, PreflightArgs, RbacArgs, RunArgs, ShardArgs, StatusArgs, ViewAuth, ViewGuardArgs,
+    WebhookArgs,
 };
 pub use commands::{crd_yaml, diagram};
 pub use connect::connect;
 pub use context::{RunContext, RunOutcome};
 pub use error::{BoxError, Error};
-pub use manifests::{ManifestsArgs, PdbApiVersion, deploy_manifests};
+pub use manifests::{
+    ManifestsArgs, PdbApiVersion, deploy_manifests, deploy_manifests_with_webhook,
+};
 pub use operator::Operator;
 pub use printer_columns::add_printer_columns;
 pub use rbac::{InvalidRule, OperatorDescription, RbacObject, RbacScope, Rule};

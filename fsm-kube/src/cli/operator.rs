@@ -15,6 +15,7 @@ use super::args::clashes_with_run;
 use super::rbac::{OperatorDescription, Rule};
 use super::{Cli, Command, Error, RunContext, RunOutcome, StoreKind, connect, diagram};
 use crate::records::ResourceInfo;
+use crate::versions::{Spoke, VersionOptions, Versions};
 use crate::{KubeResource, options::ReconcilerOptions};
 
 /// An operator's command line for machine `F`: what it is (its name, its
@@ -32,6 +33,9 @@ pub struct Operator<F, A = ()> {
     pub(super) store: StoreKind,
     pub(super) rules: Vec<Rule>,
     pub(super) options: ReconcilerOptions,
+    /// The other versions of the resource, each made for hub
+    /// `F::Resource` ([`Operator::version`]).
+    pub(super) spokes: Vec<Spoke>,
     pub(super) machine: PhantomData<fn() -> (F, A)>,
 }
 
@@ -42,6 +46,7 @@ impl<F, A> std::fmt::Debug for Operator<F, A> {
             .field("store", &self.store)
             .field("rules", &self.rules)
             .field("options", &self.options)
+            .field("spokes", &self.spokes)
             .finish()
     }
 }
@@ -62,6 +67,7 @@ where
             store,
             rules: Vec::new(),
             options: ReconcilerOptions::default(),
+            spokes: Vec::new(),
             machine: PhantomData,
         }
     }
@@ -95,6 +101,7 @@ where
             store: self.store,
             rules: self.rules,
             options: self.options,
+            spokes: self.spokes,
             machine: PhantomData,
         }
     }
@@ -105,6 +112,96 @@ where
     pub fn reconciler_options(mut self, options: ReconcilerOptions) -> Self {
         self.options = options;
         self
+    }
+
+    /// Serves version `S` of the resource too: a spoke of the machine's
+    /// resource (the hub), served, not stored, not deprecated. See
+    /// [`version_with`](Operator::version_with) for the other options.
+    ///
+    /// `F::Resource: From<S>` (or `TryFrom<S>`, whose error the
+    /// conversion webhook reports with the object's name) and `S:
+    /// TryFrom<F::Resource>` (or `From`) are its conversions; `metadata`
+    /// and `.status.fsm` are carried through verbatim whatever they do.
+    /// `crd` and `manifests` then print a CRD of every version with the
+    /// conversion webhook wired, which `run --webhook-addr` serves.
+    ///
+    /// ```
+    /// # use fsm_kube::prelude::*;
+    /// # use kube::CustomResource;
+    /// # #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+    /// # pub struct DbStatus { pub fsm: Option<FsmStatus> }
+    /// # pub mod v1alpha1 { use super::*;
+    /// #   #[derive(CustomResource, Clone, Debug, Serialize, Deserialize, JsonSchema)]
+    /// #   #[kube(group = "example.io", version = "v1alpha1", kind = "Database", namespaced, status = "DbStatus")]
+    /// #   pub struct DatabaseSpec { pub size: String }
+    /// # }
+    /// # pub mod v1 { use super::*;
+    /// #   #[derive(CustomResource, Clone, Debug, Serialize, Deserialize, JsonSchema)]
+    /// #   #[kube(group = "example.io", version = "v1", kind = "Database", namespaced, status = "DbStatus")]
+    /// #   pub struct DatabaseSpec { pub size_gi: u32 }
+    /// # }
+    /// # #[derive(OperatorFsm, Clone, Debug, PartialEq, Serialize, Deserialize)]
+    /// # #[fsm(resource = v1::Database)]
+    /// # pub enum DbState { #[fsm(initial, final, ready)] Ready, #[fsm(failed)] Failed }
+    /// # #[derive(Debug, thiserror::Error)] #[error("{0:?} is not in Gi")] pub struct NotGi(String);
+    /// impl TryFrom<v1alpha1::Database> for v1::Database {
+    ///     type Error = NotGi;
+    ///     fn try_from(old: v1alpha1::Database) -> Result<Self, NotGi> {
+    ///         let gi = old.spec.size.strip_suffix("Gi").and_then(|n| n.parse().ok());
+    ///         let size_gi = gi.ok_or_else(|| NotGi(old.spec.size.clone()))?;
+    ///         Ok(v1::Database::new("", v1::DatabaseSpec { size_gi }))
+    ///     }
+    /// }
+    /// impl From<v1::Database> for v1alpha1::Database {
+    ///     fn from(new: v1::Database) -> Self {
+    ///         let size = format!("{}Gi", new.spec.size_gi);
+    ///         v1alpha1::Database::new("", v1alpha1::DatabaseSpec { size })
+    ///     }
+    /// }
+    ///
+    /// use fsm_kube::VersionOptions;
+    /// use fsm_kube::cli::{CrdArgs, Operator, StoreKind};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let operator = Operator::<DbState>::new("db-operator", StoreKind::Status)
+    ///     .version_with::<v1alpha1::Database>(VersionOptions::default().deprecated("use v1"));
+    /// let crd = operator.versions().crd()?;
+    /// assert_eq!(crd.spec.versions.len(), 2);
+    /// // Without a webhook to call, `crd` refuses to print a CRD whose
+    /// // versions cannot be converted.
+    /// assert!(operator.crd_definition(&CrdArgs::default()).is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn served_version<S>(self) -> Self
+    where
+        F::Resource: TryFrom<S>,
+        <F::Resource as TryFrom<S>>::Error: std::error::Error + Send + Sync + 'static,
+        S: KubeResource + CustomResourceExt + TryFrom<F::Resource>,
+        <S as TryFrom<F::Resource>>::Error: std::error::Error + Send + Sync + 'static,
+    {
+        self.version_with::<S>(VersionOptions::default())
+    }
+
+    /// As [`served_version`](Operator::served_version), offered as
+    /// `options` says: deprecated (with a warning), the storage version,
+    /// or no longer served.
+    #[must_use]
+    pub fn version_with<S>(mut self, options: VersionOptions) -> Self
+    where
+        F::Resource: TryFrom<S>,
+        <F::Resource as TryFrom<S>>::Error: std::error::Error + Send + Sync + 'static,
+        S: KubeResource + CustomResourceExt + TryFrom<F::Resource>,
+        <S as TryFrom<F::Resource>>::Error: std::error::Error + Send + Sync + 'static,
+    {
+        self.spokes.push(Spoke::new::<F::Resource, S>(options));
+        self
+    }
+
+    /// The versions of the resource: the machine's (the hub) and those
+    /// [`served_version`](Operator::served_version) declared.
+    pub fn versions(&self) -> Versions<F::Resource> {
+        Versions::from_spokes(self.spokes.clone())
     }
 
     /// The version `--version` prints, usually `env!("CARGO_PKG_VERSION")`

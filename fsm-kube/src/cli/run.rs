@@ -14,6 +14,7 @@ use prometheus_client::registry::Registry;
 
 use super::view::AbortOnDrop;
 use super::{BoxError, Error, Operator, RunArgs, RunContext, RunOutcome, connect};
+use crate::http::webhook::{WebhookError, WebhookTls};
 use crate::{KubeResource, metrics::FsmMetrics};
 
 impl<F, A> Operator<F, A>
@@ -58,6 +59,7 @@ where
                     .map_err(|error| Error::Metrics { addr, error })
             })
         });
+        let webhook = self.start_webhook(&args, &context).await?;
         let view = match args.view_addr {
             Some(addr) => Some(
                 self.serve_view(&client, addr, args.namespace.clone(), &args.view_guard)
@@ -133,24 +135,68 @@ where
             }
         };
         let _view = view.map(AbortOnDrop);
-        let result = match metrics_server {
-            Some(mut server) => {
-                let result = tokio::select! {
-                    result = controller => result,
-                    served = &mut server => match served {
-                        Ok(Err(error)) => Err(error),
-                        // The server only stops with an error, or when its
-                        // task is cancelled or panics.
-                        Ok(Ok(())) | Err(_) => Ok(()),
-                    },
-                };
+        let mut servers: Vec<_> = metrics_server.into_iter().chain(webhook).collect();
+        let result = if servers.is_empty() {
+            controller.await
+        } else {
+            let result = tokio::select! {
+                result = controller => result,
+                (served, _, _) = futures::future::select_all(servers.iter_mut()) => match served {
+                    Ok(Err(error)) => Err(error),
+                    // A server only stops with an error, or when its task
+                    // is cancelled or panics.
+                    Ok(Ok(())) | Err(_) => Ok(()),
+                },
+            };
+            for server in &servers {
                 server.abort();
-                result
             }
-            None => controller.await,
+            result
         };
         listing.abort();
         result
+    }
+}
+
+impl<F, A> Operator<F, A>
+where
+    F: Fsm,
+    F::Resource: KubeResource + CustomResourceExt,
+    A: Args + Clone + Send + Sync + 'static,
+{
+    /// With `--webhook-addr`: the conversion webhook, listening, serving
+    /// in a task of its own whether or not this replica leads (the API
+    /// server calls any replica behind the Service).
+    async fn start_webhook(
+        &self,
+        args: &RunArgs<A>,
+        context: &RunContext<F, A>,
+    ) -> Result<Option<tokio::task::JoinHandle<Result<(), Error>>>, Error> {
+        let (Some(addr), Some(dir)) = (args.webhook.webhook_addr, &args.webhook.webhook_cert_dir)
+        else {
+            return Ok(None);
+        };
+        let versions = self.versions();
+        if !versions.has_spokes() {
+            return Err(Error::NoConversion {
+                version: versions.hub_api_version(),
+            });
+        }
+        let tls = WebhookTls::from_dir(dir)?;
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| WebhookError::Bind { addr, source })?;
+        tracing::info!(
+            %addr,
+            versions = %versions.api_versions().join(", "),
+            "serving the conversion webhook (POST /convert, TLS)"
+        );
+        let metrics = Some(context.metrics.clone());
+        Ok(Some(tokio::spawn(async move {
+            crate::http::webhook::serve(listener, &tls, versions, metrics)
+                .await
+                .map_err(|source| Error::Webhook(WebhookError::Serve { addr, source }))
+        })))
     }
 }
 

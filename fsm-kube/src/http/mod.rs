@@ -3,10 +3,14 @@
 //! ([`Health`]) on one port, the one `run --http-addr` names and the
 //! Deployment's probes and scrapes use. [`serve`] serves all three; the
 //! routers ([`metrics_router`], [`health_router`]) and
-//! [`serve_metrics`] are there for a server of one's own.
+//! [`serve_metrics`] are there for a server of one's own. With the
+//! `webhook` feature, `webhook` serves the conversion webhook over TLS on
+//! a port of its own.
 
 mod health;
 mod metrics;
+#[cfg(feature = "webhook")]
+pub mod webhook;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -107,6 +107,7 @@ fn run_parses_every_flag() {
                 lease_duration: 30,
             },
             shard: fsm_kube::cli::ShardArgs::default(),
+            webhook: fsm_kube::cli::WebhookArgs::default(),
             operator: (),
         })
     );
@@ -173,7 +174,8 @@ fn crd_diagram_rbac_and_status_parse() {
     assert_eq!(
         parse(&["crd", "--printer-columns"]),
         Command::Crd(CrdArgs {
-            printer_columns: true
+            printer_columns: true,
+            ..CrdArgs::default()
         })
     );
     assert_eq!(

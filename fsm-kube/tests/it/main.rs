@@ -37,5 +37,6 @@ mod sharding;
 mod status_store;
 mod stores;
 mod upgrade;
+mod versions;
 mod view_access;
 mod view_guard;

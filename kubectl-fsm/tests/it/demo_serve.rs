@@ -120,6 +120,7 @@ where
         .execute(
             OperatorCommand::Crd(CrdArgs {
                 printer_columns: columns,
+                ..CrdArgs::default()
             }),
             no_run::<F>,
             &mut out,
