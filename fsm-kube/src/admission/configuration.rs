@@ -29,7 +29,9 @@ pub enum AdmissionClient {
 }
 
 /// The configuration sending creates, updates (of the object and its
-/// status) and deletes of `resource` to the webhook at `client`, trusted
+/// status) and deletes of `resource` to the webhook at `client`, at
+/// `resource`'s version (a write at another version is converted to it
+/// first: `matchPolicy: Equivalent`), trusted
 /// through `ca_bundle` (PEM). Calls fail closed (`failurePolicy: Fail`)
 /// within 10 s; the webhook has no side effects.
 ///
@@ -88,7 +90,11 @@ pub fn validating_webhook_configuration(
             client_config,
             rules: Some(vec![RuleWithOperations {
                 api_groups: Some(vec![resource.group.clone()]),
-                api_versions: Some(vec!["*".to_owned()]),
+                // The machine's version alone: with `matchPolicy:
+                // Equivalent` the API server converts a write at another
+                // version to it first, so the rules' paths (the hub's
+                // fields) always apply.
+                api_versions: Some(vec![resource.version.clone()]),
                 operations: Some(["CREATE", "UPDATE", "DELETE"].map(str::to_owned).to_vec()),
                 resources: Some(vec![
                     resource.plural.clone(),

@@ -79,9 +79,12 @@ pub fn admission_policy(
         "metadata": {"name": name},
         "spec": {
             "failurePolicy": "Fail",
-            "matchConstraints": {"resourceRules": [{
+            "matchConstraints": {"matchPolicy": "Equivalent", "resourceRules": [{
                 "apiGroups": [resource.group],
-                "apiVersions": ["*"],
+                // Writes at other versions are converted to this one
+                // first (`matchPolicy: Equivalent`): the rules' paths are
+                // its fields.
+                "apiVersions": [resource.version],
                 "operations": ["CREATE", "UPDATE", "DELETE"],
                 "resources": [resource.plural, format!("{}/status", resource.plural)],
                 "scope": "*",

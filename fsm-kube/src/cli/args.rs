@@ -112,9 +112,10 @@ pub struct RunArgs<A: Args = ()> {
 /// versions of its resource.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Args)]
 pub struct WebhookArgs {
-    /// Serve the conversion webhook (`POST /convert`, HTTPS) on this
-    /// address, for the API server to convert objects between the
-    /// resource's versions. Needs --webhook-cert-dir.
+    /// Serve the webhooks (HTTPS) on this address: the conversion
+    /// (`POST /convert`, for the API server to convert objects between
+    /// the resource's versions) and the admission the machine's states
+    /// declare (`POST /validate`). Needs --webhook-cert-dir.
     #[arg(
         long,
         value_name = "ADDR",
@@ -132,6 +133,19 @@ pub struct WebhookArgs {
         requires = "webhook_addr"
     )]
     pub webhook_cert_dir: Option<PathBuf>,
+    /// The user the operator writes as (repeatable, or comma-separated in
+    /// $OPERATOR_USER), e.g. `system:serviceaccount:ops:db-operator`:
+    /// the webhook's `/validate` refuses writes of `.status.fsm` by
+    /// anyone else. Without it the record is not guarded (the webhook
+    /// cannot tell the operator's writes from others'); `manifests` sets
+    /// it to the operator's ServiceAccount.
+    #[arg(
+        long,
+        value_name = "USER",
+        env = "OPERATOR_USER",
+        value_delimiter = ','
+    )]
+    pub operator_user: Vec<String>,
 }
 
 /// The web view's host allow-list and caps (`run`).

@@ -160,6 +160,13 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// `manifests --admission cel` for an operator whose records are not
+    /// in the object's status, where CEL reads the state.
+    #[error(
+        "--admission cel reads the state from .status.fsm, but the operator keeps its records \
+         in the {0:?} store: use --admission webhook"
+    )]
+    AdmissionPolicyNeedsStatusStore(StoreKind),
     /// The operator's main function returned an error.
     #[error("the controller failed")]
     Controller(#[source] Box<dyn std::error::Error + Send + Sync>),

@@ -19,10 +19,11 @@ use kube::CustomResourceExt;
 use serde_json::{Value, json};
 
 use super::rbac::{self, OperatorDescription, RbacScope};
-use super::{CrdArgs, Error, Operator, ViewAuth, crd_yaml};
-use crate::KubeResource;
+use super::{CrdArgs, Error, Operator, StoreKind, ViewAuth, crd_yaml};
 use crate::http::webhook::{CA_FILE, CERT_FILE, KEY_FILE, WebhookCertificates};
+use crate::records::ResourceInfo;
 use crate::versions::WebhookTarget;
+use crate::{AdmissionClient, KubeResource, admission_policy, validating_webhook_configuration};
 
 /// The port `run --http-addr` listens on in the Deployment, unless
 /// `--http-port` says otherwise.
@@ -107,14 +108,49 @@ pub struct ManifestsArgs {
         requires = "view_expose"
     )]
     pub view_allowed_hosts: Vec<String>,
-    /// The port the conversion webhook listens on in the pods (an
-    /// operator serving several versions; its Service listens on 443).
+    /// The port the webhooks listen on in the pods (an operator serving
+    /// several versions, or admission; its Service listens on 443).
     #[arg(long, value_name = "PORT", default_value_t = DEFAULT_WEBHOOK_PORT)]
     pub webhook_port: u16,
+    /// How the machine's admission rules (`immutable`, `grow_only`,
+    /// `refuse_delete`, and `.status.fsm` written by the operator only)
+    /// are enforced: `auto` (the webhook when a state declares a rule,
+    /// else none), `webhook`, `cel` (a ValidatingAdmissionPolicy,
+    /// Kubernetes 1.30+, status store only) or `none`.
+    #[arg(long, value_enum, value_name = "MODE", default_value_t)]
+    pub admission: AdmissionMode,
     /// More arguments for `run` (the operator's own flags), repeatable:
     /// `--arg=--cloud-url=http://cloud`.
     #[arg(long = "arg", value_name = "ARG", allow_hyphen_values = true)]
     pub run_args: Vec<String>,
+}
+
+/// How `manifests` enforces the machine's admission rules.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum AdmissionMode {
+    /// The webhook when a state declares a rule, else none.
+    #[default]
+    Auto,
+    /// The operator's validating webhook (`/validate`), with
+    /// `.status.fsm` guarded for its ServiceAccount.
+    Webhook,
+    /// A `ValidatingAdmissionPolicy` and its binding, checked by the API
+    /// server (Kubernetes 1.30+; status store only).
+    Cel,
+    /// No admission.
+    None,
+}
+
+impl AdmissionMode {
+    /// The mode `auto` stands for, for a machine that does or does not
+    /// declare rules.
+    fn resolve(self, machine_declares_rules: bool) -> Self {
+        match self {
+            AdmissionMode::Auto if machine_declares_rules => AdmissionMode::Webhook,
+            AdmissionMode::Auto => AdmissionMode::None,
+            other => other,
+        }
+    }
 }
 
 /// The API version of the PodDisruptionBudget.
@@ -156,18 +192,53 @@ where
     /// certificate cannot be generated.
     pub fn manifests(&self, args: &ManifestsArgs) -> Result<String, Error> {
         let mut crd = self.crd_without_conversion(&CrdArgs::default())?;
-        if !self.versions().has_spokes() {
-            return deploy_manifests(&self.description(), &crd, args);
+        let declares_rules = F::machine()
+            .states()
+            .iter()
+            .any(fsm_core::StateMeta::has_admission_rules);
+        let admission = args.admission.resolve(declares_rules);
+        let resource = ResourceInfo::of::<F::Resource>();
+        let operator_user = format!("system:serviceaccount:{}:{}", args.namespace, self.name);
+        if admission == AdmissionMode::Cel && self.store != StoreKind::Status {
+            return Err(Error::AdmissionPolicyNeedsStatusStore(self.store));
         }
-        let service = webhook_service_name(&self.name);
-        let certs = WebhookCertificates::for_service(&service, &args.namespace)?;
-        WebhookTarget::Service {
-            namespace: args.namespace.clone(),
-            name: service,
-            port: 443,
+        let spokes = self.versions().has_spokes();
+        let mut out = if !spokes && admission != AdmissionMode::Webhook {
+            deploy_manifests(&self.description(), &crd, args)?
+        } else {
+            let service = webhook_service_name(&self.name);
+            let certs = WebhookCertificates::for_service(&service, &args.namespace)?;
+            if spokes {
+                WebhookTarget::Service {
+                    namespace: args.namespace.clone(),
+                    name: service.clone(),
+                    port: 443,
+                }
+                .set_on(&mut crd, certs.ca_pem.as_bytes());
+            }
+            let mut out =
+                deploy_manifests_with_webhook(&self.description(), &crd, args, Some(&certs))?;
+            if admission == AdmissionMode::Webhook {
+                let client = AdmissionClient::Service {
+                    namespace: args.namespace.clone(),
+                    name: service,
+                };
+                let configuration =
+                    validating_webhook_configuration(&resource, &client, certs.ca_pem.as_bytes());
+                push(&mut out, &to_json(&configuration)?)?;
+            }
+            out
+        };
+        if admission == AdmissionMode::Cel {
+            let (policy, binding) = admission_policy(
+                F::machine(),
+                &resource,
+                std::slice::from_ref(&operator_user),
+            );
+            push(&mut out, &to_json(&policy)?)?;
+            push(&mut out, &to_json(&binding)?)?;
         }
-        .set_on(&mut crd, certs.ca_pem.as_bytes());
-        deploy_manifests_with_webhook(&self.description(), &crd, args, Some(&certs))
+        Ok(out)
     }
 }
 
@@ -260,6 +331,11 @@ fn view_auth(args: &ManifestsArgs) -> Option<ViewAuth> {
     } else {
         ViewAuth::None
     }))
+}
+
+/// A typed object as JSON, for [`push`].
+fn to_json(object: &impl serde::Serialize) -> Result<Value, Error> {
+    serde_json::to_value(object).map_err(Error::Json)
 }
 
 fn push(out: &mut String, object: &Value) -> Result<(), Error> {
@@ -446,6 +522,8 @@ fn container_args(name: &str, args: &ManifestsArgs, webhook: bool) -> Vec<String
             format!("0.0.0.0:{}", args.webhook_port),
             "--webhook-cert-dir".to_owned(),
             WEBHOOK_CERT_DIR.to_owned(),
+            "--operator-user".to_owned(),
+            format!("system:serviceaccount:{}:{name}", args.namespace),
         ];
         out.splice(at..at, flags);
     }

@@ -91,7 +91,7 @@ pub use connect::connect;
 pub use context::{RunContext, RunOutcome};
 pub use error::{BoxError, Error};
 pub use manifests::{
-    ManifestsArgs, PdbApiVersion, deploy_manifests, deploy_manifests_with_webhook,
+    AdmissionMode, ManifestsArgs, PdbApiVersion, deploy_manifests, deploy_manifests_with_webhook,
 };
 pub use operator::Operator;
 pub use printer_columns::add_printer_columns;

@@ -14,6 +14,7 @@ use prometheus_client::registry::Registry;
 
 use super::view::AbortOnDrop;
 use super::{BoxError, Error, Operator, RunArgs, RunContext, RunOutcome, connect};
+use crate::Admission;
 use crate::http::webhook::{WebhookError, WebhookTls};
 use crate::{KubeResource, metrics::FsmMetrics};
 
@@ -164,9 +165,11 @@ where
     F::Resource: KubeResource + CustomResourceExt,
     A: Args + Clone + Send + Sync + 'static,
 {
-    /// With `--webhook-addr`: the conversion webhook, listening, serving
-    /// in a task of its own whether or not this replica leads (the API
-    /// server calls any replica behind the Service).
+    /// With `--webhook-addr`: the webhooks, listening, serving in a task
+    /// of their own whether or not this replica leads (the API server
+    /// calls any replica behind the Service): the conversion when the
+    /// resource has several versions, and the admission the machine's
+    /// states declare (with `.status.fsm` guarded for `--operator-user`).
     async fn start_webhook(
         &self,
         args: &RunArgs<A>,
@@ -177,23 +180,40 @@ where
             return Ok(None);
         };
         let versions = self.versions();
-        if !versions.has_spokes() {
-            return Err(Error::NoConversion {
-                version: versions.hub_api_version(),
-            });
+        let mut admission = Admission::<F>::new(self.store).client(context.client.clone());
+        for user in &args.webhook.operator_user {
+            admission = admission.operator_user(user.clone());
+        }
+        if args.webhook.operator_user.is_empty() {
+            tracing::warn!(
+                "no --operator-user: the admission webhook does not guard .status.fsm \
+                 (it cannot tell the operator's writes from others')"
+            );
         }
         let tls = WebhookTls::from_dir(dir)?;
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|source| WebhookError::Bind { addr, source })?;
+        let routes = if versions.has_spokes() {
+            "POST /convert, POST /validate"
+        } else {
+            "POST /validate"
+        };
         tracing::info!(
             %addr,
             versions = %versions.api_versions().join(", "),
-            "serving the conversion webhook (POST /convert, TLS)"
+            routes,
+            "serving the webhooks (TLS)"
         );
         let metrics = Some(context.metrics.clone());
+        let router = if versions.has_spokes() {
+            crate::http::webhook::router(versions, metrics)
+        } else {
+            axum::Router::new()
+        }
+        .merge(crate::admission_router(admission));
         Ok(Some(tokio::spawn(async move {
-            crate::http::webhook::serve(listener, &tls, versions, metrics)
+            crate::http::webhook::serve_router(listener, &tls, router)
                 .await
                 .map_err(|source| Error::Webhook(WebhookError::Serve { addr, source }))
         })))

@@ -1,4 +1,4 @@
-//! The conversion webhook: `POST /convert` answering a `ConversionReview`
+//! The webhook server. The conversion: `POST /convert` answering a `ConversionReview`
 //! (`apiextensions.k8s.io/v1`) with [`Versions::review`], over TLS
 //! ([`WebhookTls`]: a certificate from files, or generated with
 //! [`WebhookCertificates`]). `run --webhook-addr` serves it.
@@ -92,8 +92,22 @@ pub async fn serve<H>(
 where
     H: KubeResource + CustomResourceExt,
 {
+    serve_router(listener, tls, router(versions, metrics)).await
+}
+
+/// Serves `routes` (the conversion's [`router`], the admission's
+/// [`admission_router`](crate::admission_router), merged) over TLS on
+/// `listener` until serving fails or the future is dropped.
+///
+/// # Errors
+/// The listener's address cannot be read; serving failed.
+pub async fn serve_router(
+    listener: tokio::net::TcpListener,
+    tls: &WebhookTls,
+    routes: Router,
+) -> std::io::Result<()> {
     let listener = tls::TlsListener::new(listener, tls)?;
-    axum::serve(listener, router(versions, metrics)).await
+    axum::serve(listener, routes).await
 }
 
 #[cfg(test)]
