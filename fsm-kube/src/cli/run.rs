@@ -4,6 +4,7 @@
 
 use std::future::Future;
 use std::marker::PhantomData;
+use std::net::SocketAddr;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
@@ -29,6 +30,8 @@ where
         Fut: Future + Send + 'static,
         Fut::Output: RunOutcome,
     {
+        // Before connecting: a webhook that cannot start fails at once.
+        let webhook = self.webhook_listener(&args).await?;
         let client = connect(&args.connect).await?;
         let mut registry = Registry::default();
         let metrics = FsmMetrics::new(&mut registry);
@@ -59,7 +62,15 @@ where
                     .map_err(|error| Error::Metrics { addr, error })
             })
         });
-        let webhook = self.start_webhook(&args, &context).await?;
+        let webhook = webhook.map(|(addr, listener, tls)| {
+            let versions = self.versions();
+            let metrics = Some(context.metrics.clone());
+            tokio::spawn(async move {
+                crate::http::webhook::serve(listener, &tls, versions, metrics)
+                    .await
+                    .map_err(|source| Error::Webhook(WebhookError::Serve { addr, source }))
+            })
+        });
         let view = match args.view_addr {
             Some(addr) => Some(
                 self.serve_view(&client, addr, args.namespace.clone(), &args.view_guard)
@@ -164,14 +175,19 @@ where
     F::Resource: KubeResource + CustomResourceExt,
     A: Args + Clone + Send + Sync + 'static,
 {
-    /// With `--webhook-addr`: the conversion webhook, listening, serving
-    /// in a task of its own whether or not this replica leads (the API
-    /// server calls any replica behind the Service).
-    async fn start_webhook(
+    /// With `--webhook-addr`: the conversion webhook's certificate, read,
+    /// and its address, bound (it then serves in a task of its own whether
+    /// or not this replica leads: the API server calls any replica behind
+    /// the Service).
+    ///
+    /// # Errors
+    /// [`Error::NoConversion`] for an operator with one version;
+    /// [`Error::Webhook`]: the certificate cannot be read or used, the
+    /// address cannot be bound.
+    pub(super) async fn webhook_listener(
         &self,
         args: &RunArgs<A>,
-        context: &RunContext<F, A>,
-    ) -> Result<Option<tokio::task::JoinHandle<Result<(), Error>>>, Error> {
+    ) -> Result<Option<(SocketAddr, tokio::net::TcpListener, WebhookTls)>, Error> {
         let (Some(addr), Some(dir)) = (args.webhook.webhook_addr, &args.webhook.webhook_cert_dir)
         else {
             return Ok(None);
@@ -191,12 +207,7 @@ where
             versions = %versions.api_versions().join(", "),
             "serving the conversion webhook (POST /convert, TLS)"
         );
-        let metrics = Some(context.metrics.clone());
-        Ok(Some(tokio::spawn(async move {
-            crate::http::webhook::serve(listener, &tls, versions, metrics)
-                .await
-                .map_err(|source| Error::Webhook(WebhookError::Serve { addr, source }))
-        })))
+        Ok(Some((addr, listener, tls)))
     }
 }
 
