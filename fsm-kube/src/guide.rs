@@ -48,5 +48,8 @@ pub mod lifecycle {}
 #[doc = include_str!("../../docs/upgrading.md")]
 pub mod upgrading {}
 
+#[doc = include_str!("../../docs/evolving-your-api.md")]
+pub mod evolving_your_api {}
+
 #[doc = include_str!("../../docs/dependents.md")]
 pub mod dependents {}

@@ -42,9 +42,10 @@
 //!
 //! The rule: the runtime (everything above without a feature) compiles no
 //! HTTP server and no command-line parser. `http` adds the endpoints'
-//! server (axum), `view` the web view, `cli` the operator binary's command
-//! line (clap and YAML output); `cli` is the default and brings the other
-//! two. An operator that embeds the reconciler in a program of its own
+//! server (axum), `view` the web view, `webhook` the conversion webhook
+//! over TLS (rustls, rcgen), `cli` the operator binary's command line
+//! (clap and YAML output); `cli` is the default and brings the other
+//! three. An operator that embeds the reconciler in a program of its own
 //! depends on `operator-fsm` (or `fsm-kube`) with `default-features =
 //! false`.
 //!

@@ -683,6 +683,7 @@ mod tests {
             view_allowed_hosts: Vec::new(),
             view_auth: None,
             webhook_port: DEFAULT_WEBHOOK_PORT,
+            admission: AdmissionMode::Auto,
             run_args: vec!["--cloud-url=http://cloud".into()],
         }
     }

@@ -41,6 +41,7 @@
 //!
 //! ```text
 //! $ db-operator crd --printer-columns | kubectl apply -f -
+//! $ db-operator crd --webhook-url https://10.0.0.5:9443/convert --webhook-ca-file ca.crt  # several versions, run outside the cluster
 //! $ db-operator rbac --leader-elect --lease-namespace ops | kubectl apply -f -
 //! $ db-operator diagram --format svg > db.svg   # or --format dot | dot -Tsvg
 //! $ db-operator status orders -n shop
@@ -48,7 +49,13 @@
 //! $ db-operator preflight            # before an upgrade: exit status 3 if a record cannot run
 //! $ db-operator migrate-storage      # every object rewritten at the storage version
 //! $ db-operator run --leader-elect --http-addr 0.0.0.0:8080
+//! $ db-operator run --webhook-addr 0.0.0.0:9443 --webhook-cert-dir /certs   # the conversion webhook
 //! ```
+//!
+//! An operator serving several versions of its resource declares each
+//! with [`Operator::served_version`] (the machine's resource is the hub;
+//! [`crate::Versions`]); `crd`, `manifests` and `run` then wire and serve
+//! the conversion webhook.
 //!
 //! An operator adds flags of its own to `run` with
 //! [`Operator::with_args`]; [`RunContext::args`] holds them parsed.

@@ -4,6 +4,7 @@
 
 use std::future::Future;
 use std::marker::PhantomData;
+use std::net::SocketAddr;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
@@ -30,6 +31,8 @@ where
         Fut: Future + Send + 'static,
         Fut::Output: RunOutcome,
     {
+        // Before connecting: a webhook that cannot start fails at once.
+        let webhook = self.webhook_listener(&args).await?;
         let client = connect(&args.connect).await?;
         let mut registry = Registry::default();
         let metrics = FsmMetrics::new(&mut registry);
@@ -60,7 +63,14 @@ where
                     .map_err(|error| Error::Metrics { addr, error })
             })
         });
-        let webhook = self.start_webhook(&args, &context).await?;
+        let webhook = webhook.map(|(addr, listener, tls)| {
+            let routes = self.webhook_routes(&args, &context);
+            tokio::spawn(async move {
+                crate::http::webhook::serve_router(listener, &tls, routes)
+                    .await
+                    .map_err(|source| Error::Webhook(WebhookError::Serve { addr, source }))
+            })
+        });
         let view = match args.view_addr {
             Some(addr) => Some(
                 self.serve_view(&client, addr, args.namespace.clone(), &args.view_guard)
@@ -165,20 +175,51 @@ where
     F::Resource: KubeResource + CustomResourceExt,
     A: Args + Clone + Send + Sync + 'static,
 {
-    /// With `--webhook-addr`: the webhooks, listening, serving in a task
-    /// of their own whether or not this replica leads (the API server
-    /// calls any replica behind the Service): the conversion when the
-    /// resource has several versions, and the admission the machine's
-    /// states declare (with `.status.fsm` guarded for `--operator-user`).
-    async fn start_webhook(
+    /// With `--webhook-addr`: the webhooks' certificate, read, and their
+    /// address, bound (they then serve in a task of their own whether or
+    /// not this replica leads: the API server calls any replica behind the
+    /// Service): the conversion when the resource has several versions,
+    /// and the admission the machine's states declare.
+    ///
+    /// # Errors
+    /// [`Error::NoConversion`] for an operator with one version whose
+    /// machine declares no admission rule: nothing to serve;
+    /// [`Error::Webhook`]: the certificate cannot be read or used, the
+    /// address cannot be bound.
+    pub(super) async fn webhook_listener(
         &self,
         args: &RunArgs<A>,
-        context: &RunContext<F, A>,
-    ) -> Result<Option<tokio::task::JoinHandle<Result<(), Error>>>, Error> {
+    ) -> Result<Option<(SocketAddr, tokio::net::TcpListener, WebhookTls)>, Error> {
         let (Some(addr), Some(dir)) = (args.webhook.webhook_addr, &args.webhook.webhook_cert_dir)
         else {
             return Ok(None);
         };
+        let versions = self.versions();
+        if !versions.has_spokes() && !declares_admission_rules::<F>() {
+            return Err(Error::NoConversion {
+                version: versions.hub_api_version(),
+            });
+        }
+        let tls = WebhookTls::from_dir(dir)?;
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| WebhookError::Bind { addr, source })?;
+        tracing::info!(
+            %addr,
+            versions = %versions.api_versions().join(", "),
+            routes = if versions.has_spokes() {
+                "POST /convert, POST /validate"
+            } else {
+                "POST /validate"
+            },
+            "serving the webhooks (TLS)"
+        );
+        Ok(Some((addr, listener, tls)))
+    }
+
+    /// The webhooks' routes: the conversion (with several versions) and
+    /// the admission, `.status.fsm` guarded for `--operator-user`.
+    fn webhook_routes(&self, args: &RunArgs<A>, context: &RunContext<F, A>) -> axum::Router {
         let versions = self.versions();
         let mut admission = Admission::<F>::new(self.store).client(context.client.clone());
         for user in &args.webhook.operator_user {
@@ -190,34 +231,21 @@ where
                  (it cannot tell the operator's writes from others')"
             );
         }
-        let tls = WebhookTls::from_dir(dir)?;
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|source| WebhookError::Bind { addr, source })?;
         let routes = if versions.has_spokes() {
-            "POST /convert, POST /validate"
-        } else {
-            "POST /validate"
-        };
-        tracing::info!(
-            %addr,
-            versions = %versions.api_versions().join(", "),
-            routes,
-            "serving the webhooks (TLS)"
-        );
-        let metrics = Some(context.metrics.clone());
-        let router = if versions.has_spokes() {
-            crate::http::webhook::router(versions, metrics)
+            crate::http::webhook::router(versions, Some(context.metrics.clone()))
         } else {
             axum::Router::new()
-        }
-        .merge(crate::admission_router(admission));
-        Ok(Some(tokio::spawn(async move {
-            crate::http::webhook::serve_router(listener, &tls, router)
-                .await
-                .map_err(|source| Error::Webhook(WebhookError::Serve { addr, source }))
-        })))
+        };
+        routes.merge(crate::admission_router(admission))
     }
+}
+
+/// Whether a state of `F` declares an admission rule.
+pub(super) fn declares_admission_rules<F: Fsm>() -> bool {
+    F::machine()
+        .states()
+        .iter()
+        .any(fsm_core::StateMeta::has_admission_rules)
 }
 
 /// Completes on SIGTERM (what Kubernetes sends a pod it stops) or Ctrl-C:

@@ -250,6 +250,48 @@ async fn several_versions_without_a_webhook_or_a_webhook_without_versions_are_re
     .await
     .unwrap_err();
     assert!(error.contains("there is no conversion"), "{error}");
+    let error = execute(
+        &operator(),
+        &[
+            "gadget-operator",
+            "crd",
+            "--webhook-url",
+            "https://x/convert",
+            "--webhook-ca-file",
+            "/nonexistent/ca.crt",
+        ],
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        error.starts_with("/nonexistent/ca.crt: cannot read the webhook's CA certificate"),
+        "{error}"
+    );
+    // `run` checks its webhook before it connects anywhere.
+    let webhook = [
+        "--webhook-addr",
+        "127.0.0.1:0",
+        "--webhook-cert-dir",
+        "/nonexistent",
+    ];
+    let run = |operator: Operator<GadgetState>| async move {
+        let line = [
+            "gadget-operator",
+            "run",
+            "--kubeconfig",
+            "/nonexistent/kubeconfig",
+        ];
+        execute(&operator, &[&line[..], &webhook[..]].concat()).await
+    };
+    let error = run(Operator::new("gadget-operator", StoreKind::Status))
+        .await
+        .unwrap_err();
+    assert!(error.contains("there is no conversion"), "{error}");
+    let error = run(operator()).await.unwrap_err();
+    assert!(
+        error.starts_with("/nonexistent/tls.crt: cannot read or write it"),
+        "{error}"
+    );
     // The two flags go together.
     assert!(
         operator()
