@@ -373,6 +373,136 @@ fn the_manifests_are_everything_a_cluster_needs_in_order() {
 }
 
 #[test]
+fn admission_by_webhook_adds_its_configuration_the_operators_user_and_the_webhook() {
+    // The widgets' machine declares no rule: `auto` deploys no admission.
+    let plain = operator()
+        .manifests(&manifests_args(&["--image", "example.io/w:1", "-n", "ops"]))
+        .unwrap();
+    assert!(!plain.contains("ValidatingWebhookConfiguration"), "{plain}");
+    assert!(!plain.contains("--webhook-addr"), "{plain}");
+
+    let yaml = operator()
+        .manifests(&manifests_args(&[
+            "--image",
+            "example.io/w:1",
+            "-n",
+            "ops",
+            "--admission",
+            "webhook",
+        ]))
+        .unwrap();
+    let documents = documents(&yaml);
+    let find = |kind: &str| {
+        documents
+            .iter()
+            .find(|d| d["kind"].as_str() == Some(kind))
+            .unwrap_or_else(|| panic!("no {kind} in\n{yaml}"))
+    };
+    let configuration = find("ValidatingWebhookConfiguration");
+    let webhook = &configuration["webhooks"][0];
+    assert_eq!(
+        webhook["clientConfig"]["service"]["name"].as_str(),
+        Some("widget-operator-webhook")
+    );
+    assert_eq!(
+        webhook["clientConfig"]["service"]["path"].as_str(),
+        Some("/validate")
+    );
+    assert_eq!(webhook["failurePolicy"].as_str(), Some("Fail"));
+    let secret = find("Secret");
+    assert_eq!(
+        webhook["clientConfig"]["caBundle"]
+            .as_str()
+            .map(str::len)
+            .unwrap_or(0)
+            > 0,
+        true
+    );
+    assert!(secret["stringData"]["ca.crt"].as_str().is_some());
+    // The CRD has one version: no conversion.
+    let crd = find("CustomResourceDefinition");
+    assert!(crd["spec"]["conversion"].is_null(), "{yaml}");
+    let deployment = find("Deployment");
+    let args: Vec<&str> = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    let at = args.iter().position(|a| *a == "--operator-user").unwrap();
+    assert_eq!(args[at + 1], "system:serviceaccount:ops:widget-operator");
+    assert!(args.contains(&"--webhook-addr"));
+    // The arguments are a `run` line the operator accepts.
+    let line = std::iter::once("widget-operator").chain(args.iter().copied());
+    assert!(matches!(
+        operator().parse_from(line).unwrap().command,
+        Command::Run(_)
+    ));
+}
+
+#[test]
+fn admission_by_cel_needs_the_status_store() {
+    let error = operator()
+        .manifests(&manifests_args(&[
+            "--image",
+            "example.io/w:1",
+            "-n",
+            "ops",
+            "--admission",
+            "cel",
+        ]))
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("--admission cel reads the state from .status.fsm")
+    );
+    let status = Operator::<WidgetState>::new("widget-operator", StoreKind::Status);
+    let line = [
+        "widget-operator",
+        "manifests",
+        "--image",
+        "example.io/w:1",
+        "-n",
+        "ops",
+        "--admission",
+        "cel",
+    ];
+    let Command::Manifests(args) = status.parse_from(line).unwrap().command else {
+        panic!("not manifests");
+    };
+    let yaml = status.manifests(&args).unwrap();
+    let documents = documents(&yaml);
+    let kinds: Vec<&str> = documents
+        .iter()
+        .filter_map(|d| d["kind"].as_str())
+        .collect();
+    assert!(kinds.contains(&"ValidatingAdmissionPolicy"), "{kinds:?}");
+    assert!(
+        kinds.contains(&"ValidatingAdmissionPolicyBinding"),
+        "{kinds:?}"
+    );
+    assert!(
+        !kinds.contains(&"ValidatingWebhookConfiguration"),
+        "{kinds:?}"
+    );
+    let policy = documents
+        .iter()
+        .find(|d| d["kind"].as_str() == Some("ValidatingAdmissionPolicy"))
+        .unwrap();
+    let expressions: Vec<&str> = policy["spec"]["validations"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v["expression"].as_str())
+        .collect();
+    assert!(
+        expressions[0].contains("'system:serviceaccount:ops:widget-operator'"),
+        "{expressions:?}"
+    );
+}
+
+#[test]
 fn watching_one_namespace_grants_a_role_there_and_runs_there() {
     let yaml = operator()
         .manifests(&manifests_args(&[
