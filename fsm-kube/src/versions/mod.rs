@@ -14,6 +14,7 @@ pub use error::{ConversionError, VersionsError};
 pub use options::VersionOptions;
 pub use registry::Versions;
 pub use review::ReviewOutcome;
+#[cfg(feature = "cli")]
 pub(crate) use spoke::Spoke;
 
 #[cfg(test)]

@@ -153,7 +153,9 @@ where
     }
 
     /// The hub and `spokes`, each made for hub `H` (by [`spoke`](Self::spoke)
-    /// or [`Spoke::new`]).
+    /// or [`Spoke::new`]). The command line's `Operator` keeps its spokes
+    /// this way.
+    #[cfg(feature = "cli")]
     pub(crate) fn from_spokes(spokes: Vec<Spoke>) -> Self {
         Versions {
             spokes,
