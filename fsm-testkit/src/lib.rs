@@ -188,6 +188,8 @@ mod time;
 mod typed;
 mod validation;
 mod watch;
+mod webhook_configurations;
+mod webhooks;
 
 pub use discovery::KUBERNETES_MINOR;
 pub use log::{RequestLog, RequestRecord};

@@ -1,0 +1,194 @@
+//! Requests at a served version of a custom resource whose CRD converts
+//! through a webhook, when that version is not the storage version: the
+//! cluster reads and writes at the storage version, and what goes in and
+//! out is converted by the CRD's webhook ([`crate::webhooks::conversion`]),
+//! as kube-apiserver 1.20 converts between what it stores and what it
+//! serves. A write is defaulted, pruned and validated by its own
+//! version's schema before it is converted (1.20 validates at the version
+//! written); what is read is pruned by the schema of the version read.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+use serde_json::Value;
+
+use crate::resources::ResourceDef;
+use crate::status::{ApiError, Subject};
+use crate::webhooks::conversion::ConversionWebhook;
+
+use super::request::ObjectRequest;
+
+/// How a request at a non-storage version converts.
+#[derive(Debug, Clone)]
+pub(super) struct Converting {
+    hook: ConversionWebhook,
+    /// The storage version of the resource, where the cluster reads and writes.
+    pub(super) storage: Arc<ResourceDef>,
+    /// The schema of the version served (what it prunes and validates by).
+    served_schema: Option<Value>,
+}
+
+/// The conversion of requests at `def`: `Some` when its CRD's strategy is
+/// `Webhook` and `def` is not the storage version.
+pub(super) fn of(cluster: &crate::cluster::Cluster, def: &ResourceDef) -> Option<Converting> {
+    if !def.custom {
+        return None;
+    }
+    let crds = crate::resources::GroupResource {
+        group: "apiextensions.k8s.io".into(),
+        resource: "customresourcedefinitions".into(),
+    };
+    let crd = cluster
+        .store
+        .get(&crds, "", &format!("{}.{}", def.plural, def.group))?;
+    let hook = ConversionWebhook::of_crd(&crd, &cluster.store)?;
+    let storage = crd["spec"]["versions"]
+        .as_array()?
+        .iter()
+        .find(|v| v["storage"] == true)?["name"]
+        .as_str()?
+        .to_string();
+    if storage == def.version {
+        return None;
+    }
+    let storage_def = cluster
+        .registry
+        .get(&def.group, &storage, &def.plural)
+        .unwrap_or_else(|| {
+            // A storage version that is not served: the same resource at it.
+            let mut d = def.clone();
+            d.version = storage;
+            Arc::new(d)
+        });
+    Some(Converting {
+        hook,
+        storage: storage_def,
+        served_schema: crate::schema::of(&cluster.store, def),
+    })
+}
+
+impl Converting {
+    /// `object` (at the storage version) as the version served presents
+    /// it: converted, then pruned by that version's schema.
+    pub(super) async fn to_served(
+        &self,
+        def: &ResourceDef,
+        object: Value,
+    ) -> Result<Value, ApiError> {
+        let mut out = self.hook.convert(object, &def.api_version()).await?;
+        crate::schema::decode_stored(None, self.served_schema.as_ref(), &mut out);
+        Ok(out)
+    }
+
+    /// A list's items converted; the list at the version served.
+    pub(super) async fn list_to_served(
+        &self,
+        def: &ResourceDef,
+        mut list: Value,
+    ) -> Result<Value, ApiError> {
+        let items = list["items"].as_array().cloned().unwrap_or_default();
+        let mut out = Vec::with_capacity(items.len());
+        for item in items {
+            out.push(self.to_served(def, item).await?);
+        }
+        list["items"] = Value::Array(out);
+        list["apiVersion"] = Value::String(def.api_version());
+        Ok(list)
+    }
+
+    /// A body written at the version served, defaulted, pruned and
+    /// validated by its schema, then converted to the storage version.
+    pub(super) async fn to_storage(
+        &self,
+        def: &ResourceDef,
+        mut body: Value,
+    ) -> Result<Value, ApiError> {
+        if let Some(schema) = &self.served_schema {
+            let causes = crate::schema::prune_and_validate(schema, &mut body);
+            if !causes.is_empty() {
+                let name = body["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                return Err(ApiError::Invalid(
+                    Subject::new(&def.group, &def.kind, &name),
+                    causes,
+                ));
+            }
+        }
+        self.hook.convert(body, &self.storage.api_version()).await
+    }
+
+    /// A watch's lines with their objects converted; an event whose
+    /// object does not convert is left out (1.20 sends nothing for it and
+    /// keeps the watch open).
+    pub(super) fn watch_to_served<S>(
+        self,
+        def: Arc<ResourceDef>,
+        lines: S,
+    ) -> impl Stream<Item = Result<Bytes, std::convert::Infallible>> + Send + use<S>
+    where
+        S: Stream<Item = Result<Bytes, std::convert::Infallible>> + Send,
+    {
+        let this = Arc::new(self);
+        lines.filter_map(move |line| {
+            let this = this.clone();
+            let def = def.clone();
+            async move {
+                let Ok(bytes) = line;
+                let Ok(mut event) = serde_json::from_slice::<Value>(&bytes) else {
+                    return Some(Ok(bytes));
+                };
+                let object = event["object"].take();
+                let converted = match event["type"].as_str() {
+                    Some("ADDED" | "MODIFIED" | "DELETED") => {
+                        match this.to_served(&def, object).await {
+                            Ok(o) => o,
+                            Err(e) => {
+                                tracing::warn!(error = %e, "a watch event did not convert; left out");
+                                return None;
+                            }
+                        }
+                    }
+                    Some("BOOKMARK") => {
+                        let mut o = object;
+                        o["apiVersion"] = Value::String(def.api_version());
+                        o
+                    }
+                    _ => object,
+                };
+                event["object"] = converted;
+                let mut text = event.to_string();
+                text.push('\n');
+                Some(Ok(Bytes::from(text)))
+            }
+        })
+    }
+}
+
+impl ObjectRequest<'_> {
+    /// The resource the cluster reads and writes for this request: the
+    /// storage version's when the request converts.
+    pub(super) fn stored_def(&self) -> Arc<ResourceDef> {
+        self.conversion
+            .as_ref()
+            .map_or_else(|| self.def.clone(), |c| c.storage.clone())
+    }
+
+    /// `object` as read from the cluster, presented at the request's version.
+    pub(super) async fn served(&self, object: Value) -> Result<Value, ApiError> {
+        match &self.conversion {
+            Some(c) => c.to_served(&self.def, object).await,
+            None => Ok(object),
+        }
+    }
+
+    /// A written body as the cluster takes it.
+    pub(super) async fn to_storage(&self, body: Value) -> Result<Value, ApiError> {
+        match &self.conversion {
+            Some(c) => c.to_storage(&self.def, body).await,
+            None => Ok(body),
+        }
+    }
+}
