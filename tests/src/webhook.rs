@@ -79,8 +79,16 @@ impl WebhookServer {
     pub async fn start() -> Fallible<Self> {
         // A CA (the caBundle) and a serving certificate it signs for
         // 127.0.0.1: webpki refuses a CA certificate as the server's.
+        let tcp = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = tcp.local_addr()?;
         let ca_key = rcgen::KeyPair::generate()?;
         let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new())?;
+        // Its own name: a client trusting another server's CA must not
+        // take this one for it (Go would then report a bad signature).
+        ca_params.distinguished_name.push(
+            rcgen::DnType::CommonName,
+            format!("fsm conformance webhook CA {addr}"),
+        );
         ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
         let ca_pem = ca_params.self_signed(&ca_key)?.pem();
         let issuer = rcgen::Issuer::new(ca_params, ca_key);
@@ -94,8 +102,6 @@ impl WebhookServer {
             .with_safe_default_protocol_versions()?
             .with_no_client_auth()
             .with_single_cert(chain, private)?;
-        let tcp = TcpListener::bind("127.0.0.1:0").await?;
-        let addr = tcp.local_addr()?;
         let listener = TlsListener {
             tcp,
             acceptor: TlsAcceptor::from(Arc::new(config)),

@@ -120,9 +120,32 @@ impl Converting {
         self.hook.convert(body, &self.storage.api_version()).await
     }
 
+    /// Waits until every object of the resource converts to the version
+    /// served, trying again every second: 1.20 serves a watch at a
+    /// version from a watch cache of that version, which cannot start
+    /// while an object does not convert, and the watch waits for it
+    /// without answering (past its `timeoutSeconds`).
+    pub(super) async fn wait_until_converting(&self, r: &ObjectRequest<'_>) {
+        loop {
+            let stored =
+                r.shared
+                    .cluster()
+                    .list(&self.storage, None, &crate::cluster::ListQuery::default());
+            let failed = match stored {
+                Ok(list) => self.list_to_served(&r.def, list).await.err(),
+                Err(e) => Some(e),
+            };
+            let Some(e) = failed else {
+                return;
+            };
+            tracing::warn!(error = %e, resource = %r.def.plural, "the watch waits for every object to convert");
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        }
+    }
+
     /// A watch's lines with their objects converted; an event whose
-    /// object does not convert is left out (1.20 sends nothing for it and
-    /// keeps the watch open).
+    /// object does not convert is left out and the watch stays open (on
+    /// 1.20 the watch cache of the version stops; not imitated).
     pub(super) fn watch_to_served<S>(
         self,
         def: Arc<ResourceDef>,

@@ -99,7 +99,7 @@ pub(super) async fn list(r: &ObjectRequest<'_>) -> Result<Response, ApiError> {
 }
 
 /// `GET ?watch=true` of a collection: a stream of events.
-pub(super) fn watch(r: &ObjectRequest<'_>) -> Result<Response, ApiError> {
+pub(super) async fn watch(r: &ObjectRequest<'_>) -> Result<Response, ApiError> {
     let q = &r.query;
     let mut selector = q.get("fieldSelector").cloned().unwrap_or_default();
     if let Some(n) = &r.name {
@@ -142,6 +142,9 @@ pub(super) fn watch(r: &ObjectRequest<'_>) -> Result<Response, ApiError> {
         bookmark_interval: r.shared.config.bookmark_interval,
         table: r.table,
     };
+    if let Some(c) = &conversion {
+        c.wait_until_converting(r).await;
+    }
     let watch = Watch::start(&r.shared.cluster(), req)?;
     let body = match conversion {
         Some(c) => Body::from_stream(c.watch_to_served(r.def.clone(), watch.into_stream())),

@@ -198,6 +198,33 @@ pub async fn conversion_webhook_between_versions(s: &mut Scene) -> Fallible {
             "response": review["response"], "uid is set": request["uid"].as_str().is_some_and(|u| u.len() == 36),
             "object's resourceVersion": object["metadata"]["resourceVersion"]}),
     );
+    // A webhook that speaks only v1beta1 gets v1beta1 reviews.
+    let mut beta = two_versions("Bdisk", through_webhook(hooks.client_config("/convert")));
+    beta["spec"]["conversion"]["webhook"]["conversionReviewVersions"] = json!(["v1beta1", "v2"]);
+    s.install_crd(beta).await?;
+    let (b1, b2) = (s.custom("v1", "bdisks"), s.custom("v2", "bdisks"));
+    s.post(
+        &b1,
+        json!({"apiVersion": format!("{group}/v1"), "kind": "Bdisk",
+        "metadata": {"name": "a"}, "spec": {"size": 7}}),
+    )
+    .await?
+    .expect(201)?;
+    let got = eventually("v2 of bdisks to be served", 30, async || {
+        let r = s.get(&format!("{b2}/a")).await?;
+        Ok((r.code != 404).then_some(r))
+    })
+    .await?;
+    s.record(
+        "read at v2 through a v1beta1 webhook",
+        (got.code, shown(&got.body)),
+    );
+    let beta_review = hooks
+        .received()
+        .into_iter()
+        .find(|(_, r)| r["request"]["objects"][0]["kind"] == "Bdisk")
+        .map(|(_, r)| r["apiVersion"].clone());
+    s.record("the review's version for a v1beta1 webhook", beta_review);
     let deleted = s.delete(&format!("{v2}/a")).await?.expect(200)?;
     s.record(
         "deleted at v2",
@@ -211,12 +238,15 @@ pub async fn conversion_webhook_between_versions(s: &mut Scene) -> Fallible {
 /// words; the storage version still reads and writes.
 pub async fn conversion_webhook_failures(s: &mut Scene) -> Fallible {
     let hooks = WebhookServer::start().await?;
+    let other = WebhookServer::start().await?;
     let down = json!({"url": unreachable_url("/convert").await?, "caBundle": hooks.ca_bundle()});
+    let untrusted = json!({"url": hooks.url("/convert"), "caBundle": other.ca_bundle()});
     let group = s.group();
     for (kind, config) in [
         ("Fdisk", hooks.client_config("/fail")),
         ("Udisk", hooks.client_config("/wrong-uid")),
         ("Ddisk", down),
+        ("Xdisk", untrusted),
     ] {
         s.install_crd(two_versions(kind, through_webhook(config)))
             .await?;
@@ -238,6 +268,15 @@ pub async fn conversion_webhook_failures(s: &mut Scene) -> Fallible {
         assert_eq!(got.code, 500, "{kind}: {}", got.body);
         s.record(format!("{kind}: read at v2"), failure(&got));
         s.record(format!("{kind}: listed at v2"), failure(&s.get(&v2).await?));
+        // 1.20's watch cache of v2 cannot fill: the watch does not answer,
+        // even after its timeoutSeconds.
+        let watch_path = format!("{v2}?watch=1&timeoutSeconds=1");
+        let watch = s.get(&watch_path);
+        let answered = tokio::time::timeout(std::time::Duration::from_secs(3), watch).await;
+        s.record(
+            format!("{kind}: a watch at v2 answers within 3 s"),
+            answered.is_ok(),
+        );
         let posted = s
             .post(
                 &v2,
