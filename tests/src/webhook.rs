@@ -7,7 +7,10 @@
 //! - `/wrong-uid`: a conversion answered with another uid;
 //! - `/validate`: an `AdmissionReview` denied when the object (for a
 //!   DELETE, the old object) has the label `deny`: its value is the
-//!   message, and the code when it is a number.
+//!   message, and the code when it is a number;
+//! - `/mutate`: an `AdmissionReview` allowed with a `JSONPatch` adding the
+//!   label `mutated: "yes"` and setting `spec.size` to 2;
+//! - `/patch-without-type`: allowed with a patch but no `patchType`.
 //!
 //! Every review received is kept, with the path it came to.
 
@@ -190,6 +193,20 @@ async fn review(
             json!({"uid": "wrong", "result": {"status": "Success"}, "convertedObjects": []})
         }
         "/validate" => admit(request),
+        "/mutate" | "/patch-without-type" => {
+            let operations = json!([
+                {"op": "add", "path": "/metadata/labels/mutated", "value": "yes"},
+                {"op": "add", "path": "/spec/size", "value": 2},
+            ]);
+            let patch =
+                serde_json::to_value(k8s_openapi::ByteString(operations.to_string().into_bytes()))
+                    .unwrap_or_default();
+            let mut response = json!({"uid": uid, "allowed": true, "patch": patch});
+            if path == "/mutate" {
+                response["patchType"] = json!("JSONPatch");
+            }
+            response
+        }
         _ => {
             let desired = request["desiredAPIVersion"].as_str().unwrap_or_default();
             let objects: Vec<Value> = request["objects"]

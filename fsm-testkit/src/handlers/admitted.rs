@@ -1,13 +1,13 @@
-//! Validating admission webhooks in a write's path: whether any is
-//! configured, and the call of those matching the write with the object
-//! its dry run produced ([`crate::webhooks::admission`]).
+//! Admission webhooks in a write's path: whether any is configured, and
+//! the call of those matching the write with the object its dry run
+//! produced ([`crate::webhooks::admission`]).
 
 use serde_json::{Value, json};
 
 use super::request::ObjectRequest;
 use crate::cluster::Part;
 use crate::status::ApiError;
-use crate::webhooks::admission::{self, Attributes};
+use crate::webhooks::admission::{self, Attributes, Phase};
 
 impl ObjectRequest<'_> {
     /// Whether a write here has to ask validating webhooks (any configured).
@@ -15,19 +15,25 @@ impl ObjectRequest<'_> {
         admission::any_configured(&self.shared.cluster().store)
     }
 
-    /// Calls the validating webhooks matching this write (`operation`:
+    /// Calls the admission webhooks matching this write (`operation`:
     /// `CREATE`, `UPDATE`, `DELETE`) of `object` replacing `old` (both as
-    /// stored; presented at the version requested), as 1.20 does after
-    /// the write's defaults and validation and before it is stored.
+    /// stored; presented at the version requested), as 1.20 does after the
+    /// write's defaults and validation and before it is stored: the
+    /// mutating ones first, one after another; if they changed the object,
+    /// `dry_run` writes it again (defaults and validation of the mutated
+    /// object); then the validating ones. Answers the body to write
+    /// instead of the request's when the object was mutated.
     ///
     /// # Errors
-    /// The first denial or failed call ([`admission::validate`]).
+    /// The first denial or failed call ([`admission::mutate`],
+    /// [`admission::validate`]), or the mutated object's refusal.
     pub(super) async fn admit(
         &self,
         operation: &'static str,
         object: Option<Value>,
         old: Option<Value>,
-    ) -> Result<(), ApiError> {
+        dry_run: &(dyn Fn(Value) -> Result<Value, ApiError> + Sync),
+    ) -> Result<Option<Value>, ApiError> {
         let subresource = match self.part {
             Part::Status => "status",
             Part::Main if self.scale => "scale",
@@ -52,22 +58,54 @@ impl ObjectRequest<'_> {
             attrs.options["dryRun"] = json!(["All"]);
         }
         attrs.object = object;
+        let old_rv = old
+            .as_ref()
+            .map(|o| o["metadata"]["resourceVersion"].clone());
         attrs.old_object = old;
-        let hooks = {
+        let mutating = {
             let cluster = self.shared.cluster();
             let user = crate::self_reviews::requester(&cluster.store, &self.parts.headers);
             attrs.user_info = json!({"username": user.name, "groups": user.groups});
-            admission::matching(&cluster.store, &attrs)
+            admission::matching(&cluster.store, &attrs, Phase::Mutating)
         };
-        if hooks.is_empty() {
-            return Ok(());
-        }
         if let Some(o) = attrs.object.take() {
             attrs.object = Some(self.served(o).await?);
         }
         if let Some(o) = attrs.old_object.take() {
             attrs.old_object = Some(self.served(o).await?);
         }
-        admission::validate(&hooks, &attrs).await
+        let mut body = None;
+        if !mutating.is_empty() && admission::mutate(&mutating, &mut attrs).await? {
+            let mut mutated = attrs.object.clone().unwrap_or_default();
+            as_body(&mut mutated, operation, old_rv);
+            let stored = self.to_storage(mutated).await?;
+            let again = dry_run(stored.clone())?;
+            attrs.object = Some(self.served(again).await?);
+            body = Some(stored);
+        }
+        let validating =
+            admission::matching(&self.shared.cluster().store, &attrs, Phase::Validating);
+        if !validating.is_empty() {
+            admission::validate(&validating, &attrs).await?;
+        }
+        Ok(body)
+    }
+}
+
+/// A mutated object as the body of the write that stores it: what the
+/// server sets left out (a create's uid, times, version, generation; the
+/// managed fields, computed again), an update at the version read.
+fn as_body(object: &mut Value, operation: &str, old_rv: Option<Value>) {
+    let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    meta.remove("managedFields");
+    meta.remove("generation");
+    if operation == "CREATE" {
+        for field in ["uid", "creationTimestamp", "resourceVersion"] {
+            meta.remove(field);
+        }
+    } else if let Some(rv) = old_rv.filter(Value::is_string) {
+        meta.insert("resourceVersion".into(), rv);
     }
 }

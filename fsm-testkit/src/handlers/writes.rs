@@ -29,15 +29,19 @@ use crate::status::{self, ApiError};
 /// `POST`: creates an object (`201`).
 pub(super) async fn create(r: &ObjectRequest<'_>, body: Body) -> Result<Response, ApiError> {
     let (obj, warnings, manager) = read_written(r, WriteOptions::Create, body).await?;
-    let obj = r.to_storage(obj).await?;
+    let mut obj = r.to_storage(obj).await?;
     let def = r.stored_def();
     let owner = Ownership::Update(&manager);
     if r.admission_configured() {
-        let dry = r
-            .shared
-            .cluster()
-            .post_as(&def, r.ns(), obj.clone(), true, r.now, &owner)?;
-        r.admit("CREATE", Some(dry), None).await?;
+        let dry_run = |body: Value| {
+            r.shared
+                .cluster()
+                .post_as(&def, r.ns(), body, true, r.now, &owner)
+        };
+        let dry = dry_run(obj.clone())?;
+        if let Some(mutated) = r.admit("CREATE", Some(dry), None, &dry_run).await? {
+            obj = mutated;
+        }
     }
     let created = r
         .shared
@@ -53,27 +57,22 @@ pub(super) async fn create(r: &ObjectRequest<'_>, body: Body) -> Result<Response
 /// `PUT`: replaces an object or its status (`201` when it creates one).
 pub(super) async fn update(r: &ObjectRequest<'_>, body: Body) -> Result<Response, ApiError> {
     let (obj, warnings, manager) = read_written(r, WriteOptions::Update, body).await?;
-    let obj = r.to_storage(obj).await?;
+    let mut obj = r.to_storage(obj).await?;
     let def = r.stored_def();
     let owner = Ownership::Update(&manager);
     if r.admission_configured() {
-        let (old, dry) = {
-            let mut cluster = r.shared.cluster();
-            let old = cluster.get(&def, r.ns(), r.name()).ok();
-            let (dry, _) = cluster.replace_as(
-                &def,
-                r.ns(),
-                r.name(),
-                obj.clone(),
-                r.part,
-                true,
-                r.now,
-                &owner,
-            )?;
-            (old, dry)
+        let dry_run = |body: Value| {
+            r.shared
+                .cluster()
+                .replace_as(&def, r.ns(), r.name(), body, r.part, true, r.now, &owner)
+                .map(|(o, _)| o)
         };
+        let old = r.shared.cluster().get(&def, r.ns(), r.name()).ok();
+        let dry = dry_run(obj.clone())?;
         let operation = if old.is_some() { "UPDATE" } else { "CREATE" };
-        r.admit(operation, Some(dry), old).await?;
+        if let Some(mutated) = r.admit(operation, Some(dry), old, &dry_run).await? {
+            obj = mutated;
+        }
     }
     let (updated, created) = r.shared.cluster().replace_as(
         &def,
@@ -111,6 +110,21 @@ pub(super) async fn patch(r: &ObjectRequest<'_>, body: Body) -> Result<Response,
     if r.conversion.is_some() {
         return patch_converted(r, kind, &patch, &opts, &warnings).await;
     }
+    let manager = opts.field_manager.clone().unwrap_or_default();
+    let owner = Ownership::Update(&manager);
+    let replace = |body: Value, dry_run: bool| {
+        r.shared.cluster().replace_as(
+            &r.def,
+            r.ns(),
+            r.name(),
+            body,
+            r.part,
+            dry_run,
+            r.now,
+            &owner,
+        )
+    };
+    let mut mutated = None;
     if r.admission_configured() {
         let (old, dry) = {
             let mut cluster = r.shared.cluster();
@@ -129,19 +143,24 @@ pub(super) async fn patch(r: &ObjectRequest<'_>, body: Body) -> Result<Response,
             (old, dry)
         };
         let operation = if old.is_some() { "UPDATE" } else { "CREATE" };
-        r.admit(operation, Some(dry), old).await?;
+        let dry_run = |body: Value| replace(body, true).map(|(o, _)| o);
+        mutated = r.admit(operation, Some(dry), old, &dry_run).await?;
     }
-    let (patched, created) = r.shared.cluster().patch(
-        &r.def,
-        r.ns(),
-        r.name(),
-        kind,
-        &patch,
-        r.part,
-        &opts,
-        r.dry_run,
-        r.now,
-    )?;
+    // A mutated object is written as an update of what the patch made.
+    let (patched, created) = match mutated {
+        Some(body) => replace(body, r.dry_run)?,
+        None => r.shared.cluster().patch(
+            &r.def,
+            r.ns(),
+            r.name(),
+            kind,
+            &patch,
+            r.part,
+            &opts,
+            r.dry_run,
+            r.now,
+        )?,
+    };
     run_garbage_collector(r.shared, &r.def, &patched, r.dry_run);
     Ok(with_warnings(json(written(created), &patched), &warnings))
 }
@@ -168,21 +187,23 @@ async fn patch_converted(
     let current = r.shared.cluster().get(&def, r.ns(), r.name())?;
     let mut target = r.served(current.clone()).await?;
     crate::patch::apply_patch(kind, &mut target, patch, &r.def)?;
-    let obj = r.to_storage(target).await?;
+    let mut obj = r.to_storage(target).await?;
     let manager = opts.field_manager.clone().unwrap_or_default();
     let owner = Ownership::Update(&manager);
     if r.admission_configured() {
-        let (dry, _) = r.shared.cluster().replace_as(
-            &def,
-            r.ns(),
-            r.name(),
-            obj.clone(),
-            r.part,
-            true,
-            r.now,
-            &owner,
-        )?;
-        r.admit("UPDATE", Some(dry), Some(current)).await?;
+        let dry_run = |body: Value| {
+            r.shared
+                .cluster()
+                .replace_as(&def, r.ns(), r.name(), body, r.part, true, r.now, &owner)
+                .map(|(o, _)| o)
+        };
+        let dry = dry_run(obj.clone())?;
+        if let Some(mutated) = r
+            .admit("UPDATE", Some(dry), Some(current), &dry_run)
+            .await?
+        {
+            obj = mutated;
+        }
     }
     let (patched, created) = r.shared.cluster().replace_as(
         &def,
@@ -208,7 +229,9 @@ pub(super) async fn delete(r: &ObjectRequest<'_>, body: Body) -> Result<Response
     let opts = DeleteOptions::from_request(&read_body(body).await?, &r.query)?;
     if r.admission_configured() {
         let old = r.shared.cluster().get(def, r.ns(), r.name())?;
-        r.admit("DELETE", None, Some(old)).await?;
+        // Nothing to write again: a DELETE's object cannot be mutated.
+        let nothing = |_: Value| Err(ApiError::MethodNotAllowed);
+        r.admit("DELETE", None, Some(old), &nothing).await?;
     }
     let (obj, gone) = r
         .shared

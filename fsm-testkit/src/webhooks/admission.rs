@@ -1,6 +1,8 @@
-//! Validating admission webhooks: the `ValidatingWebhookConfiguration`s
-//! whose rules match a write, called as kube-apiserver 1.20's validating
-//! dispatcher calls them (`admission/plugin/webhook/validating`): an
+//! Admission webhooks: the `MutatingWebhookConfiguration`s and
+//! `ValidatingWebhookConfiguration`s whose rules match a write, called as
+//! kube-apiserver 1.20's dispatchers call them
+//! (`admission/plugin/webhook/{mutating,validating}`; mutating ones one
+//! after another, their `JSONPatch`es applied, without reinvocation): an
 //! `admission.k8s.io/v1` (or `v1beta1`) `AdmissionReview` each, their
 //! answers checked (kind, uid), a denial answered as
 //! `admission webhook "NAME" denied the request: MESSAGE` with the
@@ -97,28 +99,46 @@ pub struct Hook {
     side_effects: String,
 }
 
-fn validating_configurations() -> GroupResource {
+/// Which webhooks: mutating or validating.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// `MutatingWebhookConfiguration`s, called one after another, each
+    /// patching the object.
+    Mutating,
+    /// `ValidatingWebhookConfiguration`s, called together.
+    Validating,
+}
+
+fn configurations(phase: Phase) -> GroupResource {
     GroupResource {
         group: "admissionregistration.k8s.io".into(),
-        resource: "validatingwebhookconfigurations".into(),
+        resource: match phase {
+            Phase::Mutating => "mutatingwebhookconfigurations",
+            Phase::Validating => "validatingwebhookconfigurations",
+        }
+        .into(),
     }
 }
 
-/// Whether any `ValidatingWebhookConfiguration` is stored (a write needs
-/// no look at admission otherwise).
+/// Whether any webhook configuration is stored (a write needs no look at
+/// admission otherwise).
 #[must_use]
 pub fn any_configured(store: &Store) -> bool {
-    store
-        .list(&validating_configurations(), None)
-        .iter()
-        .any(|c| c["webhooks"].as_array().is_some_and(|w| !w.is_empty()))
+    [Phase::Mutating, Phase::Validating]
+        .into_iter()
+        .any(|phase| {
+            store
+                .list(&configurations(phase), None)
+                .iter()
+                .any(|c| c["webhooks"].as_array().is_some_and(|w| !w.is_empty()))
+        })
 }
 
-/// The validating webhooks of `store`'s configurations matching `attrs`,
+/// The webhooks of `phase` in `store`'s configurations matching `attrs`,
 /// in the order of the configurations' names and their entries.
 #[must_use]
-pub fn matching(store: &Store, attrs: &Attributes) -> Vec<Hook> {
-    let mut configurations = store.list(&validating_configurations(), None);
+pub fn matching(store: &Store, attrs: &Attributes, phase: Phase) -> Vec<Hook> {
+    let mut configurations = store.list(&configurations(phase), None);
     configurations.sort_by(|a, b| {
         a["metadata"]["name"]
             .as_str()
@@ -243,7 +263,7 @@ fn resource_matches(rule: &str, resource: &str, subresource: &str) -> bool {
 /// # Errors
 /// The denial or the failed call, worded as 1.20 words them.
 pub async fn validate(hooks: &[Hook], attrs: &Attributes) -> Result<(), ApiError> {
-    let calls = hooks.iter().map(|h| call(h, attrs));
+    let calls = hooks.iter().map(|h| ask(h, attrs, Phase::Validating));
     let results = futures::future::join_all(calls).await;
     results
         .into_iter()
@@ -251,14 +271,49 @@ pub async fn validate(hooks: &[Hook], attrs: &Attributes) -> Result<(), ApiError
         .map_or(Ok(()), Err)
 }
 
-/// One hook's call: `Ok` when it allows (or fails while failures are
-/// ignored).
-async fn call(hook: &Hook, attrs: &Attributes) -> Result<(), ApiError> {
+/// Calls the mutating `hooks` one after another, each with the object as
+/// the ones before patched it (1.20's mutating dispatcher, without
+/// reinvocation); answers whether the object changed.
+///
+/// # Errors
+/// A denial or a failed call (as [`validate`]), a patch that does not
+/// apply or an object a DELETE cannot have patched (`500 InternalError`).
+pub async fn mutate(hooks: &[Hook], attrs: &mut Attributes) -> Result<bool, ApiError> {
+    let mut changed = false;
+    for hook in hooks {
+        let response = ask(hook, attrs, Phase::Mutating).await?;
+        let Some(patch) = response["patch"].as_str() else {
+            continue;
+        };
+        let bytes = crate::base64::decode(patch).ok_or_else(|| {
+            ApiError::Internal("illegal base64 data in the webhook's patch".into())
+        })?;
+        let operations: Value =
+            serde_json::from_slice(&bytes).map_err(|e| ApiError::Internal(e.to_string()))?;
+        if operations.as_array().is_none_or(Vec::is_empty) {
+            continue;
+        }
+        let Some(object) = attrs.object.as_mut() else {
+            return Err(ApiError::Internal(format!(
+                "admission webhook {:?} attempted to modify the object, which is not supported for this operation",
+                hook.name
+            )));
+        };
+        let before = object.clone();
+        crate::patch::json::apply(object, &bytes).map_err(|e| ApiError::Internal(e.to_string()))?;
+        changed |= *object != before;
+    }
+    Ok(changed)
+}
+
+/// One hook's call: its answer's `response` when it allows (an empty
+/// one when the call failed and failures are ignored).
+async fn ask(hook: &Hook, attrs: &Attributes, phase: Phase) -> Result<Value, ApiError> {
     let calling_failed = |why: String| {
         let message = format!("failed calling webhook {:?}: {why}", hook.name);
         if hook.ignore_failures {
             tracing::warn!(webhook = %hook.name, %message, "failing open");
-            Ok(())
+            Ok(json!({}))
         } else {
             Err(ApiError::Internal(message))
         }
@@ -286,14 +341,14 @@ async fn call(hook: &Hook, attrs: &Attributes) -> Result<(), ApiError> {
     };
     let uid = client::new_uid();
     let review = review(attrs, version, &uid);
-    tracing::debug!(webhook = %hook.name, %uid, operation = attrs.operation, "calling a validating webhook");
+    tracing::debug!(webhook = %hook.name, %uid, operation = attrs.operation, ?phase, "calling an admission webhook");
     let answer = match client::post(endpoint, &review, hook.timeout).await {
         Ok(a) => a,
         Err(e) => return calling_failed(e.to_string()),
     };
     let response = &answer["response"];
     let checked = if response.is_object() {
-        check_answer(&answer, version, &uid)
+        check_answer(&answer, version, &uid, phase)
     } else {
         Err("webhook response was absent".into())
     };
@@ -301,13 +356,13 @@ async fn call(hook: &Hook, attrs: &Attributes) -> Result<(), ApiError> {
         return calling_failed(why);
     }
     if response["allowed"] == true {
-        return Ok(());
+        return Ok(response.clone());
     }
     Err(denial(&hook.name, &response["status"]))
 }
 
 /// 1.20's checks of an answer (`VerifyAdmissionResponse`) beyond its presence.
-fn check_answer(answer: &Value, version: &str, uid: &str) -> Result<(), String> {
+fn check_answer(answer: &Value, version: &str, uid: &str, phase: Phase) -> Result<(), String> {
     let response = &answer["response"];
     if version == "v1" {
         let got = response["uid"].as_str().unwrap_or_default();
@@ -324,13 +379,27 @@ fn check_answer(answer: &Value, version: &str, uid: &str) -> Result<(), String> 
             ));
         }
     }
-    if response.get("patch").is_some_and(|p| !p.is_null()) {
-        return Err("validating webhook may not return response.patch".into());
+    let patch = response.get("patch").is_some_and(|p| !p.is_null());
+    let patch_type = response["patchType"].as_str();
+    match phase {
+        Phase::Validating if patch => {
+            Err("validating webhook may not return response.patch".into())
+        }
+        Phase::Validating if patch_type.is_some() => {
+            Err("validating webhook may not return response.patchType".into())
+        }
+        Phase::Mutating if patch && patch_type.is_none() => {
+            Err("webhook returned response.patch but not response.patchType".into())
+        }
+        Phase::Mutating if !patch && patch_type.is_some() => {
+            Err("webhook returned response.patchType but not response.patch".into())
+        }
+        Phase::Mutating if patch_type.is_some_and(|t| t != "JSONPatch") => Err(format!(
+            "webhook returned invalid response.patchType of {:?}",
+            patch_type.unwrap_or_default()
+        )),
+        _ => Ok(()),
     }
-    if response.get("patchType").is_some_and(|p| !p.is_null()) {
-        return Err("validating webhook may not return response.patchType".into());
-    }
-    Ok(())
 }
 
 /// The `AdmissionReview` 1.20 sends for `attrs`.

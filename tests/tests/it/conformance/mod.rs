@@ -234,4 +234,5 @@ scenarios! {
     webhooks::conversion_webhook_failures,
     webhooks::validating_webhook_denies_writes,
     webhooks::validating_webhook_failure_policy_and_object_selector,
+    webhooks::mutating_webhook_patches_writes,
 }

@@ -317,13 +317,29 @@ async fn install_validating(
     probe: Value,
     code: u16,
 ) -> Fallible<Reply> {
-    let path = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
+    let kind = "ValidatingWebhookConfiguration";
+    install_configuration(s, kind, name, webhooks, probe, |r: &Reply| r.code == code).await
+}
+
+/// Installs a webhook configuration of `kind` (deleted at close) and waits
+/// until a dry-run create of `probe` answers as `ready` wants.
+async fn install_configuration(
+    s: &mut Scene,
+    kind: &str,
+    name: &str,
+    webhooks: Value,
+    probe: Value,
+    ready: impl Fn(&Reply) -> bool,
+) -> Fallible<Reply> {
+    let path = format!(
+        "/apis/admissionregistration.k8s.io/v1/{}s",
+        kind.to_lowercase()
+    );
     let created = s
         .post(
-            path,
+            &path,
             json!({"apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingWebhookConfiguration", "metadata": {"name": name},
-            "webhooks": webhooks}),
+            "kind": kind, "metadata": {"name": name}, "webhooks": webhooks}),
         )
         .await?
         .expect(201)?;
@@ -333,7 +349,7 @@ async fn install_validating(
         let r = s
             .post(&format!("{tapes}?dryRun=All"), probe.clone())
             .await?;
-        Ok((r.code == code).then_some(()))
+        Ok(ready(&r).then_some(()))
     })
     .await?;
     Ok(created)
@@ -475,5 +491,68 @@ pub async fn validating_webhook_failure_policy_and_object_selector(s: &mut Scene
         .await?;
     assert_eq!(checked.code, 500, "{}", checked.body);
     s.record("selected, failing closed", failure(&checked));
+    Ok(())
+}
+
+/// A mutating webhook's `JSONPatch` is applied to creates and updates
+/// before they are stored (and before validating webhooks see them); a
+/// patch without its `patchType` refuses the write.
+pub async fn mutating_webhook_patches_writes(s: &mut Scene) -> Fallible {
+    let hooks = WebhookServer::start().await?;
+    s.install_crd(tapes()).await?;
+    let group = s.group();
+    let path = s.custom("v1", "tapes");
+    let rule = json!([{"apiGroups": [group], "apiVersions": ["v1"],
+        "operations": ["CREATE", "UPDATE"], "resources": ["tapes"]}]);
+    let webhooks = json!([
+        {"name": format!("mutate.{group}"), "admissionReviewVersions": ["v1"],
+            "sideEffects": "None", "clientConfig": hooks.client_config("/mutate"),
+            "rules": rule, "objectSelector": {"matchLabels": {"bad": "no"}}},
+        {"name": format!("bad.{group}"), "admissionReviewVersions": ["v1"],
+            "sideEffects": "None", "clientConfig": hooks.client_config("/patch-without-type"),
+            "rules": rule, "objectSelector": {"matchLabels": {"bad": "yes"}}},
+    ]);
+    let name = format!("mutate-{}", s.token);
+    let probe = tape(&group, "probe", json!({"bad": "no"}));
+    let kind = "MutatingWebhookConfiguration";
+    let created = install_configuration(s, kind, &name, webhooks, probe, |r: &Reply| {
+        r.body["metadata"]["labels"]["mutated"] == "yes"
+    })
+    .await?;
+    let mut hook = created.body["webhooks"][0].clone();
+    hook["clientConfig"] = json!("<client config>");
+    s.record("the configuration's defaults", hook);
+    let made = s
+        .post(&path, tape(&group, "m", json!({"bad": "no"})))
+        .await?
+        .expect(201)?;
+    assert_eq!(made.body["metadata"]["labels"]["mutated"], "yes");
+    assert_eq!(made.body["spec"]["size"], 2);
+    s.record(
+        "created",
+        (&made.body["metadata"]["labels"], &made.body["spec"]),
+    );
+    let mut changed = made.body.clone();
+    changed["metadata"]["labels"] = json!({"bad": "no", "again": "yes"});
+    changed["spec"]["size"] = json!(9);
+    let updated = s.put(&format!("{path}/m"), changed).await?.expect(200)?;
+    s.record(
+        "updated",
+        (&updated.body["metadata"]["labels"], &updated.body["spec"]),
+    );
+    let read = s.get(&format!("{path}/m")).await?.expect(200)?;
+    s.record(
+        "read",
+        (
+            &read.body["metadata"]["labels"],
+            &read.body["spec"],
+            &read.body["metadata"]["generation"],
+        ),
+    );
+    let bad = s
+        .post(&path, tape(&group, "b", json!({"bad": "yes"})))
+        .await?;
+    assert_eq!(bad.code, 500, "{}", bad.body);
+    s.record("a patch without its type", failure(&bad));
     Ok(())
 }
