@@ -302,6 +302,16 @@ fn entries() -> Vec<BuiltinKind> {
                 ..KindRules::NONE
             },
         ),
+        // Stored only (no endpoints controller): a webhook's
+        // `clientConfig.service` is resolved through them.
+        kind(
+            d("", "v1", "Endpoints", "endpoints", true).short(&["ep"]),
+            Some(KindType::of::<core::v1::Endpoints>()),
+            KindRules {
+                creates_on_update: true,
+                ..KindRules::NONE
+            },
+        ),
         kind(
             d("", "v1", "Pod", "pods", true)
                 .returns_deleted()
@@ -763,7 +773,7 @@ mod tests {
             assert_eq!(*served, kind.def);
             assert!(std::ptr::eq(rules_of(&served), &kind.rules));
         }
-        assert_eq!(table().len(), 30);
+        assert_eq!(table().len(), 31);
     }
 
     #[test]
@@ -777,6 +787,7 @@ mod tests {
             creating,
             [
                 ("", "services"),
+                ("", "endpoints"),
                 ("", "events"),
                 ("events.k8s.io", "events"),
                 (rbac::GROUP, "roles"),

@@ -80,6 +80,15 @@ impl WebhookServer {
     /// # Errors
     /// When the certificate cannot be made or the port bound.
     pub async fn start() -> Fallible<Self> {
+        Self::start_for(&[]).await
+    }
+
+    /// Starts the server on a free port of 127.0.0.1, its certificate
+    /// valid for `names` too (`NAME.NAMESPACE.svc` of a Service).
+    ///
+    /// # Errors
+    /// When the certificate cannot be made or the port bound.
+    pub async fn start_for(names: &[&str]) -> Fallible<Self> {
         // A CA (the caBundle) and a serving certificate it signs for
         // 127.0.0.1: webpki refuses a CA certificate as the server's.
         let tcp = TcpListener::bind("127.0.0.1:0").await?;
@@ -96,8 +105,9 @@ impl WebhookServer {
         let ca_pem = ca_params.self_signed(&ca_key)?.pem();
         let issuer = rcgen::Issuer::new(ca_params, ca_key);
         let key = rcgen::KeyPair::generate()?;
-        let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])?
-            .signed_by(&key, &issuer)?;
+        let mut sans = vec!["127.0.0.1".to_string()];
+        sans.extend(names.iter().map(ToString::to_string));
+        let cert = rcgen::CertificateParams::new(sans)?.signed_by(&key, &issuer)?;
         let chain = vec![CertificateDer::from_pem_slice(cert.pem().as_bytes())?];
         let private = PrivateKeyDer::from_pem_slice(key.serialize_pem().as_bytes())?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -128,6 +138,12 @@ impl WebhookServer {
             received,
             task,
         })
+    }
+
+    /// The port served on.
+    #[must_use]
+    pub fn port(&self) -> u16 {
+        self.addr.port()
     }
 
     /// `https://127.0.0.1:<port><path>`.

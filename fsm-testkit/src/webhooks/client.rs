@@ -22,8 +22,8 @@ pub struct Endpoint {
     /// The URL the real server would post to (`?timeout=…` added by the call).
     pub url: String,
     /// Where to connect (`host:port`): the URL's, or the Service's
-    /// endpoint address.
-    pub connect: String,
+    /// endpoint address; else why there is none.
+    pub connect: Result<String, String>,
     /// The name the certificate must be valid for.
     pub server_name: String,
     /// The PEM certificates of `caBundle`, the only trusted roots.
@@ -78,7 +78,7 @@ pub fn resolve(config: &Value, store: &Store) -> Result<Endpoint, CallError> {
         let port = uri.port_u16().unwrap_or(443);
         return Ok(Endpoint {
             url: url.to_string(),
-            connect: format!("{host}:{port}"),
+            connect: Ok(format!("{host}:{port}")),
             server_name: host.trim_start_matches('[').trim_end_matches(']').into(),
             ca_bundle,
         });
@@ -103,12 +103,7 @@ pub fn resolve(config: &Value, store: &Store) -> Result<Endpoint, CallError> {
         let port = subset["ports"][0]["port"].as_u64()?;
         Some(format!("{ip}:{port}"))
     });
-    let Some(connect) = address else {
-        return Err(CallError::Post {
-            url,
-            reason: format!("service \"{ns}/{name}\" has no endpoints"),
-        });
-    };
+    let connect = address.ok_or_else(|| format!("service \"{ns}/{name}\" has no endpoints"));
     Ok(Endpoint {
         url,
         connect,
@@ -159,15 +154,14 @@ async fn exchange(
     url: &str,
     body: &Value,
 ) -> Result<(http::StatusCode, Bytes), String> {
-    let tcp = tokio::net::TcpStream::connect(&endpoint.connect)
-        .await
-        .map_err(|e| {
-            let what = match e.kind() {
-                std::io::ErrorKind::ConnectionRefused => "connection refused".to_string(),
-                _ => e.to_string(),
-            };
-            format!("dial tcp {}: connect: {what}", endpoint.connect)
-        })?;
+    let connect = endpoint.connect.as_ref().map_err(Clone::clone)?;
+    let tcp = tokio::net::TcpStream::connect(connect).await.map_err(|e| {
+        let what = match e.kind() {
+            std::io::ErrorKind::ConnectionRefused => "connection refused".to_string(),
+            _ => e.to_string(),
+        };
+        format!("dial tcp {connect}: connect: {what}")
+    })?;
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(&endpoint.ca_bundle).flatten() {
         if let Err(e) = roots.add(cert) {
