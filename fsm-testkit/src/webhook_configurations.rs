@@ -2,8 +2,7 @@
 //! (`admissionregistration.k8s.io/v1`, cluster-scoped): the defaults the
 //! real server fills into each webhook, and the cheap part of its
 //! validation (`sideEffects`, `admissionReviewVersions`, `clientConfig`).
-//! Validating webhooks are called ([`crate::webhooks::admission`]);
-//! mutating ones are stored and never called.
+//! Their webhooks are called ([`crate::webhooks::admission`]).
 
 use serde_json::{Value, json};
 

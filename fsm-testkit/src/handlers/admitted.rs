@@ -10,7 +10,7 @@ use crate::status::ApiError;
 use crate::webhooks::admission::{self, Attributes, Phase};
 
 impl ObjectRequest<'_> {
-    /// Whether a write here has to ask validating webhooks (any configured).
+    /// Whether a write here has to ask admission webhooks (any configured).
     pub(super) fn admission_configured(&self) -> bool {
         admission::any_configured(&self.shared.cluster().store)
     }

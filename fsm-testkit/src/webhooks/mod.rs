@@ -1,6 +1,6 @@
 //! The webhooks the real server calls, called by the embedded one too:
-//! a CRD's conversion webhook ([`conversion`]) and validating admission
-//! webhooks ([`admission`]), over HTTPS ([`client`]).
+//! a CRD's conversion webhook ([`conversion`]) and mutating and
+//! validating admission webhooks ([`admission`]), over HTTPS ([`client`]).
 //!
 //! Webhooks are called from the HTTP handlers, outside the cluster's lock
 //! (the cluster's verbs are synchronous): a read converts what the cluster
