@@ -5,6 +5,9 @@
 //!   (`spec.sizeGi`) of any kind;
 //! - `/fail`: a conversion answered `Failure` ("sizes do not convert");
 //! - `/wrong-uid`: a conversion answered with another uid;
+//! - `/relabel`: `/convert` that also adds the label `converted: "yes"`
+//!   and sets `metadata.generation` to 99;
+//! - `/rename`: `/convert` that also renames the object;
 //! - `/validate`: an `AdmissionReview` denied when the object (for a
 //!   DELETE, the old object) has the label `deny`: its value is the
 //!   message, and the code when it is a number;
@@ -229,7 +232,18 @@ async fn review(
                 .as_array()
                 .into_iter()
                 .flatten()
-                .map(|o| convert(o.clone(), desired))
+                .map(|o| {
+                    let mut out = convert(o.clone(), desired);
+                    if path == "/relabel" {
+                        out["metadata"]["labels"]["converted"] = json!("yes");
+                        out["metadata"]["generation"] = json!(99);
+                    }
+                    if path == "/rename" {
+                        let name = o["metadata"]["name"].as_str().unwrap_or_default();
+                        out["metadata"]["name"] = json!(format!("{name}-renamed"));
+                    }
+                    out
+                })
                 .collect();
             json!({"uid": uid, "result": {"status": "Success"}, "convertedObjects": objects})
         }

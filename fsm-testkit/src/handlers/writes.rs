@@ -261,6 +261,10 @@ pub(super) async fn delete_collection(
         &opts,
         r.now,
     )?;
+    let list = match &r.conversion {
+        Some(c) => c.list_to_served(&r.def, list).await?,
+        None => list,
+    };
     Ok(json(StatusCode::OK, &list))
 }
 

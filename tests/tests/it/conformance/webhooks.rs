@@ -225,6 +225,31 @@ pub async fn conversion_webhook_between_versions(s: &mut Scene) -> Fallible {
         .find(|(_, r)| r["request"]["objects"][0]["kind"] == "Bdisk")
         .map(|(_, r)| r["apiVersion"].clone());
     s.record("the review's version for a v1beta1 webhook", beta_review);
+    // What a webhook changes in metadata is put back, but for labels and
+    // annotations.
+    s.install_crd(two_versions(
+        "Ldisk",
+        through_webhook(hooks.client_config("/relabel")),
+    ))
+    .await?;
+    let (l1, l2) = (s.custom("v1", "ldisks"), s.custom("v2", "ldisks"));
+    let made = json!({"apiVersion": format!("{group}/v1"), "kind": "Ldisk",
+        "metadata": {"name": "a", "labels": {"made": "at-v1"}}, "spec": {"size": 8}});
+    s.post(&l1, made).await?.expect(201)?;
+    let got = eventually("v2 of ldisks to be served", 30, async || {
+        let r = s.get(&format!("{l2}/a")).await?;
+        Ok((r.code != 404).then_some(r))
+    })
+    .await?
+    .expect(200)?;
+    assert_eq!(got.body["metadata"]["generation"], 1, "{}", got.body);
+    s.record(
+        "metadata after a webhook changed labels and generation",
+        (
+            &got.body["metadata"]["labels"],
+            &got.body["metadata"]["generation"],
+        ),
+    );
     let deleted = s.delete(&format!("{v2}/a")).await?.expect(200)?;
     s.record(
         "deleted at v2",
@@ -247,6 +272,7 @@ pub async fn conversion_webhook_failures(s: &mut Scene) -> Fallible {
         ("Udisk", hooks.client_config("/wrong-uid")),
         ("Ddisk", down),
         ("Xdisk", untrusted),
+        ("Rdisk", hooks.client_config("/rename")),
     ] {
         s.install_crd(two_versions(kind, through_webhook(config)))
             .await?;
