@@ -1,11 +1,14 @@
 //! Requests at a served version of a custom resource whose CRD converts
-//! through a webhook, when that version is not the storage version: the
-//! cluster reads and writes at the storage version, and what goes in and
-//! out is converted by the CRD's webhook ([`crate::webhooks::conversion`]),
-//! as kube-apiserver 1.20 converts between what it stores and what it
-//! serves. A write is defaulted, pruned and validated by its own
-//! version's schema before it is converted (1.20 validates at the version
-//! written); what is read is pruned by the schema of the version read.
+//! through a webhook: the cluster writes at the storage version, each
+//! object keeps the version it was last written at, and what goes in and
+//! out is converted by the CRD's webhook ([`crate::webhooks::conversion`])
+//! when the versions differ, as kube-apiserver 1.20 converts between what
+//! it stores and what it serves (an object written before the storage
+//! version changed is converted from the old one). A write is defaulted,
+//! pruned and validated by its own version's schema before it is
+//! converted (1.20 validates at the version written); what is read is
+//! defaulted by the schema of the version it is stored at and pruned by
+//! the schema of the version read.
 
 use std::sync::Arc;
 
@@ -27,10 +30,13 @@ pub(super) struct Converting {
     pub(super) storage: Arc<ResourceDef>,
     /// The schema of the version served (what it prunes and validates by).
     served_schema: Option<Value>,
+    /// Each version's schema, by `group/version` (what a stored object
+    /// is defaulted by).
+    schemas: Vec<(String, Value)>,
 }
 
 /// The conversion of requests at `def`: `Some` when its CRD's strategy is
-/// `Webhook` and `def` is not the storage version.
+/// `Webhook`.
 pub(super) fn of(cluster: &crate::cluster::Cluster, def: &ResourceDef) -> Option<Converting> {
     if !def.custom {
         return None;
@@ -49,9 +55,14 @@ pub(super) fn of(cluster: &crate::cluster::Cluster, def: &ResourceDef) -> Option
         .find(|v| v["storage"] == true)?["name"]
         .as_str()?
         .to_string();
-    if storage == def.version {
-        return None;
-    }
+    let schemas = crd["spec"]["versions"]
+        .as_array()?
+        .iter()
+        .filter_map(|v| {
+            let schema = v["schema"]["openAPIV3Schema"].clone();
+            Some((format!("{}/{}", def.group, v["name"].as_str()?), schema))
+        })
+        .collect();
     let storage_def = cluster
         .registry
         .get(&def.group, &storage, &def.plural)
@@ -65,17 +76,26 @@ pub(super) fn of(cluster: &crate::cluster::Cluster, def: &ResourceDef) -> Option
         hook,
         storage: storage_def,
         served_schema: crate::schema::of(&cluster.store, def),
+        schemas,
     })
 }
 
 impl Converting {
-    /// `object` (at the storage version) as the version served presents
-    /// it: converted, then pruned by that version's schema.
+    /// `object` (as stored, at the version it was written at) as the
+    /// version served presents it: defaulted by its stored version's
+    /// schema, converted, then pruned by the served version's schema.
     pub(super) async fn to_served(
         &self,
         def: &ResourceDef,
-        object: Value,
+        mut object: Value,
     ) -> Result<Value, ApiError> {
+        let stored = self
+            .schemas
+            .iter()
+            .find(|(v, _)| object["apiVersion"] == v.as_str())
+            .map(|(_, s)| s)
+            .filter(|s| s.is_object());
+        crate::schema::decode_stored(stored, None, &mut object);
         let mut out = self.hook.convert(object, &def.api_version()).await?;
         crate::schema::decode_stored(None, self.served_schema.as_ref(), &mut out);
         Ok(out)
@@ -127,10 +147,11 @@ impl Converting {
     /// without answering (past its `timeoutSeconds`).
     pub(super) async fn wait_until_converting(&self, r: &ObjectRequest<'_>) {
         loop {
-            let stored =
-                r.shared
-                    .cluster()
-                    .list(&self.storage, None, &crate::cluster::ListQuery::default());
+            let stored = r.shared.cluster().list_as_stored(
+                &self.storage,
+                None,
+                &crate::cluster::ListQuery::default(),
+            );
             let failed = match stored {
                 Ok(list) => self.list_to_served(&r.def, list).await.err(),
                 Err(e) => Some(e),
@@ -197,6 +218,16 @@ impl ObjectRequest<'_> {
         self.conversion
             .as_ref()
             .map_or_else(|| self.def.clone(), |c| c.storage.clone())
+    }
+
+    /// The stored object the request names: as stored when it converts
+    /// (converted by [`ObjectRequest::served`]), else as the cluster reads it.
+    pub(super) fn current(&self) -> Result<Value, ApiError> {
+        let cluster = self.shared.cluster();
+        match &self.conversion {
+            Some(c) => cluster.get_as_stored(&c.storage, self.ns(), self.name()),
+            None => cluster.get(&self.def, self.ns(), self.name()),
+        }
     }
 
     /// `object` as read from the cluster, presented at the request's version.

@@ -57,7 +57,7 @@ pub(super) async fn get(r: &ObjectRequest<'_>) -> Result<Response, ApiError> {
             n => wait_for_revision(r.shared, ReadAt::NotOlderThan(n)).await?,
         }
     }
-    let stored = r.shared.cluster().get(&r.stored_def(), r.ns(), r.name())?;
+    let stored = r.current()?;
     let obj = r.served(stored).await?;
     let Some(include) = r.table else {
         return Ok(json(StatusCode::OK, &obj));
@@ -73,13 +73,18 @@ pub(super) async fn get(r: &ObjectRequest<'_>) -> Result<Response, ApiError> {
 pub(super) async fn list(r: &ObjectRequest<'_>) -> Result<Response, ApiError> {
     let query = list_query(&r.query)?;
     wait_for_revision(r.shared, query.at).await?;
-    let stored = r
-        .shared
-        .cluster()
-        .list(&r.stored_def(), r.namespace.as_deref(), &query)?;
     let list = match &r.conversion {
-        Some(c) => c.list_to_served(&r.def, stored).await?,
-        None => stored,
+        Some(c) => {
+            let stored =
+                r.shared
+                    .cluster()
+                    .list_as_stored(&c.storage, r.namespace.as_deref(), &query)?;
+            c.list_to_served(&r.def, stored).await?
+        }
+        None => r
+            .shared
+            .cluster()
+            .list(&r.def, r.namespace.as_deref(), &query)?,
     };
     let Some(include) = r.table else {
         return Ok(json(StatusCode::OK, &list));
@@ -141,6 +146,7 @@ pub(super) async fn watch(r: &ObjectRequest<'_>) -> Result<Response, ApiError> {
         timeout,
         bookmark_interval: r.shared.config.bookmark_interval,
         table: r.table,
+        as_stored: conversion.is_some(),
     };
     if let Some(c) = &conversion {
         c.wait_until_converting(r).await;

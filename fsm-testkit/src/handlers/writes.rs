@@ -67,7 +67,7 @@ pub(super) async fn update(r: &ObjectRequest<'_>, body: Body) -> Result<Response
                 .replace_as(&def, r.ns(), r.name(), body, r.part, true, r.now, &owner)
                 .map(|(o, _)| o)
         };
-        let old = r.shared.cluster().get(&def, r.ns(), r.name()).ok();
+        let old = r.current().ok();
         let dry = dry_run(obj.clone())?;
         let operation = if old.is_some() { "UPDATE" } else { "CREATE" };
         if let Some(mutated) = r.admit(operation, Some(dry), old, &dry_run).await? {
@@ -107,7 +107,12 @@ pub(super) async fn patch(r: &ObjectRequest<'_>, body: Body) -> Result<Response,
         },
         force: flag(q, "force"),
     };
-    if r.conversion.is_some() {
+    // Server-side apply at the storage version is the cluster's own.
+    let converting = r
+        .conversion
+        .as_ref()
+        .is_some_and(|c| !(kind == PatchType::Apply && c.storage.version == r.def.version));
+    if converting {
         return patch_converted(r, kind, &patch, &opts, &warnings).await;
     }
     let manager = opts.field_manager.clone().unwrap_or_default();
@@ -184,7 +189,7 @@ async fn patch_converted(
         )));
     }
     let def = r.stored_def();
-    let current = r.shared.cluster().get(&def, r.ns(), r.name())?;
+    let current = r.current()?;
     let mut target = r.served(current.clone()).await?;
     crate::patch::apply_patch(kind, &mut target, patch, &r.def)?;
     let mut obj = r.to_storage(target).await?;
@@ -228,7 +233,7 @@ pub(super) async fn delete(r: &ObjectRequest<'_>, body: Body) -> Result<Response
     let def = &r.stored_def();
     let opts = DeleteOptions::from_request(&read_body(body).await?, &r.query)?;
     if r.admission_configured() {
-        let old = r.shared.cluster().get(def, r.ns(), r.name())?;
+        let old = r.current()?;
         // Nothing to write again: a DELETE's object cannot be mutated.
         let nothing = |_: Value| Err(ApiError::MethodNotAllowed);
         r.admit("DELETE", None, Some(old), &nothing).await?;
