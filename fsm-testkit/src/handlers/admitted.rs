@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::request::ObjectRequest;
 use crate::cluster::Part;
 use crate::status::ApiError;
-use crate::webhooks::admission::{self, Attributes, Phase};
+use crate::webhooks::admission::{self, Attributes, Hook, Phase};
 
 impl ObjectRequest<'_> {
     /// Whether a write here has to ask admission webhooks (any configured).
@@ -58,6 +58,7 @@ impl ObjectRequest<'_> {
             attrs.options["dryRun"] = json!(["All"]);
         }
         attrs.object = object;
+        attrs.equivalent_versions = self.other_served_versions();
         let old_rv = old
             .as_ref()
             .map(|o| o["metadata"]["resourceVersion"].clone());
@@ -75,7 +76,23 @@ impl ObjectRequest<'_> {
             attrs.old_object = Some(self.served(o).await?);
         }
         let mut body = None;
-        if !mutating.is_empty() && admission::mutate(&mutating, &mut attrs).await? {
+        let mut changed = false;
+        for hook in &mutating {
+            let one = std::slice::from_ref(hook);
+            match &hook.version {
+                None => changed |= admission::mutate(one, &mut attrs).await?,
+                Some(version) => {
+                    let mut at = self.attributes_at(&attrs, version).await?;
+                    if admission::mutate(one, &mut at).await?
+                        && let Some(o) = at.object
+                    {
+                        attrs.object = Some(self.at_version(o, &attrs.version).await?);
+                        changed = true;
+                    }
+                }
+            }
+        }
+        if changed {
             let mut mutated = attrs.object.clone().unwrap_or_default();
             as_body(&mut mutated, operation, old_rv);
             let stored = self.to_storage(mutated).await?;
@@ -85,10 +102,42 @@ impl ObjectRequest<'_> {
         }
         let validating =
             admission::matching(&self.shared.cluster().store, &attrs, Phase::Validating);
-        if !validating.is_empty() {
-            admission::validate(&validating, &attrs).await?;
+        let mut versions: Vec<Option<String>> =
+            validating.iter().map(|h| h.version.clone()).collect();
+        versions.dedup();
+        for version in versions {
+            let hooks: Vec<Hook> = validating
+                .iter()
+                .filter(|h| h.version == version)
+                .cloned()
+                .collect();
+            match &version {
+                None => admission::validate(&hooks, &attrs).await?,
+                Some(v) => {
+                    let at = self.attributes_at(&attrs, v).await?;
+                    admission::validate(&hooks, &at).await?;
+                }
+            }
         }
         Ok(body)
+    }
+
+    /// `attrs` as sent to a webhook whose rule matched `version`: the
+    /// objects converted to it.
+    async fn attributes_at(
+        &self,
+        attrs: &Attributes,
+        version: &str,
+    ) -> Result<Attributes, ApiError> {
+        let mut at = attrs.clone();
+        at.version = version.to_string();
+        if let Some(o) = at.object.take() {
+            at.object = Some(self.at_version(o, version).await?);
+        }
+        if let Some(o) = at.old_object.take() {
+            at.old_object = Some(self.at_version(o, version).await?);
+        }
+        Ok(at)
     }
 }
 

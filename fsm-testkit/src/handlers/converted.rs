@@ -35,9 +35,8 @@ pub(super) struct Converting {
     schemas: Vec<(String, Value)>,
 }
 
-/// The conversion of requests at `def`: `Some` when its CRD's strategy is
-/// `Webhook`.
-pub(super) fn of(cluster: &crate::cluster::Cluster, def: &ResourceDef) -> Option<Converting> {
+/// The CRD of a custom resource.
+fn crd_of(cluster: &crate::cluster::Cluster, def: &ResourceDef) -> Option<Arc<Value>> {
     if !def.custom {
         return None;
     }
@@ -45,9 +44,15 @@ pub(super) fn of(cluster: &crate::cluster::Cluster, def: &ResourceDef) -> Option
         group: "apiextensions.k8s.io".into(),
         resource: "customresourcedefinitions".into(),
     };
-    let crd = cluster
+    cluster
         .store
-        .get(&crds, "", &format!("{}.{}", def.plural, def.group))?;
+        .get(&crds, "", &format!("{}.{}", def.plural, def.group))
+}
+
+/// The conversion of requests at `def`: `Some` when its CRD's strategy is
+/// `Webhook`.
+pub(super) fn of(cluster: &crate::cluster::Cluster, def: &ResourceDef) -> Option<Converting> {
+    let crd = crd_of(cluster, def)?;
     let hook = ConversionWebhook::of_crd(&crd, &cluster.store)?;
     let storage = crd["spec"]["versions"]
         .as_array()?
@@ -228,6 +233,43 @@ impl ObjectRequest<'_> {
             Some(c) => cluster.get_as_stored(&c.storage, self.ns(), self.name()),
             None => cluster.get(&self.def, self.ns(), self.name()),
         }
+    }
+
+    /// The served versions of a custom resource other than the request's,
+    /// in its CRD's order (none for built-in kinds).
+    pub(super) fn other_served_versions(&self) -> Vec<String> {
+        let cluster = self.shared.cluster();
+        crd_of(&cluster, &self.def)
+            .and_then(|crd| {
+                crd["spec"]["versions"].as_array().map(|versions| {
+                    versions
+                        .iter()
+                        .filter(|v| v["served"] == true && v["name"] != self.def.version.as_str())
+                        .filter_map(|v| v["name"].as_str().map(String::from))
+                        .collect()
+                })
+            })
+            .unwrap_or_default()
+    }
+
+    /// `object` (of the request's resource, at any version) at `version`:
+    /// converted by the CRD's webhook, or (strategy `None`) its
+    /// `apiVersion` rewritten; pruned by that version's schema.
+    pub(super) async fn at_version(&self, object: Value, version: &str) -> Result<Value, ApiError> {
+        let mut def = (*self.def).clone();
+        def.version = version.to_string();
+        let target = def.api_version();
+        let mut out = match &self.conversion {
+            Some(c) => c.hook.convert(object, &target).await?,
+            None => {
+                let mut o = object;
+                o["apiVersion"] = Value::String(target);
+                o
+            }
+        };
+        let schema = crate::schema::of(&self.shared.cluster().store, &def);
+        crate::schema::decode_stored(None, schema.as_ref(), &mut out);
+        Ok(out)
     }
 
     /// `object` as read from the cluster, presented at the request's version.

@@ -13,9 +13,11 @@
 //! Matching follows 1.20's rules: operations, apiGroups, apiVersions,
 //! resources (`*`, `*/*`, `plural/*`, `*/status`, `plural/status`), scope,
 //! `namespaceSelector` (the namespace's labels; a Namespace's own),
-//! `objectSelector` (the object's or the old object's labels). Not
-//! imitated: `matchPolicy: Equivalent` matching other versions of the
-//! resource (a rule matches the version written only).
+//! `objectSelector` (the object's or the old object's labels).
+//! `matchPolicy: Equivalent` (the default) matches a rule naming another
+//! served version of the resource; the webhook is then sent the object at
+//! that version (`kind`, `resource`) and the version written as
+//! `requestKind`, `requestResource`.
 
 use std::time::Duration;
 
@@ -34,8 +36,14 @@ pub struct Attributes {
     pub operation: &'static str,
     /// The group, version, kind and plural written.
     pub group: String,
-    /// The version written.
+    /// The version the webhook is sent (the version written, or the one
+    /// an `Equivalent` rule matched).
     pub version: String,
+    /// The version written (`requestKind`, `requestResource`).
+    pub request_version: String,
+    /// The other served versions of the resource, which a rule with
+    /// `matchPolicy: Equivalent` matches too (a CRD's).
+    pub equivalent_versions: Vec<String>,
     /// The kind written.
     pub kind: String,
     /// The resource (plural) written.
@@ -73,6 +81,8 @@ impl Attributes {
             operation,
             group: def.group.clone(),
             version: def.version.clone(),
+            request_version: def.version.clone(),
+            equivalent_versions: Vec::new(),
             kind: def.kind.clone(),
             resource: def.plural.clone(),
             subresource: subresource.into(),
@@ -91,6 +101,8 @@ impl Attributes {
 /// A validating webhook that matches a write, ready to be called.
 #[derive(Debug, Clone)]
 pub struct Hook {
+    /// The version an `Equivalent` rule matched, when not the one written.
+    pub version: Option<String>,
     name: String,
     endpoint: Result<Endpoint, String>,
     review_version: Option<&'static str>,
@@ -148,13 +160,30 @@ pub fn matching(store: &Store, attrs: &Attributes, phase: Phase) -> Vec<Hook> {
     let mut hooks = Vec::new();
     for configuration in configurations {
         for webhook in configuration["webhooks"].as_array().into_iter().flatten() {
-            if !rules_match(&webhook["rules"], attrs)
-                || !namespace_matches(&webhook["namespaceSelector"], namespace_labels.as_ref())
+            if !namespace_matches(&webhook["namespaceSelector"], namespace_labels.as_ref())
                 || !object_matches(&webhook["objectSelector"], attrs)
             {
                 continue;
             }
+            // The version written, else (`Equivalent`, the default) the
+            // first other version of the resource a rule names.
+            let version = if rules_match(&webhook["rules"], attrs) {
+                None
+            } else if webhook["matchPolicy"] == "Exact" {
+                continue;
+            } else {
+                let found = attrs.equivalent_versions.iter().find(|v| {
+                    let mut other = attrs.clone();
+                    other.version = (*v).clone();
+                    rules_match(&webhook["rules"], &other)
+                });
+                match found {
+                    Some(v) => Some(v.clone()),
+                    None => continue,
+                }
+            };
             hooks.push(Hook {
+                version,
                 name: webhook["name"].as_str().unwrap_or_default().into(),
                 endpoint: client::resolve(&webhook["clientConfig"], store)
                     .map_err(|e| e.to_string()),
@@ -405,14 +434,18 @@ fn check_answer(answer: &Value, version: &str, uid: &str, phase: Phase) -> Resul
 /// The `AdmissionReview` 1.20 sends for `attrs`.
 fn review(attrs: &Attributes, version: &str, uid: &str) -> Value {
     let kind = json!({"group": attrs.group, "version": attrs.version, "kind": attrs.kind});
+    let request_kind =
+        json!({"group": attrs.group, "version": attrs.request_version, "kind": attrs.kind});
+    let request_resource = json!({"group": attrs.group, "version": attrs.request_version,
+        "resource": attrs.resource});
     let resource =
         json!({"group": attrs.group, "version": attrs.version, "resource": attrs.resource});
     let mut request = json!({
         "uid": uid,
         "kind": kind,
         "resource": resource,
-        "requestKind": kind,
-        "requestResource": resource,
+        "requestKind": request_kind,
+        "requestResource": request_resource,
         "operation": attrs.operation,
         "userInfo": attrs.user_info,
         "object": attrs.object,

@@ -236,4 +236,5 @@ scenarios! {
     webhooks::validating_webhook_failure_policy_and_object_selector,
     webhooks::mutating_webhook_patches_writes,
     webhooks::conversion_webhook_after_the_storage_version_changes,
+    webhooks::validating_webhook_equivalent_versions,
 }

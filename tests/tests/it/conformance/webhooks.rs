@@ -652,3 +652,72 @@ pub async fn conversion_webhook_after_the_storage_version_changes(s: &mut Scene)
     }
     Ok(())
 }
+
+/// A validating webhook whose rule names v1 only: `matchPolicy:
+/// Equivalent` (the default) calls it for a write at v2 too, with the
+/// object converted to v1; `Exact` does not.
+pub async fn validating_webhook_equivalent_versions(s: &mut Scene) -> Fallible {
+    let hooks = WebhookServer::start().await?;
+    s.install_crd(two_versions(
+        "Disk",
+        through_webhook(hooks.client_config("/convert")),
+    ))
+    .await?;
+    let group = s.group();
+    let v2 = s.custom("v2", "disks");
+    eventually("v2 to be served", 30, async || {
+        Ok((s.get(&v2).await?.code == 200).then_some(()))
+    })
+    .await?;
+    let rule = json!([{"apiGroups": [group], "apiVersions": ["v1"], "operations": ["CREATE"],
+        "resources": ["disks"]}]);
+    let webhooks = json!([
+        {"name": format!("equivalent.{group}"), "admissionReviewVersions": ["v1"],
+            "sideEffects": "None", "clientConfig": hooks.client_config("/validate"),
+            "rules": rule, "objectSelector": {"matchLabels": {"policy": "equivalent"}}},
+        {"name": format!("exact.{group}"), "admissionReviewVersions": ["v1"],
+            "sideEffects": "None", "clientConfig": hooks.client_config("/validate"),
+            "rules": rule, "matchPolicy": "Exact",
+            "objectSelector": {"matchLabels": {"policy": "exact"}}},
+    ]);
+    let disk = |name: &str, policy: &str| {
+        json!({"apiVersion": format!("{group}/v2"), "kind": "Disk",
+            "metadata": {"name": name, "labels": {"policy": policy, "deny": "at-v2"}},
+            "spec": {"sizeGi": 4}})
+    };
+    let path = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
+    let name = format!("equivalent-{}", s.token);
+    s.post(
+        path,
+        json!({"apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration", "metadata": {"name": name},
+        "webhooks": webhooks}),
+    )
+    .await?
+    .expect(201)?;
+    s.delete_at_close(format!("{path}/{name}"));
+    let probe = disk("probe", "equivalent");
+    eventually("the webhook configuration to take effect", 30, async || {
+        let r = s.post(&format!("{v2}?dryRun=All"), probe.clone()).await?;
+        Ok((r.code == 400).then_some(()))
+    })
+    .await?;
+    let denied = s.post(&v2, disk("a", "equivalent")).await?;
+    assert_eq!(denied.code, 400, "{}", denied.body);
+    s.record("equivalent: denied at v2", failure(&denied));
+    let allowed = s.post(&v2, disk("b", "exact")).await?;
+    s.record("exact: not called at v2", allowed.code);
+    let (_, review) = hooks
+        .received()
+        .into_iter()
+        .find(|(p, r)| p.starts_with("/validate") && r["request"]["name"] == "a")
+        .ok_or("no review of a")?;
+    let q = &review["request"];
+    s.record(
+        "the review of a write at v2 through a v1 rule",
+        json!({"kind": q["kind"], "resource": q["resource"], "requestKind": q["requestKind"],
+            "requestResource": q["requestResource"], "object apiVersion": q["object"]["apiVersion"],
+            "object spec": q["object"]["spec"]}),
+    );
+    Ok(())
+}
