@@ -53,13 +53,6 @@ pub fn validate(w: &Written<'_>) -> Result<(), ApiError> {
         if hook["name"].as_str().is_none_or(str::is_empty) {
             causes.push(Cause::required(&at("name"), ""));
         }
-        match &hook["admissionReviewVersions"] {
-            Value::Array(v) if !v.is_empty() => {}
-            _ => causes.push(Cause::required(
-                &at("admissionReviewVersions"),
-                "must specify one of v1, v1beta1",
-            )),
-        }
         match hook["sideEffects"].as_str() {
             None => causes.push(Cause::required(
                 &at("sideEffects"),
@@ -80,6 +73,14 @@ pub fn validate(w: &Written<'_>) -> Result<(), ApiError> {
                 &at("clientConfig"),
                 "exactly one of url or service is required",
             ));
+        }
+        // 1.20 checks the review versions after the rest of the webhook.
+        match &hook["admissionReviewVersions"] {
+            Value::Array(v) if !v.is_empty() => {}
+            _ => causes.push(Cause::required(
+                &at("admissionReviewVersions"),
+                "must specify one of v1, v1beta1",
+            )),
         }
     }
     if causes.is_empty() {

@@ -237,4 +237,5 @@ scenarios! {
     webhooks::mutating_webhook_patches_writes,
     webhooks::conversion_webhook_after_the_storage_version_changes,
     webhooks::validating_webhook_equivalent_versions,
+    webhooks::invalid_webhook_configurations_are_refused,
 }

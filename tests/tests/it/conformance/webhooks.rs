@@ -721,3 +721,42 @@ pub async fn validating_webhook_equivalent_versions(s: &mut Scene) -> Fallible {
     );
     Ok(())
 }
+
+/// Webhook configurations are validated as 1.20 validates what a webhook
+/// must say: `sideEffects`, `admissionReviewVersions`, one of `url` and
+/// `service`.
+pub async fn invalid_webhook_configurations_are_refused(s: &mut Scene) -> Fallible {
+    let group = s.group();
+    for (kind, label, hook) in [
+        (
+            "ValidatingWebhookConfiguration",
+            "no sideEffects, no admissionReviewVersions",
+            json!({"name": format!("a.{group}"), "clientConfig": {"url": "https://127.0.0.1:1/"}}),
+        ),
+        (
+            "MutatingWebhookConfiguration",
+            "an unsupported sideEffects, no clientConfig",
+            json!({"name": format!("b.{group}"), "sideEffects": "Some",
+                "admissionReviewVersions": ["v1"], "clientConfig": {}}),
+        ),
+    ] {
+        let path = format!(
+            "/apis/admissionregistration.k8s.io/v1/{}s",
+            kind.to_lowercase()
+        );
+        let name = format!("invalid-{}", s.token);
+        let reply = s
+            .post(
+                &path,
+                json!({"apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": kind, "metadata": {"name": name}, "webhooks": [hook]}),
+            )
+            .await?;
+        if reply.code == 201 {
+            s.delete_at_close(format!("{path}/{name}"));
+        }
+        assert_eq!(reply.code, 422, "{label}: {}", reply.body);
+        s.record(format!("{kind}: {label}"), &reply);
+    }
+    Ok(())
+}
