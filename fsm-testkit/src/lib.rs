@@ -153,6 +153,7 @@ mod builtins;
 pub mod cluster;
 mod controller_revisions;
 mod crd;
+mod crd_conversion;
 mod crd_rules;
 mod custom_metadata;
 pub mod debug;

@@ -238,4 +238,5 @@ scenarios! {
     webhooks::conversion_webhook_after_the_storage_version_changes,
     webhooks::validating_webhook_equivalent_versions,
     webhooks::invalid_webhook_configurations_are_refused,
+    webhooks::invalid_conversion_settings_are_refused,
 }

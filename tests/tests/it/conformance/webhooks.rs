@@ -760,3 +760,42 @@ pub async fn invalid_webhook_configurations_are_refused(s: &mut Scene) -> Fallib
     }
     Ok(())
 }
+
+/// A CRD's conversion settings are validated as 1.20 validates them (its
+/// field names are those of its internal type).
+pub async fn invalid_conversion_settings_are_refused(s: &mut Scene) -> Fallible {
+    for (label, conversion) in [
+        ("Webhook without a webhook", json!({"strategy": "Webhook"})),
+        (
+            "an http URL and no known review version",
+            json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v3"],
+                "clientConfig": {"url": "http://127.0.0.1:1/convert"}}}),
+        ),
+        (
+            "None with a webhook",
+            json!({"strategy": "None", "webhook": {"conversionReviewVersions": ["v1"],
+                "clientConfig": {"url": "https://127.0.0.1:1/convert"}}}),
+        ),
+    ] {
+        let mut crd = two_versions("Disk", conversion);
+        let group = s.group();
+        crd["apiVersion"] = json!("apiextensions.k8s.io/v1");
+        crd["kind"] = json!("CustomResourceDefinition");
+        crd["metadata"] = json!({"name": format!("disks.{group}")});
+        crd["spec"]["group"] = json!(group);
+        let reply = s
+            .post(
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                crd,
+            )
+            .await?;
+        if reply.code == 201 {
+            s.delete_at_close(format!(
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/disks.{group}"
+            ));
+        }
+        assert_eq!(reply.code, 422, "{label}: {}", reply.body);
+        s.record(label, &reply);
+    }
+    Ok(())
+}
