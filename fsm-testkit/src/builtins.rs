@@ -19,7 +19,7 @@ use serde_json::Value;
 use crate::resources::{CORE_FIELD_LABELS, EVENTS_FIELD_LABELS, NameRule, Registry, ResourceDef};
 use crate::status::{ApiError, Cause};
 use crate::{controller_revisions, defaults, events, immutable, kind_defaults, kinds};
-use crate::{limits, rbac, validation};
+use crate::{limits, rbac, validation, webhook_configurations};
 
 /// A built-in kind: how it is served, its type, its rules.
 pub struct BuiltinKind {
@@ -224,6 +224,7 @@ pub fn rules_of(def: &ResourceDef) -> &'static KindRules {
 
 #[allow(clippy::too_many_lines)]
 fn entries() -> Vec<BuiltinKind> {
+    use k8s_openapi::api::admissionregistration::v1 as adm;
     use k8s_openapi::api::{
         apps, batch, coordination, core, events as ev, networking, rbac as rb, storage,
     };
@@ -298,6 +299,16 @@ fn entries() -> Vec<BuiltinKind> {
                 validates_resource_version: true,
                 creates_on_update: true,
                 etcd_resource: Some("services/specs"),
+                ..KindRules::NONE
+            },
+        ),
+        // Stored only (no endpoints controller): a webhook's
+        // `clientConfig.service` is resolved through them.
+        kind(
+            d("", "v1", "Endpoints", "endpoints", true).short(&["ep"]),
+            Some(KindType::of::<core::v1::Endpoints>()),
+            KindRules {
+                creates_on_update: true,
                 ..KindRules::NONE
             },
         ),
@@ -629,6 +640,42 @@ fn entries() -> Vec<BuiltinKind> {
         ),
         kind(
             d(
+                "admissionregistration.k8s.io",
+                "v1",
+                "ValidatingWebhookConfiguration",
+                "validatingwebhookconfigurations",
+                false,
+            )
+            .column("Webhooks", "integer", ".webhooks[*]"),
+            Some(KindType::of::<adm::ValidatingWebhookConfiguration>()),
+            KindRules {
+                on_write: Some(webhook_configurations::defaults),
+                validate: Some(webhook_configurations::validate),
+                // 1.20's strategy: no create on PUT, updates need a resourceVersion.
+                unconditional_update: false,
+                ..KindRules::NONE
+            },
+        ),
+        kind(
+            d(
+                "admissionregistration.k8s.io",
+                "v1",
+                "MutatingWebhookConfiguration",
+                "mutatingwebhookconfigurations",
+                false,
+            )
+            .column("Webhooks", "integer", ".webhooks[*]"),
+            Some(KindType::of::<adm::MutatingWebhookConfiguration>()),
+            KindRules {
+                on_write: Some(webhook_configurations::defaults),
+                validate: Some(webhook_configurations::validate),
+                // 1.20's strategy: no create on PUT, updates need a resourceVersion.
+                unconditional_update: false,
+                ..KindRules::NONE
+            },
+        ),
+        kind(
+            d(
                 "apiextensions.k8s.io",
                 "v1",
                 "CustomResourceDefinition",
@@ -726,7 +773,7 @@ mod tests {
             assert_eq!(*served, kind.def);
             assert!(std::ptr::eq(rules_of(&served), &kind.rules));
         }
-        assert_eq!(table().len(), 28);
+        assert_eq!(table().len(), 31);
     }
 
     #[test]
@@ -740,6 +787,7 @@ mod tests {
             creating,
             [
                 ("", "services"),
+                ("", "endpoints"),
                 ("", "events"),
                 ("events.k8s.io", "events"),
                 (rbac::GROUP, "roles"),

@@ -85,6 +85,7 @@ pub fn definitions(crd: &Value) -> Result<(Vec<ResourceDef>, String), Vec<Cause>
         ));
     }
     causes.extend(crate::crd_rules::version_causes(spec));
+    causes.extend(crate::crd_conversion::causes(spec));
     if !causes.is_empty() {
         return Err(causes);
     }

@@ -52,8 +52,12 @@
 //!   `format`, CEL or defaults). `fieldValidation` checks the body of a
 //!   create, update, merge or strategic merge patch against the kind's
 //!   published schema; JSON patches and
-//!   apply patches are not checked. No conversion between versions, no
-//!   authentication.
+//!   apply patches are not checked. No authentication.
+//! - Several versions of a CRD: each served at its path, stored at the
+//!   storage version; `conversion.strategy: Webhook` calls the CRD's
+//!   conversion webhook as 1.20 does, and the webhooks of
+//!   `MutatingWebhookConfiguration`s and `ValidatingWebhookConfiguration`s
+//!   are called on the writes they match; see docs/testing.md.
 //! - Controllers: the namespace controller (a deleted namespace is
 //!   `Terminating`, refusing new content, then emptied and removed after
 //!   [`ServerConfig::namespace_controller_delay`]), the CRD controller (a
@@ -149,6 +153,7 @@ mod builtins;
 pub mod cluster;
 mod controller_revisions;
 mod crd;
+mod crd_conversion;
 mod crd_rules;
 mod custom_metadata;
 pub mod debug;
@@ -188,6 +193,8 @@ mod time;
 mod typed;
 mod validation;
 mod watch;
+mod webhook_configurations;
+mod webhooks;
 
 pub use discovery::KUBERNETES_MINOR;
 pub use log::{RequestLog, RequestRecord};

@@ -43,9 +43,9 @@ use crate::state::{ServerConfig, Shared};
 /// version exactly once, in order, or `410 Expired`.
 ///
 /// # Caveats
-/// No authentication, admission webhooks, or conversion between versions
-/// (versions of a custom resource share one schema); see the crate docs for
-/// what schema validation, garbage collection and patches cover.
+/// No authentication; conversion webhooks and admission webhooks are
+/// called as 1.20 calls them (see the crate docs for what they, schema
+/// validation, garbage collection and patches cover).
 /// Core `v1` and `events.k8s.io/v1` Events are stored separately.
 #[derive(Debug, Clone)]
 pub struct ApiServer {

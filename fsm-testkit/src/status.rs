@@ -171,6 +171,11 @@ pub enum ApiError {
         /// What the request was about (`details`), if anything.
         subject: Option<Subject>,
     },
+    /// A `Status` answered as given, with its `code` (an admission
+    /// webhook's denial: its reason, details and message as 1.20 passes
+    /// them on).
+    #[error("{}", .0["message"].as_str().unwrap_or_default())]
+    Verbatim(Value),
 }
 
 fn causes_text(causes: &[Cause]) -> String {
@@ -212,6 +217,11 @@ impl ApiError {
             Self::Other { code, .. } => {
                 StatusCode::from_u16(*code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
             }
+            Self::Verbatim(status) => status["code"]
+                .as_u64()
+                .and_then(|c| u16::try_from(c).ok())
+                .and_then(|c| StatusCode::from_u16(c).ok())
+                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
         }
     }
 
@@ -232,7 +242,7 @@ impl ApiError {
             Self::UnsupportedMediaType(_) => "UnsupportedMediaType",
             Self::Internal(_) => "InternalError",
             Self::RequestEntityTooLarge(_) => "RequestEntityTooLarge",
-            Self::Storage(_) => "",
+            Self::Storage(_) | Self::Verbatim(_) => "",
             Self::Other { .. } => reason_of(self.code()),
         }
     }
@@ -252,6 +262,9 @@ impl ApiError {
     /// The `Status` document of this error.
     #[must_use]
     pub fn to_status(&self) -> Value {
+        if let Self::Verbatim(status) = self {
+            return status.clone();
+        }
         let mut status = json!({
             "kind": "Status",
             "apiVersion": "v1",

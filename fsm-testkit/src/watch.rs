@@ -48,6 +48,9 @@ pub struct WatchRequest {
     pub bookmark_interval: Duration,
     /// Render objects as Tables (for `kubectl get --watch`).
     pub table: Option<IncludeObject>,
+    /// Objects as stored (their stored `apiVersion`, not decoded), for a
+    /// watch whose objects are converted afterwards.
+    pub as_stored: bool,
 }
 
 /// A started watch.
@@ -121,7 +124,11 @@ impl Watch {
     }
 
     fn object(&self, o: &Value) -> Value {
-        let presented = present(&self.req.def, o);
+        let presented = if self.req.as_stored {
+            o.clone()
+        } else {
+            present(&self.req.def, o)
+        };
         match self.req.table {
             Some(include) => {
                 let mut t = table::render(
@@ -190,7 +197,7 @@ impl Watch {
         let stored_as_presented = self.req.table.is_none()
             && e.object.get("apiVersion").and_then(Value::as_str)
                 == Some(self.req.def.api_version().as_str());
-        if stored_as_presented {
+        if stored_as_presented || (self.req.as_stored && self.req.table.is_none()) {
             // The common case: every watcher of this version sends the same bytes.
             return Some(encoded_line(kind.as_str(), e.encoded()));
         }
@@ -287,6 +294,7 @@ mod tests {
             timeout: Duration::from_secs(5),
             bookmark_interval: Duration::from_secs(60),
             table: None,
+            as_stored: false,
         }
     }
 

@@ -20,6 +20,7 @@ pub mod cluster;
 pub mod observe;
 pub mod scene;
 pub mod sharding;
+pub mod webhook;
 
 pub use cluster::{Backend, ClusterError, REAL_APISERVER_ENV, TestCluster};
 pub use observe::{Observations, normalize};

@@ -84,6 +84,27 @@ impl Cluster {
         }
     }
 
+    /// `group/version` of the storage version of a custom resource whose
+    /// CRD converts through a webhook (`None` else).
+    pub(super) fn crd_webhook_storage(&self, def: &ResourceDef) -> Option<String> {
+        if !def.custom {
+            return None;
+        }
+        let crd = self
+            .store
+            .get(&crds(), "", &format!("{}.{}", def.plural, def.group))?;
+        if crd["spec"]["conversion"]["strategy"] != "Webhook" {
+            return None;
+        }
+        let storage = crd["spec"]["versions"]
+            .as_array()?
+            .iter()
+            .find(|v| v["storage"] == true)?["name"]
+            .as_str()?
+            .to_string();
+        Some(format!("{}/{storage}", def.group))
+    }
+
     /// The `openAPIV3Schema` of a custom resource's version, from its CRD.
     pub(super) fn crd_schema(&self, def: &ResourceDef) -> Option<Value> {
         if !def.custom {

@@ -24,6 +24,38 @@ impl Cluster {
             .ok_or_else(|| not_found(def, name))
     }
 
+    /// The object as stored: its stored `apiVersion`, not decoded (a
+    /// custom resource whose CRD converts through a webhook is converted
+    /// from the version it was stored at).
+    ///
+    /// # Errors
+    /// [`ApiError::NotFound`].
+    pub fn get_as_stored(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+    ) -> Result<Value, ApiError> {
+        self.store
+            .get(&def.group_resource(), ns, name)
+            .map(|o| (*o).clone())
+            .ok_or_else(|| not_found(def, name))
+    }
+
+    /// A list as [`Cluster::list`] answers it, its items as stored (their
+    /// stored `apiVersion`, not decoded).
+    ///
+    /// # Errors
+    /// As [`Cluster::list`].
+    pub fn list_as_stored(
+        &self,
+        def: &ResourceDef,
+        ns: Option<&str>,
+        q: &ListQuery,
+    ) -> Result<Value, ApiError> {
+        self.list_items(def, ns, q, true)
+    }
+
     /// A list of `def`'s objects in `ns` (all namespaces when `None`).
     ///
     /// # Errors
@@ -35,6 +67,16 @@ impl Cluster {
         def: &ResourceDef,
         ns: Option<&str>,
         q: &ListQuery,
+    ) -> Result<Value, ApiError> {
+        self.list_items(def, ns, q, false)
+    }
+
+    fn list_items(
+        &self,
+        def: &ResourceDef,
+        ns: Option<&str>,
+        q: &ListQuery,
+        as_stored: bool,
     ) -> Result<Value, ApiError> {
         let fields = q.fields.resolve(def)?;
         let current = self.store.revision();
@@ -105,7 +147,11 @@ impl Cluster {
             "metadata": metadata,
             "items": items
                 .iter()
-                .map(|o| decoded(&schemas, list_item(def, o)))
+                .map(|o| if as_stored {
+                    (**o).clone()
+                } else {
+                    decoded(&schemas, list_item(def, o))
+                })
                 .collect::<Vec<_>>(),
         }))
     }

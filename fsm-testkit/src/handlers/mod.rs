@@ -9,6 +9,8 @@
 //! slot in between the description and the serve. The fault API
 //! ([`fault_api`]) is a route of its own, in front of the pipeline.
 
+mod admitted;
+mod converted;
 pub mod fault_api;
 mod legacy_watch;
 pub mod objects;

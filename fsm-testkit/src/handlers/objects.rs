@@ -34,7 +34,7 @@ pub async fn handle(
     match verb {
         Verb::Get => reads::get(&request).await,
         Verb::List => reads::list(&request).await,
-        Verb::Watch => reads::watch(&request),
+        Verb::Watch => reads::watch(&request).await,
         Verb::Create => writes::create(&request, body).await,
         Verb::Update => writes::update(&request, body).await,
         Verb::Patch => writes::patch(&request, body).await,

@@ -57,7 +57,8 @@ pub(super) async fn get(r: &ObjectRequest<'_>) -> Result<Response, ApiError> {
             n => wait_for_revision(r.shared, ReadAt::NotOlderThan(n)).await?,
         }
     }
-    let obj = r.shared.cluster().get(&r.def, r.ns(), r.name())?;
+    let stored = r.current()?;
+    let obj = r.served(stored).await?;
     let Some(include) = r.table else {
         return Ok(json(StatusCode::OK, &obj));
     };
@@ -72,10 +73,19 @@ pub(super) async fn get(r: &ObjectRequest<'_>) -> Result<Response, ApiError> {
 pub(super) async fn list(r: &ObjectRequest<'_>) -> Result<Response, ApiError> {
     let query = list_query(&r.query)?;
     wait_for_revision(r.shared, query.at).await?;
-    let list = r
-        .shared
-        .cluster()
-        .list(&r.def, r.namespace.as_deref(), &query)?;
+    let list = match &r.conversion {
+        Some(c) => {
+            let stored =
+                r.shared
+                    .cluster()
+                    .list_as_stored(&c.storage, r.namespace.as_deref(), &query)?;
+            c.list_to_served(&r.def, stored).await?
+        }
+        None => r
+            .shared
+            .cluster()
+            .list(&r.def, r.namespace.as_deref(), &query)?,
+    };
     let Some(include) = r.table else {
         return Ok(json(StatusCode::OK, &list));
     };
@@ -94,7 +104,7 @@ pub(super) async fn list(r: &ObjectRequest<'_>) -> Result<Response, ApiError> {
 }
 
 /// `GET ?watch=true` of a collection: a stream of events.
-pub(super) fn watch(r: &ObjectRequest<'_>) -> Result<Response, ApiError> {
+pub(super) async fn watch(r: &ObjectRequest<'_>) -> Result<Response, ApiError> {
     let q = &r.query;
     let mut selector = q.get("fieldSelector").cloned().unwrap_or_default();
     if let Some(n) = &r.name {
@@ -119,8 +129,14 @@ pub(super) fn watch(r: &ObjectRequest<'_>) -> Result<Response, ApiError> {
         ),
         None => r.shared.config.default_watch_timeout,
     };
+    // A table's cells are rendered from what is stored (not converted).
+    let conversion = r.conversion.clone().filter(|_| r.table.is_none());
     let req = WatchRequest {
-        def: r.def.clone(),
+        def: if conversion.is_some() {
+            r.stored_def()
+        } else {
+            r.def.clone()
+        },
         namespace: r.namespace.clone(),
         labels,
         fields,
@@ -130,12 +146,20 @@ pub(super) fn watch(r: &ObjectRequest<'_>) -> Result<Response, ApiError> {
         timeout,
         bookmark_interval: r.shared.config.bookmark_interval,
         table: r.table,
+        as_stored: conversion.is_some(),
     };
+    if let Some(c) = &conversion {
+        c.wait_until_converting(r).await;
+    }
     let watch = Watch::start(&r.shared.cluster(), req)?;
+    let body = match conversion {
+        Some(c) => Body::from_stream(c.watch_to_served(r.def.clone(), watch.into_stream())),
+        None => Body::from_stream(watch.into_stream()),
+    };
     let mut response = (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "application/json")],
-        Body::from_stream(watch.into_stream()),
+        body,
     )
         .into_response();
     response.extensions_mut().insert(WatchResponse);

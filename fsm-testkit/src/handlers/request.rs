@@ -106,6 +106,9 @@ pub(super) struct ObjectRequest<'a> {
     pub(super) table: Option<IncludeObject>,
     /// The time the request is served at.
     pub(super) now: jiff::Timestamp,
+    /// How objects convert between the version requested and the
+    /// storage version (a CRD with a conversion webhook), if they do.
+    pub(super) conversion: Option<super::converted::Converting>,
 }
 
 impl ObjectRequest<'_> {
@@ -170,7 +173,9 @@ pub(super) fn resolve<'a>(
     let dry_run = query.get("dryRun").is_some_and(|d| d == "All");
     let table = table::wanted(header_str(parts, header::ACCEPT))
         .then(|| IncludeObject::parse(query.get("includeObject").map(String::as_str)));
+    let conversion = super::converted::of(&shared.cluster(), &def);
     let request = ObjectRequest {
+        conversion,
         shared,
         parts,
         query,

@@ -29,14 +29,27 @@ use crate::status::{self, ApiError};
 /// `POST`: creates an object (`201`).
 pub(super) async fn create(r: &ObjectRequest<'_>, body: Body) -> Result<Response, ApiError> {
     let (obj, warnings, manager) = read_written(r, WriteOptions::Create, body).await?;
+    let mut obj = r.to_storage(obj).await?;
+    let def = r.stored_def();
     let owner = Ownership::Update(&manager);
+    if r.admission_configured() {
+        let dry_run = |body: Value| {
+            r.shared
+                .cluster()
+                .post_as(&def, r.ns(), body, true, r.now, &owner)
+        };
+        let dry = dry_run(obj.clone())?;
+        if let Some(mutated) = r.admit("CREATE", Some(dry), None, &dry_run).await? {
+            obj = mutated;
+        }
+    }
     let created = r
         .shared
         .cluster()
-        .post_as(&r.def, r.ns(), obj, r.dry_run, r.now, &owner)?;
-    run_garbage_collector(r.shared, &r.def, &created, r.dry_run);
+        .post_as(&def, r.ns(), obj, r.dry_run, r.now, &owner)?;
+    run_garbage_collector(r.shared, &def, &created, r.dry_run);
     Ok(with_warnings(
-        json(StatusCode::CREATED, &created),
+        json(StatusCode::CREATED, &r.served(created).await?),
         &warnings,
     ))
 }
@@ -44,9 +57,25 @@ pub(super) async fn create(r: &ObjectRequest<'_>, body: Body) -> Result<Response
 /// `PUT`: replaces an object or its status (`201` when it creates one).
 pub(super) async fn update(r: &ObjectRequest<'_>, body: Body) -> Result<Response, ApiError> {
     let (obj, warnings, manager) = read_written(r, WriteOptions::Update, body).await?;
+    let mut obj = r.to_storage(obj).await?;
+    let def = r.stored_def();
     let owner = Ownership::Update(&manager);
+    if r.admission_configured() {
+        let dry_run = |body: Value| {
+            r.shared
+                .cluster()
+                .replace_as(&def, r.ns(), r.name(), body, r.part, true, r.now, &owner)
+                .map(|(o, _)| o)
+        };
+        let old = r.current().ok();
+        let dry = dry_run(obj.clone())?;
+        let operation = if old.is_some() { "UPDATE" } else { "CREATE" };
+        if let Some(mutated) = r.admit(operation, Some(dry), old, &dry_run).await? {
+            obj = mutated;
+        }
+    }
     let (updated, created) = r.shared.cluster().replace_as(
-        &r.def,
+        &def,
         r.ns(),
         r.name(),
         obj,
@@ -55,8 +84,11 @@ pub(super) async fn update(r: &ObjectRequest<'_>, body: Body) -> Result<Response
         r.now,
         &owner,
     )?;
-    run_garbage_collector(r.shared, &r.def, &updated, r.dry_run);
-    Ok(with_warnings(json(written(created), &updated), &warnings))
+    run_garbage_collector(r.shared, &def, &updated, r.dry_run);
+    Ok(with_warnings(
+        json(written(created), &r.served(updated).await?),
+        &warnings,
+    ))
 }
 
 /// `PATCH`: patches an object or its status; a server-side apply creates
@@ -75,26 +107,137 @@ pub(super) async fn patch(r: &ObjectRequest<'_>, body: Body) -> Result<Response,
         },
         force: flag(q, "force"),
     };
-    let (patched, created) = r.shared.cluster().patch(
-        &r.def,
-        r.ns(),
-        r.name(),
-        kind,
-        &patch,
-        r.part,
-        &opts,
-        r.dry_run,
-        r.now,
-    )?;
+    // Server-side apply at the storage version is the cluster's own.
+    let converting = r
+        .conversion
+        .as_ref()
+        .is_some_and(|c| !(kind == PatchType::Apply && c.storage.version == r.def.version));
+    if converting {
+        return patch_converted(r, kind, &patch, &opts, &warnings).await;
+    }
+    let manager = opts.field_manager.clone().unwrap_or_default();
+    let owner = Ownership::Update(&manager);
+    let replace = |body: Value, dry_run: bool| {
+        r.shared.cluster().replace_as(
+            &r.def,
+            r.ns(),
+            r.name(),
+            body,
+            r.part,
+            dry_run,
+            r.now,
+            &owner,
+        )
+    };
+    let mut mutated = None;
+    if r.admission_configured() {
+        let (old, dry) = {
+            let mut cluster = r.shared.cluster();
+            let old = cluster.get(&r.def, r.ns(), r.name()).ok();
+            let (dry, _) = cluster.patch(
+                &r.def,
+                r.ns(),
+                r.name(),
+                kind,
+                &patch,
+                r.part,
+                &opts,
+                true,
+                r.now,
+            )?;
+            (old, dry)
+        };
+        let operation = if old.is_some() { "UPDATE" } else { "CREATE" };
+        let dry_run = |body: Value| replace(body, true).map(|(o, _)| o);
+        mutated = r.admit(operation, Some(dry), old, &dry_run).await?;
+    }
+    // A mutated object is written as an update of what the patch made.
+    let (patched, created) = match mutated {
+        Some(body) => replace(body, r.dry_run)?,
+        None => r.shared.cluster().patch(
+            &r.def,
+            r.ns(),
+            r.name(),
+            kind,
+            &patch,
+            r.part,
+            &opts,
+            r.dry_run,
+            r.now,
+        )?,
+    };
     run_garbage_collector(r.shared, &r.def, &patched, r.dry_run);
     Ok(with_warnings(json(written(created), &patched), &warnings))
+}
+
+/// A patch at a version that converts through a webhook: applied to the
+/// object converted to that version, written back converted to the
+/// storage version as an update at the resourceVersion read.
+/// Server-side apply there is refused: its field ownership is kept per
+/// version, which the embedded server does not imitate.
+async fn patch_converted(
+    r: &ObjectRequest<'_>,
+    kind: PatchType,
+    patch: &[u8],
+    opts: &PatchOptions,
+    warnings: &[String],
+) -> Result<Response, ApiError> {
+    if kind == PatchType::Apply {
+        return Err(ApiError::BadRequest(format!(
+            "server-side apply at {} (not the storage version of a CRD converting through a webhook) is not imitated by the embedded server",
+            r.def.api_version()
+        )));
+    }
+    let def = r.stored_def();
+    let current = r.current()?;
+    let mut target = r.served(current.clone()).await?;
+    crate::patch::apply_patch(kind, &mut target, patch, &r.def)?;
+    let mut obj = r.to_storage(target).await?;
+    let manager = opts.field_manager.clone().unwrap_or_default();
+    let owner = Ownership::Update(&manager);
+    if r.admission_configured() {
+        let dry_run = |body: Value| {
+            r.shared
+                .cluster()
+                .replace_as(&def, r.ns(), r.name(), body, r.part, true, r.now, &owner)
+                .map(|(o, _)| o)
+        };
+        let dry = dry_run(obj.clone())?;
+        if let Some(mutated) = r
+            .admit("UPDATE", Some(dry), Some(current), &dry_run)
+            .await?
+        {
+            obj = mutated;
+        }
+    }
+    let (patched, created) = r.shared.cluster().replace_as(
+        &def,
+        r.ns(),
+        r.name(),
+        obj,
+        r.part,
+        r.dry_run,
+        r.now,
+        &owner,
+    )?;
+    run_garbage_collector(r.shared, &def, &patched, r.dry_run);
+    Ok(with_warnings(
+        json(written(created), &r.served(patched).await?),
+        warnings,
+    ))
 }
 
 /// `DELETE` of an object: the object (while finalizers hold it, or for
 /// the kinds the real server answers so), else a `Status` of success.
 pub(super) async fn delete(r: &ObjectRequest<'_>, body: Body) -> Result<Response, ApiError> {
-    let def = &r.def;
+    let def = &r.stored_def();
     let opts = DeleteOptions::from_request(&read_body(body).await?, &r.query)?;
+    if r.admission_configured() {
+        let old = r.current()?;
+        // Nothing to write again: a DELETE's object cannot be mutated.
+        let nothing = |_: Value| Err(ApiError::MethodNotAllowed);
+        r.admit("DELETE", None, Some(old), &nothing).await?;
+    }
     let (obj, gone) = r
         .shared
         .cluster()
@@ -107,7 +250,7 @@ pub(super) async fn delete(r: &ObjectRequest<'_>, body: Body) -> Result<Response
         let deleted = status::deleted(&def.group, &def.plural, r.name(), uid);
         return Ok(json(StatusCode::OK, &deleted));
     }
-    Ok(json(StatusCode::OK, &obj))
+    Ok(json(StatusCode::OK, &r.served(obj).await?))
 }
 
 /// `DELETE` of a collection: the objects deleted.
@@ -117,12 +260,16 @@ pub(super) async fn delete_collection(
 ) -> Result<Response, ApiError> {
     let opts = DeleteOptions::from_request(&read_body(body).await?, &r.query)?;
     let list = r.shared.cluster().delete_collection(
-        &r.def,
+        &r.stored_def(),
         r.namespace.as_deref(),
         &list_query(&r.query)?,
         &opts,
         r.now,
     )?;
+    let list = match &r.conversion {
+        Some(c) => c.list_to_served(&r.def, list).await?,
+        None => list,
+    };
     Ok(json(StatusCode::OK, &list))
 }
 

@@ -165,6 +165,7 @@ proptest! {
             timeout: Duration::from_secs(1),
             bookmark_interval: Duration::from_secs(60),
             table: None,
+            as_stored: false,
         }).unwrap();
         for o in &after {
             apply(&mut c, o);

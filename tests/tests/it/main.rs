@@ -15,5 +15,6 @@
 
 mod conformance;
 mod derive_vs_hand;
+mod embedded_webhooks;
 mod hand_written_machine;
 mod real_cluster;

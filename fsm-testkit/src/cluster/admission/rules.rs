@@ -211,10 +211,18 @@ pub(super) fn prepare_crd(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
     Ok(Flow::Next)
 }
 
-/// An update keeps the apiVersion the object was stored with.
+/// An update keeps the apiVersion the object was stored with, but for a
+/// custom resource whose CRD converts through a webhook: stored at the
+/// storage version, as every write stores it, so that a read converts it
+/// from the version it was last written at.
 pub(super) fn keep_stored_type(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
     if let Some(current) = &a.current {
         set_type(a.write.def, &mut a.object, current);
+        if let Some(storage) = a.cluster.crd_webhook_storage(a.write.def)
+            && let Some(m) = a.object.as_object_mut()
+        {
+            m.insert("apiVersion".into(), Value::String(storage));
+        }
     }
     Ok(Flow::Next)
 }

@@ -35,6 +35,7 @@ pub mod scale;
 pub mod validation;
 pub mod volumes;
 pub mod watch;
+pub mod webhooks;
 pub mod writes;
 
 use integration_tests::{Fallible, Scene, run_differential};
@@ -229,4 +230,13 @@ scenarios! {
     immutability::service_cluster_ip_is_immutable,
     immutability::immutable_configmaps_and_secrets,
     volumes::volumes_bind_claims,
+    webhooks::conversion_webhook_between_versions,
+    webhooks::conversion_webhook_failures,
+    webhooks::validating_webhook_denies_writes,
+    webhooks::validating_webhook_failure_policy_and_object_selector,
+    webhooks::mutating_webhook_patches_writes,
+    webhooks::conversion_webhook_after_the_storage_version_changes,
+    webhooks::validating_webhook_equivalent_versions,
+    webhooks::invalid_webhook_configurations_are_refused,
+    webhooks::invalid_conversion_settings_are_refused,
 }
