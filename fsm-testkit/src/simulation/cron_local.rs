@@ -77,9 +77,12 @@ struct Local {
 }
 
 impl Local {
+    /// Runs `f` on the cluster with the definition of `batch/<resource>`
+    /// at `version` (the preferred one when `None` or not served).
     fn with_cluster<T>(
         &self,
         resource: &str,
+        version: Option<&str>,
         f: impl FnOnce(
             &mut crate::cluster::Cluster,
             &crate::resources::ResourceDef,
@@ -90,9 +93,9 @@ impl Local {
             .upgrade()
             .ok_or_else(|| RequestFailed("the server is gone".into()))?;
         let mut cluster = shared.cluster();
-        let def = cluster
-            .registry
-            .preferred(&batch(resource))
+        let def = version
+            .and_then(|v| cluster.registry.get("batch", v, resource))
+            .or_else(|| cluster.registry.preferred(&batch(resource)))
             .ok_or_else(|| RequestFailed(format!("batch/{resource} is not served")))?;
         f(&mut cluster, &def).map_err(|e| RequestFailed(e.to_string()))
     }
@@ -105,7 +108,11 @@ fn meta<'v>(object: &'v Value, field: &str) -> &'v str {
 impl cronjobs::Api for Local {
     async fn replace_status(&mut self, cron_job: &Value) -> Result<Value, RequestFailed> {
         let (ns, name) = (meta(cron_job, "namespace"), meta(cron_job, "name"));
-        self.with_cluster("cronjobs", |cluster, def| {
+        // Stored as written: the body goes back at the version it was read.
+        let version = cron_job["apiVersion"]
+            .as_str()
+            .and_then(|v| v.strip_prefix("batch/"));
+        self.with_cluster("cronjobs", version, |cluster, def| {
             let part = if def.status_subresource {
                 Part::Status
             } else {
@@ -117,11 +124,13 @@ impl cronjobs::Api for Local {
     }
 
     async fn get_job(&mut self, namespace: &str, name: &str) -> Result<Value, RequestFailed> {
-        self.with_cluster("jobs", |cluster, def| cluster.get(def, namespace, name))
+        self.with_cluster("jobs", None, |cluster, def| {
+            cluster.get(def, namespace, name)
+        })
     }
 
     async fn create_job(&mut self, namespace: &str, job: Value) -> Result<Value, RequestFailed> {
-        self.with_cluster("jobs", |cluster, def| {
+        self.with_cluster("jobs", None, |cluster, def| {
             cluster.create(def, namespace, job, false, jiff::Timestamp::now())
         })
     }
@@ -131,7 +140,7 @@ impl cronjobs::Api for Local {
             propagation: Some(Propagation::Background),
             ..DeleteOptions::default()
         };
-        self.with_cluster("jobs", |cluster, def| {
+        self.with_cluster("jobs", None, |cluster, def| {
             cluster
                 .delete(def, namespace, name, &options, jiff::Timestamp::now())
                 .map(|_| ())
@@ -144,7 +153,7 @@ mod tests {
     use std::time::Duration;
 
     use k8s_openapi::api::batch::v1::{CronJob, Job};
-    use kube::api::{Api, ListParams, PostParams};
+    use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
     use serde_json::json;
 
     use crate::ApiServer;
@@ -248,15 +257,23 @@ mod tests {
     }
 
     /// With `Forbid`, a Job that never finishes keeps the next from
-    /// starting.
+    /// starting. Created at `batch/v1beta1`, as 1.20's clients write.
     async fn forbid_waits(server: &ApiServer) {
         let cron_jobs: Api<CronJob> = Api::namespaced(server.client(), "default");
         let jobs: Api<Job> = Api::namespaced(server.client(), "default");
-        cron_jobs
-            .create(
-                &PostParams::default(),
-                &cron_job("one", "Forbid", "hang", 3),
-            )
+        let v1beta1 = ApiResource {
+            group: "batch".into(),
+            version: "v1beta1".into(),
+            api_version: "batch/v1beta1".into(),
+            kind: "CronJob".into(),
+            plural: "cronjobs".into(),
+        };
+        let mut body = serde_json::to_value(cron_job("one", "Forbid", "hang", 3)).expect("JSON");
+        body["apiVersion"] = json!("batch/v1beta1");
+        body["kind"] = json!("CronJob");
+        let body: DynamicObject = serde_json::from_value(body).expect("an object");
+        Api::<DynamicObject>::namespaced_with(server.client(), "default", &v1beta1)
+            .create(&PostParams::default(), &body)
             .await
             .expect("created");
         let started = until(&jobs, "one", |l| !l.is_empty()).await;
