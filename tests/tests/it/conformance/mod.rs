@@ -19,6 +19,7 @@ pub mod auth;
 pub mod bodies;
 pub mod builtin;
 pub mod crd_definitions;
+pub mod cron_jobs;
 pub mod custom;
 pub mod defaults;
 pub mod deletion;
@@ -229,4 +230,5 @@ scenarios! {
     immutability::service_cluster_ip_is_immutable,
     immutability::immutable_configmaps_and_secrets,
     volumes::volumes_bind_claims,
+    cron_jobs::cron_jobs_start_their_jobs,
 }
