@@ -111,7 +111,7 @@ mod binding_tests;
 mod client;
 mod cron_client;
 mod cron_local;
-mod cron_schedule;
+pub(crate) mod cron_schedule;
 mod cronjobs;
 mod volume_client;
 mod volumes;
