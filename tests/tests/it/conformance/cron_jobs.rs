@@ -108,3 +108,59 @@ pub async fn cron_jobs_start_their_jobs(s: &mut Scene) -> Fallible {
     s.record("the CronJob's status", shown(&cron_job["status"]));
     Ok(())
 }
+
+/// A schedule the CronJob controller cannot parse is refused (422) on
+/// create and on update, with robfig/cron's message; so is a name too
+/// long for its Jobs' and a policy that is none of the three.
+pub async fn cron_job_schedules_are_validated(s: &mut Scene) -> Fallible {
+    let cron_jobs = s
+        .core("cronjobs")
+        .replace("/api/v1/", "/apis/batch/v1beta1/");
+    let body = |name: &str, spec: Value| {
+        let mut spec = spec;
+        spec["jobTemplate"] = json!({"spec": {"template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}});
+        json!({"apiVersion": "batch/v1beta1", "kind": "CronJob", "metadata": {"name": name},
+            "spec": spec})
+    };
+    let causes = |reply: &Value| {
+        json!([
+            reply["reason"],
+            reply["message"],
+            reply["details"]["causes"]
+        ])
+    };
+    for (label, name, spec) in [
+        ("out of range", "a", json!({"schedule": "61 * * * *"})),
+        ("four fields", "b", json!({"schedule": "* * * *"})),
+        ("a name", "c", json!({"schedule": "@dayly"})),
+        ("a step of 0", "d", json!({"schedule": "*/0 * * * *"})),
+        ("no unit", "e", json!({"schedule": "@every 5"})),
+        ("no schedule", "f", json!({})),
+        (
+            "policy and limits",
+            "g",
+            json!({"schedule": "@hourly", "concurrencyPolicy": "Sometimes",
+                "startingDeadlineSeconds": -1, "successfulJobsHistoryLimit": -1}),
+        ),
+        (
+            "53 characters",
+            &"n".repeat(53),
+            json!({"schedule": "@hourly"}),
+        ),
+    ] {
+        let refused = s.post(&cron_jobs, body(name, spec)).await?.expect(422)?;
+        s.record(label, causes(&refused.body));
+    }
+    let fine = json!({"schedule": "15 2-4/2 * jan,MAR mon-fri"});
+    s.post(&cron_jobs, body("fine", fine)).await?.expect(201)?;
+    let refused = s
+        .merge(
+            &format!("{cron_jobs}/fine"),
+            json!({"spec": {"schedule": "1-2-3 * * * *"}}),
+        )
+        .await?
+        .expect(422)?;
+    s.record("an update", causes(&refused.body));
+    Ok(())
+}

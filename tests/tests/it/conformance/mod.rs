@@ -231,4 +231,5 @@ scenarios! {
     immutability::immutable_configmaps_and_secrets,
     volumes::volumes_bind_claims,
     cron_jobs::cron_jobs_start_their_jobs,
+    cron_jobs::cron_job_schedules_are_validated,
 }
