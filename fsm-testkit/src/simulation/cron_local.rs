@@ -296,6 +296,31 @@ mod tests {
         );
     }
 
+    /// With `Replace`, each new Job takes the place of the running one.
+    async fn replace_deletes_the_running_job(server: &ApiServer) {
+        let cron_jobs: Api<CronJob> = Api::namespaced(server.client(), "default");
+        let jobs: Api<Job> = Api::namespaced(server.client(), "default");
+        cron_jobs
+            .create(
+                &PostParams::default(),
+                &cron_job("swap", "Replace", "hang", 3),
+            )
+            .await
+            .expect("created");
+        let first = until(&jobs, "swap", |l| !l.is_empty()).await;
+        let first = suffix(&first[0]);
+        let later = until(&jobs, "swap", |l| l.iter().any(|j| suffix(j) >= first + 2)).await;
+        assert_eq!(later.len(), 1, "only the newest runs: {later:?}");
+        let active = cron_jobs
+            .get("swap")
+            .await
+            .expect("read")
+            .status
+            .and_then(|s| s.active)
+            .unwrap_or_default();
+        assert!(active.len() <= 1, "{active:?}");
+    }
+
     fn quick() -> SimulationConfig {
         SimulationConfig {
             rollout_delay: Duration::ZERO,
@@ -310,6 +335,7 @@ mod tests {
         let sim = server.simulate(quick());
         history_is_kept(&server).await;
         forbid_waits(&server).await;
+        replace_deletes_the_running_job(&server).await;
         sim.stop();
     }
 
