@@ -726,6 +726,7 @@ fn cron_job(def: ResourceDef) -> BuiltinKind {
         schema: Some(KindType::of::<batch::v1::CronJob>()),
         rules: KindRules {
             on_write: Some(kind_defaults::cron_job),
+            field_causes: Some(validation::cron_job::cron_job_causes),
             ..KindRules::NONE
         },
     }

@@ -2,7 +2,8 @@
 //! StatefulSets become ready, Jobs succeed or fail, after a delay, by
 //! writing their `status` as kube-controller-manager would; claims are
 //! bound to static PersistentVolumes as its PersistentVolume controller
-//! binds them.
+//! binds them; CronJobs start Jobs on their schedule as its CronJob
+//! controller starts them.
 //!
 //! Two ways to start it, with the same behaviour:
 //! - [`ApiServer::simulate`](crate::ApiServer::simulate), inside the
@@ -51,6 +52,28 @@
 //!   none). A bound volume whose claim is deleted becomes `Released`
 //!   (reclaim policy `Retain`). Through a client, volumes and classes are
 //!   read cluster-wide, claims and Pods in the simulated namespace.
+//! - **CronJob** (`cronjobs.rs`, `cron_schedule.rs`): every second (the
+//!   1.20 controller every 10 s), as kube-controller-manager 1.20's
+//!   CronJob controller (the v1 one): the schedule read as robfig/cron v1
+//!   reads it (five fields with names, steps, ranges and lists, or
+//!   `@hourly`, `@daily`, … and `@every D`; in UTC); only the most recent
+//!   unmet time since `status.lastScheduleTime` (or the creation, or now
+//!   − `startingDeadlineSeconds`) runs, none when more than 100 were
+//!   missed; nothing while `suspend`ed, nor with `concurrencyPolicy:
+//!   Forbid` while a Job is active, and `Replace` deletes the active ones
+//!   first. The Job is named `<cronjob>-<scheduled Unix time in seconds>`
+//!   (1.20's v1 controller; later ones use minutes), carries the
+//!   template's labels, annotations and spec and a controller reference
+//!   to the CronJob (`batch/v1beta1`, `blockOwnerDeletion`); then the
+//!   CronJob's `status.active` gets a reference to it (kind, namespace,
+//!   name, uid, `apiVersion: batch/v1`, resourceVersion) and
+//!   `status.lastScheduleTime` the scheduled time. The Job then runs as
+//!   any Job here (its outcome label in the template decides); finished
+//!   or deleted, it leaves `active`, and finished Jobs beyond
+//!   `successfulJobsHistoryLimit` / `failedJobsHistoryLimit` are deleted,
+//!   the oldest first. Through a client, CronJobs are read at
+//!   `batch/v1beta1` (the version 1.20 serves, and the embedded server
+//!   too) and Jobs in the simulated namespace.
 //!
 //! # Expected flow
 //! ```no_run
@@ -77,12 +100,19 @@
 //! `volume.beta.kubernetes.io/storage-provisioner` annotation), reclaim
 //! policies `Delete` and `Recycle` do nothing, and the controller's Events
 //! (`FailedBinding`, `WaitForFirstConsumer`) are not written: the
-//! simulation writes no Events.
+//! simulation writes no Events (nor the CronJob controller's
+//! `SuccessfulCreate`, `SawCompletedJob`, …). Schedules use the wall
+//! clock: a test waits for a CronJob's time (`@every 1s` is the
+//! quickest).
 //! Needs a Tokio runtime.
 
 #[cfg(test)]
 mod binding_tests;
 mod client;
+mod cron_client;
+mod cron_local;
+pub(crate) mod cron_schedule;
+mod cronjobs;
 mod volume_client;
 mod volumes;
 
@@ -348,8 +378,10 @@ impl Simulation {
     /// watch, get and update the status of Deployments, StatefulSets and
     /// Jobs, and, to bind claims, to list and watch PersistentVolumes and
     /// StorageClasses (cluster-wide), claims and Pods, and to update
-    /// volumes and claims and their status; a request that fails is logged
-    /// (`tracing`) and not retried, the watch is.
+    /// volumes and claims and their status, and, to run CronJobs, to list
+    /// `batch/v1beta1` CronJobs and update their status and to list, get,
+    /// create and delete Jobs; a request that fails is logged (`tracing`)
+    /// and not retried, the watch is (CronJobs: at the next pass).
     ///
     /// # Examples
     /// ```no_run
@@ -373,10 +405,11 @@ impl Simulation {
         let state = Arc::new(Mutex::new(State::new(config)));
         let namespace = namespace.map(str::to_owned);
         let binder = volume_client::start(client.clone(), namespace.clone(), state.clone());
+        let cron = cron_client::start(client.clone(), namespace.clone(), state.clone());
         let task = client::start(client, namespace, state.clone());
         Simulation {
             state,
-            tasks: Arc::new(vec![task, binder]),
+            tasks: Arc::new(vec![task, binder, cron]),
         }
     }
 
@@ -451,6 +484,7 @@ pub(crate) fn start(shared: &Arc<Shared>, config: SimulationConfig) -> Simulatio
         let cluster = shared.cluster();
         (cluster.store.subscribe(), workloads(&cluster))
     };
+    let cron = cron_local::start(weak.clone(), state.clone());
     let task_state = state.clone();
     let task = tokio::spawn(async move {
         for (kind, object) in existing {
@@ -482,7 +516,7 @@ pub(crate) fn start(shared: &Arc<Shared>, config: SimulationConfig) -> Simulatio
     });
     Simulation {
         state,
-        tasks: Arc::new(vec![task]),
+        tasks: Arc::new(vec![task, cron]),
     }
 }
 

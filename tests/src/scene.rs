@@ -144,6 +144,22 @@ impl Scene {
     /// simulation also rolls out workloads and finishes Jobs, which the
     /// real server here does not: call it only in scenarios without them.
     pub fn simulate_claim_binding(&mut self) {
+        self.simulate_controllers();
+    }
+
+    /// Runs CronJobs as the real server's kube-controller-manager does (its
+    /// `cronjob` controller, see `scripts/real-apiserver/start`): on the
+    /// embedded server, starts `fsm_testkit`'s simulation until the scene
+    /// closes; on the real server, does nothing. The simulation also runs
+    /// the Jobs it creates, which the real server here does not: give the
+    /// template the label `fsm-testkit.io/job-outcome: hang` to compare
+    /// them.
+    pub fn simulate_cron_jobs(&mut self) {
+        self.simulate_controllers();
+    }
+
+    /// Starts the embedded server's simulation once.
+    fn simulate_controllers(&mut self) {
         if self.simulation.is_none()
             && let Some(server) = self.cluster.embedded_server()
         {

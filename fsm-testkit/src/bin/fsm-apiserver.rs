@@ -11,9 +11,10 @@
 //! the request log as JSON on a second listener, at
 //! `http://127.0.0.1:PORT/debug/requests` (see `fsm_testkit::debug`).
 //! With `--simulate-workloads` Deployments and StatefulSets roll out after
-//! `ROLLOUT_MS` milliseconds and Jobs succeed after the same delay, inside
-//! the server (see `fsm_testkit::simulation`): no client lists or patches
-//! them, so the simulation costs the same at any number of objects.
+//! `ROLLOUT_MS` milliseconds and Jobs succeed after the same delay, claims
+//! are bound and CronJobs start their Jobs, inside the server (see
+//! `fsm_testkit::simulation`): no client lists or patches them, so the
+//! simulation costs the same at any number of objects.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -56,7 +57,8 @@ Options:
                               http://127.0.0.1:PORT/debug/requests (0: a free port)
   --simulate-workloads MS     roll out Deployments and StatefulSets, and
                               complete Jobs, MS milliseconds after each change;
-                              bind claims to fitting PersistentVolumes
+                              bind claims to fitting PersistentVolumes;
+                              start CronJobs' Jobs on their schedule
   -h, --help                  print this help and exit
   -V, --version               print the version and exit
 

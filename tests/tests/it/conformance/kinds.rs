@@ -6,11 +6,12 @@
 //! namespace's `default` ServiceAccount, and the self reviews behind
 //! `kubectl auth can-i`.
 //!
-//! The real server runs no workload controllers and no CronJob controller
-//! (only the garbage collector, namespace, service-account and volume
-//! binder controllers): nothing is created for the workloads, on both
-//! servers; its claim is bound, on the embedded server by the simulation
-//! (see volumes.rs). The pod
+//! The real server runs no workload controllers (only the garbage
+//! collector, namespace, service-account, volume binder and CronJob
+//! controllers): nothing is created for the workloads, on both servers;
+//! its claim is bound, on the embedded server by the simulation (see
+//! volumes.rs); the CronJob here is not due while the scenario runs (its
+//! Jobs are compared in cron_jobs.rs). The pod
 //! templates inside the workloads are not compared (their defaults are
 //! the pod template's, compared where that is served).
 

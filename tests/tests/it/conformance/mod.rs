@@ -19,6 +19,7 @@ pub mod auth;
 pub mod bodies;
 pub mod builtin;
 pub mod crd_definitions;
+pub mod cron_jobs;
 pub mod custom;
 pub mod defaults;
 pub mod deletion;
@@ -239,4 +240,6 @@ scenarios! {
     webhooks::validating_webhook_equivalent_versions,
     webhooks::invalid_webhook_configurations_are_refused,
     webhooks::invalid_conversion_settings_are_refused,
+    cron_jobs::cron_jobs_start_their_jobs,
+    cron_jobs::cron_job_schedules_are_validated,
 }
