@@ -282,6 +282,33 @@ impl Store {
         object
     }
 
+    /// Replaces the stored object with `object`, the same object encoded
+    /// at another version, if it is still at `resource_version`: no new
+    /// revision, no event (what kube-apiserver reads from etcd it decodes
+    /// to the storage version before a write compares with it). Returns
+    /// whether it was replaced.
+    pub fn reencode(
+        &mut self,
+        gr: &GroupResource,
+        namespace: &str,
+        name: &str,
+        resource_version: &str,
+        object: Value,
+    ) -> bool {
+        let Some(stored) = self
+            .objects
+            .get_mut(gr)
+            .and_then(|objects| objects.get_mut(&(namespace.to_string(), name.to_string())))
+        else {
+            return false;
+        };
+        if stored["metadata"]["resourceVersion"].as_str() != Some(resource_version) {
+            return false;
+        }
+        *stored = Arc::new(object);
+        true
+    }
+
     /// Removes the object, publishing `last` (its final state, stamped with
     /// the deletion's revision) as the `Deleted` event. Returns the stamped
     /// final state, or `None` when there was no such object.

@@ -57,6 +57,7 @@ pub(super) async fn create(r: &ObjectRequest<'_>, body: Body) -> Result<Response
 /// `PUT`: replaces an object or its status (`201` when it creates one).
 pub(super) async fn update(r: &ObjectRequest<'_>, body: Body) -> Result<Response, ApiError> {
     let (obj, warnings, manager) = read_written(r, WriteOptions::Update, body).await?;
+    r.settle_stored_version().await?;
     let mut obj = r.to_storage(obj).await?;
     let def = r.stored_def();
     let owner = Ownership::Update(&manager);
@@ -99,6 +100,7 @@ pub(super) async fn patch(r: &ObjectRequest<'_>, body: Body) -> Result<Response,
     check_write_options(r.parts, WriteOptions::Patch(kind == PatchType::Apply))?;
     let mut patch = read_body(body).await?;
     let warnings = patch_field_validation(r.shared, &r.def, q, kind, &mut patch)?;
+    r.settle_stored_version().await?;
     let opts = PatchOptions {
         field_manager: match q.get("fieldManager") {
             Some(m) => Some(m.clone()),

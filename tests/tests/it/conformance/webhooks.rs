@@ -641,6 +641,16 @@ pub async fn conversion_webhook_after_the_storage_version_changes(s: &mut Scene)
             .collect();
         s.record(format!("listed at {version}"), items);
     }
+    // A write that changes only metadata, at the storage version, of an
+    // object stored at the old one: compared with the object decoded to
+    // the storage version, its spec is the same, so `generation` stays.
+    let mut b = s.get(&format!("{v2}/b")).await?.expect(200)?.body;
+    b["metadata"]["labels"]["touched"] = json!("yes");
+    let touched = s.put(&format!("{v2}/b"), b).await?.expect(200)?;
+    s.record(
+        "b, stored at v1, its labels written at v2: generation",
+        &touched.body["metadata"]["generation"],
+    );
     let mut a = s.get(&format!("{v1}/a")).await?.expect(200)?.body;
     a["spec"]["size"] = json!(5);
     s.put(&format!("{v1}/a"), a).await?.expect(200)?;
