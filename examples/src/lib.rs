@@ -15,6 +15,9 @@
 //!   version, each upgrade a small saga whose failure undoes only itself;
 //!   approvals by signal, pause, resume and retry by command, and a ready
 //!   state that reports `degraded` instead of failing.
+//! - [`bucket`]: an API that evolves with objects in flight: `v1alpha1`
+//!   to `v1` through a conversion webhook, admission rules derived from
+//!   the machine, `migrate-storage`.
 //! - [`demo`]: runs all five against the embedded API server
 //!   (`cargo run -p examples --bin demo`).
 //!
@@ -23,6 +26,7 @@
 //! roll out).
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod bucket;
 pub mod database;
 pub mod demo;
 pub mod integration;

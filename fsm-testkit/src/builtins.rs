@@ -650,7 +650,7 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<adm::ValidatingWebhookConfiguration>()),
             KindRules {
                 on_write: Some(webhook_configurations::defaults),
-                validate: Some(webhook_configurations::validate),
+                validate: Some(|w| webhook_configurations::validate(w.def, w.name, w.object)),
                 // 1.20's strategy: no create on PUT, updates need a resourceVersion.
                 unconditional_update: false,
                 ..KindRules::NONE
@@ -668,7 +668,7 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<adm::MutatingWebhookConfiguration>()),
             KindRules {
                 on_write: Some(webhook_configurations::defaults),
-                validate: Some(webhook_configurations::validate),
+                validate: Some(|w| webhook_configurations::validate(w.def, w.name, w.object)),
                 // 1.20's strategy: no create on PUT, updates need a resourceVersion.
                 unconditional_update: false,
                 ..KindRules::NONE

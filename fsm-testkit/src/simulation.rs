@@ -52,7 +52,7 @@
 //!   none). A bound volume whose claim is deleted becomes `Released`
 //!   (reclaim policy `Retain`). Through a client, volumes and classes are
 //!   read cluster-wide, claims and Pods in the simulated namespace.
-//! - **CronJob** (`cronjobs.rs`, `cron_schedule.rs`): every second (the
+//! - **CronJob** (`cronjobs.rs`, the schedule in `crate::cron_schedule`): every second (the
 //!   1.20 controller every 10 s), as kube-controller-manager 1.20's
 //!   CronJob controller (the v1 one): the schedule read as robfig/cron v1
 //!   reads it (five fields with names, steps, ranges and lists, or
@@ -111,7 +111,6 @@ mod binding_tests;
 mod client;
 mod cron_client;
 mod cron_local;
-pub(crate) mod cron_schedule;
 mod cronjobs;
 mod volume_client;
 mod volumes;

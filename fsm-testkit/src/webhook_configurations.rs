@@ -6,7 +6,6 @@
 
 use serde_json::{Value, json};
 
-use crate::builtins::Written;
 use crate::resources::ResourceDef;
 use crate::status::{ApiError, Cause, Subject};
 
@@ -41,9 +40,9 @@ pub fn defaults(def: &ResourceDef, object: &mut Value) {
 ///
 /// # Errors
 /// `422 Invalid` with a cause per missing or unsupported field.
-pub fn validate(w: &Written<'_>) -> Result<(), ApiError> {
+pub fn validate(def: &ResourceDef, name: &str, object: &Value) -> Result<(), ApiError> {
     let mut causes = Vec::new();
-    for (i, hook) in w.object["webhooks"]
+    for (i, hook) in object["webhooks"]
         .as_array()
         .into_iter()
         .flatten()
@@ -87,7 +86,7 @@ pub fn validate(w: &Written<'_>) -> Result<(), ApiError> {
         return Ok(());
     }
     Err(ApiError::Invalid(
-        Subject::new(&w.def.group, &w.def.kind, w.name),
+        Subject::new(&def.group, &def.kind, name),
         causes,
     ))
 }

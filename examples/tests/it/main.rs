@@ -6,6 +6,7 @@
 //! module and its function: `cargo test -p examples --test it -- FILE::` runs
 //! one file's tests.
 
+mod bucket;
 mod common;
 mod database;
 mod demo;

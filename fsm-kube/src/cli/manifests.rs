@@ -20,10 +20,11 @@ use serde_json::{Value, json};
 
 use super::rbac::{self, OperatorDescription, RbacScope};
 use super::{CrdArgs, Error, Operator, StoreKind, ViewAuth, crd_yaml};
+use crate::KubeResource;
+use crate::admission::{AdmissionClient, admission_policy, validating_webhook_configuration};
 use crate::http::webhook::{CA_FILE, CERT_FILE, KEY_FILE, WebhookCertificates};
 use crate::records::ResourceInfo;
 use crate::versions::WebhookTarget;
-use crate::{AdmissionClient, KubeResource, admission_policy, validating_webhook_configuration};
 
 /// The port `run --http-addr` listens on in the Deployment, unless
 /// `--http-port` says otherwise.

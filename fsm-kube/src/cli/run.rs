@@ -15,7 +15,7 @@ use prometheus_client::registry::Registry;
 
 use super::view::AbortOnDrop;
 use super::{BoxError, Error, Operator, RunArgs, RunContext, RunOutcome, connect};
-use crate::Admission;
+use crate::admission::{Admission, admission_router};
 use crate::http::webhook::{WebhookError, WebhookTls};
 use crate::{KubeResource, metrics::FsmMetrics};
 
@@ -236,7 +236,7 @@ where
         } else {
             axum::Router::new()
         };
-        routes.merge(crate::admission_router(admission))
+        routes.merge(admission_router(admission))
     }
 }
 

@@ -11,7 +11,6 @@
 //! process logs, which other tests in the same process would both disturb and
 //! write into.
 
-mod api_upgrade;
 mod bad_input;
 mod batched_commits;
 mod cli;

@@ -10,6 +10,7 @@
 //! ([`fault_api`]) is a route of its own, in front of the pipeline.
 
 mod admitted;
+mod conversion;
 mod converted;
 pub mod fault_api;
 mod legacy_watch;

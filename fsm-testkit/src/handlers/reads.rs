@@ -149,7 +149,7 @@ pub(super) async fn watch(r: &ObjectRequest<'_>) -> Result<Response, ApiError> {
         as_stored: conversion.is_some(),
     };
     if let Some(c) = &conversion {
-        c.wait_until_converting(r).await;
+        c.wait_until_converting(r.shared, &r.def).await;
     }
     let watch = Watch::start(&r.shared.cluster(), req)?;
     let body = match conversion {

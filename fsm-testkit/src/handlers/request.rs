@@ -108,7 +108,7 @@ pub(super) struct ObjectRequest<'a> {
     pub(super) now: jiff::Timestamp,
     /// How objects convert between the version requested and the
     /// storage version (a CRD with a conversion webhook), if they do.
-    pub(super) conversion: Option<super::converted::Converting>,
+    pub(super) conversion: Option<super::conversion::Converting>,
 }
 
 impl ObjectRequest<'_> {
@@ -173,7 +173,7 @@ pub(super) fn resolve<'a>(
     let dry_run = query.get("dryRun").is_some_and(|d| d == "All");
     let table = table::wanted(header_str(parts, header::ACCEPT))
         .then(|| IncludeObject::parse(query.get("includeObject").map(String::as_str)));
-    let conversion = super::converted::of(&shared.cluster(), &def);
+    let conversion = super::conversion::of(&shared.cluster(), &def);
     let request = ObjectRequest {
         conversion,
         shared,

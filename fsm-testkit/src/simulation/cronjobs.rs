@@ -32,7 +32,7 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value, json};
 
-use super::cron_schedule::Schedule;
+use crate::cron_schedule::Schedule;
 
 /// The most unmet schedule times the controller counts before giving up.
 const MAX_MISSED: usize = 100;

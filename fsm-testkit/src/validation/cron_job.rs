@@ -9,8 +9,8 @@
 use serde_json::Value;
 
 use super::field::{FieldErrors, go_string};
+use crate::cron_schedule::Schedule;
 use crate::resources::ResourceDef;
-use crate::simulation::cron_schedule::Schedule;
 use crate::status::Cause;
 
 /// The longest CronJob name 1.20 takes: a DNS-1035 label (63) less the

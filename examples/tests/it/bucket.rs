@@ -1,220 +1,41 @@
-//! The API evolves with objects in flight: a build whose resource is
-//! `v1alpha1` leaves objects half way through their workflow; the next
-//! build serves `v1` as the storage version (and `v1alpha1` through its
-//! conversion webhook) and takes them to the end, losing and repeating
-//! nothing; either version reads the same object; the states' admission
-//! rules refuse a shrinking size, a changed region, a deletion and a
-//! forged `.status.fsm` with the webhook's message; `migrate-storage`
-//! leaves no object at `v1alpha1`, and a build without it may then be
-//! rolled out. Against the embedded server or the real kube-apiserver
-//! named by `FSM_REAL_APISERVER_KUBECONFIG`; both call the webhooks this
-//! test serves over TLS on 127.0.0.1.
+//! The bucket example's API evolves with objects in flight: its previous
+//! build (resource `v1alpha1`) leaves buckets half way through their
+//! workflow; the current build serves `v1` as the storage version (and
+//! `v1alpha1` through its conversion webhook) and takes them to the end,
+//! losing and repeating nothing; either version reads the same bucket; the
+//! ready state's admission rules refuse a shrinking size (at either
+//! version), a changed region, a deletion and a forged `.status.fsm`
+//! with the webhook's message; `migrate-storage` leaves nothing at
+//! `v1alpha1`, and a build without it may then be rolled out. On the
+//! embedded server or the real kube-apiserver named by
+//! `FSM_REAL_APISERVER_KUBECONFIG`; both call the webhooks this test
+//! serves over TLS on 127.0.0.1, as `run --webhook-addr` serves them.
 
-use crate::common::*;
+use crate::common::{Env, eventually};
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use fsm_kube::cli::ApiVersions;
-use fsm_kube::cli::migrate_storage::migrate_storage;
-use fsm_kube::http::webhook::{self, WebhookCertificates, WebhookTls};
-use fsm_kube::prelude::*;
-use fsm_kube::{
-    Admission, AdmissionClient, VersionOptions, Versions, WebhookTarget, admission_router,
-    validating_webhook_configuration,
-};
+use examples::bucket::{self, Backend, GO_ANNOTATION, previous, v1, v1alpha1};
 use futures::StreamExt;
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::CustomResourceExt;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::{Controller, watcher};
-use kube::{CustomResource, CustomResourceExt, ResourceExt};
+use operator_fsm::cli::ApiVersions;
+use operator_fsm::cli::migrate_storage::migrate_storage;
+use operator_fsm::http::webhook::{self, WebhookCertificates, WebhookTls};
+use operator_fsm::prelude::*;
+use operator_fsm::testkit::simulation::SimulationConfig;
+use operator_fsm::{
+    Admission, AdmissionClient, WebhookTarget, admission_router, validating_webhook_configuration,
+};
 use serde_json::{Value, json};
 
-const GROUP: &str = "evolving.test.operator-fsm.io";
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct BucketStatus {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fsm: Option<FsmStatus>,
-}
-
-pub mod v1alpha1 {
-    use super::*;
-    /// The first version: the size as text.
-    #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-    #[kube(
-        group = "evolving.test.operator-fsm.io",
-        version = "v1alpha1",
-        kind = "Bucket",
-        namespaced,
-        status = "BucketStatus"
-    )]
-    pub struct BucketSpec {
-        pub size: String,
-    }
-}
-
-pub mod v1 {
-    use super::*;
-    /// The hub: the size in Gi, and a region (defaulted for old objects).
-    #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-    #[kube(
-        group = "evolving.test.operator-fsm.io",
-        version = "v1",
-        kind = "Bucket",
-        namespaced,
-        status = "BucketStatus"
-    )]
-    #[serde(rename_all = "camelCase")]
-    pub struct BucketSpec {
-        pub storage_gi: u32,
-        #[serde(default = "default_region")]
-        pub region: String,
-    }
-
-    fn default_region() -> String {
-        "eu".to_owned()
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-#[error("size {0:?} is not a whole number of Gi")]
-pub struct NotGi(String);
-
-impl TryFrom<v1alpha1::Bucket> for v1::Bucket {
-    type Error = NotGi;
-    fn try_from(old: v1alpha1::Bucket) -> Result<Self, NotGi> {
-        let gi = old
-            .spec
-            .size
-            .strip_suffix("Gi")
-            .and_then(|n| n.parse().ok());
-        let storage_gi = gi.ok_or_else(|| NotGi(old.spec.size.clone()))?;
-        Ok(v1::Bucket::new(
-            "",
-            v1::BucketSpec {
-                storage_gi,
-                region: "eu".to_owned(),
-            },
-        ))
-    }
-}
-
-impl From<v1::Bucket> for v1alpha1::Bucket {
-    fn from(new: v1::Bucket) -> Self {
-        let size = format!("{}Gi", new.spec.storage_gi);
-        v1alpha1::Bucket::new("", v1alpha1::BucketSpec { size })
-    }
-}
-
-/// What the handlers did, by object: each creation exactly once.
-#[derive(Default)]
-pub struct Backend {
-    created: Mutex<BTreeMap<String, u32>>,
-}
-
-impl Backend {
-    fn create(&self, name: &str) {
-        let mut created = self.created.lock().unwrap_or_else(|e| e.into_inner());
-        *created.entry(name.to_owned()).or_default() += 1;
-    }
-
-    fn creations(&self) -> BTreeMap<String, u32> {
-        self.created
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-#[error("never")]
-pub struct Never;
-impl Classify for Never {}
-
-/// The annotation that lets a bucket finish filling.
-const GO: &str = "test.operator-fsm.io/go";
-
-fn go(annotations: &BTreeMap<String, String>) -> bool {
-    annotations.get(GO).map(String::as_str) == Some("yes")
-}
-
-/// The build before: its resource is `v1alpha1`.
-mod before {
-    use super::*;
-
-    #[derive(OperatorFsm, Clone, Debug, PartialEq, Serialize, Deserialize)]
-    #[fsm(resource = v1alpha1::Bucket, context = Backend, error = Never)]
-    pub enum BucketState {
-        #[fsm(initial, handler = create, next(Filling))]
-        Creating,
-        #[fsm(handler = fill, next(Serving))]
-        Filling,
-        #[fsm(ready, final)]
-        Serving,
-        #[fsm(failed)]
-        Failed,
-    }
-
-    async fn create(cx: &mut Step<'_, BucketState>) -> Result<Transition<BucketState>, Never> {
-        cx.context().create(&cx.resource().name_any());
-        Ok(Transition::next(BucketState::Filling))
-    }
-
-    async fn fill(cx: &mut Step<'_, BucketState>) -> Result<Transition<BucketState>, Never> {
-        Ok(if go(cx.resource().annotations()) {
-            Transition::next(BucketState::Serving)
-        } else {
-            Transition::wait(Duration::from_millis(200))
-        })
-    }
-}
-
-/// The build after: its resource is `v1`, `v1alpha1` is served through
-/// conversion, and its states declare admission rules.
-mod after {
-    use super::*;
-
-    #[derive(OperatorFsm, Clone, Debug, PartialEq, Serialize, Deserialize)]
-    #[fsm(resource = v1::Bucket, context = Backend, error = Never)]
-    pub enum BucketState {
-        #[fsm(initial, handler = create, next(Filling))]
-        Creating,
-        #[fsm(handler = fill, next(Serving))]
-        Filling,
-        #[fsm(
-            ready,
-            final,
-            immutable("spec.region"),
-            grow_only("spec.storageGi"),
-            refuse_delete
-        )]
-        Serving,
-        #[fsm(failed)]
-        Failed,
-    }
-
-    async fn create(cx: &mut Step<'_, BucketState>) -> Result<Transition<BucketState>, Never> {
-        cx.context().create(&cx.resource().name_any());
-        Ok(Transition::next(BucketState::Filling))
-    }
-
-    async fn fill(cx: &mut Step<'_, BucketState>) -> Result<Transition<BucketState>, Never> {
-        Ok(if go(cx.resource().annotations()) {
-            Transition::next(BucketState::Serving)
-        } else {
-            Transition::wait(Duration::from_millis(200))
-        })
-    }
-
-    pub fn versions() -> Versions<v1::Bucket> {
-        Versions::new().spoke::<v1alpha1::Bucket>(
-            VersionOptions::default().deprecated("use evolving.test.operator-fsm.io/v1"),
-        )
-    }
-}
+const GROUP: &str = "storage.example.com";
+const GO: &str = GO_ANNOTATION;
 
 /// A controller of machine `S` over `api`, running until aborted.
 fn controller<S>(
@@ -224,7 +45,7 @@ fn controller<S>(
 ) -> tokio::task::JoinHandle<()>
 where
     S: Fsm<Context = Backend>,
-    S::Resource: fsm_kube::KubeResource,
+    S::Resource: operator_fsm::KubeResource,
 {
     tokio::spawn(async move {
         let fsm = FsmReconciler::<S>::builder(client, StatusStore::new())
@@ -288,8 +109,8 @@ async fn remove_crd(crds: &Api<CustomResourceDefinition>, name: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn objects_in_flight_move_from_v1alpha1_to_v1_guarded_and_migrated() {
-    let env = &env().await;
+async fn buckets_in_flight_move_from_v1alpha1_to_v1_guarded_and_migrated() {
+    let env = &Env::new(SimulationConfig::default()).await;
     let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
     let configurations: Api<ValidatingWebhookConfiguration> = Api::all(env.client.clone());
     let crd_name = v1::Bucket::crd_name();
@@ -307,7 +128,7 @@ async fn objects_in_flight_move_from_v1alpha1_to_v1_guarded_and_migrated() {
         .unwrap();
     let old_api: Api<v1alpha1::Bucket> = Api::namespaced(env.client.clone(), &env.ns);
     let before =
-        controller::<before::BucketState>(env.client.clone(), old_api.clone(), backend.clone());
+        controller::<previous::BucketState>(env.client.clone(), old_api.clone(), backend.clone());
     for name in ["a", "b"] {
         let bucket = v1alpha1::Bucket::new(
             name,
@@ -337,16 +158,17 @@ async fn objects_in_flight_move_from_v1alpha1_to_v1_guarded_and_migrated() {
     // the embedded one's requests without credentials): here also the
     // operator's.
     let operator_user = "admin".to_owned();
-    let admission = Admission::<after::BucketState>::new(fsm_kube::store::StoreKind::Status)
+    let admission = Admission::<bucket::BucketState>::new(operator_fsm::store::StoreKind::Status)
         .operator_user(operator_user.clone());
-    let routes = webhook::router(after::versions(), None).merge(admission_router(admission));
+    let routes =
+        webhook::router(bucket::operator().versions(), None).merge(admission_router(admission));
     let server = tokio::spawn(async move { webhook::serve_router(listener, &tls, routes).await });
-    let mut crd = after::versions().crd().unwrap();
+    let mut crd = bucket::operator().versions().crd().unwrap();
     WebhookTarget::Url(format!("https://127.0.0.1:{port}/convert"))
         .set_on(&mut crd, certs.ca_pem.as_bytes());
     env.cluster.install_crd(&crd).await.unwrap();
     let configuration = validating_webhook_configuration(
-        &fsm_kube::records::ResourceInfo::of::<v1::Bucket>(),
+        &operator_fsm::records::ResourceInfo::of::<v1::Bucket>(),
         &AdmissionClient::Url(format!("https://127.0.0.1:{port}/validate")),
         certs.ca_pem.as_bytes(),
     );
@@ -356,7 +178,7 @@ async fn objects_in_flight_move_from_v1alpha1_to_v1_guarded_and_migrated() {
         .unwrap();
     let new_api: Api<v1::Bucket> = Api::namespaced(env.client.clone(), &env.ns);
     let after =
-        controller::<after::BucketState>(env.client.clone(), new_api.clone(), backend.clone());
+        controller::<bucket::BucketState>(env.client.clone(), new_api.clone(), backend.clone());
 
     // The objects read at v1 carry the same records, converted specs.
     for name in ["a", "b"] {
