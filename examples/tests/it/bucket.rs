@@ -1,8 +1,10 @@
 //! The bucket example's API evolves with objects in flight: its previous
 //! build (resource `v1alpha1`) leaves buckets half way through their
-//! workflow; the current build serves `v1` as the storage version (and
-//! `v1alpha1` through its conversion webhook) and takes them to the end,
-//! losing and repeating nothing; either version reads the same bucket; the
+//! workflow; in a rolling update (a replica of the current build starts
+//! beside it, then it stops and hands its Lease over) the current build
+//! serves `v1` as the storage version (and `v1alpha1` through its
+//! conversion webhook) and takes them to the end, losing and repeating
+//! nothing; either version reads the same bucket; the
 //! ready state's admission rules refuse a shrinking size (at either
 //! version), a changed region, a deletion and a forged `.status.fsm`
 //! with the webhook's message; `migrate-storage` leaves nothing at
@@ -37,25 +39,86 @@ use serde_json::{Value, json};
 const GROUP: &str = "storage.example.com";
 const GO: &str = GO_ANNOTATION;
 
-/// A controller of machine `S` over `api`, running until aborted.
-fn controller<S>(
-    client: kube::Client,
-    api: Api<S::Resource>,
-    backend: Arc<Backend>,
-) -> tokio::task::JoinHandle<()>
-where
-    S: Fsm<Context = Backend>,
-    S::Resource: operator_fsm::KubeResource,
-{
-    tokio::spawn(async move {
-        let fsm = FsmReconciler::<S>::builder(client, StatusStore::new())
-            .options(ReconcilerOptions::default().error_requeue(Duration::from_millis(100)))
-            .build();
-        Controller::new(api, watcher::Config::default())
-            .run(fsm.reconcile(), fsm.error_policy(), backend)
-            .for_each(|_| async {})
+/// A replica of a build: a controller of machine `S` over `api`, run
+/// while it holds the test's Lease (as `run --leader-elect` does), until
+/// stopped.
+struct Replica {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Replica {
+    fn start<S>(env: &Env, identity: &str, api: Api<S::Resource>, backend: Arc<Backend>) -> Self
+    where
+        S: Fsm<Context = Backend>,
+        S::Resource: operator_fsm::KubeResource,
+    {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let client = env.client.clone();
+        let ns = env.ns.clone();
+        let identity = identity.to_owned();
+        let task = tokio::spawn(async move {
+            let controller_client = client.clone();
+            let result = operator_fsm::leader::run_while_leader_until(
+                client,
+                &ns,
+                "bucket-operator",
+                &identity,
+                Duration::from_secs(2),
+                move |leadership| {
+                    let fsm =
+                        FsmReconciler::<S>::builder(controller_client.clone(), StatusStore::new())
+                            .options(
+                                ReconcilerOptions::default()
+                                    .error_requeue(Duration::from_millis(100)),
+                            )
+                            .leadership(leadership)
+                            .build();
+                    let api = api.clone();
+                    let backend = backend.clone();
+                    async move {
+                        Controller::new(api, watcher::Config::default())
+                            .run(fsm.reconcile(), fsm.error_policy(), backend)
+                            .for_each(|_| async {})
+                            .await;
+                    }
+                },
+                async {
+                    let _ = stopped.await;
+                },
+            )
             .await;
+            if let Err(error) = result {
+                panic!("{identity}: leader election failed: {error}");
+            }
+        });
+        Replica { stop, task }
+    }
+
+    /// Stops the replica: it gives the Lease up and returns.
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+    }
+}
+
+/// Waits until `identity` holds the test's Lease.
+async fn holds_lease(env: &Env, identity: &str) {
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(env.client.clone(), &env.ns);
+    eventually(&format!("{identity} to hold the Lease"), || {
+        let leases = leases.clone();
+        async move {
+            let holder = leases
+                .get_opt("bucket-operator")
+                .await
+                .ok()??
+                .spec?
+                .holder_identity?;
+            (holder == identity).then_some(())
+        }
     })
+    .await;
 }
 
 fn resource(version: &str) -> ApiResource {
@@ -128,7 +191,8 @@ async fn buckets_in_flight_move_from_v1alpha1_to_v1_guarded_and_migrated() {
         .unwrap();
     let old_api: Api<v1alpha1::Bucket> = Api::namespaced(env.client.clone(), &env.ns);
     let before =
-        controller::<previous::BucketState>(env.client.clone(), old_api.clone(), backend.clone());
+        Replica::start::<previous::BucketState>(env, "previous", old_api.clone(), backend.clone());
+    holds_lease(env, "previous").await;
     for name in ["a", "b"] {
         let bucket = v1alpha1::Bucket::new(
             name,
@@ -145,8 +209,6 @@ async fn buckets_in_flight_move_from_v1alpha1_to_v1_guarded_and_migrated() {
     for name in ["a", "b"] {
         in_flight.insert(name, settles(env, "v1alpha1", name, "Filling").await);
     }
-    before.abort();
-    let _ = before.await;
 
     // The build after: its webhooks, then its CRD (v1 stored, v1alpha1
     // converted by the webhook) and the admission configuration.
@@ -177,8 +239,12 @@ async fn buckets_in_flight_move_from_v1alpha1_to_v1_guarded_and_migrated() {
         .await
         .unwrap();
     let new_api: Api<v1::Bucket> = Api::namespaced(env.client.clone(), &env.ns);
+    // The rolling update: a replica of the current build starts beside
+    // the previous one, which then stops and hands the Lease over.
     let after =
-        controller::<bucket::BucketState>(env.client.clone(), new_api.clone(), backend.clone());
+        Replica::start::<bucket::BucketState>(env, "current", new_api.clone(), backend.clone());
+    before.stop().await;
+    holds_lease(env, "current").await;
 
     // The objects read at v1 carry the same records, converted specs.
     for name in ["a", "b"] {
@@ -298,7 +364,7 @@ async fn buckets_in_flight_move_from_v1alpha1_to_v1_guarded_and_migrated() {
         .delete(&hook_name, &DeleteParams::default())
         .await
         .unwrap();
-    after.abort();
+    after.stop().await;
     server.abort();
     remove_crd(&crds, crd_name).await;
 }
