@@ -26,8 +26,10 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::CustomResourceExt;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::{Controller, watcher};
-use operator_fsm::cli::ApiVersions;
 use operator_fsm::cli::migrate_storage::migrate_storage;
+use operator_fsm::cli::{
+    ApiVersions, ConnectArgs, Operator, OutputFormat, PreflightArgs, StoreKind,
+};
 use operator_fsm::http::webhook::{self, WebhookCertificates, WebhookTls};
 use operator_fsm::prelude::*;
 use operator_fsm::testkit::simulation::SimulationConfig;
@@ -351,13 +353,29 @@ async fn buckets_in_flight_move_from_v1alpha1_to_v1_guarded_and_migrated() {
         .await
         .unwrap();
 
-    // migrate-storage: every object at v1, then a build without v1alpha1
-    // may be rolled out.
+    // The next build drops v1alpha1: its preflight refuses while buckets
+    // may be stored there; after migrate-storage it allows it.
+    let next = Operator::<bucket::BucketState>::new("bucket-operator", StoreKind::Status);
+    let preflight = PreflightArgs {
+        namespace: Some(env.ns.clone()),
+        output: OutputFormat::Text,
+        connect: ConnectArgs::default(),
+    };
+    let before_migration = next.preflight(&env.client, &preflight).await.unwrap();
+    let versions = before_migration.api_versions.clone().expect("checked");
+    assert_eq!(versions.dropped_while_stored, ["v1alpha1"]);
+    assert!(!before_migration.allows_upgrade());
+    assert!(before_migration.render_text().contains("CANNOT UPGRADE"));
     let migration = migrate_storage(&env.client, crd_name, false).await.unwrap();
     assert_eq!(migration.stored_after, ["v1"]);
+    let after_migration = next.preflight(&env.client, &preflight).await.unwrap();
+    assert!(
+        after_migration.allows_upgrade(),
+        "{}",
+        after_migration.render_text()
+    );
     let cluster_crd = crds.get(crd_name).await.unwrap();
-    let v1_only = v1::Bucket::crd();
-    assert!(ApiVersions::judge(&cluster_crd, &v1_only, 2).allows_this_build());
+    assert!(ApiVersions::judge(&cluster_crd, &v1::Bucket::crd(), 2).allows_this_build());
 
     // Clean up: the admission first (Serving refuses deletion).
     configurations
