@@ -15,11 +15,12 @@
 //!   version, each upgrade a small saga whose failure undoes only itself;
 //!   approvals by signal, pause, resume and retry by command, and a ready
 //!   state that reports `degraded` instead of failing.
+//! - [`demo`]: runs the five above against the embedded API server
+//!   (`cargo run -p examples --bin demo`).
 //! - [`bucket`]: an API that evolves with objects in flight: `v1alpha1`
 //!   to `v1` through a conversion webhook, admission rules derived from
-//!   the machine, `migrate-storage`.
-//! - [`demo`]: runs all five against the embedded API server
-//!   (`cargo run -p examples --bin demo`).
+//!   the machine, `migrate-storage` (not in the demo: its story is an
+//!   upgrade, which its test, `tests/it/bucket.rs`, runs).
 //!
 //! The embedded server runs no controllers: `operator_fsm::testkit::simulation`
 //! stands in for kube-controller-manager there (Jobs finish, Deployments
