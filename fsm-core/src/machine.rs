@@ -638,6 +638,12 @@ impl Machine {
     pub const fn states(&self) -> &'static [StateMeta] {
         self.states
     }
+    /// Whether a state declares an admission rule
+    /// ([`StateMeta::has_admission_rules`]): the operator then has a
+    /// validating webhook to serve.
+    pub fn declares_admission_rules(&self) -> bool {
+        self.states.iter().any(StateMeta::has_admission_rules)
+    }
     /// The default retry policy.
     pub const fn default_retry(&self) -> RetryPolicy {
         self.retry

@@ -179,19 +179,20 @@ fn validations(machine: &Machine, operators: &[String]) -> Vec<Value> {
 
 /// `['a', 'b']`.
 fn string_list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
-    let quoted: Vec<String> = items
-        .into_iter()
-        .map(|item| format!("'{}'", item.replace('\\', "\\\\").replace('\'', "\\'")))
-        .collect();
+    let quoted: Vec<String> = items.into_iter().map(quoted).collect();
     format!("[{}]", quoted.join(", "))
+}
+
+/// `'text'`, a CEL string literal.
+fn quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\\', "\\\\").replace('\'', "\\'"))
 }
 
 /// One step of a path: how to read it from its parent, and how to ask
 /// whether the parent has it.
 fn step(parent: &str, segment: &str, in_map: bool) -> (String, String) {
     if in_map {
-        let key = string_list([segment]);
-        let key = &key[1..key.len() - 1];
+        let key = quoted(segment);
         (format!("{parent}[{key}]"), format!("{key} in {parent}"))
     } else {
         let field = escaped(segment);

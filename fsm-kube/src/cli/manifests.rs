@@ -193,11 +193,9 @@ where
     /// certificate cannot be generated.
     pub fn manifests(&self, args: &ManifestsArgs) -> Result<String, Error> {
         let mut crd = self.crd_without_conversion(&CrdArgs::default())?;
-        let declares_rules = F::machine()
-            .states()
-            .iter()
-            .any(fsm_core::StateMeta::has_admission_rules);
-        let admission = args.admission.resolve(declares_rules);
+        let admission = args
+            .admission
+            .resolve(F::machine().declares_admission_rules());
         let resource = ResourceInfo::of::<F::Resource>();
         let operator_user = format!("system:serviceaccount:{}:{}", args.namespace, self.name);
         if admission == AdmissionMode::Cel && self.store != StoreKind::Status {

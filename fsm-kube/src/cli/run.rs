@@ -195,7 +195,7 @@ where
             return Ok(None);
         };
         let versions = self.versions();
-        if !versions.has_spokes() && !declares_admission_rules::<F>() {
+        if !versions.has_spokes() && !F::machine().declares_admission_rules() {
             return Err(Error::NoConversion {
                 version: versions.hub_api_version(),
             });
@@ -238,14 +238,6 @@ where
         };
         routes.merge(admission_router(admission))
     }
-}
-
-/// Whether a state of `F` declares an admission rule.
-pub(super) fn declares_admission_rules<F: Fsm>() -> bool {
-    F::machine()
-        .states()
-        .iter()
-        .any(fsm_core::StateMeta::has_admission_rules)
 }
 
 /// Completes on SIGTERM (what Kubernetes sends a pod it stops) or Ctrl-C:

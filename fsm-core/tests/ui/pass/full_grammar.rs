@@ -152,6 +152,7 @@ fn main() {
     assert_eq!(r.grow_only_fields(), ["spec.storageGi"]);
     assert!(r.is_delete_refused() && r.has_admission_rules());
     assert!(!w.has_admission_rules());
+    assert!(m.declares_admission_rules());
 
     let s = m.state("Seeding").unwrap();
     let seeding = RetryPolicy::new(7, ms(2_000), 3.0, ms(5_400_000)).unwrap().with_jitter(Jitter::Full);
