@@ -352,7 +352,10 @@ async fn the_leader_pod_deleted_mid_workflow_loses_nothing_and_pays_once() {
     // The crash soak's cloud (a fifth of its calls fail, seeded), keys
     // honoured as in failover.rs: a terminated leader stops acting before
     // it gives the Lease up, but its last call may still be answered.
-    let (_cloud, cloud_url) = soak::cloud(1, 20, CloudKeys::On, &format!("{NODE_IP}:0"));
+    // Instances take 3 s to be ready, so every wave is still mid-way when
+    // its leader goes, however fast the machine.
+    let (_cloud, cloud_url) =
+        soak::cloud_ready_after(1, 20, CloudKeys::On, &format!("{NODE_IP}:0"), "3s");
     let deployed = Deployed::start(kubeconfig, "in-cluster-soak", &cloud_url).await;
     let client = deployed.cluster.client();
     let ns = deployed.ns.clone();
@@ -645,7 +648,11 @@ async fn containerd_killed_mid_workflow_loses_nothing_and_pays_once() {
         return;
     };
     let _turn = soak::ONE_AT_A_TIME.lock().await;
-    let (_cloud, cloud_url) = soak::cloud(2, 20, CloudKeys::On, &format!("{NODE_IP}:0"));
+    // Instances take 3 s to be ready: the first half is still mid-way
+    // when containerd dies, however fast the machine (at 200 ms all ten
+    // were once at rest before the kill).
+    let (_cloud, cloud_url) =
+        soak::cloud_ready_after(2, 20, CloudKeys::On, &format!("{NODE_IP}:0"), "3s");
     let deployed = Deployed::start(kubeconfig, "in-cluster-containerd", &cloud_url).await;
     let client = deployed.cluster.client();
     let ns = deployed.ns.clone();

@@ -348,13 +348,27 @@ impl Stack {
 
 /// A `fake-cloud` process listening at `listen` (port 0: a free one),
 /// failing `failure_percent` of its calls (seeded), idempotency keys as
-/// `keys` says; the process and its URL.
+/// `keys` says, instances ready 200 ms after their create; the process
+/// and its URL.
 pub fn cloud(seed: u64, failure_percent: u64, keys: CloudKeys, listen: &str) -> (Proc, String) {
+    cloud_ready_after(seed, failure_percent, keys, listen, "200ms")
+}
+
+/// [`cloud`] with instances ready `ready_after` (e.g. `"3s"`) after their
+/// create: workflows that are sure to be mid-way for that long, for a test
+/// that must interrupt some whatever the machine's speed.
+pub fn cloud_ready_after(
+    seed: u64,
+    failure_percent: u64,
+    keys: CloudKeys,
+    listen: &str,
+    ready_after: &str,
+) -> (Proc, String) {
     let mut command = Command::new(env!("CARGO_BIN_EXE_fake-cloud"));
     command
         .arg("--failure-rate")
         .arg((failure_percent as f64 / 100.0).to_string())
-        .args(["--ready-after", "200ms", "--listen", listen, "--seed"])
+        .args(["--ready-after", ready_after, "--listen", listen, "--seed"])
         .arg(seed.to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
