@@ -16,13 +16,14 @@ use super::derived;
 use super::diff::{conflicting_managers, only_updaters};
 use super::error::DependentsError;
 use super::live::{LiveDependents, LiveObject};
-use super::match_memo::body_hash;
+use super::match_memo::desired_hash;
 use super::matching;
 use super::object::{
-    DEPENDENT_LABEL, Owner, Placement, applied, live_placement, owned_by, placement, selector,
+    DEPENDENT_LABEL, Owner, Placement, applied_at, live_placement, owned_by, placement, selector,
 };
 use super::order;
 use super::orphan;
+use super::own_writes::version_of;
 use super::pruned::PruneShape;
 use super::readiness::{Readiness, builtin_readiness};
 use super::report::{Convergence, DependentFailure, DependentState, FailureKind};
@@ -369,7 +370,17 @@ async fn reconcile_object(
 ) -> Result<(Placement, Member, Option<bool>), DependentsError> {
     let kind = &dependent.kind;
     let place = placement(object, kind, owner);
-    let mut body = match applied(object, kind, owner, &dependent.key) {
+    // Asked before the body is built: an unchanged dependent whose cached
+    // object was found matching costs a hash of its desired object.
+    let memo = memoizable(dependent)
+        .then(|| desired_hash(object, kind, owner, &dependent.key, dependent.keep));
+    if let Some(hash) = memo
+        && let Some(live) = runtime.matched_before(kind, &place, hash)
+    {
+        runtime.count(kind, "unchanged");
+        return Ok((place, Member::Ready(live), Some(false)));
+    }
+    let mut body = match applied_at(object, &place, kind, owner, &dependent.key) {
         Ok(body) => body,
         Err(message) => {
             let failure = DependentFailure::new(FailureKind::InvalidDesired, message);
@@ -378,13 +389,6 @@ async fn reconcile_object(
     };
     if dependent.keep {
         orphan::mark(&mut body);
-    }
-    let memo = memoizable(dependent).then(|| body_hash(&body));
-    if let Some(hash) = memo
-        && let Some(live) = runtime.matched_before(kind, &place, hash)
-    {
-        runtime.count(kind, "unchanged");
-        return Ok((place, Member::Ready(live), Some(false)));
     }
     let live = match runtime.read(kind, &place).await {
         Ok(live) => live,
@@ -441,6 +445,13 @@ async fn reconcile_object(
     };
     announce(runtime, owner, dependent, &place, live.is_none()).await;
     let member = readiness(dependent, written);
+    // What the server made of our apply matches it by construction (a
+    // comparison would find it so, or learn the server's form of it and
+    // then find it so): the echo of this write on the watch, and every
+    // converge after it while neither changes, skip the comparison.
+    if let (Some(hash), Member::Ready(LiveObject::Json(current))) = (memo, &member) {
+        runtime.matched(&place, current, hash);
+    }
     Ok((place, member, Some(true)))
 }
 
@@ -550,6 +561,7 @@ async fn apply(
     } else {
         params
     };
+    let write = runtime.writing(place);
     let result = api.patch(&place.name, &params, &Patch::Apply(body)).await;
     let result = match result {
         Err(kube::Error::Api(status)) if status.code == 409 && !dependent.force => {
@@ -566,6 +578,7 @@ async fn apply(
     };
     let written = serde_json::to_value(result?).unwrap_or(Value::Null);
     runtime.wrote(place, &written);
+    write.finish(version_of(&written));
     Ok(written)
 }
 

@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 
 use super::kind::DependentKind;
 use super::object::Placement;
+use super::own_writes::version_of;
 use super::runtime::DependentsRuntime;
 
 /// Creates `body` at `place`; when the server already has an object of
@@ -24,6 +25,7 @@ pub(crate) async fn create_or_read(
         field_manager: Some(runtime.field_manager.clone()),
         ..PostParams::default()
     };
+    let write = runtime.writing(place);
     let (object, created) = match api.create(&params, &object).await {
         Ok(created) => (created, true),
         Err(kube::Error::Api(status)) if status.code == 409 => (api.get(&place.name).await?, false),
@@ -31,6 +33,7 @@ pub(crate) async fn create_or_read(
     };
     let object = serde_json::to_value(object).unwrap_or(Value::Null);
     runtime.wrote(place, &object);
+    write.finish(version_of(&object));
     Ok((object, created))
 }
 

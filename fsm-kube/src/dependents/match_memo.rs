@@ -11,7 +11,8 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-use super::object::Placement;
+use super::kind::DependentKind;
+use super::object::{Owner, Placement};
 use super::wake::hash_serialized;
 
 /// At most this many placements are remembered; past it the memory
@@ -40,9 +41,36 @@ fn place_key(place: &Placement) -> u64 {
 
 /// A hash of a desired body's JSON (as it is written, without building
 /// the text).
+#[cfg(test)]
 pub(crate) fn body_hash(body: &Value) -> u64 {
     let mut hasher = DefaultHasher::new();
     hash_serialized(&mut hasher, body);
+    hasher.finish()
+}
+
+/// A hash of everything the body applied for `object` is made of (see
+/// [`applied_at`](super::object::applied_at)): the desired object, its
+/// kind, its owner, its dependent's key and whether it is kept on prune.
+/// Two equal hashes mean the same applied body, without building it: a
+/// converge of an unchanged dependent neither copies nor hashes the whole
+/// applied body.
+pub(crate) fn desired_hash(
+    object: &Value,
+    kind: &DependentKind,
+    owner: &Owner,
+    key: &str,
+    kept: bool,
+) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    hash_serialized(&mut hasher, object);
+    (
+        &kind.resource.api_version,
+        &kind.resource.kind,
+        kind.namespaced,
+    )
+        .hash(&mut hasher);
+    owner.hash(&mut hasher);
+    (key, kept).hash(&mut hasher);
     hasher.finish()
 }
 

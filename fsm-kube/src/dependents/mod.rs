@@ -89,6 +89,7 @@ mod converge_attr;
 mod create_only;
 mod derived;
 mod diff;
+mod echoes;
 mod error;
 mod kind;
 mod live;

@@ -16,7 +16,7 @@ use crate::store::{MANAGED_BY_LABEL, OWNER_UID_LABEL};
 pub const DEPENDENT_LABEL: &str = "operator-fsm.io/dependent";
 
 /// The object that owns the dependents.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Owner {
     /// `apiVersion`.
     pub api_version: String,
@@ -109,13 +109,25 @@ pub(crate) fn placement(object: &Value, kind: &DependentKind, owner: &Owner) -> 
 /// # Errors
 /// A message when the owner reference would be invalid: a namespaced
 /// dependent in another namespace than its namespaced owner's.
+#[cfg(test)]
 pub(crate) fn applied(
     object: &Value,
     kind: &DependentKind,
     owner: &Owner,
     key: &str,
 ) -> Result<Value, String> {
-    let place = placement(object, kind, owner);
+    applied_at(object, &placement(object, kind, owner), kind, owner, key)
+}
+
+/// [`applied`] for `object` at `place`, its [`placement`] (computed once
+/// by the caller, who needs it too).
+pub(crate) fn applied_at(
+    object: &Value,
+    place: &Placement,
+    kind: &DependentKind,
+    owner: &Owner,
+    key: &str,
+) -> Result<Value, String> {
     if let (Some(ns), Some(owner_ns)) = (&place.namespace, &owner.namespace)
         && ns != owner_ns
     {

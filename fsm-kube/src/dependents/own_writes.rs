@@ -253,6 +253,17 @@ impl OwnWrites {
         }
     }
 
+    /// Whether the object at `place`, at `version`, is what our last write
+    /// there returned: a watch event of it tells its owner nothing the
+    /// converge that wrote it did not know.
+    pub fn is_ours(&self, place: &Placement, version: u64) -> bool {
+        self.entries.lock().is_ok_and(|entries| {
+            entries.by_place.get(place).is_some_and(|entry| {
+                matches!(entry.written, Written::Object(_)) && entry.version == Some(version)
+            })
+        })
+    }
+
     /// How many writes are remembered.
     #[cfg(test)]
     fn len(&self) -> usize {

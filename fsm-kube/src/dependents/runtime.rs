@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::cache::{CacheRegistry, CacheStore, Cached, KindCache, OwnedMeta};
 use super::condition_memo::ConditionMemo;
+use super::echoes::{Echoes, WriteInFlight};
 use super::kind::DependentKind;
 use super::live::LiveObject;
 use super::match_memo::MatchMemo;
@@ -82,6 +83,7 @@ pub struct DependentsRuntime {
     pub(crate) field_manager: String,
     caches: Arc<CacheRegistry>,
     writes: Arc<OwnWrites>,
+    echoes: Arc<Echoes>,
     matches: Arc<MatchMemo>,
     pub(crate) wakes: Arc<WakeFilters>,
     pub(crate) condition_memo: Arc<ConditionMemo>,
@@ -124,6 +126,7 @@ impl DependentsRuntime {
             field_manager: "operator-fsm".to_owned(),
             caches: Arc::default(),
             writes: Arc::default(),
+            echoes: Arc::default(),
             matches: Arc::default(),
             wakes: Arc::default(),
             condition_memo: Arc::default(),
@@ -358,6 +361,31 @@ impl DependentsRuntime {
     pub(crate) fn wrote(&self, place: &Placement, object: &Value) {
         self.writes
             .wrote(place, object, self.caches.watch_progress(place));
+    }
+
+    /// Announces a write at `place` before it is sent, so that its echo
+    /// on the watch wakes no owner even when it arrives before the answer
+    /// (see [`Echoes`]); finish it once the answer is remembered with
+    /// [`Self::wrote`].
+    pub(crate) fn writing(&self, place: &Placement) -> WriteInFlight {
+        self.echoes.begin(place)
+    }
+
+    /// Whether a watch event of `object` at `place` should wake no owner:
+    /// it is the echo of our write there, or it is held until the write in
+    /// flight there is done (then passed on through `wake` unless it is
+    /// that write's echo).
+    pub(crate) fn echo_or_held(
+        &self,
+        place: &Placement,
+        object: &DynamicObject,
+        wake: &futures::channel::mpsc::UnboundedSender<DynamicObject>,
+    ) -> bool {
+        // In flight first: a write no longer in flight was remembered
+        // before it finished, so the check after this one sees it.
+        self.echoes.hold(place, object, wake)
+            || super::echoes::object_version(object)
+                .is_some_and(|version| self.writes.is_ours(place, version))
     }
 
     /// Remembers that we deleted the object at `place`; `response` is the

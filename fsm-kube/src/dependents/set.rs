@@ -625,18 +625,18 @@ pub fn attempt_name(base: &str, attempt: u32) -> String {
 
 /// The name of a desired object (validated by the set's builder).
 pub(crate) fn object_name(object: &Value) -> &str {
-    object
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
+    metadata_str(object, "name").unwrap_or_default()
+}
+
+/// `metadata.FIELD` of `object` when it is a string (by key, not by JSON
+/// pointer: a pointer unescapes each of its segments into a new string).
+fn metadata_str<'v>(object: &'v Value, field: &str) -> Option<&'v str> {
+    object.get("metadata")?.get(field)?.as_str()
 }
 
 /// The namespace a desired object names, if any.
 pub(crate) fn object_namespace(object: &Value) -> Option<&str> {
-    object
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .filter(|ns| !ns.is_empty())
+    metadata_str(object, "namespace").filter(|ns| !ns.is_empty())
 }
 
 /// A validated set of dependents: keys unique, dependencies known and

@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use super::cache::{CacheStore, KindCache, OwnerIndex, WatchProgress, prepare_for_cache};
 use super::cached_object::{CachedObject, SharedResource, compact_event};
 use super::kind::DependentKind;
-use super::object::DEPENDENT_LABEL;
+use super::object::{DEPENDENT_LABEL, live_placement};
 use super::owners::owners_any_version;
 use super::runtime::DependentsRuntime;
 use super::wake::WakeFilter;
@@ -202,10 +202,15 @@ fn cached_watch(
     let manager = runtime.field_manager.clone();
     let filters = runtime.wakes.clone();
     let mut wake = WakeFilter::new(kind.clone());
-    watcher(api, config)
+    let ours = runtime.clone();
+    let prepared = kind.clone();
+    // Events held while our write was in flight, passed on once it is
+    // done (unless they were its echo).
+    let (held, released) = futures::channel::mpsc::unbounded();
+    let changes = watcher(api, config)
         .default_backoff()
-        .modify(move |object| prepare_for_cache(object, &kind, &manager))
-        .inspect_ok(move |event| {
+        .modify(move |object| prepare_for_cache(object, &prepared, &manager))
+        .try_filter(move |event| {
             owners.apply(event);
             // The store keeps the compact form; the controller and the
             // wake filter see the object as decoded.
@@ -218,8 +223,27 @@ fn cached_watch(
             }
             // After the store: what it says it holds, it holds.
             progress.stored(event);
+            // The filter follows every event; the echo of our own write
+            // (the object our apply returned, at its version) wakes no
+            // owner: the converge that wrote it saw it.
+            let passes = wake.passes(&filters, event);
+            future::ready(passes && !echo_or_held(&ours, &kind, event, &held))
         })
-        .try_filter(move |event| future::ready(wake.passes(&filters, event)))
-        .touched_objects()
-        .boxed()
+        .touched_objects();
+    futures::stream::select(changes, released.map(Ok)).boxed()
+}
+
+/// Whether `event` wakes no owner now: a change to an object that is
+/// exactly what our last write of it returned, or one held until our
+/// write in flight there is done.
+fn echo_or_held(
+    runtime: &DependentsRuntime,
+    kind: &DependentKind,
+    event: &watcher::Event<DynamicObject>,
+    held: &futures::channel::mpsc::UnboundedSender<DynamicObject>,
+) -> bool {
+    let watcher::Event::Apply(object) = event else {
+        return false;
+    };
+    runtime.echo_or_held(&live_placement(kind, &object.metadata), object, held)
 }

@@ -451,3 +451,77 @@ async fn a_converge_started_before_the_watch_has_listed_waits_for_it_instead_of_
     );
     drop(lister.await.unwrap());
 }
+
+/// The watch event of our own apply (the object the apply returned, at
+/// its version) wakes no owner: the converge that wrote it saw it. A
+/// change by anyone else still does. Reconciles are counted by a
+/// controller that only counts, while converges run beside it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_echo_of_our_own_write_wakes_no_owner_but_another_change_does() {
+    let env = env().await;
+    let runtime = DependentsRuntime::new(env.client.clone()).field_manager("cache-test");
+    let woken = Arc::new(Mutex::new(Vec::<String>::new()));
+    let seen = woken.clone();
+    let controller = owns_dependents(
+        Controller::new(
+            Api::<Widget>::namespaced(env.client.clone(), &env.ns),
+            watcher::Config::default(),
+        ),
+        &runtime,
+        Some(&env.ns),
+        [DependentKind::of::<ConfigMap>()],
+    )
+    .run(
+        move |w: Arc<Widget>, _: Arc<()>| {
+            let seen = seen.clone();
+            async move {
+                seen.lock().unwrap().push(w.name_any());
+                Ok::<_, kube::Error>(Action::await_change())
+            }
+        },
+        |_, _: &kube::Error, _| Action::await_change(),
+        Arc::new(()),
+    )
+    .for_each(|_| async {});
+    let controller = tokio::spawn(controller);
+    let owner = create_widget(&env, "echo", WidgetSpec::colored("c")).await;
+    let reconciles = || woken.lock().unwrap().len();
+    eventually("the Widget's own reconcile", || async {
+        (reconciles() == 1).then_some(())
+    })
+    .await;
+    // Both ConfigMaps created, then one changed: three writes of ours.
+    let c = converge(&runtime, &owner, &set_for("echo")).await.unwrap();
+    assert_eq!(c.applied.len(), 2, "{:?}", c.applied);
+    let changed = DesiredSet::builder()
+        .dependent(Dependent::new("a", &cm("echo-a", &[("v", "2")])))
+        .dependent(Dependent::new("b", &cm("echo-b", &[("v", "1")])).depends_on(["a"]))
+        .build()
+        .unwrap();
+    let c = converge(&runtime, &owner, &changed).await.unwrap();
+    assert_eq!(c.applied.len(), 1, "{:?}", c.applied);
+
+    // Someone else's change, after ours on the same watch: once it has
+    // woken the Widget, the echoes before it have been filtered.
+    let configmaps: Api<ConfigMap> = Api::namespaced(env.client.clone(), &env.ns);
+    let label = serde_json::json!({"metadata": {"labels": {"touched": "yes"}}});
+    configmaps
+        .patch(
+            "echo-b",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&label),
+        )
+        .await
+        .unwrap();
+    eventually("the other change's wake-up", || async {
+        (reconciles() >= 2).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        *woken.lock().unwrap(),
+        vec!["echo".to_owned(), "echo".to_owned()],
+        "one reconcile for the Widget's creation, one for the other change, none for our writes"
+    );
+    controller.abort();
+}
