@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 use futures::future::join_all;
 use kube::Resource;
-use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams};
+use kube::api::{DeleteParams, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams};
 use serde_json::{Value, json};
 
 use super::cache::OwnedMeta;
@@ -554,7 +554,6 @@ async fn apply(
     body: &Value,
     live: Option<&Value>,
 ) -> Result<Value, kube::Error> {
-    let api = runtime.api(&dependent.kind, place.namespace.as_deref());
     let params = PatchParams::apply(&runtime.field_manager);
     let params = if dependent.force {
         params.force()
@@ -562,24 +561,46 @@ async fn apply(
         params
     };
     let write = runtime.writing(place);
-    let result = api.patch(&place.name, &params, &Patch::Apply(body)).await;
+    let result = apply_text(runtime, &dependent.kind, place, &params, body).await;
     let result = match result {
         Err(kube::Error::Api(status)) if status.code == 409 && !dependent.force => {
             let managers = conflicting_managers(&status);
             if live.is_some_and(|l| only_updaters(l, &managers)) {
                 tracing::info!(dependent = dependent.key, object = %place.display(), ?managers, "taking back fields changed by an update");
-                api.patch(&place.name, &params.force(), &Patch::Apply(body))
-                    .await
+                apply_text(runtime, &dependent.kind, place, &params.force(), body).await
             } else {
                 Err(kube::Error::Api(status))
             }
         }
         other => other,
     };
-    let written = serde_json::to_value(result?).unwrap_or(Value::Null);
-    runtime.wrote(place, &written);
-    write.finish(version_of(&written));
+    let text = result?;
+    let written: Value = serde_json::from_str(&text).map_err(kube::Error::SerdeError)?;
+    let version = version_of(&written);
+    runtime.wrote_text(place, text.into(), version);
+    write.finish(version);
     Ok(written)
+}
+
+/// One server-side apply of `body` at `place`, answered as the server's
+/// text: parsed once by the caller, and remembered as it came (neither
+/// decoded into a typed object, nor copied into a JSON tree and written
+/// out again).
+async fn apply_text(
+    runtime: &DependentsRuntime,
+    kind: &super::DependentKind,
+    place: &Placement,
+    params: &PatchParams,
+    body: &Value,
+) -> Result<String, kube::Error> {
+    let path = DynamicObject::url_path(&kind.resource, place.namespace.as_deref());
+    let mut request = kube::core::Request::new(path)
+        .patch(&place.name, params, &Patch::Apply(body))
+        .map_err(kube::Error::BuildRequest)?;
+    // What kube's own `Api::patch` marks its requests with (metrics,
+    // traces read it).
+    request.extensions_mut().insert("patch");
+    runtime.client.request_text(request).await
 }
 
 /// A refusal by the server is a failed dependent with its kind (a

@@ -156,13 +156,24 @@ impl OwnWrites {
     /// `place`; `watch` follows the watch of its kind's cache, when the
     /// runtime has one.
     pub fn wrote(&self, place: &Placement, object: &Value, watch: Option<Arc<WatchProgress>>) {
+        let text = json_text(object).unwrap_or_else(|| object.to_string().into_boxed_str());
+        self.wrote_text(place, Arc::from(text), version_of(object), watch);
+    }
+
+    /// [`Self::wrote`] with the object as its JSON text, at `version` (its
+    /// resourceVersion as an integer, `None` when it is not one).
+    pub fn wrote_text(
+        &self,
+        place: &Placement,
+        text: Arc<str>,
+        version: Option<u64>,
+        watch: Option<Arc<WatchProgress>>,
+    ) {
         self.remember(
             place,
             Entry {
-                version: version_of(object),
-                written: Written::Object(Arc::from(
-                    json_text(object).unwrap_or_else(|| object.to_string().into_boxed_str()),
-                )),
+                version,
+                written: Written::Object(text),
                 at: Instant::now(),
                 watch,
             },

@@ -363,6 +363,13 @@ impl DependentsRuntime {
             .wrote(place, object, self.caches.watch_progress(place));
     }
 
+    /// [`Self::wrote`] with the object as the server's text, at `version`
+    /// (its resourceVersion as an integer).
+    pub(crate) fn wrote_text(&self, place: &Placement, text: Arc<str>, version: Option<u64>) {
+        self.writes
+            .wrote_text(place, text, version, self.caches.watch_progress(place));
+    }
+
     /// Announces a write at `place` before it is sent, so that its echo
     /// on the watch wakes no owner even when it arrives before the answer
     /// (see [`Echoes`]); finish it once the answer is remembered with
