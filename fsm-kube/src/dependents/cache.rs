@@ -31,13 +31,23 @@ pub(crate) struct OwnerIndex {
     state: Mutex<IndexState>,
 }
 
+/// Owners are keyed by a hash of their UID (eight bytes where the UID
+/// took about fifty, twice an object): a collision would only list another
+/// owner's objects too, which [`KindCache::owned`] filters out by their
+/// owner-UID label.
 #[derive(Debug, Default)]
 struct IndexState {
-    by_owner: HashMap<String, HashSet<Key>>,
-    owner_of: HashMap<Key, String>,
+    by_owner: HashMap<u64, HashSet<Key>>,
+    owner_of: HashMap<Key, u64>,
     /// During a (re-)list: the listed objects, swapped in when it is done
     /// (as the reflector swaps its store).
-    listing: Option<Vec<(Key, String)>>,
+    listing: Option<Vec<(Key, u64)>>,
+}
+
+fn uid_key(uid: &str) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    std::hash::Hash::hash(uid, &mut hasher);
+    std::hash::Hasher::finish(&hasher)
 }
 
 fn key_of(object: &DynamicObject) -> Key {
@@ -47,10 +57,10 @@ fn key_of(object: &DynamicObject) -> Key {
     )
 }
 
-fn owner_uid_of(object: &DynamicObject) -> Option<String> {
+fn owner_uid_of(object: &DynamicObject) -> Option<u64> {
     let labels = object.metadata.labels.as_ref()?;
     (labels.get(MANAGED_BY_LABEL.0).map(String::as_str) == Some(MANAGED_BY_LABEL.1))
-        .then(|| labels.get(OWNER_UID_LABEL).cloned())
+        .then(|| labels.get(OWNER_UID_LABEL).map(|uid| uid_key(uid)))
         .flatten()
 }
 
@@ -66,11 +76,8 @@ impl IndexState {
         }
     }
 
-    fn insert(&mut self, key: Key, uid: String) {
-        self.by_owner
-            .entry(uid.clone())
-            .or_default()
-            .insert(key.clone());
+    fn insert(&mut self, key: Key, uid: u64) {
+        self.by_owner.entry(uid).or_default().insert(key.clone());
         self.owner_of.insert(key, uid);
     }
 }
@@ -113,7 +120,11 @@ impl OwnerIndex {
         self.state
             .lock()
             .ok()
-            .and_then(|s| s.by_owner.get(uid).map(|k| k.iter().cloned().collect()))
+            .and_then(|s| {
+                s.by_owner
+                    .get(&uid_key(uid))
+                    .map(|k| k.iter().cloned().collect())
+            })
             .unwrap_or_default()
     }
 }
