@@ -14,7 +14,7 @@ use common::*;
 use fsm_kube::dependents::{
     Dependent, DependentFailure, DependentKind, DependentState, DependentsError,
     DependentsReconciler, DependentsRuntime, DesiredSet, FailureKind, SetError, TeardownState,
-    converge, converge_state, owns_dependents, teardown,
+    converge, converge_state, teardown,
 };
 use fsm_kube::prelude::*;
 use fsm_kube::{FsmReconciler, StatusStore};
@@ -22,7 +22,7 @@ use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
-use kube::runtime::{Controller, watcher};
+use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
@@ -830,14 +830,9 @@ async fn a_machine_converges_in_a_state_and_reports_dependents_ready() {
         )
         .build();
     let widgets: Api<Widget> = Api::namespaced(client.clone(), &env.ns);
-    let controller = owns_dependents(
-        Controller::new(widgets.clone(), watcher::Config::default()),
-        &client,
-        Some(&env.ns),
-        [DependentKind::of::<ConfigMap>()],
-    )
-    .run(fsm.reconcile(), fsm.error_policy(), ctx(&client))
-    .for_each(|_| async {});
+    let controller = widgets_owning_configmaps(&client, &env.ns, &client)
+        .run(fsm.reconcile(), fsm.error_policy(), ctx(&client))
+        .for_each(|_| async {});
     let controller = tokio::spawn(controller);
     owner(&env, "machine").await;
 
@@ -927,18 +922,13 @@ async fn a_dependents_reconciler_converges_reports_and_repairs_on_a_dependent_ch
         },
     );
     let widgets: Api<Widget> = Api::namespaced(client.clone(), &env.ns);
-    let controller = owns_dependents(
-        Controller::new(widgets.clone(), watcher::Config::default()),
-        &client,
-        Some(&env.ns),
-        [DependentKind::of::<ConfigMap>()],
-    )
-    .run(
-        reconciler.reconcile(),
-        reconciler.error_policy(),
-        Arc::new(()),
-    )
-    .for_each(|_| async {});
+    let controller = widgets_owning_configmaps(&client, &env.ns, &client)
+        .run(
+            reconciler.reconcile(),
+            reconciler.error_policy(),
+            Arc::new(()),
+        )
+        .for_each(|_| async {});
     let controller = tokio::spawn(controller);
     owner(&env, "plain").await;
 

@@ -16,14 +16,14 @@ use std::time::Duration;
 
 use fsm_kube::dependents::{
     Dependent, DependentKind, DependentsReconciler, DependentsRuntime, DesiredSet, Owner, Reads,
-    converge, owns_dependents,
+    converge,
 };
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::store::Writer;
-use kube::runtime::{Controller, WatchStreamExt, watcher};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 
 /// The requests a counted client made: method and path with query.
@@ -78,21 +78,13 @@ fn converging_widgets(
     runtime: &DependentsRuntime,
     reconciler: &DependentsReconciler<Widget, ()>,
 ) -> impl std::future::Future<Output = ()> + Send + 'static {
-    owns_dependents(
-        Controller::new(
-            Api::<Widget>::namespaced(client.clone(), &env.ns),
-            watcher::Config::default(),
-        ),
-        runtime,
-        Some(&env.ns),
-        [DependentKind::of::<ConfigMap>()],
-    )
-    .run(
-        reconciler.reconcile(),
-        reconciler.error_policy(),
-        Arc::new(()),
-    )
-    .for_each(|_| async {})
+    widgets_owning_configmaps(client, &env.ns, runtime)
+        .run(
+            reconciler.reconcile(),
+            reconciler.error_policy(),
+            Arc::new(()),
+        )
+        .for_each(|_| async {})
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -218,21 +210,13 @@ async fn a_dependent_deleted_right_after_our_write_is_created_again_once_the_wat
     let owner = create_widget(&env, "gone", WidgetSpec::colored("c")).await;
     let runtime = DependentsRuntime::new(env.client.clone()).field_manager("cache-test");
     // The watches fill the caches; the controller itself does nothing.
-    let mut controller = owns_dependents(
-        Controller::new(
-            Api::<Widget>::namespaced(env.client.clone(), &env.ns),
-            watcher::Config::default(),
-        ),
-        &runtime,
-        Some(&env.ns),
-        [DependentKind::of::<ConfigMap>()],
-    )
-    .run(
-        |_, _| async { Ok::<_, kube::Error>(Action::await_change()) },
-        |_, _, _| Action::await_change(),
-        Arc::new(()),
-    )
-    .boxed();
+    let mut controller = widgets_owning_configmaps(&env.client, &env.ns, &runtime)
+        .run(
+            |_, _| async { Ok::<_, kube::Error>(Action::await_change()) },
+            |_, _, _| Action::await_change(),
+            Arc::new(()),
+        )
+        .boxed();
     let (gate, mut open) = tokio::sync::watch::channel(true);
     let driver = tokio::spawn(async move {
         loop {
@@ -462,27 +446,19 @@ async fn the_echo_of_our_own_write_wakes_no_owner_but_another_change_does() {
     let runtime = DependentsRuntime::new(env.client.clone()).field_manager("cache-test");
     let woken = Arc::new(Mutex::new(Vec::<String>::new()));
     let seen = woken.clone();
-    let controller = owns_dependents(
-        Controller::new(
-            Api::<Widget>::namespaced(env.client.clone(), &env.ns),
-            watcher::Config::default(),
-        ),
-        &runtime,
-        Some(&env.ns),
-        [DependentKind::of::<ConfigMap>()],
-    )
-    .run(
-        move |w: Arc<Widget>, _: Arc<()>| {
-            let seen = seen.clone();
-            async move {
-                seen.lock().unwrap().push(w.name_any());
-                Ok::<_, kube::Error>(Action::await_change())
-            }
-        },
-        |_, _: &kube::Error, _| Action::await_change(),
-        Arc::new(()),
-    )
-    .for_each(|_| async {});
+    let controller = widgets_owning_configmaps(&env.client, &env.ns, &runtime)
+        .run(
+            move |w: Arc<Widget>, _: Arc<()>| {
+                let seen = seen.clone();
+                async move {
+                    seen.lock().unwrap().push(w.name_any());
+                    Ok::<_, kube::Error>(Action::await_change())
+                }
+            },
+            |_, _: &kube::Error, _| Action::await_change(),
+            Arc::new(()),
+        )
+        .for_each(|_| async {});
     let controller = tokio::spawn(controller);
     let owner = create_widget(&env, "echo", WidgetSpec::colored("c")).await;
     let reconciles = || woken.lock().unwrap().len();

@@ -11,14 +11,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fsm_kube::dependents::{DEPENDENT_LABEL, DependentKind, DependentsRuntime, owns_dependents};
+use fsm_kube::dependents::{DEPENDENT_LABEL, DependentsRuntime};
 use fsm_kube::store::{MANAGED_BY_LABEL, OWNER_UID_LABEL};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
-use kube::runtime::{Controller, watcher};
 use kube::{Resource, ResourceExt};
 use tokio::sync::mpsc;
 
@@ -75,27 +74,19 @@ async fn a_dependent_referencing_an_older_version_of_its_owner_wakes_it() {
 
     let runtime = DependentsRuntime::new(env.client.clone()).field_manager("versions-test");
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let controller = owns_dependents(
-        Controller::new(
-            Api::<Widget>::namespaced(env.client.clone(), &env.ns),
-            watcher::Config::default(),
-        ),
-        &runtime,
-        Some(&env.ns),
-        [DependentKind::of::<ConfigMap>()],
-    )
-    .run(
-        move |widget: Arc<Widget>, _| {
-            let tx = tx.clone();
-            async move {
-                let _ = tx.send(widget.name_any());
-                Ok::<_, kube::Error>(Action::await_change())
-            }
-        },
-        |_, _, _| Action::await_change(),
-        Arc::new(()),
-    )
-    .for_each(|_| async {});
+    let controller = widgets_owning_configmaps(&env.client, &env.ns, &runtime)
+        .run(
+            move |widget: Arc<Widget>, _| {
+                let tx = tx.clone();
+                async move {
+                    let _ = tx.send(widget.name_any());
+                    Ok::<_, kube::Error>(Action::await_change())
+                }
+            },
+            |_, _, _| Action::await_change(),
+            Arc::new(()),
+        )
+        .for_each(|_| async {});
     let controller = tokio::spawn(controller);
 
     // Every object is reconciled once when the controller starts.

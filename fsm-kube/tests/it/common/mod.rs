@@ -316,6 +316,24 @@ pub fn run_controller(
     tokio::spawn(controller)
 }
 
+/// A controller of the Widgets in `ns` through `client`, also woken by
+/// the ConfigMaps they own (`owns_dependents`); given a runtime, those
+/// watches are its caches.
+pub fn widgets_owning_configmaps<S>(client: &Client, ns: &str, source: &S) -> Controller<Widget>
+where
+    S: fsm_kube::dependents::DependentsWatchSource + ?Sized,
+{
+    fsm_kube::dependents::owns_dependents(
+        Controller::new(
+            Api::<Widget>::namespaced(client.clone(), ns),
+            watcher::Config::default(),
+        ),
+        source,
+        Some(ns),
+        [fsm_kube::dependents::DependentKind::of::<ConfigMap>()],
+    )
+}
+
 pub async fn create_widget(env: &impl Scope, name: &str, spec: WidgetSpec) -> Widget {
     let api: Api<Widget> = Api::namespaced(env.client(), env.ns());
     api.create(&PostParams::default(), &Widget::new(name, spec))
