@@ -3,7 +3,7 @@
 //! what is no longer desired.
 
 use std::collections::HashSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use futures::future::join_all;
 use kube::Resource;
@@ -444,13 +444,23 @@ async fn reconcile_object(
         }
     };
     announce(runtime, owner, dependent, &place, live.is_none()).await;
-    let member = readiness(dependent, written);
+    let Written {
+        object,
+        text,
+        version,
+    } = written;
+    // A ready object is handed on as the answer's text, shared with our
+    // remembered write: the converge holds no tree of it.
+    let member = match readiness(dependent, object) {
+        Member::Ready(_) => Member::Ready(LiveObject::Text(text)),
+        other => other,
+    };
     // What the server made of our apply matches it by construction (a
     // comparison would find it so, or learn the server's form of it and
     // then find it so): the echo of this write on the watch, and every
     // converge after it while neither changes, skip the comparison.
-    if let (Some(hash), Member::Ready(LiveObject::Json(current))) = (memo, &member) {
-        runtime.matched(&place, current, hash);
+    if let (Some(hash), Some(version), Member::Ready(_)) = (memo, version, &member) {
+        runtime.matched_at(&place, version, hash);
     }
     Ok((place, member, Some(true)))
 }
@@ -490,7 +500,7 @@ async fn reconcile_created(
         }
         let ownership = ownership_only(body);
         live = match apply(runtime, dependent, &place, &ownership, Some(&live)).await {
-            Ok(adopted) => adopted,
+            Ok(adopted) => adopted.object,
             Err(error) => {
                 runtime.count(kind, "failed");
                 let member = refused(dependent, &place, error)?;
@@ -545,6 +555,14 @@ async fn announce(
         .await;
 }
 
+/// What an apply wrote: the object the server answered, as JSON and as
+/// its text (shared with the remembered write), and its version.
+struct Written {
+    object: Value,
+    text: Arc<str>,
+    version: Option<u64>,
+}
+
 /// Server-side applies `body`. A conflict with managers that only updated
 /// the object (drift) is retried with `force`.
 async fn apply(
@@ -553,7 +571,7 @@ async fn apply(
     place: &Placement,
     body: &Value,
     live: Option<&Value>,
-) -> Result<Value, kube::Error> {
+) -> Result<Written, kube::Error> {
     let params = PatchParams::apply(&runtime.field_manager);
     let params = if dependent.force {
         params.force()
@@ -575,11 +593,16 @@ async fn apply(
         other => other,
     };
     let text = result?;
-    let written: Value = serde_json::from_str(&text).map_err(kube::Error::SerdeError)?;
-    let version = version_of(&written);
-    runtime.wrote_text(place, text.into(), version);
+    let object: Value = serde_json::from_str(&text).map_err(kube::Error::SerdeError)?;
+    let version = version_of(&object);
+    let text: Arc<str> = text.into();
+    runtime.wrote_text(place, text.clone(), version);
     write.finish(version);
-    Ok(written)
+    Ok(Written {
+        object,
+        text,
+        version,
+    })
 }
 
 /// One server-side apply of `body` at `place`, answered as the server's

@@ -308,8 +308,13 @@ impl DependentsRuntime {
     /// `body` (see [`Self::matched_before`]).
     pub(crate) fn matched(&self, place: &Placement, live: &Value, body: u64) {
         if let Some(version) = version_of(live) {
-            self.matches.note(place, version, body);
+            self.matched_at(place, version, body);
         }
+    }
+
+    /// [`Self::matched`] for the object at `place` at `version`.
+    pub(crate) fn matched_at(&self, place: &Placement, version: u64, body: u64) {
+        self.matches.note(place, version, body);
     }
 
     /// Whether `kind` has a synced cache for `owner`'s objects (in its
