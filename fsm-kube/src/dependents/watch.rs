@@ -99,7 +99,11 @@ impl DependentsWatchSource for DependentsRuntime {
 /// progress in its message), unless a dependent of that kind has its own
 /// [`ready`](super::Dependent::ready) check (noted at its first converge)
 /// or [`DependentsRuntime::wake_on_every_change`] is set; any other change
-/// (spec, metadata, deletion) wakes it.
+/// (spec, metadata, deletion) wakes it. The event of an object the
+/// runtime itself just wrote, at the version its write returned, wakes no
+/// owner (the converge that wrote it saw that object); one that arrives
+/// while the write is in flight is held until the answer is read, and
+/// passed on unless it is that write's echo.
 ///
 /// # Caveats
 /// With a bare [`Client`] (the signature before caches), the watches are
