@@ -90,6 +90,26 @@ pub type Validate = fn(&Written<'_>) -> Result<(), ApiError>;
 /// Checks the size of the object named (`&str`) as it would be stored.
 pub type CheckSize = fn(&ResourceDef, &str, &Value) -> Result<(), ApiError>;
 
+/// A metadata check a kind's update validation runs (core validation's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetaCheck {
+    /// `ValidateObjectMetaUpdate`: labels, annotations, owner references,
+    /// finalizer names.
+    Update,
+    /// `ValidateObjectMeta`, the kind's create validation run again on
+    /// the new object: all of those and the finalizers' qualified names.
+    Full,
+}
+
+/// The metadata checks of most kinds' update validation.
+const UPDATE: &[MetaCheck] = &[MetaCheck::Update];
+/// An update validation that validates the new object as on create, after
+/// the update's checks (ConfigMaps, Services, Pods).
+const UPDATE_THEN_FULL: &[MetaCheck] = &[MetaCheck::Update, MetaCheck::Full];
+/// An update validation that validates the new object as on create, then
+/// the update's checks (the workloads but Deployments).
+const FULL_THEN_UPDATE: &[MetaCheck] = &[MetaCheck::Full, MetaCheck::Update];
+
 /// What a kind's writes do beyond every kind's, in the order the
 /// admission chain asks. `None`: nothing.
 #[derive(Clone, Copy)]
@@ -128,6 +148,10 @@ pub struct KindRules {
     pub validates_resource_version: bool,
     /// Validates the defaulted object.
     pub validate: Option<Validate>,
+    /// The metadata checks of the kind's update validation, in its order,
+    /// after those every update gets (each check's causes are listed
+    /// again, as by 1.20).
+    pub update_metadata: &'static [MetaCheck],
     /// Refuses an object over the kind's size limit (its data).
     pub check_size: Option<CheckSize>,
     /// Whether a PUT of an absent object creates it (the real server's
@@ -155,6 +179,7 @@ impl KindRules {
         immutable: None,
         validates_resource_version: false,
         validate: None,
+        update_metadata: UPDATE,
         check_size: None,
         creates_on_update: false,
         unconditional_update: true,
@@ -180,6 +205,7 @@ impl KindRules {
         on_write: Some(rbac::default),
         validate: Some(|w| rbac::validate(w.def, w.name, w.object, w.old)),
         creates_on_update: true,
+        update_metadata: &[MetaCheck::Full, MetaCheck::Full, MetaCheck::Update],
         ..Self::NONE
     };
 }
@@ -259,6 +285,7 @@ fn entries() -> Vec<BuiltinKind> {
                 immutable: Some(immutable::config_map),
                 check_size: Some(limits::check_config_map_size),
                 field_causes: Some(validation::data::config_map_causes),
+                update_metadata: UPDATE_THEN_FULL,
                 ..KindRules::NONE
             },
         ),
@@ -273,6 +300,7 @@ fn entries() -> Vec<BuiltinKind> {
                 field_causes: Some(validation::data::secret_causes),
                 immutable: Some(immutable::secret),
                 check_size: Some(limits::check_secret_size),
+                update_metadata: UPDATE_THEN_FULL,
                 ..KindRules::NONE
             },
         ),
@@ -299,6 +327,7 @@ fn entries() -> Vec<BuiltinKind> {
                 validates_resource_version: true,
                 creates_on_update: true,
                 etcd_resource: Some("services/specs"),
+                update_metadata: UPDATE_THEN_FULL,
                 ..KindRules::NONE
             },
         ),
@@ -309,6 +338,7 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<core::v1::Endpoints>()),
             KindRules {
                 creates_on_update: true,
+                update_metadata: UPDATE_THEN_FULL,
                 ..KindRules::NONE
             },
         ),
@@ -332,6 +362,7 @@ fn entries() -> Vec<BuiltinKind> {
                 field_causes: Some(validation::pod::pod_causes),
                 on_create: Some(defaults::pod::on_create),
                 on_write: Some(defaults::pod::on_write),
+                update_metadata: UPDATE_THEN_FULL,
                 ..KindRules::NONE
             },
         ),
@@ -386,6 +417,7 @@ fn entries() -> Vec<BuiltinKind> {
                 field_causes: Some(validation::workloads::stateful_set_causes),
                 on_write: Some(defaults::apps::stateful_set),
                 immutable: Some(immutable::stateful_set),
+                update_metadata: FULL_THEN_UPDATE,
                 ..KindRules::NONE
             },
         ),
@@ -404,6 +436,7 @@ fn entries() -> Vec<BuiltinKind> {
             KindRules {
                 on_create: Some(kinds::ingress_defaults),
                 field_causes: Some(validation::ingress::ingress_causes),
+                update_metadata: UPDATE_THEN_FULL,
                 ..KindRules::NONE
             },
         ),
@@ -419,6 +452,7 @@ fn entries() -> Vec<BuiltinKind> {
                 on_create: Some(defaults::batch::job_create),
                 on_write: Some(defaults::batch::job),
                 immutable: Some(immutable::job),
+                update_metadata: FULL_THEN_UPDATE,
                 ..KindRules::NONE
             },
         ),
@@ -427,7 +461,10 @@ fn entries() -> Vec<BuiltinKind> {
                 .short(&["sa"])
                 .column("Secrets", "count", ".secrets"),
             Some(KindType::of::<core::v1::ServiceAccount>()),
-            KindRules::NONE,
+            KindRules {
+                update_metadata: UPDATE_THEN_FULL,
+                ..KindRules::NONE
+            },
         ),
         kind(
             role(d(rbac::GROUP, "v1", "Role", "roles", true)),
@@ -467,6 +504,7 @@ fn entries() -> Vec<BuiltinKind> {
                 field_causes: Some(validation::lease_causes),
                 creates_on_update: true,
                 unconditional_update: false,
+                update_metadata: &[],
                 ..KindRules::NONE
             },
         ),
@@ -504,6 +542,7 @@ fn entries() -> Vec<BuiltinKind> {
             None,
             KindRules {
                 on_write: Some(defaults::other::network_policy),
+                update_metadata: FULL_THEN_UPDATE,
                 ..KindRules::NONE
             },
         ),
@@ -528,6 +567,7 @@ fn entries() -> Vec<BuiltinKind> {
             KindRules {
                 on_create: Some(kind_defaults::protect_claim),
                 on_write: Some(kind_defaults::claim),
+                update_metadata: &[MetaCheck::Full, MetaCheck::Update, MetaCheck::Full],
                 ..KindRules::NONE
             },
         ),
@@ -576,6 +616,7 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<apps::v1::DaemonSet>()),
             KindRules {
                 on_write: Some(kind_defaults::daemon_set),
+                update_metadata: FULL_THEN_UPDATE,
                 ..KindRules::NONE
             },
         ),
@@ -595,6 +636,7 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<apps::v1::ReplicaSet>()),
             KindRules {
                 on_write: Some(kind_defaults::replica_set),
+                update_metadata: FULL_THEN_UPDATE,
                 ..KindRules::NONE
             },
         ),

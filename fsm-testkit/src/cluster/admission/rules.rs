@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::super::Part;
 use super::super::meta::set_type;
-use super::super::metadata_rules::metadata_causes;
+use super::super::metadata_rules::{metadata_causes, update_metadata_causes};
 use super::super::ownership::{ownership_scope, record_ownership};
 use super::super::present;
 use super::{Admission, Flow};
@@ -33,7 +33,11 @@ pub(super) fn validate_metadata(a: &mut Admission<'_, '_>) -> Result<Flow, ApiEr
         }
     }
     if let Some(meta) = a.object.get("metadata").and_then(Value::as_object) {
-        causes.extend(metadata_causes(def, meta));
+        if a.is_create() || a.part() != Part::Main || def.custom {
+            causes.extend(metadata_causes(def, meta));
+        } else {
+            causes.extend(update_metadata_causes(def, meta, a.rules.update_metadata));
+        }
     }
     if let Some(field_causes) = a.rules.field_causes {
         // An update's own preparation (a Service turned ClusterIP loses

@@ -29,6 +29,7 @@ pub mod immutability;
 pub mod kinds;
 pub mod limits;
 pub mod lists;
+pub mod metadata_checks;
 pub mod openapi;
 pub mod patches;
 pub mod protobuf;
@@ -67,11 +68,6 @@ pub mod known {
         refuses unknown fields with 400 BadRequest ('strict decoding error: unknown field \
         \"spec.x\"') since 1.25, as the embedded server does; 1.20 ignores the parameter and \
         drops the fields";
-    /// Metadata causes of an update, listed once.
-    pub const METADATA_CAUSES_TWICE_ON_UPDATE: &str = "an update of a ConfigMap with an \
-        invalid finalizer lists each metadata cause twice on the real server (its update \
-        validation checks metadata for the update, then the whole object as on create); the \
-        embedded server lists them once";
     /// The causes of a CRD without exactly one storage version.
     pub const CRD_VALIDATION_DETAILS: &str = "a CRD without exactly one storage version also \
         gets a status.storedVersions cause on the real server; the embedded server gives one \
@@ -147,6 +143,7 @@ scenarios! {
     watch::runtime_watcher_sequence,
     watch::named_get_with_watch_is_a_get,
     lists::consistent_lists,
+    metadata_checks::metadata_causes_order_and_repeats,
     lists::read_refusals,
     lists::a_list_at_version_zero_is_not_paged,
     lists::integer_label_selectors,
