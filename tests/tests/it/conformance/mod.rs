@@ -68,11 +68,6 @@ pub mod known {
         refuses unknown fields with 400 BadRequest ('strict decoding error: unknown field \
         \"spec.x\"') since 1.25, as the embedded server does; 1.20 ignores the parameter and \
         drops the fields";
-    /// The causes of a CRD without exactly one storage version.
-    pub const CRD_VALIDATION_DETAILS: &str = "a CRD without exactly one storage version also \
-        gets a status.storedVersions cause on the real server; the embedded server gives one \
-        cause. (1.20 prints the invalid versions as a Go struct dump: that wording is \
-        version-specific)";
     /// Not a fidelity difference but a version one (1.20's bug), marked so
     /// that the scenario can observe it.
     pub const VERSION_CRD_EMPTY_DEFAULT: &str = "VERSION DIFFERENCE: 1.20 refuses \
