@@ -615,7 +615,12 @@ fn entries() -> Vec<BuiltinKind> {
                 .column("Selector", "selector", ".spec.selector"),
             Some(KindType::of::<apps::v1::DaemonSet>()),
             KindRules {
+                check_decoded: Some(defaults::apps::check_daemon_set),
+                field_causes: Some(validation::replicated::daemon_set_causes),
+                on_create: Some(defaults::apps::daemon_set_create),
                 on_write: Some(kind_defaults::daemon_set),
+                on_update: Some(defaults::apps::daemon_set_update),
+                immutable: Some(immutable::daemon_set),
                 update_metadata: FULL_THEN_UPDATE,
                 ..KindRules::NONE
             },
@@ -635,7 +640,9 @@ fn entries() -> Vec<BuiltinKind> {
                 .column("Selector", "selector", ".spec.selector"),
             Some(KindType::of::<apps::v1::ReplicaSet>()),
             KindRules {
+                field_causes: Some(validation::replicated::replica_set_causes),
                 on_write: Some(kind_defaults::replica_set),
+                immutable: Some(immutable::replica_set),
                 update_metadata: FULL_THEN_UPDATE,
                 ..KindRules::NONE
             },

@@ -9,6 +9,7 @@ pub mod field;
 pub mod ingress;
 pub mod pod;
 pub mod policy;
+pub mod replicated;
 pub mod service;
 pub mod workloads;
 

@@ -127,7 +127,7 @@ pub fn job_causes(_def: &ResourceDef, object: &Value) -> Vec<Cause> {
 }
 
 /// A selector is required and not empty (`kind` words the message).
-fn selector_required(spec: &Value, kind: &str, e: &mut FieldErrors) {
+pub(super) fn selector_required(spec: &Value, kind: &str, e: &mut FieldErrors) {
     match spec.get("selector").filter(|s| !s.is_null()) {
         None => e.required("spec.selector", ""),
         Some(selector) => {
@@ -144,7 +144,7 @@ fn selector_required(spec: &Value, kind: &str, e: &mut FieldErrors) {
 }
 
 /// An absent selector matches no labels; an empty one is not compared.
-fn selector_matches_template(spec: &Value, e: &mut FieldErrors) {
+pub(super) fn selector_matches_template(spec: &Value, e: &mut FieldErrors) {
     let selector = &spec["selector"];
     let labels = &spec["template"]["metadata"]["labels"];
     let empty = !selector.is_null() && pod::selector_is_empty(selector);
@@ -158,7 +158,7 @@ fn selector_matches_template(spec: &Value, e: &mut FieldErrors) {
 }
 
 /// A replicated pod restarts `Always`.
-fn always_restarts(template: &Value, e: &mut FieldErrors) {
+pub(super) fn always_restarts(template: &Value, e: &mut FieldErrors) {
     let policy = pod::restart_policy(&template["spec"]);
     if policy != "Always" {
         e.not_supported("spec.template.spec.restartPolicy", policy, &["Always"]);

@@ -33,6 +33,7 @@ pub mod metadata_checks;
 pub mod openapi;
 pub mod patches;
 pub mod protobuf;
+pub mod replicated;
 pub mod scale;
 pub mod validation;
 pub mod volumes;
@@ -139,6 +140,7 @@ scenarios! {
     watch::named_get_with_watch_is_a_get,
     lists::consistent_lists,
     metadata_checks::metadata_causes_order_and_repeats,
+    replicated::daemon_sets_and_replica_sets,
     lists::read_refusals,
     lists::a_list_at_version_zero_is_not_paged,
     lists::integer_label_selectors,
