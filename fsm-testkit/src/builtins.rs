@@ -148,6 +148,15 @@ pub struct KindRules {
     pub validates_resource_version: bool,
     /// Validates the defaulted object.
     pub validate: Option<Validate>,
+    /// The causes of a write of the status subresource, given the stored
+    /// object (the second `&Value`): what the kind's status update
+    /// validation refuses.
+    pub status_causes: Option<fn(&Value, &Value) -> Vec<Cause>>,
+    /// What a write of the status subresource keeps of the stored
+    /// object's metadata: `None`, all of it (a custom resource); else the
+    /// fields named (a Deployment's labels), the rest as written, as the
+    /// kind's status strategy prepares the update.
+    pub status_keeps_metadata: Option<&'static [&'static str]>,
     /// The metadata checks of the kind's update validation, in its order,
     /// after those every update gets (each check's causes are listed
     /// again, as by 1.20).
@@ -179,6 +188,8 @@ impl KindRules {
         immutable: None,
         validates_resource_version: false,
         validate: None,
+        status_causes: None,
+        status_keeps_metadata: Some(&[]),
         update_metadata: UPDATE,
         check_size: None,
         creates_on_update: false,
@@ -189,6 +200,7 @@ impl KindRules {
     /// A custom resource: updates must carry a resourceVersion.
     pub const CUSTOM: Self = Self {
         unconditional_update: false,
+        status_keeps_metadata: None,
         ..Self::NONE
     };
 
@@ -360,6 +372,7 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<core::v1::Pod>()),
             KindRules {
                 field_causes: Some(validation::pod::pod_causes),
+                status_keeps_metadata: Some(&["ownerReferences"]),
                 on_create: Some(defaults::pod::on_create),
                 on_write: Some(defaults::pod::on_write),
                 update_metadata: UPDATE_THEN_FULL,
@@ -397,6 +410,8 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<apps::v1::Deployment>()),
             KindRules {
                 field_causes: Some(validation::workloads::deployment_causes),
+                status_causes: Some(validation::workload_status::deployment),
+                status_keeps_metadata: Some(&["labels"]),
                 on_write: Some(defaults::apps::deployment),
                 immutable: Some(immutable::deployment),
                 ..KindRules::NONE
@@ -415,6 +430,7 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<apps::v1::StatefulSet>()),
             KindRules {
                 field_causes: Some(validation::workloads::stateful_set_causes),
+                status_causes: Some(validation::workload_status::stateful_set),
                 on_write: Some(defaults::apps::stateful_set),
                 immutable: Some(immutable::stateful_set),
                 update_metadata: FULL_THEN_UPDATE,
@@ -449,6 +465,7 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<batch::v1::Job>()),
             KindRules {
                 field_causes: Some(validation::workloads::job_causes),
+                status_causes: Some(validation::workload_status::job),
                 on_create: Some(defaults::batch::job_create),
                 on_write: Some(defaults::batch::job),
                 immutable: Some(immutable::job),
@@ -617,6 +634,7 @@ fn entries() -> Vec<BuiltinKind> {
             KindRules {
                 check_decoded: Some(defaults::apps::check_daemon_set),
                 field_causes: Some(validation::replicated::daemon_set_causes),
+                status_causes: Some(validation::workload_status::daemon_set),
                 on_create: Some(defaults::apps::daemon_set_create),
                 on_write: Some(kind_defaults::daemon_set),
                 on_update: Some(defaults::apps::daemon_set_update),
@@ -641,6 +659,7 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<apps::v1::ReplicaSet>()),
             KindRules {
                 field_causes: Some(validation::replicated::replica_set_causes),
+                status_causes: Some(validation::workload_status::replica_set),
                 on_write: Some(kind_defaults::replica_set),
                 immutable: Some(immutable::replica_set),
                 update_metadata: FULL_THEN_UPDATE,

@@ -11,6 +11,7 @@ pub mod pod;
 pub mod policy;
 pub mod replicated;
 pub mod service;
+pub mod workload_status;
 pub mod workloads;
 
 use serde_json::Value;

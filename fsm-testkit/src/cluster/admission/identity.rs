@@ -155,6 +155,19 @@ pub(super) fn merge_with_current(a: &mut Admission<'_, '_>) -> Result<Flow, ApiE
         Part::Status => {
             let mut n = (*current).clone();
             copy_field(&a.object, &mut n, "status");
+            if let Some(kept) = a.rules.status_keeps_metadata
+                && a.object.get("metadata").is_some_and(Value::is_object)
+            {
+                copy_field(&a.object, &mut n, "metadata");
+                for field in kept {
+                    let stored = current["metadata"].get(*field).cloned();
+                    let meta = metadata_mut(&mut n)?;
+                    match stored {
+                        Some(v) => meta.insert((*field).into(), v),
+                        None => meta.remove(*field),
+                    };
+                }
+            }
             n
         }
     };

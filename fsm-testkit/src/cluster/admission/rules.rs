@@ -59,6 +59,23 @@ pub(super) fn validate_metadata(a: &mut Admission<'_, '_>) -> Result<Flow, ApiEr
     }
 }
 
+/// A write of the status subresource: what the kind's status update
+/// validation refuses (a workload's counts), every cause at once.
+pub(super) fn validate_status(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
+    let (Some(status_causes), Some(current)) = (a.rules.status_causes, a.current.as_deref()) else {
+        return Ok(Flow::Next);
+    };
+    if a.part() != Part::Status {
+        return Ok(Flow::Next);
+    }
+    let causes = status_causes(&a.object, current);
+    if causes.is_empty() {
+        Ok(Flow::Next)
+    } else {
+        Err(a.invalid(causes))
+    }
+}
+
 /// A new object's metadata: its name, a uid, the creation time, the
 /// first generation; what the server owns dropped, and status when it is
 /// a subresource.

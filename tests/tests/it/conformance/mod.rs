@@ -39,6 +39,7 @@ pub mod validation;
 pub mod volumes;
 pub mod watch;
 pub mod webhooks;
+pub mod workload_status;
 pub mod writes;
 
 use integration_tests::{Fallible, Scene, run_differential};
@@ -141,6 +142,7 @@ scenarios! {
     lists::consistent_lists,
     metadata_checks::metadata_causes_order_and_repeats,
     replicated::daemon_sets_and_replica_sets,
+    workload_status::workload_status_is_validated,
     lists::read_refusals,
     lists::a_list_at_version_zero_is_not_paged,
     lists::integer_label_selectors,
