@@ -26,6 +26,7 @@ pub mod deletion;
 pub mod events;
 pub mod gaps;
 pub mod immutability;
+pub mod json_patches;
 pub mod kinds;
 pub mod limits;
 pub mod lists;
@@ -142,6 +143,7 @@ scenarios! {
     lists::consistent_lists,
     metadata_checks::metadata_causes_order_and_repeats,
     replicated::daemon_sets_and_replica_sets,
+    json_patches::json_patch_failures,
     workload_status::workload_status_is_validated,
     lists::read_refusals,
     lists::a_list_at_version_zero_is_not_paged,
