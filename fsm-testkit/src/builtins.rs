@@ -582,8 +582,10 @@ fn entries() -> Vec<BuiltinKind> {
             .column("VolumeMode", "volumeMode", ".spec.volumeMode"),
             Some(KindType::of::<core::v1::PersistentVolumeClaim>()),
             KindRules {
+                field_causes: Some(validation::claim::claim_causes),
                 on_create: Some(kind_defaults::protect_claim),
                 on_write: Some(kind_defaults::claim),
+                immutable: Some(validation::claim::claim_immutable),
                 update_metadata: &[MetaCheck::Full, MetaCheck::Update, MetaCheck::Full],
                 ..KindRules::NONE
             },

@@ -18,6 +18,7 @@
 pub mod auth;
 pub mod bodies;
 pub mod builtin;
+pub mod claims;
 pub mod crd_definitions;
 pub mod cron_jobs;
 pub mod custom;
@@ -143,6 +144,7 @@ scenarios! {
     lists::consistent_lists,
     metadata_checks::metadata_causes_order_and_repeats,
     replicated::daemon_sets_and_replica_sets,
+    claims::claims_are_validated_and_immutable,
     json_patches::json_patch_failures,
     workload_status::workload_status_is_validated,
     lists::read_refusals,
