@@ -526,24 +526,24 @@ fn entries() -> Vec<BuiltinKind> {
             },
         ),
         // What an operator's deploy manifests include (`manifests`).
-        kind(
+        pod_disruption_budget(d(
+            "policy",
+            "v1",
+            "PodDisruptionBudget",
+            "poddisruptionbudgets",
+            true,
+        )),
+        // The only version 1.20 serves (policy/v1 came with 1.21): the same
+        // objects.
+        pod_disruption_budget(
             d(
                 "policy",
-                "v1",
+                "v1beta1",
                 "PodDisruptionBudget",
                 "poddisruptionbudgets",
                 true,
             )
-            .with_status()
-            .with_generation()
-            .short(&["pdb"])
-            .column("Allowed Disruptions", "int0", ".status.disruptionsAllowed"),
-            None,
-            KindRules {
-                field_causes: Some(validation::policy::pdb_causes),
-                on_write: Some(defaults::other::pod_disruption_budget),
-                ..KindRules::NONE
-            },
+            .stored_as("policy", "v1"),
         ),
         // What `manifests --view-expose` includes.
         kind(
@@ -765,6 +765,35 @@ fn entries() -> Vec<BuiltinKind> {
             },
         ),
     ]
+}
+
+/// A PodDisruptionBudget at `def`'s version: its column, defaults and
+/// validation (both versions alike on 1.20's terms); served without a
+/// schema.
+fn pod_disruption_budget(def: ResourceDef) -> BuiltinKind {
+    BuiltinKind {
+        def: def
+            .with_status()
+            .with_generation()
+            .short(&["pdb"])
+            .column("Min Available", "intOrPercentOrNA", ".spec.minAvailable")
+            .column(
+                "Max Unavailable",
+                "intOrPercentOrNA",
+                ".spec.maxUnavailable",
+            )
+            .column(
+                "Allowed Disruptions",
+                "integer0",
+                ".status.disruptionsAllowed",
+            ),
+        schema: None,
+        rules: KindRules {
+            field_causes: Some(validation::policy::pdb_causes),
+            on_write: Some(defaults::other::pod_disruption_budget),
+            ..KindRules::NONE
+        },
+    }
 }
 
 /// A CronJob at `def`'s version: the 1.20 printer's columns, its one

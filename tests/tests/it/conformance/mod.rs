@@ -24,6 +24,7 @@ pub mod cron_jobs;
 pub mod custom;
 pub mod defaults;
 pub mod deletion;
+pub mod disruption_budgets;
 pub mod events;
 pub mod gaps;
 pub mod immutability;
@@ -144,6 +145,7 @@ scenarios! {
     lists::consistent_lists,
     metadata_checks::metadata_causes_order_and_repeats,
     replicated::daemon_sets_and_replica_sets,
+    disruption_budgets::disruption_budgets_of_policy_v1beta1,
     claims::claims_are_validated_and_immutable,
     json_patches::json_patch_failures,
     workload_status::workload_status_is_validated,
