@@ -3,8 +3,8 @@
 //! v1, [`Schedule::parse`]; required), `startingDeadlineSeconds` and the
 //! history limits not negative, `concurrencyPolicy` one of the three, and
 //! a name short enough for its Jobs' (at most 52 characters: the
-//! controller appends `-<Unix time>`). The job template's own rules are
-//! not checked here.
+//! controller appends `-<Unix time>`); its job template as a Job's spec
+//! (`validateJobSpec`), without a selector (generated).
 
 use serde_json::Value;
 
@@ -43,6 +43,16 @@ pub fn cron_job_causes(_def: &ResourceDef, object: &Value) -> Vec<Cause> {
             other,
             &["Allow", "Forbid", "Replace"],
         ),
+    }
+    // The job template: a Job's spec, its selector generated.
+    let job = &spec["jobTemplate"]["spec"];
+    super::workloads::job_spec(job, "spec.jobTemplate.spec", &mut e);
+    if !job["selector"].is_null() {
+        e.invalid(
+            "spec.jobTemplate.spec.selector",
+            &crate::immutable::go_syntax::label_selector(Some(&job["selector"])),
+            "`selector` will be auto-generated",
+        );
     }
     for limit in ["successfulJobsHistoryLimit", "failedJobsHistoryLimit"] {
         e.nonnegative(&format!("spec.{limit}"), &spec[limit]);

@@ -38,6 +38,7 @@ pub mod patches;
 pub mod protobuf;
 pub mod replicated;
 pub mod scale;
+pub mod typed_secrets;
 pub mod validation;
 pub mod volumes;
 pub mod watch;
@@ -145,6 +146,8 @@ scenarios! {
     lists::consistent_lists,
     metadata_checks::metadata_causes_order_and_repeats,
     replicated::daemon_sets_and_replica_sets,
+    typed_secrets::secret_types_require_their_keys,
+    typed_secrets::cron_job_templates_are_job_specs,
     disruption_budgets::disruption_budgets_of_policy_v1beta1,
     claims::claims_are_validated_and_immutable,
     json_patches::json_patch_failures,
