@@ -873,7 +873,7 @@ mod tests {
             assert_eq!(*served, kind.def);
             assert!(std::ptr::eq(rules_of(&served), &kind.rules));
         }
-        assert_eq!(table().len(), 31);
+        assert_eq!(table().len(), 32);
     }
 
     #[test]

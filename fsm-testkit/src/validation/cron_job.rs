@@ -74,12 +74,36 @@ mod tests {
 
     use super::*;
 
-    fn causes(spec: Value, name: &str) -> Vec<(String, String)> {
+    /// The causes of a CronJob with `spec` and a valid job template.
+    fn causes(mut spec: Value, name: &str) -> Vec<(String, String)> {
         let def = ResourceDef::builtin("batch", "v1beta1", "CronJob", "cronjobs", true);
+        spec["jobTemplate"] = json!({"spec": {"template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "busybox"}]}}}});
         cron_job_causes(&def, &json!({"metadata": {"name": name}, "spec": spec}))
             .into_iter()
             .map(|c| (c.field, c.message))
             .collect()
+    }
+
+    #[test]
+    fn the_job_template_is_a_job_spec() {
+        let def = ResourceDef::builtin("batch", "v1beta1", "CronJob", "cronjobs", true);
+        let fields: Vec<String> = cron_job_causes(
+            &def,
+            &json!({"metadata": {"name": "n"}, "spec": {"schedule": "@hourly",
+                "jobTemplate": {"spec": {"selector": {"matchLabels": {"a": "b"}},
+                    "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}}}}),
+        )
+        .into_iter()
+        .map(|c| c.field)
+        .collect();
+        assert_eq!(
+            fields,
+            [
+                "spec.jobTemplate.spec.template.spec.restartPolicy",
+                "spec.jobTemplate.spec.selector"
+            ]
+        );
     }
 
     #[test]

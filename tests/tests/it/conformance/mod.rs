@@ -19,6 +19,7 @@ pub mod auth;
 pub mod bodies;
 pub mod builtin;
 pub mod claims;
+pub mod crd_arrays;
 pub mod crd_definitions;
 pub mod cron_jobs;
 pub mod custom;
@@ -82,17 +83,10 @@ pub mod known {
 }
 
 /// Scenarios the embedded server does not pass yet, and why.
-pub const EMBEDDED_GAPS: &[(&str, &str)] = &[
-    (
-        "schema_pruning_and_validation",
-        "issue 5: schema validation's Status (1.20's cause reason is FieldValueInvalid, \
-         the message names Widget.<group>)",
-    ),
-    (
-        "managed_fields_bookkeeping",
-        "issue 5: managedFields (the real fieldsV1 has a \".\" entry for each map set)",
-    ),
-];
+pub const EMBEDDED_GAPS: &[(&str, &str)] = &[(
+    "managed_fields_bookkeeping",
+    "issue 5: managedFields (the real fieldsV1 has a \".\" entry for each map set)",
+)];
 
 /// Runs the scenario `name` differentially, gated by [`EMBEDDED_GAPS`].
 async fn check(name: &str, scenario: impl AsyncFn(&mut Scene) -> Fallible) {
@@ -146,6 +140,7 @@ scenarios! {
     lists::consistent_lists,
     metadata_checks::metadata_causes_order_and_repeats,
     replicated::daemon_sets_and_replica_sets,
+    crd_arrays::custom_resource_array_problems,
     typed_secrets::secret_types_require_their_keys,
     typed_secrets::cron_job_templates_are_job_specs,
     disruption_budgets::disruption_budgets_of_policy_v1beta1,
