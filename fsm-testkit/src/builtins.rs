@@ -331,6 +331,7 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<core::v1::Service>()),
             KindRules {
                 field_causes: Some(validation::service::service_causes),
+                status_causes: Some(validation::load_balancer::status_causes),
                 on_create: Some(defaults::service::on_create),
                 on_write: Some(defaults::service::on_write),
                 on_update: Some(defaults::service::on_update),
@@ -452,6 +453,7 @@ fn entries() -> Vec<BuiltinKind> {
             KindRules {
                 on_create: Some(kinds::ingress_defaults),
                 field_causes: Some(validation::ingress::ingress_causes),
+                status_causes: Some(validation::load_balancer::status_causes),
                 update_metadata: UPDATE_THEN_FULL,
                 ..KindRules::NONE
             },

@@ -8,6 +8,7 @@ pub mod cron_job;
 pub mod data;
 pub mod field;
 pub mod ingress;
+pub mod load_balancer;
 pub mod pod;
 pub mod policy;
 pub mod replicated;

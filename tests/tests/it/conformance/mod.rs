@@ -147,6 +147,7 @@ scenarios! {
     claims::claims_are_validated_and_immutable,
     json_patches::json_patch_failures,
     workload_status::workload_status_is_validated,
+    workload_status::load_balancer_status_is_validated,
     lists::read_refusals,
     lists::a_list_at_version_zero_is_not_paged,
     lists::integer_label_selectors,

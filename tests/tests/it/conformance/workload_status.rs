@@ -106,7 +106,63 @@ pub async fn workload_status_is_validated(s: &mut Scene) -> Fallible {
                            "spec": {"replicas": 9}, "status": status}),
                 )
                 .await?;
-            s.record(format!("{kind} {label}"), outcome(&reply));
+            let mut seen = outcome(&reply);
+            if kind == "Ingress" {
+                // 1.20 names the kind Ingress.extensions (see
+                // VERSION_INGRESS_INVALID_GROUP): the causes say the rest.
+                seen["message"] = Value::Null;
+            }
+            s.record(format!("{kind} {label}"), seen);
+        }
+    }
+    Ok(())
+}
+
+/// A Service's and an Ingress's load balancer status: addresses that are
+/// IPs, host names that are DNS names and not IPs.
+pub async fn load_balancer_status_is_validated(s: &mut Scene) -> Fallible {
+    let services = s.core("services");
+    let ingresses = format!("/apis/networking.k8s.io/v1/namespaces/{}/ingresses", s.ns);
+    s.post(
+        &services,
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "lb"},
+               "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]}}),
+    )
+    .await?
+    .expect(201)?;
+    s.post(
+        &ingresses,
+        json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+               "metadata": {"name": "lb"},
+               "spec": {"defaultBackend": {"service": {"name": "lb",
+                                                       "port": {"number": 80}}}}}),
+    )
+    .await?
+    .expect(201)?;
+    let points = [
+        ("ip not an address", json!([{"ip": "nope"}])),
+        ("hostname an address", json!([{"hostname": "10.0.0.1"}])),
+        ("hostname not a DNS name", json!([{"hostname": "Bad_Host"}])),
+        (
+            "valid",
+            json!([{"ip": "10.1.2.3", "hostname": "lb.example.com"}]),
+        ),
+    ];
+    for (kind, path) in [("Service", &services), ("Ingress", &ingresses)] {
+        for (label, ingress) in &points {
+            let reply = s
+                .merge(
+                    &format!("{path}/lb/status"),
+                    json!({"status": {"loadBalancer": {"ingress": ingress}}}),
+                )
+                .await?;
+            let mut seen = outcome(&reply);
+            if kind == "Ingress" {
+                // 1.20 names the kind Ingress.extensions (see
+                // VERSION_INGRESS_INVALID_GROUP): the causes say the rest.
+                seen["message"] = Value::Null;
+            }
+            s.record(format!("{kind} {label}"), seen);
         }
     }
     Ok(())
