@@ -36,6 +36,7 @@ pub mod lists;
 pub mod metadata_checks;
 pub mod openapi;
 pub mod patches;
+pub mod pod_defaults;
 pub mod protobuf;
 pub mod replicated;
 pub mod scale;
@@ -140,6 +141,7 @@ scenarios! {
     lists::consistent_lists,
     metadata_checks::metadata_causes_order_and_repeats,
     replicated::daemon_sets_and_replica_sets,
+    pod_defaults::resource_field_refs_get_a_divisor,
     crd_arrays::custom_resource_array_problems,
     typed_secrets::secret_types_require_their_keys,
     typed_secrets::cron_job_templates_are_job_specs,
