@@ -560,6 +560,7 @@ fn entries() -> Vec<BuiltinKind> {
             .short(&["netpol"]),
             None,
             KindRules {
+                field_causes: Some(validation::network_policy::network_policy_causes),
                 on_write: Some(defaults::other::network_policy),
                 update_metadata: FULL_THEN_UPDATE,
                 ..KindRules::NONE

@@ -9,6 +9,7 @@ pub mod data;
 pub mod field;
 pub mod ingress;
 pub mod load_balancer;
+pub mod network_policy;
 pub mod pod;
 pub mod policy;
 pub mod replicated;

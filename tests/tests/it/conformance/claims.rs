@@ -1,4 +1,4 @@
-//! PersistentVolumeClaims as 1.20 validates them: access modes and a
+//! PersistentVolumeClaims (and NetworkPolicies, below) as 1.20 validates them: access modes and a
 //! positive storage request required, supported modes only; and an update
 //! changes nothing of an unbound claim's spec (the real message ends with
 //! a Go diff of the two specs, not compared: the cause's field and the
@@ -74,6 +74,61 @@ pub async fn claims_are_validated_and_immutable(s: &mut Scene) -> Fallible {
     ] {
         let reply = s.merge(&target, patch).await?;
         s.record(label, outcome(&reply));
+    }
+    Ok(())
+}
+
+/// NetworkPolicies as 1.20 validates them: ports, peers, IP blocks and
+/// policy types.
+pub async fn network_policies_are_validated(s: &mut Scene) -> Fallible {
+    let path = format!(
+        "/apis/networking.k8s.io/v1/namespaces/{}/networkpolicies",
+        s.ns
+    );
+    let cases = [
+        (
+            "valid",
+            json!({"podSelector": {}, "ingress": [{"ports": [{"port": 80}],
+            "from": [{"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.1.0.0/16"]}}]}]}),
+        ),
+        (
+            "ports, CIDR, type",
+            json!({"podSelector": {}, "ingress": [{
+            "ports": [{"port": 0, "protocol": "XTCP"}], "from": [{"ipBlock": {"cidr": "nope"}}]}],
+            "policyTypes": ["Foo"]}),
+        ),
+        (
+            "peers",
+            json!({"podSelector": {}, "egress": [{"ports": [{"port": "Bad_Name"}],
+            "to": [{}, {"ipBlock": {"cidr": "10.0.0.0/16",
+                                    "except": ["10.0.0.0/8", "11.0.0.0/24"]}},
+                   {"ipBlock": {"cidr": "10.0.0.0/8"}, "podSelector": {}}]}]}),
+        ),
+        (
+            "three types",
+            json!({"podSelector": {}, "policyTypes": ["Ingress", "Egress", "Foo"]}),
+        ),
+        (
+            "two unknown types",
+            json!({"podSelector": {}, "policyTypes": ["Foo", "Bar"]}),
+        ),
+    ];
+    for (i, (label, spec)) in cases.into_iter().enumerate() {
+        let reply = s
+            .post(
+                &path,
+                json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+                       "metadata": {"name": format!("p{i}")}, "spec": spec}),
+            )
+            .await?;
+        let seen = if reply.code == 201 {
+            json!({"code": reply.code, "spec": reply.body["spec"]})
+        } else {
+            // 1.20 names the kind NetworkPolicy.extensions, as it does an
+            // Ingress (VERSION_INGRESS_INVALID_GROUP): the causes say the rest.
+            json!({"code": reply.code, "causes": reply.body["details"]["causes"]})
+        };
+        s.record(label, seen);
     }
     Ok(())
 }

@@ -147,6 +147,7 @@ scenarios! {
     typed_secrets::cron_job_templates_are_job_specs,
     disruption_budgets::disruption_budgets_of_policy_v1beta1,
     claims::claims_are_validated_and_immutable,
+    claims::network_policies_are_validated,
     json_patches::json_patch_failures,
     workload_status::workload_status_is_validated,
     workload_status::load_balancer_status_is_validated,
