@@ -15,6 +15,7 @@
 //! API; where the two versions behave differently the scenario says so and
 //! observes only what both versions share.
 
+pub mod apply_versions;
 pub mod auth;
 pub mod bodies;
 pub mod builtin;
@@ -76,6 +77,12 @@ pub mod known {
         refuses unknown fields with 400 BadRequest ('strict decoding error: unknown field \
         \"spec.x\"') since 1.25, as the embedded server does; 1.20 ignores the parameter and \
         drops the fields";
+    /// Not a fidelity difference: 1.20's bug.
+    pub const VERSION_APPLY_PORT_WITHOUT_PROTOCOL: &str = "VERSION DIFFERENCE: a server-side \
+        apply of a Service port without protocol is 500 on 1.20 ('failed to create typed patch \
+        object: .spec.ports: element 0: associative list with keys has an element that omits \
+        key field \"protocol\"'); later versions default the key to TCP, as the embedded \
+        server does";
     /// Not a fidelity difference but a version one (1.20's bug), marked so
     /// that the scenario can observe it.
     pub const VERSION_CRD_EMPTY_DEFAULT: &str = "VERSION DIFFERENCE: 1.20 refuses \
@@ -141,6 +148,7 @@ scenarios! {
     lists::consistent_lists,
     metadata_checks::metadata_causes_order_and_repeats,
     replicated::daemon_sets_and_replica_sets,
+    apply_versions::apply_of_ports_without_protocol,
     pod_defaults::resource_field_refs_get_a_divisor,
     crd_arrays::custom_resource_array_problems,
     typed_secrets::secret_types_require_their_keys,
