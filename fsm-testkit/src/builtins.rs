@@ -152,6 +152,15 @@ pub struct KindRules {
     /// object (the second `&Value`): what the kind's status update
     /// validation refuses.
     pub status_causes: Option<fn(&Value, &Value) -> Vec<Cause>>,
+    /// How many times the kind's update validation checks the fields of the
+    /// new object (2 for the workloads but Deployments, and claims: they
+    /// validate it as on create, then for the update), each time listing
+    /// their causes.
+    pub update_field_checks: u8,
+    /// Whether the kind's update validation lists what may not change
+    /// before the causes of its fields (a ConfigMap, a Secret, a Service),
+    /// not after them (a Deployment, a Job), when an update has both.
+    pub immutable_first: bool,
     /// What a write of the status subresource keeps of the stored
     /// object's metadata: `None`, all of it (a custom resource); else the
     /// fields named (a Deployment's labels), the rest as written, as the
@@ -189,6 +198,8 @@ impl KindRules {
         validates_resource_version: false,
         validate: None,
         status_causes: None,
+        update_field_checks: 1,
+        immutable_first: false,
         status_keeps_metadata: Some(&[]),
         update_metadata: UPDATE,
         check_size: None,
@@ -218,6 +229,7 @@ impl KindRules {
         validate: Some(|w| rbac::validate(w.def, w.name, w.object, w.old)),
         creates_on_update: true,
         update_metadata: &[MetaCheck::Full, MetaCheck::Full, MetaCheck::Update],
+        update_field_checks: 2,
         ..Self::NONE
     };
 }
@@ -295,6 +307,7 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<core::v1::ConfigMap>()),
             KindRules {
                 immutable: Some(immutable::config_map),
+                immutable_first: true,
                 check_size: Some(limits::check_config_map_size),
                 field_causes: Some(validation::data::config_map_causes),
                 update_metadata: UPDATE_THEN_FULL,
@@ -311,6 +324,7 @@ fn entries() -> Vec<BuiltinKind> {
                 on_write: Some(kinds::secret_defaults),
                 field_causes: Some(validation::data::secret_causes),
                 immutable: Some(immutable::secret),
+                immutable_first: true,
                 check_size: Some(limits::check_secret_size),
                 update_metadata: UPDATE_THEN_FULL,
                 ..KindRules::NONE
@@ -337,6 +351,7 @@ fn entries() -> Vec<BuiltinKind> {
                 on_update: Some(defaults::service::on_update),
                 allocate: Some(defaults::service::allocate),
                 immutable: Some(immutable::service),
+                immutable_first: true,
                 validates_resource_version: true,
                 creates_on_update: true,
                 etcd_resource: Some("services/specs"),
@@ -431,6 +446,7 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<apps::v1::StatefulSet>()),
             KindRules {
                 field_causes: Some(validation::workloads::stateful_set_causes),
+                update_field_checks: 2,
                 status_causes: Some(validation::workload_status::stateful_set),
                 on_write: Some(defaults::apps::stateful_set),
                 immutable: Some(immutable::stateful_set),
@@ -467,6 +483,7 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<batch::v1::Job>()),
             KindRules {
                 field_causes: Some(validation::workloads::job_causes),
+                update_field_checks: 2,
                 status_causes: Some(validation::workload_status::job),
                 on_create: Some(defaults::batch::job_create),
                 on_write: Some(defaults::batch::job),
@@ -586,6 +603,7 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<core::v1::PersistentVolumeClaim>()),
             KindRules {
                 field_causes: Some(validation::claim::claim_causes),
+                update_field_checks: 2,
                 on_create: Some(kind_defaults::protect_claim),
                 on_write: Some(kind_defaults::claim),
                 immutable: Some(validation::claim::claim_immutable),
@@ -639,6 +657,7 @@ fn entries() -> Vec<BuiltinKind> {
             KindRules {
                 check_decoded: Some(defaults::apps::check_daemon_set),
                 field_causes: Some(validation::replicated::daemon_set_causes),
+                update_field_checks: 2,
                 status_causes: Some(validation::workload_status::daemon_set),
                 on_create: Some(defaults::apps::daemon_set_create),
                 on_write: Some(kind_defaults::daemon_set),
@@ -664,6 +683,7 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<apps::v1::ReplicaSet>()),
             KindRules {
                 field_causes: Some(validation::replicated::replica_set_causes),
+                update_field_checks: 2,
                 status_causes: Some(validation::workload_status::replica_set),
                 on_write: Some(kind_defaults::replica_set),
                 immutable: Some(immutable::replica_set),

@@ -42,6 +42,7 @@ pub mod protobuf;
 pub mod replicated;
 pub mod scale;
 pub mod typed_secrets;
+pub mod update_causes;
 pub mod validation;
 pub mod volumes;
 pub mod watch;
@@ -148,6 +149,8 @@ scenarios! {
     lists::consistent_lists,
     metadata_checks::metadata_causes_order_and_repeats,
     replicated::daemon_sets_and_replica_sets,
+    update_causes::updates_list_immutable_and_field_causes,
+    update_causes::updates_list_field_causes_as_often_as_checked,
     apply_versions::apply_of_ports_without_protocol,
     pod_defaults::resource_field_refs_get_a_divisor,
     crd_arrays::custom_resource_array_problems,
