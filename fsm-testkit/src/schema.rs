@@ -370,19 +370,16 @@ fn bounds(schema: &Value, value: &Value, path: &str, causes: &mut Vec<Cause>) {
     // go-openapi's words, as 1.20 passes them on: a string itself as the
     // invalid value (an array's counts: `item_counts`).
     let limit = |k: &str| schema.get(k).and_then(Value::as_u64);
-    match value {
-        Value::String(s) => {
-            let n = s.chars().count() as u64;
-            if let Some(min) = limit("minLength").filter(|m| n < *m) {
-                let detail = format!("{path} in body should be at least {min} chars long");
-                causes.push(invalid(path, value, &detail));
-            }
-            if let Some(max) = limit("maxLength").filter(|m| n > *m) {
-                let detail = format!("{path} in body should be at most {max} chars long");
-                causes.push(invalid(path, value, &detail));
-            }
+    if let Value::String(s) = value {
+        let n = s.chars().count() as u64;
+        if let Some(min) = limit("minLength").filter(|m| n < *m) {
+            let detail = format!("{path} in body should be at least {min} chars long");
+            causes.push(invalid(path, value, &detail));
         }
-        _ => {}
+        if let Some(max) = limit("maxLength").filter(|m| n > *m) {
+            let detail = format!("{path} in body should be at most {max} chars long");
+            causes.push(invalid(path, value, &detail));
+        }
     }
 }
 
