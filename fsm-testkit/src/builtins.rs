@@ -157,6 +157,10 @@ pub struct KindRules {
     /// validate it as on create, then for the update), each time listing
     /// their causes.
     pub update_field_checks: u8,
+    /// Whether a change of the annotations bumps `metadata.generation` as
+    /// a change of the spec does (a Deployment: 1.20 copies them to its
+    /// ReplicaSets).
+    pub annotations_bump_generation: bool,
     /// Whether the kind's update validation lists what may not change
     /// before the causes of its fields (a ConfigMap, a Secret, a Service),
     /// not after them (a Deployment, a Job), when an update has both.
@@ -199,6 +203,7 @@ impl KindRules {
         validate: None,
         status_causes: None,
         update_field_checks: 1,
+        annotations_bump_generation: false,
         immutable_first: false,
         status_keeps_metadata: Some(&[]),
         update_metadata: UPDATE,
@@ -428,6 +433,7 @@ fn entries() -> Vec<BuiltinKind> {
                 field_causes: Some(validation::workloads::deployment_causes),
                 status_causes: Some(validation::workload_status::deployment),
                 status_keeps_metadata: Some(&["labels"]),
+                annotations_bump_generation: true,
                 on_write: Some(defaults::apps::deployment),
                 immutable: Some(immutable::deployment),
                 ..KindRules::NONE

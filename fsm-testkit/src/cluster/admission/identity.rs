@@ -224,7 +224,14 @@ pub(super) fn bump_generation(a: &mut Admission<'_, '_>) -> Result<Flow, ApiErro
         return Ok(Flow::Next);
     };
     let def = a.write.def;
-    if def.generation && spec_changed(&current, &a.object, def.status_subresource) {
+    // A Deployment's annotations bump it too (1.20 copies them to its
+    // ReplicaSets); not through its status.
+    let annotations_changed = a.rules.annotations_bump_generation
+        && a.part() == Part::Main
+        && current["metadata"].get("annotations") != a.object["metadata"].get("annotations");
+    if def.generation
+        && (annotations_changed || spec_changed(&current, &a.object, def.status_subresource))
+    {
         let generation = current["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
         a.object["metadata"]["generation"] = json!(generation);
     }

@@ -149,6 +149,7 @@ scenarios! {
     lists::consistent_lists,
     metadata_checks::metadata_causes_order_and_repeats,
     replicated::daemon_sets_and_replica_sets,
+    replicated::generation_follows_deployment_annotations,
     update_causes::updates_list_immutable_and_field_causes,
     update_causes::updates_list_field_causes_as_often_as_checked,
     apply_versions::apply_of_ports_without_protocol,

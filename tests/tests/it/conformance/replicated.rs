@@ -139,3 +139,42 @@ pub async fn daemon_sets_and_replica_sets(s: &mut Scene) -> Fallible {
     s.record("ReplicaSet selector changed", outcome(&reply));
     Ok(())
 }
+
+/// A Deployment's generation follows its annotations as well as its spec
+/// (1.20 copies them to its ReplicaSets), not its labels; a ReplicaSet's
+/// and a DaemonSet's follow their spec only.
+pub async fn generation_follows_deployment_annotations(s: &mut Scene) -> Fallible {
+    let ns = s.ns.clone();
+    let web = json!({"app": "web"});
+    for (kind, plural) in [
+        ("Deployment", "deployments"),
+        ("ReplicaSet", "replicasets"),
+        ("DaemonSet", "daemonsets"),
+    ] {
+        let path = format!("/apis/apps/v1/namespaces/{ns}/{plural}");
+        s.post(&path, set(kind, "g", web.clone(), json!({})))
+            .await?
+            .expect(201)?;
+        let target = format!("{path}/g");
+        let mut seen = Vec::new();
+        for patch in [
+            json!({"metadata": {"labels": {"x": "y"}}}),
+            json!({"metadata": {"annotations": {"note": "hi"}}}),
+            json!({"metadata": {"annotations": {"note": null}}}),
+            json!({"spec": {"minReadySeconds": 2}}),
+        ] {
+            let reply = s.merge(&target, patch).await?.expect(200)?;
+            seen.push(reply.body["metadata"]["generation"].clone());
+        }
+        let status = s
+            .merge(
+                &format!("{target}/status"),
+                json!({"metadata": {"annotations": {"by": "status"}}, "status": {}}),
+            )
+            .await?
+            .expect(200)?;
+        seen.push(status.body["metadata"]["generation"].clone());
+        s.record(kind, seen);
+    }
+    Ok(())
+}
