@@ -281,7 +281,7 @@ pub fn rules_of(def: &ResourceDef) -> &'static KindRules {
 fn entries() -> Vec<BuiltinKind> {
     use k8s_openapi::api::admissionregistration::v1 as adm;
     use k8s_openapi::api::{
-        apps, batch, coordination, core, events as ev, networking, rbac as rb, storage,
+        apps, autoscaling, batch, coordination, core, events as ev, networking, rbac as rb, storage,
     };
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
     let d = ResourceDef::builtin;
@@ -547,6 +547,24 @@ fn entries() -> Vec<BuiltinKind> {
                 creates_on_update: true,
                 unconditional_update: false,
                 update_metadata: &[],
+                ..KindRules::NONE
+            },
+        ),
+        // 1.20 keeps no generation of its autoscalers.
+        kind(
+            d(
+                "autoscaling",
+                "v1",
+                "HorizontalPodAutoscaler",
+                "horizontalpodautoscalers",
+                true,
+            )
+            .with_status()
+            .short(&["hpa"]),
+            Some(KindType::of::<autoscaling::v1::HorizontalPodAutoscaler>()),
+            KindRules {
+                field_causes: Some(validation::autoscaler::causes),
+                on_write: Some(validation::autoscaler::defaults),
                 ..KindRules::NONE
             },
         ),
@@ -902,7 +920,7 @@ mod tests {
             assert_eq!(*served, kind.def);
             assert!(std::ptr::eq(rules_of(&served), &kind.rules));
         }
-        assert_eq!(table().len(), 32);
+        assert_eq!(table().len(), 33);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! module per kind family, each rule a function the kinds' table
 //! (`builtins`) names in the kind's entry (`KindRules::field_causes`).
 
+pub mod autoscaler;
 pub mod claim;
 pub mod cron_job;
 pub mod data;

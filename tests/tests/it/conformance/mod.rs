@@ -17,6 +17,7 @@
 
 pub mod apply_versions;
 pub mod auth;
+pub mod autoscalers;
 pub mod bodies;
 pub mod builtin;
 pub mod claims;
@@ -149,6 +150,7 @@ scenarios! {
     lists::consistent_lists,
     metadata_checks::metadata_causes_order_and_repeats,
     replicated::daemon_sets_and_replica_sets,
+    autoscalers::autoscalers_of_autoscaling_v1,
     replicated::generation_follows_deployment_annotations,
     update_causes::updates_list_immutable_and_field_causes,
     update_causes::updates_list_field_causes_as_often_as_checked,
