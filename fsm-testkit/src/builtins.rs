@@ -393,6 +393,7 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<core::v1::Pod>()),
             KindRules {
                 field_causes: Some(validation::pod::pod_causes),
+                immutable: Some(immutable::pod::pod),
                 status_keeps_metadata: Some(&["ownerReferences"]),
                 on_create: Some(defaults::pod::on_create),
                 on_write: Some(defaults::pod::on_write),

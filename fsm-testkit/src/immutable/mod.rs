@@ -11,6 +11,7 @@
 //! say. The kinds' table (`builtins`) names each kind's function here.
 
 pub mod go_syntax;
+pub mod pod;
 
 use serde_json::{Map, Value};
 

@@ -156,6 +156,7 @@ scenarios! {
     update_causes::updates_list_field_causes_as_often_as_checked,
     apply_versions::apply_of_ports_without_protocol,
     pod_defaults::resource_field_refs_get_a_divisor,
+    pod_defaults::pod_updates_change_images_deadlines_and_tolerations,
     crd_arrays::custom_resource_array_problems,
     typed_secrets::secret_types_require_their_keys,
     typed_secrets::cron_job_templates_are_job_specs,
