@@ -90,6 +90,26 @@ pub type Validate = fn(&Written<'_>) -> Result<(), ApiError>;
 /// Checks the size of the object named (`&str`) as it would be stored.
 pub type CheckSize = fn(&ResourceDef, &str, &Value) -> Result<(), ApiError>;
 
+/// A metadata check a kind's update validation runs (core validation's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetaCheck {
+    /// `ValidateObjectMetaUpdate`: labels, annotations, owner references,
+    /// finalizer names.
+    Update,
+    /// `ValidateObjectMeta`, the kind's create validation run again on
+    /// the new object: all of those and the finalizers' qualified names.
+    Full,
+}
+
+/// The metadata checks of most kinds' update validation.
+const UPDATE: &[MetaCheck] = &[MetaCheck::Update];
+/// An update validation that validates the new object as on create, after
+/// the update's checks (ConfigMaps, Services, Pods).
+const UPDATE_THEN_FULL: &[MetaCheck] = &[MetaCheck::Update, MetaCheck::Full];
+/// An update validation that validates the new object as on create, then
+/// the update's checks (the workloads but Deployments).
+const FULL_THEN_UPDATE: &[MetaCheck] = &[MetaCheck::Full, MetaCheck::Update];
+
 /// What a kind's writes do beyond every kind's, in the order the
 /// admission chain asks. `None`: nothing.
 #[derive(Clone, Copy)]
@@ -128,6 +148,32 @@ pub struct KindRules {
     pub validates_resource_version: bool,
     /// Validates the defaulted object.
     pub validate: Option<Validate>,
+    /// The causes of a write of the status subresource, given the stored
+    /// object (the second `&Value`): what the kind's status update
+    /// validation refuses.
+    pub status_causes: Option<fn(&Value, &Value) -> Vec<Cause>>,
+    /// How many times the kind's update validation checks the fields of the
+    /// new object (2 for the workloads but Deployments, and claims: they
+    /// validate it as on create, then for the update), each time listing
+    /// their causes.
+    pub update_field_checks: u8,
+    /// Whether a change of the annotations bumps `metadata.generation` as
+    /// a change of the spec does (a Deployment: 1.20 copies them to its
+    /// ReplicaSets).
+    pub annotations_bump_generation: bool,
+    /// Whether the kind's update validation lists what may not change
+    /// before the causes of its fields (a ConfigMap, a Secret, a Service),
+    /// not after them (a Deployment, a Job), when an update has both.
+    pub immutable_first: bool,
+    /// What a write of the status subresource keeps of the stored
+    /// object's metadata: `None`, all of it (a custom resource); else the
+    /// fields named (a Deployment's labels), the rest as written, as the
+    /// kind's status strategy prepares the update.
+    pub status_keeps_metadata: Option<&'static [&'static str]>,
+    /// The metadata checks of the kind's update validation, in its order,
+    /// after those every update gets (each check's causes are listed
+    /// again, as by 1.20).
+    pub update_metadata: &'static [MetaCheck],
     /// Refuses an object over the kind's size limit (its data).
     pub check_size: Option<CheckSize>,
     /// Whether a PUT of an absent object creates it (the real server's
@@ -155,6 +201,12 @@ impl KindRules {
         immutable: None,
         validates_resource_version: false,
         validate: None,
+        status_causes: None,
+        update_field_checks: 1,
+        annotations_bump_generation: false,
+        immutable_first: false,
+        status_keeps_metadata: Some(&[]),
+        update_metadata: UPDATE,
         check_size: None,
         creates_on_update: false,
         unconditional_update: true,
@@ -164,6 +216,7 @@ impl KindRules {
     /// A custom resource: updates must carry a resourceVersion.
     pub const CUSTOM: Self = Self {
         unconditional_update: false,
+        status_keeps_metadata: None,
         ..Self::NONE
     };
 
@@ -180,6 +233,8 @@ impl KindRules {
         on_write: Some(rbac::default),
         validate: Some(|w| rbac::validate(w.def, w.name, w.object, w.old)),
         creates_on_update: true,
+        update_metadata: &[MetaCheck::Full, MetaCheck::Full, MetaCheck::Update],
+        update_field_checks: 2,
         ..Self::NONE
     };
 }
@@ -226,7 +281,7 @@ pub fn rules_of(def: &ResourceDef) -> &'static KindRules {
 fn entries() -> Vec<BuiltinKind> {
     use k8s_openapi::api::admissionregistration::v1 as adm;
     use k8s_openapi::api::{
-        apps, batch, coordination, core, events as ev, networking, rbac as rb, storage,
+        apps, autoscaling, batch, coordination, core, events as ev, networking, rbac as rb, storage,
     };
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
     let d = ResourceDef::builtin;
@@ -257,8 +312,10 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<core::v1::ConfigMap>()),
             KindRules {
                 immutable: Some(immutable::config_map),
+                immutable_first: true,
                 check_size: Some(limits::check_config_map_size),
                 field_causes: Some(validation::data::config_map_causes),
+                update_metadata: UPDATE_THEN_FULL,
                 ..KindRules::NONE
             },
         ),
@@ -272,7 +329,9 @@ fn entries() -> Vec<BuiltinKind> {
                 on_write: Some(kinds::secret_defaults),
                 field_causes: Some(validation::data::secret_causes),
                 immutable: Some(immutable::secret),
+                immutable_first: true,
                 check_size: Some(limits::check_secret_size),
+                update_metadata: UPDATE_THEN_FULL,
                 ..KindRules::NONE
             },
         ),
@@ -291,14 +350,17 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<core::v1::Service>()),
             KindRules {
                 field_causes: Some(validation::service::service_causes),
+                status_causes: Some(validation::load_balancer::status_causes),
                 on_create: Some(defaults::service::on_create),
                 on_write: Some(defaults::service::on_write),
                 on_update: Some(defaults::service::on_update),
                 allocate: Some(defaults::service::allocate),
                 immutable: Some(immutable::service),
+                immutable_first: true,
                 validates_resource_version: true,
                 creates_on_update: true,
                 etcd_resource: Some("services/specs"),
+                update_metadata: UPDATE_THEN_FULL,
                 ..KindRules::NONE
             },
         ),
@@ -309,6 +371,7 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<core::v1::Endpoints>()),
             KindRules {
                 creates_on_update: true,
+                update_metadata: UPDATE_THEN_FULL,
                 ..KindRules::NONE
             },
         ),
@@ -330,8 +393,11 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<core::v1::Pod>()),
             KindRules {
                 field_causes: Some(validation::pod::pod_causes),
+                immutable: Some(immutable::pod::pod),
+                status_keeps_metadata: Some(&["ownerReferences"]),
                 on_create: Some(defaults::pod::on_create),
                 on_write: Some(defaults::pod::on_write),
+                update_metadata: UPDATE_THEN_FULL,
                 ..KindRules::NONE
             },
         ),
@@ -366,6 +432,9 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<apps::v1::Deployment>()),
             KindRules {
                 field_causes: Some(validation::workloads::deployment_causes),
+                status_causes: Some(validation::workload_status::deployment),
+                status_keeps_metadata: Some(&["labels"]),
+                annotations_bump_generation: true,
                 on_write: Some(defaults::apps::deployment),
                 immutable: Some(immutable::deployment),
                 ..KindRules::NONE
@@ -384,8 +453,11 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<apps::v1::StatefulSet>()),
             KindRules {
                 field_causes: Some(validation::workloads::stateful_set_causes),
+                update_field_checks: 2,
+                status_causes: Some(validation::workload_status::stateful_set),
                 on_write: Some(defaults::apps::stateful_set),
                 immutable: Some(immutable::stateful_set),
+                update_metadata: FULL_THEN_UPDATE,
                 ..KindRules::NONE
             },
         ),
@@ -404,6 +476,8 @@ fn entries() -> Vec<BuiltinKind> {
             KindRules {
                 on_create: Some(kinds::ingress_defaults),
                 field_causes: Some(validation::ingress::ingress_causes),
+                status_causes: Some(validation::load_balancer::status_causes),
+                update_metadata: UPDATE_THEN_FULL,
                 ..KindRules::NONE
             },
         ),
@@ -416,9 +490,12 @@ fn entries() -> Vec<BuiltinKind> {
             Some(KindType::of::<batch::v1::Job>()),
             KindRules {
                 field_causes: Some(validation::workloads::job_causes),
+                update_field_checks: 2,
+                status_causes: Some(validation::workload_status::job),
                 on_create: Some(defaults::batch::job_create),
                 on_write: Some(defaults::batch::job),
                 immutable: Some(immutable::job),
+                update_metadata: FULL_THEN_UPDATE,
                 ..KindRules::NONE
             },
         ),
@@ -427,7 +504,10 @@ fn entries() -> Vec<BuiltinKind> {
                 .short(&["sa"])
                 .column("Secrets", "count", ".secrets"),
             Some(KindType::of::<core::v1::ServiceAccount>()),
-            KindRules::NONE,
+            KindRules {
+                update_metadata: UPDATE_THEN_FULL,
+                ..KindRules::NONE
+            },
         ),
         kind(
             role(d(rbac::GROUP, "v1", "Role", "roles", true)),
@@ -467,28 +547,47 @@ fn entries() -> Vec<BuiltinKind> {
                 field_causes: Some(validation::lease_causes),
                 creates_on_update: true,
                 unconditional_update: false,
+                update_metadata: &[],
+                ..KindRules::NONE
+            },
+        ),
+        // 1.20 keeps no generation of its autoscalers.
+        kind(
+            d(
+                "autoscaling",
+                "v1",
+                "HorizontalPodAutoscaler",
+                "horizontalpodautoscalers",
+                true,
+            )
+            .with_status()
+            .short(&["hpa"]),
+            Some(KindType::of::<autoscaling::v1::HorizontalPodAutoscaler>()),
+            KindRules {
+                field_causes: Some(validation::autoscaler::causes),
+                on_write: Some(validation::autoscaler::defaults),
                 ..KindRules::NONE
             },
         ),
         // What an operator's deploy manifests include (`manifests`).
-        kind(
+        pod_disruption_budget(d(
+            "policy",
+            "v1",
+            "PodDisruptionBudget",
+            "poddisruptionbudgets",
+            true,
+        )),
+        // The only version 1.20 serves (policy/v1 came with 1.21): the same
+        // objects.
+        pod_disruption_budget(
             d(
                 "policy",
-                "v1",
+                "v1beta1",
                 "PodDisruptionBudget",
                 "poddisruptionbudgets",
                 true,
             )
-            .with_status()
-            .with_generation()
-            .short(&["pdb"])
-            .column("Allowed Disruptions", "int0", ".status.disruptionsAllowed"),
-            None,
-            KindRules {
-                field_causes: Some(validation::policy::pdb_causes),
-                on_write: Some(defaults::other::pod_disruption_budget),
-                ..KindRules::NONE
-            },
+            .stored_as("policy", "v1"),
         ),
         // What `manifests --view-expose` includes.
         kind(
@@ -503,7 +602,9 @@ fn entries() -> Vec<BuiltinKind> {
             .short(&["netpol"]),
             None,
             KindRules {
+                field_causes: Some(validation::network_policy::network_policy_causes),
                 on_write: Some(defaults::other::network_policy),
+                update_metadata: FULL_THEN_UPDATE,
                 ..KindRules::NONE
             },
         ),
@@ -526,8 +627,12 @@ fn entries() -> Vec<BuiltinKind> {
             .column("VolumeMode", "volumeMode", ".spec.volumeMode"),
             Some(KindType::of::<core::v1::PersistentVolumeClaim>()),
             KindRules {
+                field_causes: Some(validation::claim::claim_causes),
+                update_field_checks: 2,
                 on_create: Some(kind_defaults::protect_claim),
                 on_write: Some(kind_defaults::claim),
+                immutable: Some(validation::claim::claim_immutable),
+                update_metadata: &[MetaCheck::Full, MetaCheck::Update, MetaCheck::Full],
                 ..KindRules::NONE
             },
         ),
@@ -575,7 +680,15 @@ fn entries() -> Vec<BuiltinKind> {
                 .column("Selector", "selector", ".spec.selector"),
             Some(KindType::of::<apps::v1::DaemonSet>()),
             KindRules {
+                check_decoded: Some(defaults::apps::check_daemon_set),
+                field_causes: Some(validation::replicated::daemon_set_causes),
+                update_field_checks: 2,
+                status_causes: Some(validation::workload_status::daemon_set),
+                on_create: Some(defaults::apps::daemon_set_create),
                 on_write: Some(kind_defaults::daemon_set),
+                on_update: Some(defaults::apps::daemon_set_update),
+                immutable: Some(immutable::daemon_set),
+                update_metadata: FULL_THEN_UPDATE,
                 ..KindRules::NONE
             },
         ),
@@ -594,7 +707,12 @@ fn entries() -> Vec<BuiltinKind> {
                 .column("Selector", "selector", ".spec.selector"),
             Some(KindType::of::<apps::v1::ReplicaSet>()),
             KindRules {
+                field_causes: Some(validation::replicated::replica_set_causes),
+                update_field_checks: 2,
+                status_causes: Some(validation::workload_status::replica_set),
                 on_write: Some(kind_defaults::replica_set),
+                immutable: Some(immutable::replica_set),
+                update_metadata: FULL_THEN_UPDATE,
                 ..KindRules::NONE
             },
         ),
@@ -697,6 +815,35 @@ fn entries() -> Vec<BuiltinKind> {
     ]
 }
 
+/// A PodDisruptionBudget at `def`'s version: its column, defaults and
+/// validation (both versions alike on 1.20's terms); served without a
+/// schema.
+fn pod_disruption_budget(def: ResourceDef) -> BuiltinKind {
+    BuiltinKind {
+        def: def
+            .with_status()
+            .with_generation()
+            .short(&["pdb"])
+            .column("Min Available", "intOrPercentOrNA", ".spec.minAvailable")
+            .column(
+                "Max Unavailable",
+                "intOrPercentOrNA",
+                ".spec.maxUnavailable",
+            )
+            .column(
+                "Allowed Disruptions",
+                "integer0",
+                ".status.disruptionsAllowed",
+            ),
+        schema: None,
+        rules: KindRules {
+            field_causes: Some(validation::policy::pdb_causes),
+            on_write: Some(defaults::other::pod_disruption_budget),
+            ..KindRules::NONE
+        },
+    }
+}
+
 /// A CronJob at `def`'s version: the 1.20 printer's columns, its one
 /// field selector (`status.successful`, accepted and never matched, as by
 /// 1.20), its defaults; both versions have the batch/v1 type.
@@ -774,7 +921,7 @@ mod tests {
             assert_eq!(*served, kind.def);
             assert!(std::ptr::eq(rules_of(&served), &kind.rules));
         }
-        assert_eq!(table().len(), 31);
+        assert_eq!(table().len(), 33);
     }
 
     #[test]

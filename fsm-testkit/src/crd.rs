@@ -65,27 +65,23 @@ pub fn definitions(crd: &Value) -> Result<(Vec<ResourceDef>, String), Vec<Cause>
     }
     causes.extend(crate::crd_rules::schemas_required(spec));
     let versions = spec["versions"].as_array().cloned().unwrap_or_default();
-    if versions.is_empty() {
-        causes.push(Cause::invalid(
-            "spec.versions",
-            "null",
-            "must have exactly one version marked as storage version",
-        ));
-    }
+    // The stored-versions cause comes last (status is validated after the
+    // spec): set aside.
+    let mut storage_causes = crate::crd_storage::storage_causes(&versions);
+    let stored_versions_at = storage_causes
+        .iter()
+        .position(|c| c.field.starts_with("status."))
+        .unwrap_or(storage_causes.len());
+    let stored_versions = storage_causes.split_off(stored_versions_at);
+    causes.extend(storage_causes);
     let storage: Vec<String> = versions
         .iter()
         .filter(|v| v["storage"].as_bool() == Some(true))
         .map(|v| s(&v["name"]))
         .collect();
-    if !versions.is_empty() && storage.len() != 1 {
-        causes.push(Cause::invalid(
-            "spec.versions",
-            &format!("{} storage versions", storage.len()),
-            "must have exactly one version marked as storage version",
-        ));
-    }
     causes.extend(crate::crd_rules::version_causes(spec));
     causes.extend(crate::crd_conversion::causes(spec));
+    causes.extend(stored_versions);
     if !causes.is_empty() {
         return Err(causes);
     }

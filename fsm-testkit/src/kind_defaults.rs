@@ -132,9 +132,19 @@ pub fn replica_set(_def: &ResourceDef, object: &mut Value) {
     template_defaults(object, "/spec/template");
 }
 
-/// Every write of a CronJob.
+/// Every write of a CronJob: its job template's metadata as Go encodes
+/// an empty `ObjectMeta` (`creationTimestamp: null`).
 pub fn cron_job(_def: &ResourceDef, object: &mut Value) {
     fill(object, CRON_JOB);
+    if let Some(template) = object
+        .pointer_mut("/spec/jobTemplate")
+        .and_then(Value::as_object_mut)
+    {
+        let meta = template.entry("metadata").or_insert_with(|| json!({}));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.entry("creationTimestamp").or_insert(Value::Null);
+        }
+    }
     template_defaults(object, "/spec/jobTemplate/spec/template");
 }
 

@@ -155,6 +155,7 @@ mod controller_revisions;
 mod crd;
 mod crd_conversion;
 mod crd_rules;
+mod crd_storage;
 mod cron_schedule;
 mod custom_metadata;
 pub mod debug;

@@ -251,7 +251,7 @@ fn walk(schema: &Value, value: &mut Value, path: &str, root: bool, causes: &mut 
             let given = type_name(value);
             let expected = if int_or_string { "integer,string" } else { ty };
             causes.push(Cause {
-                reason: "FieldValueTypeInvalid".into(),
+                reason: "FieldValueInvalid".into(), // 1.20: field.Invalid
                 message: format!(
                     "Invalid value: {given:?}: {path} in body must be of type {expected}: {given:?}"
                 ),
@@ -264,7 +264,7 @@ fn walk(schema: &Value, value: &mut Value, path: &str, root: bool, causes: &mut 
     {
         let given = type_name(value);
         causes.push(Cause {
-            reason: "FieldValueTypeInvalid".into(),
+            reason: "FieldValueInvalid".into(), // 1.20: field.Invalid
             message: format!(
                 "Invalid value: {given:?}: {path} in body must be of type integer,string: {given:?}"
             ),
@@ -294,12 +294,30 @@ fn walk(schema: &Value, value: &mut Value, path: &str, root: bool, causes: &mut 
         Value::Object(map) => object(schema, map, path, root, causes),
         Value::Array(items) => {
             if let Some(item_schema) = schema.get("items").filter(|s| s.is_object()) {
-                for (i, item) in items.iter_mut().enumerate() {
-                    walk(item_schema, item, &format!("{path}[{i}]"), false, causes);
+                // 1.20's validator (go-openapi) names an item by its
+                // array's path, without the index.
+                for item in items.iter_mut() {
+                    walk(item_schema, item, path, false, causes);
                 }
             }
+            item_counts(schema, items.len(), path, causes);
         }
         _ => {}
+    }
+}
+
+/// An array's `minItems` and `maxItems`, checked after its items (as
+/// go-openapi does), the count as the invalid value.
+fn item_counts(schema: &Value, n: usize, path: &str, causes: &mut Vec<Cause>) {
+    let limit = |k: &str| schema.get(k).and_then(Value::as_u64);
+    let n = n as u64;
+    if let Some(min) = limit("minItems").filter(|m| n < *m) {
+        let detail = format!("{path} in body should have at least {min} items");
+        causes.push(invalid(path, &Value::from(n), &detail));
+    }
+    if let Some(max) = limit("maxItems").filter(|m| n > *m) {
+        let detail = format!("{path} in body should have at most {max} items");
+        causes.push(invalid(path, &Value::from(n), &detail));
     }
 }
 
@@ -349,26 +367,18 @@ fn bounds(schema: &Value, value: &Value, path: &str, causes: &mut Vec<Cause>) {
             ));
         }
     }
-    let count = match value {
-        Value::Array(a) => Some((a.len(), "minItems", "maxItems", "items")),
-        Value::String(s) => Some((s.chars().count(), "minLength", "maxLength", "chars")),
-        _ => None,
-    };
-    if let Some((n, min_key, max_key, unit)) = count {
-        let limit = |k: &str| schema.get(k).and_then(Value::as_u64);
-        if let Some(min) = limit(min_key).filter(|m| (n as u64) < *m) {
-            causes.push(invalid(
-                path,
-                value,
-                &format!("{path} in body should have at least {min} {unit}"),
-            ));
+    // go-openapi's words, as 1.20 passes them on: a string itself as the
+    // invalid value (an array's counts: `item_counts`).
+    let limit = |k: &str| schema.get(k).and_then(Value::as_u64);
+    if let Value::String(s) = value {
+        let n = s.chars().count() as u64;
+        if let Some(min) = limit("minLength").filter(|m| n < *m) {
+            let detail = format!("{path} in body should be at least {min} chars long");
+            causes.push(invalid(path, value, &detail));
         }
-        if let Some(max) = limit(max_key).filter(|m| (n as u64) > *m) {
-            causes.push(Cause {
-                reason: "FieldValueTooLong".into(),
-                message: format!("Too long: may not be more than {max} {unit}"),
-                field: path.into(),
-            });
+        if let Some(max) = limit("maxLength").filter(|m| n > *m) {
+            let detail = format!("{path} in body should be at most {max} chars long");
+            causes.push(invalid(path, value, &detail));
         }
     }
 }
@@ -500,7 +510,7 @@ mod tests {
             ),
             "{text:?}"
         );
-        assert!(text.contains(&r#"spec.tags[1]: Invalid value: "integer": spec.tags[1] in body must be of type string: "integer""#.to_string()), "{text:?}");
+        assert!(text.contains(&r#"spec.tags: Invalid value: "integer": spec.tags in body must be of type string: "integer""#.to_string()), "{text:?}");
         assert!(
             text.iter().any(|t| t.starts_with("spec.labels.k: ")),
             "{text:?}"
@@ -514,7 +524,7 @@ mod tests {
             text.iter().any(|t| t.starts_with("spec.free.n: ")),
             "{text:?}"
         );
-        assert_eq!(causes[0].reason, "FieldValueTypeInvalid");
+        assert_eq!(causes[0].reason, "FieldValueInvalid");
     }
 
     #[test]

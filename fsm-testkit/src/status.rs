@@ -123,8 +123,10 @@ pub enum ApiError {
     #[error("{0}")]
     UnsupportedMediaType(String),
     /// 422 (reason `Invalid`, no subject): a patch that cannot be applied,
-    /// e.g. a JSON patch whose `test` fails.
-    #[error("{0}")]
+    /// e.g. a JSON patch whose `test` fails. 1.20 answers Go's
+    /// `NewGenericServerResponse`: a generic message, empty details; the
+    /// text here (why the patch failed) is not sent.
+    #[error("the server rejected our request due to an error in our request")]
     Unprocessable(String),
     /// 409 (reason `Conflict`): a server-side apply that would change fields
     /// other managers own; the causes name them (`FieldManagerConflict`).
@@ -298,7 +300,7 @@ impl ApiError {
                     .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
                     .collect::<Vec<_>>(),
             })),
-            Self::UnknownResource => Some(json!({})),
+            Self::UnknownResource | Self::Unprocessable(_) => Some(json!({})),
             // Go's `NewInternalError`: the error, as the one cause.
             Self::Internal(message) => Some(json!({"causes": [{"message": message}]})),
             Self::InvalidOptions(kind, causes) => Some(json!({

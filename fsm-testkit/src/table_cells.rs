@@ -1,5 +1,6 @@
 //! The table cells of the column types of claims, volumes, StorageClasses,
-//! DaemonSets, ReplicaSets, ControllerRevisions and CronJobs, as
+//! DaemonSets, ReplicaSets, ControllerRevisions, CronJobs and
+//! PodDisruptionBudgets, as
 //! kube-apiserver 1.20's printers (`pkg/printers/internalversion`) write
 //! them. `crate::table` asks here first for a column's type and cell.
 
@@ -17,7 +18,7 @@ pub fn column_type(type_: &str) -> Option<&'static str> {
     Some(match type_ {
         "phase" | "text" | "claimCapacity" | "claimAccessModes" | "storageClass" | "volumeMode"
         | "quantity" | "accessModes" | "claimRef" | "labels" | "controller" | "bool"
-        | "ageOrNone" => "string",
+        | "ageOrNone" | "intOrPercentOrNA" => "string",
         "integer0" | "countInt" => "integer",
         "boolPtr" => "boolean",
         _ => return None,
@@ -39,6 +40,12 @@ pub fn cell(type_: &str, object: &Value, value: &Value, now: jiff::Timestamp) ->
     Some(match type_ {
         "phase" if object["metadata"].get("deletionTimestamp").is_some() => json!("Terminating"),
         "phase" | "text" => json!(text(at())),
+        // A PodDisruptionBudget's bound: the count or percentage, N/A.
+        "intOrPercentOrNA" => match at() {
+            Value::Null => json!("N/A"),
+            Value::String(s) => json!(s),
+            other => json!(other.to_string()),
+        },
         "claimCapacity" | "claimAccessModes" => {
             if text(object["spec"]["volumeName"].clone()).is_empty() {
                 json!("")

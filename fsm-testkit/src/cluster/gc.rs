@@ -65,14 +65,9 @@ impl Propagation {
 const STANDARD_FINALIZERS: [&str; 3] = ["kubernetes", ORPHAN_FINALIZER, FOREGROUND_FINALIZER];
 
 /// What the real server's `ValidateObjectMeta` says about `meta`'s owner
-/// references and finalizers (in its order: every reference's missing
-/// parts, a second controller, then each finalizer's qualified-name
-/// problems, `orphan` with `foregroundDeletion`, and for built-in kinds a
-/// finalizer without `/` that is not a standard one).
-pub(super) fn metadata_causes(
-    def: &ResourceDef,
-    meta: &serde_json::Map<String, Value>,
-) -> Vec<Cause> {
+/// references (every reference's missing parts, an Event owner, a second
+/// controller).
+pub(super) fn owner_reference_causes(meta: &serde_json::Map<String, Value>) -> Vec<Cause> {
     let mut causes = Vec::new();
     let text = |r: &Value, k: &str| {
         r.get(k)
@@ -146,13 +141,25 @@ pub(super) fn metadata_causes(
             }
         }
     }
-    let list: Vec<String> = meta
-        .get("finalizers")
+    causes
+}
+
+/// The finalizers of `meta`, as text.
+fn finalizer_list(meta: &serde_json::Map<String, Value>) -> Vec<String> {
+    meta.get("finalizers")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .map(|f| f.as_str().map_or_else(|| f.to_string(), String::from))
-        .collect();
+        .collect()
+}
+
+/// What apimachinery's `ValidateFinalizers` says about `meta`'s
+/// finalizers: each one's qualified-name problems (on the path
+/// `metadata.finalizers`), then `orphan` with `foregroundDeletion`.
+pub(super) fn finalizer_causes(meta: &serde_json::Map<String, Value>) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let list = finalizer_list(meta);
     for f in &list {
         for problem in crate::validation::qualified_name_problems(f) {
             causes.push(Cause::invalid("metadata.finalizers", f, &problem));
@@ -169,8 +176,19 @@ pub(super) fn metadata_causes(
             field: "metadata.finalizers".into(),
         });
     }
+    causes
+}
+
+/// What core validation adds about a built-in kind's finalizers
+/// (`validateKubeFinalizerName`): each one without `/` that is not a
+/// standard one, on its index. Custom resources get none.
+pub(super) fn kube_finalizer_causes(
+    def: &ResourceDef,
+    meta: &serde_json::Map<String, Value>,
+) -> Vec<Cause> {
+    let mut causes = Vec::new();
     if !def.custom {
-        for (i, f) in list.iter().enumerate() {
+        for (i, f) in finalizer_list(meta).iter().enumerate() {
             if !f.contains('/') && !STANDARD_FINALIZERS.contains(&f.as_str()) {
                 causes.push(Cause::invalid(
                     &format!("metadata.finalizers[{i}]"),

@@ -282,7 +282,8 @@ mod tests {
         // Status write: only status changes, generation stays.
         let mut s = u.clone();
         s["spec"]["replicas"] = json!(9);
-        s["status"] = json!({"readyReplicas": 2});
+        // (Not more ready than replicas: 1.20 refuses that status.)
+        s["status"] = json!({"replicas": 2, "readyReplicas": 2});
         let u2 = c
             .update(&d, "default", "web", s, Part::Status, false, now())
             .unwrap();

@@ -1,6 +1,8 @@
 //! The defaults of the `apps/v1` kinds served (1.20's
 //! `SetDefaults_Deployment` and `_StatefulSet`), with their pod
-//! templates' and the status the real server encodes for a new one.
+//! templates' and the status the real server encodes for a new one; a
+//! DaemonSet's template generation, which `apps/v1` carries in an
+//! annotation.
 
 use serde_json::{Value, json};
 
@@ -82,6 +84,62 @@ pub fn stateful_set(_def: &ResourceDef, set: &mut Value) {
     }
     workload_template(set);
     empty_status(set, json!({"replicas": 0}));
+}
+
+/// The annotation in which `apps/v1` carries a DaemonSet's template
+/// generation (`spec.templateGeneration` of the internal type).
+const TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
+
+/// A DaemonSet's template generation as the annotation says, if it says
+/// one.
+fn template_generation(set: &Value) -> Option<i64> {
+    set["metadata"]["annotations"][TEMPLATE_GENERATION]
+        .as_str()
+        .and_then(|g| g.parse().ok())
+}
+
+/// A DaemonSet whose template-generation annotation is not an integer
+/// does not decode (400, as 1.20's conversion of `apps/v1` refuses it).
+///
+/// # Errors
+/// `BadRequest` with the real server's message.
+pub fn check_daemon_set(
+    def: &crate::resources::ResourceDef,
+    set: &Value,
+) -> Result<(), crate::status::ApiError> {
+    match set["metadata"]["annotations"][TEMPLATE_GENERATION].as_str() {
+        Some(text) if text.parse::<i64>().is_err() => {
+            Err(crate::status::ApiError::BadRequest(format!(
+                "DaemonSet in version \"{}\" cannot be handled as a DaemonSet: \
+                 strconv.ParseInt: parsing {text:?}: invalid syntax",
+                def.version
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Writes `generation` into a DaemonSet's annotation.
+fn set_template_generation(set: &mut Value, generation: i64) {
+    if let Some(meta) = object_at(set, &["metadata"])
+        && let Some(annotations) = child(meta, "annotations")
+    {
+        annotations.insert(TEMPLATE_GENERATION.into(), json!(generation.to_string()));
+    }
+}
+
+/// A new DaemonSet: its template generation is the one sent, 1 at least.
+pub fn daemon_set_create(set: &mut Value, _sequence: u64) {
+    let generation = template_generation(set).unwrap_or(0).max(1);
+    set_template_generation(set, generation);
+}
+
+/// An updated DaemonSet keeps the stored template generation, one more
+/// when its template changes (what a client sends is ignored).
+pub fn daemon_set_update(set: &mut Value, stored: &Value) {
+    let before = template_generation(stored).unwrap_or(1);
+    let changed = set.pointer("/spec/template") != stored.pointer("/spec/template");
+    set_template_generation(set, before + i64::from(changed));
 }
 
 /// The pod template of a workload, at `spec.template`.

@@ -28,6 +28,9 @@ pub fn on_write(_def: &crate::resources::ResourceDef, pod: &mut Value) {
     if let Some(spec) = object_at(pod, &["spec"]) {
         set_absent(spec, &[("enableServiceLinks", json!(true))]);
         pod_spec(spec);
+        // The DefaultTolerationSeconds admission plugin admits updates
+        // too: tolerations it added and an update dropped come back.
+        default_tolerations(spec);
     }
 }
 

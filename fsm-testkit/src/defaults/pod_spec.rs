@@ -127,10 +127,17 @@ fn http_get(handler: &mut Map<String, Value>) {
     }
 }
 
-/// A `fieldRef` below `holder`: apiVersion `v1`.
+/// A `fieldRef` below `holder`: apiVersion `v1`; a `resourceFieldRef`:
+/// divisor `"0"` (a `Quantity`, which Go's `omitempty` never omits).
 fn field_ref(holder: &mut Map<String, Value>) {
     if let Some(r) = holder.get_mut("fieldRef").and_then(Value::as_object_mut) {
         set_absent(r, &[("apiVersion", json!("v1"))]);
+    }
+    if let Some(r) = holder
+        .get_mut("resourceFieldRef")
+        .and_then(Value::as_object_mut)
+    {
+        set_absent(r, &[("divisor", json!("0"))]);
     }
 }
 

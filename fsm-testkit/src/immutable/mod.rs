@@ -1,6 +1,7 @@
 //! What an update may not change, per kind, as kube-apiserver 1.20's
 //! update validation refuses it (422 with one cause per field, the real
-//! field path and message): a Deployment's selector; a Job's completions,
+//! field path and message): a Deployment's, ReplicaSet's and DaemonSet's
+//! selector; a Job's completions,
 //! selector and pod template; a StatefulSet's spec but for its replicas,
 //! template and update strategy; a Service's cluster IPs; a Secret's type;
 //! the data of a ConfigMap or Secret marked `immutable`, and the mark.
@@ -10,6 +11,7 @@
 //! say. The kinds' table (`builtins`) names each kind's function here.
 
 pub mod go_syntax;
+pub mod pod;
 
 use serde_json::{Map, Value};
 
@@ -69,6 +71,18 @@ pub fn deployment(old: &Value, new: &Value) -> Vec<Cause> {
         old,
         new,
     )
+}
+
+/// A ReplicaSet of `apps/v1`: its selector, as a Deployment's.
+#[must_use]
+pub fn replica_set(old: &Value, new: &Value) -> Vec<Cause> {
+    deployment(old, new)
+}
+
+/// A DaemonSet of `apps/v1`: its selector, as a Deployment's.
+#[must_use]
+pub fn daemon_set(old: &Value, new: &Value) -> Vec<Cause> {
+    deployment(old, new)
 }
 
 /// A Job: its completions, selector and pod template (the template may

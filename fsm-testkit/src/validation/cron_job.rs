@@ -3,8 +3,8 @@
 //! v1, [`Schedule::parse`]; required), `startingDeadlineSeconds` and the
 //! history limits not negative, `concurrencyPolicy` one of the three, and
 //! a name short enough for its Jobs' (at most 52 characters: the
-//! controller appends `-<Unix time>`). The job template's own rules are
-//! not checked here.
+//! controller appends `-<Unix time>`); its job template as a Job's spec
+//! (`validateJobSpec`), without a selector (generated).
 
 use serde_json::Value;
 
@@ -44,6 +44,16 @@ pub fn cron_job_causes(_def: &ResourceDef, object: &Value) -> Vec<Cause> {
             &["Allow", "Forbid", "Replace"],
         ),
     }
+    // The job template: a Job's spec, its selector generated.
+    let job = &spec["jobTemplate"]["spec"];
+    super::workloads::job_spec(job, "spec.jobTemplate.spec", &mut e);
+    if !job["selector"].is_null() {
+        e.invalid(
+            "spec.jobTemplate.spec.selector",
+            &crate::immutable::go_syntax::label_selector(Some(&job["selector"])),
+            "`selector` will be auto-generated",
+        );
+    }
     for limit in ["successfulJobsHistoryLimit", "failedJobsHistoryLimit"] {
         e.nonnegative(&format!("spec.{limit}"), &spec[limit]);
     }
@@ -64,12 +74,36 @@ mod tests {
 
     use super::*;
 
-    fn causes(spec: Value, name: &str) -> Vec<(String, String)> {
+    /// The causes of a CronJob with `spec` and a valid job template.
+    fn causes(mut spec: Value, name: &str) -> Vec<(String, String)> {
         let def = ResourceDef::builtin("batch", "v1beta1", "CronJob", "cronjobs", true);
+        spec["jobTemplate"] = json!({"spec": {"template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "busybox"}]}}}});
         cron_job_causes(&def, &json!({"metadata": {"name": name}, "spec": spec}))
             .into_iter()
             .map(|c| (c.field, c.message))
             .collect()
+    }
+
+    #[test]
+    fn the_job_template_is_a_job_spec() {
+        let def = ResourceDef::builtin("batch", "v1beta1", "CronJob", "cronjobs", true);
+        let fields: Vec<String> = cron_job_causes(
+            &def,
+            &json!({"metadata": {"name": "n"}, "spec": {"schedule": "@hourly",
+                "jobTemplate": {"spec": {"selector": {"matchLabels": {"a": "b"}},
+                    "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}}}}),
+        )
+        .into_iter()
+        .map(|c| c.field)
+        .collect();
+        assert_eq!(
+            fields,
+            [
+                "spec.jobTemplate.spec.template.spec.restartPolicy",
+                "spec.jobTemplate.spec.selector"
+            ]
+        );
     }
 
     #[test]

@@ -56,10 +56,57 @@ pub fn secret_causes(_def: &ResourceDef, object: &Value) -> Vec<Cause> {
         }
     }
     keys.sort();
-    for k in keys {
+    for k in &keys {
         keys_of(k, "data", &mut e);
     }
+    secret_type_causes(object, &keys, &mut e);
     e.into_causes()
+}
+
+/// What a Secret's type requires (1.20's `ValidateSecret`): a service
+/// account token names its account, a TLS Secret has its certificate and
+/// key, a Docker config its file, basic auth a username or a password, SSH
+/// auth a private key. The paths are 1.20's, `data[%s][…]` included.
+/// (Whether a Docker config is JSON is not checked.)
+fn secret_type_causes(object: &Value, keys: &[&String], e: &mut FieldErrors) {
+    let has = |k: &str| keys.iter().any(|key| key.as_str() == k);
+    match object["type"].as_str().unwrap_or_default() {
+        "kubernetes.io/service-account-token" => {
+            let named = object["metadata"]["annotations"]["kubernetes.io/service-account.name"]
+                .as_str()
+                .is_some_and(|n| !n.is_empty());
+            if !named {
+                e.required(
+                    "metadata.annotations[kubernetes.io/service-account.name]",
+                    "",
+                );
+            }
+        }
+        "kubernetes.io/dockercfg" if !has(".dockercfg") => e.required("data[.dockercfg]", ""),
+        "kubernetes.io/dockerconfigjson" if !has(".dockerconfigjson") => {
+            e.required("data[.dockerconfigjson]", "");
+        }
+        "kubernetes.io/basic-auth" if !has("username") && !has("password") => {
+            e.required("data[%s][username]", "");
+            e.required("data[%s][password]", "");
+        }
+        "kubernetes.io/ssh-auth" => {
+            let empty = |v: &Value| v.as_str().is_none_or(str::is_empty);
+            if empty(&object["data"]["ssh-privatekey"])
+                && empty(&object["stringData"]["ssh-privatekey"])
+            {
+                e.required("data[%s][ssh-privatekey]", "");
+            }
+        }
+        "kubernetes.io/tls" => {
+            for k in ["tls.crt", "tls.key"] {
+                if !has(k) {
+                    e.required(&key("data", k), "");
+                }
+            }
+        }
+        _ => {}
+    }
 }
 
 fn keys_of(k: &str, path: &str, e: &mut FieldErrors) {

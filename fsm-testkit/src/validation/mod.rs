@@ -3,13 +3,19 @@
 //! module per kind family, each rule a function the kinds' table
 //! (`builtins`) names in the kind's entry (`KindRules::field_causes`).
 
+pub mod autoscaler;
+pub mod claim;
 pub mod cron_job;
 pub mod data;
 pub mod field;
 pub mod ingress;
+pub mod load_balancer;
+pub mod network_policy;
 pub mod pod;
 pub mod policy;
+pub mod replicated;
 pub mod service;
+pub mod workload_status;
 pub mod workloads;
 
 use serde_json::Value;

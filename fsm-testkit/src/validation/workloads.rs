@@ -93,23 +93,8 @@ pub fn stateful_set_causes(_def: &ResourceDef, object: &Value) -> Vec<Cause> {
 pub fn job_causes(_def: &ResourceDef, object: &Value) -> Vec<Cause> {
     let mut e = FieldErrors::new();
     let spec = &object["spec"];
-    for field in [
-        "parallelism",
-        "completions",
-        "activeDeadlineSeconds",
-        "backoffLimit",
-        "ttlSecondsAfterFinished",
-    ] {
-        e.nonnegative(&child("spec", field), &spec[field]);
-    }
+    job_spec(spec, "spec", &mut e);
     let template = &spec["template"];
-    pod::template(template, "spec.template", &mut e);
-    let policy = "spec.template.spec.restartPolicy";
-    match pod::restart_policy(&template["spec"]) {
-        "Always" => e.required(policy, "valid values: \"OnFailure\", \"Never\""),
-        "OnFailure" | "Never" => {}
-        other => e.not_supported(policy, other, &["OnFailure", "Never"]),
-    }
     if spec["manualSelector"] == true {
         match spec.get("selector").filter(|s| !s.is_null()) {
             None => e.required("spec.selector", ""),
@@ -126,8 +111,31 @@ pub fn job_causes(_def: &ResourceDef, object: &Value) -> Vec<Cause> {
     e.into_causes()
 }
 
+/// What every Job spec, a CronJob's job template's included, is checked
+/// for (`validateJobSpec`) at `path`: counts not negative, the pod
+/// template, a restart policy `OnFailure` or `Never`.
+pub(crate) fn job_spec(spec: &Value, path: &str, e: &mut FieldErrors) {
+    for field in [
+        "parallelism",
+        "completions",
+        "activeDeadlineSeconds",
+        "backoffLimit",
+        "ttlSecondsAfterFinished",
+    ] {
+        e.nonnegative(&child(path, field), &spec[field]);
+    }
+    let template = &spec["template"];
+    pod::template(template, &child(path, "template"), e);
+    let policy = format!("{path}.template.spec.restartPolicy");
+    match pod::restart_policy(&template["spec"]) {
+        "Always" => e.required(&policy, "valid values: \"OnFailure\", \"Never\""),
+        "OnFailure" | "Never" => {}
+        other => e.not_supported(&policy, other, &["OnFailure", "Never"]),
+    }
+}
+
 /// A selector is required and not empty (`kind` words the message).
-fn selector_required(spec: &Value, kind: &str, e: &mut FieldErrors) {
+pub(super) fn selector_required(spec: &Value, kind: &str, e: &mut FieldErrors) {
     match spec.get("selector").filter(|s| !s.is_null()) {
         None => e.required("spec.selector", ""),
         Some(selector) => {
@@ -144,7 +152,7 @@ fn selector_required(spec: &Value, kind: &str, e: &mut FieldErrors) {
 }
 
 /// An absent selector matches no labels; an empty one is not compared.
-fn selector_matches_template(spec: &Value, e: &mut FieldErrors) {
+pub(super) fn selector_matches_template(spec: &Value, e: &mut FieldErrors) {
     let selector = &spec["selector"];
     let labels = &spec["template"]["metadata"]["labels"];
     let empty = !selector.is_null() && pod::selector_is_empty(selector);
@@ -158,7 +166,7 @@ fn selector_matches_template(spec: &Value, e: &mut FieldErrors) {
 }
 
 /// A replicated pod restarts `Always`.
-fn always_restarts(template: &Value, e: &mut FieldErrors) {
+pub(super) fn always_restarts(template: &Value, e: &mut FieldErrors) {
     let policy = pod::restart_policy(&template["spec"]);
     if policy != "Always" {
         e.not_supported("spec.template.spec.restartPolicy", policy, &["Always"]);

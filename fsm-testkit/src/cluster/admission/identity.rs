@@ -155,6 +155,19 @@ pub(super) fn merge_with_current(a: &mut Admission<'_, '_>) -> Result<Flow, ApiE
         Part::Status => {
             let mut n = (*current).clone();
             copy_field(&a.object, &mut n, "status");
+            if let Some(kept) = a.rules.status_keeps_metadata
+                && a.object.get("metadata").is_some_and(Value::is_object)
+            {
+                copy_field(&a.object, &mut n, "metadata");
+                for field in kept {
+                    let stored = current["metadata"].get(*field).cloned();
+                    let meta = metadata_mut(&mut n)?;
+                    match stored {
+                        Some(v) => meta.insert((*field).into(), v),
+                        None => meta.remove(*field),
+                    };
+                }
+            }
             n
         }
     };
@@ -211,7 +224,14 @@ pub(super) fn bump_generation(a: &mut Admission<'_, '_>) -> Result<Flow, ApiErro
         return Ok(Flow::Next);
     };
     let def = a.write.def;
-    if def.generation && spec_changed(&current, &a.object, def.status_subresource) {
+    // A Deployment's annotations bump it too (1.20 copies them to its
+    // ReplicaSets); not through its status.
+    let annotations_changed = a.rules.annotations_bump_generation
+        && a.part() == Part::Main
+        && current["metadata"].get("annotations") != a.object["metadata"].get("annotations");
+    if def.generation
+        && (annotations_changed || spec_changed(&current, &a.object, def.status_subresource))
+    {
         let generation = current["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
         a.object["metadata"]["generation"] = json!(generation);
     }

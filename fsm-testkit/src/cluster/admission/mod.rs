@@ -97,6 +97,7 @@ const CHAIN: &[Step] = &[
     identity::check_new_finalizers,
     // Validation and defaults.
     rules::validate_metadata,
+    rules::validate_status,
     rules::init_new_metadata,
     rules::validate_as_written,
     rules::apply_defaults,

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::super::Part;
 use super::super::meta::set_type;
-use super::super::metadata_rules::metadata_causes;
+use super::super::metadata_rules::{metadata_causes, update_metadata_causes};
 use super::super::ownership::{ownership_scope, record_ownership};
 use super::super::present;
 use super::{Admission, Flow};
@@ -33,7 +33,11 @@ pub(super) fn validate_metadata(a: &mut Admission<'_, '_>) -> Result<Flow, ApiEr
         }
     }
     if let Some(meta) = a.object.get("metadata").and_then(Value::as_object) {
-        causes.extend(metadata_causes(def, meta));
+        if a.is_create() || a.part() != Part::Main || def.custom {
+            causes.extend(metadata_causes(def, meta));
+        } else {
+            causes.extend(update_metadata_causes(def, meta, a.rules.update_metadata));
+        }
     }
     if let Some(field_causes) = a.rules.field_causes {
         // An update's own preparation (a Service turned ClusterIP loses
@@ -46,13 +50,72 @@ pub(super) fn validate_metadata(a: &mut Admission<'_, '_>) -> Result<Flow, ApiEr
             }
             _ => None,
         };
-        causes.extend(field_causes(def, prepared.as_ref().unwrap_or(&a.object)));
+        let mut found = field_causes(def, prepared.as_ref().unwrap_or(&a.object));
+        if !a.is_create() && a.part() == Part::Main {
+            // A kind whose update validation validates the new object
+            // again lists its fields' causes again.
+            let once = found.clone();
+            for _ in 1..a.rules.update_field_checks {
+                found.extend(once.iter().cloned());
+            }
+        }
+        if found.is_empty() {
+            // (What may not change is checked after the defaults.)
+        } else if let Some(immutable) = immutable_causes(a) {
+            // 1.20 lists every cause of an update at once: what may not
+            // change before or after the fields' causes, as the kind's
+            // update validation orders them.
+            if a.rules.immutable_first {
+                causes.extend(immutable);
+                causes.extend(found);
+            } else {
+                causes.extend(found);
+                causes.extend(immutable);
+            }
+        } else {
+            causes.extend(found);
+        }
     }
     if causes.is_empty() {
         Ok(Flow::Next)
     } else {
         Err(a.invalid(causes))
     }
+}
+
+/// A write of the status subresource: what the kind's status update
+/// validation refuses (a workload's counts), every cause at once.
+pub(super) fn validate_status(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
+    let (Some(status_causes), Some(current)) = (a.rules.status_causes, a.current.as_deref()) else {
+        return Ok(Flow::Next);
+    };
+    if a.part() != Part::Status {
+        return Ok(Flow::Next);
+    }
+    let causes = status_causes(&a.object, current);
+    if causes.is_empty() {
+        Ok(Flow::Next)
+    } else {
+        Err(a.invalid(causes))
+    }
+}
+
+/// What an update (of the object itself) changes that may not change,
+/// judged on the object as the kind's defaults will leave it; `None` for a
+/// create, a subresource, or a kind without such rules.
+fn immutable_causes(a: &Admission<'_, '_>) -> Option<Vec<Cause>> {
+    let (immutable, current) = (a.rules.immutable?, a.current.as_deref()?);
+    if a.part() != Part::Main {
+        return None;
+    }
+    let mut object = a.object.clone();
+    if let Some(on_write) = a.rules.on_write {
+        on_write(a.write.def, &mut object);
+    }
+    if let Some(on_update) = a.rules.on_update {
+        on_update(&mut object, current);
+    }
+    Some(immutable(current, &object))
 }
 
 /// A new object's metadata: its name, a uid, the creation time, the
@@ -156,9 +219,25 @@ pub(super) fn check_immutable_fields(a: &mut Admission<'_, '_>) -> Result<Flow, 
     }
 }
 
-/// The kind's validation of the defaulted object (the RBAC kinds).
+/// The kind's validation of the defaulted object (the RBAC kinds); an
+/// update's causes as many times as the kind checks them.
 pub(super) fn validate_defaulted(a: &mut Admission<'_, '_>) -> Result<Flow, ApiError> {
-    validate_with(a, a.rules.validate)
+    match validate_with(a, a.rules.validate) {
+        Err(ApiError::Invalid(subject, causes)) if !a.is_create() && a.part() == Part::Main => {
+            // A binding's changed roleRef is the update's own check: once,
+            // last.
+            let (immutable, fields): (Vec<Cause>, Vec<Cause>) = causes
+                .into_iter()
+                .partition(|c| c.message.ends_with("cannot change roleRef"));
+            let mut all = Vec::new();
+            for _ in 0..a.rules.update_field_checks {
+                all.extend(fields.iter().cloned());
+            }
+            all.extend(immutable);
+            Err(ApiError::Invalid(subject, all))
+        }
+        other => other,
+    }
 }
 
 /// Runs a validation of the kind's, if it has one.

@@ -368,15 +368,7 @@ pub async fn invalid_crds_are_refused(s: &mut Scene) -> Fallible {
             label,
             (reply.code, reply.reason(), &reply.body["details"]["name"]),
         );
-        if label == "name is not plural.group" {
-            s.record(format!("{label}: Status"), &reply);
-        } else {
-            s.record_known(
-                format!("{label}: Status"),
-                &reply,
-                known::CRD_VALIDATION_DETAILS,
-            );
-        }
+        s.record(format!("{label}: Status"), &reply);
     }
     Ok(())
 }

@@ -15,28 +15,40 @@
 //! API; where the two versions behave differently the scenario says so and
 //! observes only what both versions share.
 
+pub mod apply_versions;
 pub mod auth;
+pub mod autoscalers;
 pub mod bodies;
 pub mod builtin;
+pub mod claims;
+pub mod crd_arrays;
 pub mod crd_definitions;
 pub mod cron_jobs;
 pub mod custom;
 pub mod defaults;
 pub mod deletion;
+pub mod disruption_budgets;
 pub mod events;
 pub mod gaps;
 pub mod immutability;
+pub mod json_patches;
 pub mod kinds;
 pub mod limits;
 pub mod lists;
+pub mod metadata_checks;
 pub mod openapi;
 pub mod patches;
+pub mod pod_defaults;
 pub mod protobuf;
+pub mod replicated;
 pub mod scale;
+pub mod typed_secrets;
+pub mod update_causes;
 pub mod validation;
 pub mod volumes;
 pub mod watch;
 pub mod webhooks;
+pub mod workload_status;
 pub mod writes;
 
 use integration_tests::{Fallible, Scene, run_differential};
@@ -67,16 +79,12 @@ pub mod known {
         refuses unknown fields with 400 BadRequest ('strict decoding error: unknown field \
         \"spec.x\"') since 1.25, as the embedded server does; 1.20 ignores the parameter and \
         drops the fields";
-    /// Metadata causes of an update, listed once.
-    pub const METADATA_CAUSES_TWICE_ON_UPDATE: &str = "an update of a ConfigMap with an \
-        invalid finalizer lists each metadata cause twice on the real server (its update \
-        validation checks metadata for the update, then the whole object as on create); the \
-        embedded server lists them once";
-    /// The causes of a CRD without exactly one storage version.
-    pub const CRD_VALIDATION_DETAILS: &str = "a CRD without exactly one storage version also \
-        gets a status.storedVersions cause on the real server; the embedded server gives one \
-        cause. (1.20 prints the invalid versions as a Go struct dump: that wording is \
-        version-specific)";
+    /// Not a fidelity difference: 1.20's bug.
+    pub const VERSION_APPLY_PORT_WITHOUT_PROTOCOL: &str = "VERSION DIFFERENCE: a server-side \
+        apply of a Service port without protocol is 500 on 1.20 ('failed to create typed patch \
+        object: .spec.ports: element 0: associative list with keys has an element that omits \
+        key field \"protocol\"'); later versions default the key to TCP, as the embedded \
+        server does";
     /// Not a fidelity difference but a version one (1.20's bug), marked so
     /// that the scenario can observe it.
     pub const VERSION_CRD_EMPTY_DEFAULT: &str = "VERSION DIFFERENCE: 1.20 refuses \
@@ -85,17 +93,10 @@ pub mod known {
 }
 
 /// Scenarios the embedded server does not pass yet, and why.
-pub const EMBEDDED_GAPS: &[(&str, &str)] = &[
-    (
-        "schema_pruning_and_validation",
-        "issue 5: schema validation's Status (1.20's cause reason is FieldValueInvalid, \
-         the message names Widget.<group>)",
-    ),
-    (
-        "managed_fields_bookkeeping",
-        "issue 5: managedFields (the real fieldsV1 has a \".\" entry for each map set)",
-    ),
-];
+pub const EMBEDDED_GAPS: &[(&str, &str)] = &[(
+    "managed_fields_bookkeeping",
+    "issue 5: managedFields (the real fieldsV1 has a \".\" entry for each map set)",
+)];
 
 /// Runs the scenario `name` differentially, gated by [`EMBEDDED_GAPS`].
 async fn check(name: &str, scenario: impl AsyncFn(&mut Scene) -> Fallible) {
@@ -147,6 +148,24 @@ scenarios! {
     watch::runtime_watcher_sequence,
     watch::named_get_with_watch_is_a_get,
     lists::consistent_lists,
+    metadata_checks::metadata_causes_order_and_repeats,
+    replicated::daemon_sets_and_replica_sets,
+    autoscalers::autoscalers_of_autoscaling_v1,
+    replicated::generation_follows_deployment_annotations,
+    update_causes::updates_list_immutable_and_field_causes,
+    update_causes::updates_list_field_causes_as_often_as_checked,
+    apply_versions::apply_of_ports_without_protocol,
+    pod_defaults::resource_field_refs_get_a_divisor,
+    pod_defaults::pod_updates_change_images_deadlines_and_tolerations,
+    crd_arrays::custom_resource_array_problems,
+    typed_secrets::secret_types_require_their_keys,
+    typed_secrets::cron_job_templates_are_job_specs,
+    disruption_budgets::disruption_budgets_of_policy_v1beta1,
+    claims::claims_are_validated_and_immutable,
+    claims::network_policies_are_validated,
+    json_patches::json_patch_failures,
+    workload_status::workload_status_is_validated,
+    workload_status::load_balancer_status_is_validated,
     lists::read_refusals,
     lists::a_list_at_version_zero_is_not_paged,
     lists::integer_label_selectors,
