@@ -238,9 +238,22 @@ async fn check(label: &str, run_args: &[&str], rbac_args: &[&str], namespaced: b
         create(&server, "examples.operator-fsm.io", "databases", NS, object);
     }
     let expected = |i: usize| if i == REJECTED { "Failed" } else { "Ready" };
-    wait("every Database to settle", Duration::from_secs(90), || {
-        (0..DATABASES).all(|i| state(&server, i).as_deref() == Some(expected(i)))
-    });
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let states: Vec<Option<String>> = (0..DATABASES).map(|i| state(&server, i)).collect();
+        if (0..DATABASES).all(|i| states[i].as_deref() == Some(expected(i))) {
+            break;
+        }
+        // Which one did not settle, and where it rests, for the log of a
+        // run that fails here.
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for every Database to settle: states {states:?}, expected \
+             Ready but {REJECTED} Failed; the operator's log: {}",
+            log.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     // With the web view on, every kind of page it serves, read the way a
     // browser would: the index, the rows, and an object's page (the
     // object, its record Secret, its Events).
