@@ -166,6 +166,22 @@ pub fn go_int_or_string(v: &Value) -> String {
     }
 }
 
+/// A label selector as Go's `%#v` prints it (as 1.20 shows an empty one
+/// in its causes).
+pub fn go_label_selector(selector: &Value) -> String {
+    let labels = if selector["matchLabels"].is_null() {
+        "map[string]string(nil)".to_string()
+    } else {
+        go_string_map(&selector["matchLabels"])
+    };
+    let expressions = if selector["matchExpressions"].is_null() {
+        "[]v1.LabelSelectorRequirement(nil)"
+    } else {
+        "[]v1.LabelSelectorRequirement{}"
+    };
+    format!("v1.LabelSelector{{MatchLabels:{labels}, MatchExpressions:{expressions}}}")
+}
+
 /// A label map as Go's `%#v` prints a `map[string]string`: keys sorted,
 /// `(nil)` when absent.
 #[must_use]

@@ -6,7 +6,9 @@
 
 use serde_json::Value;
 
-use super::field::{FieldErrors, child, go_int_or_string, go_string, go_string_map, percent};
+use super::field::{
+    FieldErrors, child, go_int_or_string, go_label_selector, go_string, go_string_map, percent,
+};
 use super::pod;
 use super::workloads::{always_restarts, selector_matches_template, selector_required};
 use crate::resources::ResourceDef;
@@ -54,7 +56,7 @@ pub fn daemon_set_causes(_def: &ResourceDef, object: &Value) -> Vec<Cause> {
     if !selector.is_null() && pod::selector_is_empty(selector) {
         e.invalid(
             "spec.selector",
-            &go_empty_selector(selector),
+            &go_label_selector(selector),
             "empty selector is invalid for daemonset",
         );
     }
@@ -111,21 +113,6 @@ fn update_strategy(strategy: &Value, e: &mut FieldErrors) {
             e.not_supported_shown(path, &shown, &["RollingUpdate", "OnDelete"]);
         }
     }
-}
-
-/// An empty label selector as Go's `%#v` prints it.
-fn go_empty_selector(selector: &Value) -> String {
-    let labels = if selector["matchLabels"].is_null() {
-        "map[string]string(nil)".to_string()
-    } else {
-        go_string_map(&selector["matchLabels"])
-    };
-    let expressions = if selector["matchExpressions"].is_null() {
-        "[]v1.LabelSelectorRequirement(nil)"
-    } else {
-        "[]v1.LabelSelectorRequirement{}"
-    };
-    format!("v1.LabelSelector{{MatchLabels:{labels}, MatchExpressions:{expressions}}}")
 }
 
 #[cfg(test)]

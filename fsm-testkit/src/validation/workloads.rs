@@ -6,7 +6,9 @@
 
 use serde_json::Value;
 
-use super::field::{FieldErrors, child, go_int_or_string, go_string, go_string_map};
+use super::field::{
+    FieldErrors, child, go_int_or_string, go_label_selector, go_string, go_string_map,
+};
 use super::pod;
 use crate::resources::ResourceDef;
 use crate::status::Cause;
@@ -218,21 +220,6 @@ fn deployment_strategy(strategy: &Value, e: &mut FieldErrors) {
             e.not_supported_shown("spec.strategy", &shown, &["Recreate", "RollingUpdate"]);
         }
     }
-}
-
-/// An empty label selector as Go's `%#v` prints it.
-fn go_label_selector(selector: &Value) -> String {
-    let labels = if selector["matchLabels"].is_null() {
-        "map[string]string(nil)".to_string()
-    } else {
-        go_string_map(&selector["matchLabels"])
-    };
-    let expressions = if selector["matchExpressions"].is_null() {
-        "[]v1.LabelSelectorRequirement(nil)"
-    } else {
-        "[]v1.LabelSelectorRequirement{}"
-    };
-    format!("v1.LabelSelector{{MatchLabels:{labels}, MatchExpressions:{expressions}}}")
 }
 
 #[cfg(test)]
